@@ -1,0 +1,33 @@
+# pypto_pro: `make demo` runs the examples, `make test` runs every test. Both set everything up
+# first (missing Debian packages, CMake configure, build); rebuilds are incremental.
+
+PYTHON ?= /usr/bin/python3
+BUILD ?= cmake-build
+export PYTHONPATH := $(CURDIR)/python$(if $(PYTHONPATH),:$(PYTHONPATH))
+
+.PHONY: all deps build demo test test-cpp test-python bench clean
+
+all: build
+
+deps:
+	@scripts/install_deps.sh
+
+$(BUILD)/build.ninja: CMakeLists.txt
+	cmake -S . -B $(BUILD) -G Ninja -DPython3_EXECUTABLE=$(PYTHON) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+build: deps $(BUILD)/build.ninja
+	@cmake --build $(BUILD)
+
+demo: build
+	@for f in examples/*.py; do echo "== $$f"; $(PYTHON) $$f || exit 1; done
+
+test-cpp: build
+	ctest --test-dir $(BUILD) --output-on-failure -j2
+
+test-python: build
+	$(PYTHON) -m pytest -q tests/python
+
+test: test-cpp test-python
+
+clean:
+	rm -rf $(BUILD) build python/pypto_pro/_C*.so

@@ -1,0 +1,90 @@
+// GM <-> tile transfers (pl.load / load_tile on MTE2, pl.store / store_tile on MTE3 or FIX).
+// The tile's valid window moves; every transfer is bounds-checked against the tensor first, so an
+// out-of-bounds access is a kernel fault that corrupts nothing.
+#pragma once
+
+#include "pypto_pro/tile.h"
+
+namespace pto {
+
+namespace detail {
+
+// The tile's rows map to tensor axis N-2 and its columns to axis N-1 (rows = 1 for a 1-D tensor).
+template <typename TileT, typename T, int N>
+inline T* CheckedWindow(CoreCtx& ctx, int line, const char* op, const TileT& tile, const GmTensor<T, N>& gm,
+                        const Idx<N>& off) {
+  static_assert(__is_same(typename TileT::Elem, T), "tile and tensor dtypes differ");
+  const int64_t rows = tile.valid_rows, cols = tile.valid_cols;
+  bool ok = rows >= 0 && cols >= 0 && rows <= TileT::kRows && cols <= TileT::kCols;
+  int64_t linear = 0;
+  for (int i = 0; i < N; ++i) {
+    int64_t extent = i == N - 1 ? cols : (i == N - 2 ? rows : 1);
+    ok = ok && off.v[i] >= 0 && off.v[i] + extent <= gm.shape[i];
+    linear += off.v[i] * gm.stride[i];
+  }
+  if (N == 1) ok = ok && rows <= 1;
+  if (__builtin_expect(!ok, 0)) {
+    PtoFaultDetail d{};
+    d.op = op;
+    d.message = rows > TileT::kRows || cols > TileT::kCols || rows < 0 || cols < 0
+                    ? "tile valid window exceeds the tile's shape"
+                    : "GM access out of bounds";
+    d.tensor = gm.name;
+    d.rank = N;
+    for (int i = 0; i < N && i < PTO_FAULT_MAX_RANK; ++i) {
+      d.offsets[i] = off.v[i];
+      d.extent[i] = i == N - 1 ? cols : (i == N - 2 ? rows : 1);
+      d.shape[i] = gm.shape[i];
+    }
+    Fault(ctx, line, d);
+  }
+  return gm.data + linear;
+}
+
+template <typename TileT, int N>
+inline Idx<N> TileOffsets(const Idx<N>& tile_idx) {
+  Idx<N> off = tile_idx;
+  off.v[N - 1] *= TileT::kCols;
+  if (N >= 2) off.v[N - 2] *= TileT::kRows;
+  return off;
+}
+
+template <typename T>
+inline void Copy2D(T* dst, int64_t dst_stride, const T* src, int64_t src_stride, int64_t rows, int64_t cols) {
+  if (rows <= 0 || cols <= 0) return;
+  if (cols == dst_stride && cols == src_stride) {
+    __builtin_memcpy(dst, src, size_t(rows * cols) * sizeof(T));
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r) __builtin_memcpy(dst + r * dst_stride, src + r * src_stride, size_t(cols) * sizeof(T));
+}
+
+}  // namespace detail
+
+template <typename TileT, typename T, int N>
+inline void load(CoreCtx& ctx, int line, TileT& dst, const GmTensor<T, N>& src, Idx<N> offsets) {
+  const T* from = detail::CheckedWindow(ctx, line, "load", dst, src, offsets);
+  detail::Copy2D(dst.data, TileT::kCols, from, N >= 2 ? src.stride[N - 2] : 0, dst.valid_rows, dst.valid_cols);
+}
+
+template <typename TileT, typename T, int N>
+inline void load_tile(CoreCtx& ctx, int line, TileT& dst, const GmTensor<T, N>& src, Idx<N> tile_idx) {
+  Idx<N> offsets = detail::TileOffsets<TileT>(tile_idx);
+  const T* from = detail::CheckedWindow(ctx, line, "load_tile", dst, src, offsets);
+  detail::Copy2D(dst.data, TileT::kCols, from, N >= 2 ? src.stride[N - 2] : 0, dst.valid_rows, dst.valid_cols);
+}
+
+template <typename TileT, typename T, int N>
+inline void store(CoreCtx& ctx, int line, const GmTensor<T, N>& dst, const TileT& src, Idx<N> offsets) {
+  T* to = detail::CheckedWindow(ctx, line, "store", src, dst, offsets);
+  detail::Copy2D(to, N >= 2 ? dst.stride[N - 2] : 0, src.data, TileT::kCols, src.valid_rows, src.valid_cols);
+}
+
+template <typename TileT, typename T, int N>
+inline void store_tile(CoreCtx& ctx, int line, const GmTensor<T, N>& dst, const TileT& src, Idx<N> tile_idx) {
+  Idx<N> offsets = detail::TileOffsets<TileT>(tile_idx);
+  T* to = detail::CheckedWindow(ctx, line, "store_tile", src, dst, offsets);
+  detail::Copy2D(to, N >= 2 ? dst.stride[N - 2] : 0, src.data, TileT::kCols, src.valid_rows, src.valid_cols);
+}
+
+}  // namespace pto

@@ -1,0 +1,9 @@
+// Everything a generated kernel.cpp needs. Kept free of heavy standard headers: kernel compile
+// time is part of every first launch.
+#pragma once
+
+#include "pypto_pro/abi.h"
+#include "pypto_pro/numeric.h"
+#include "pypto_pro/tile.h"
+#include "pypto_pro/data_movement.h"
+#include "pypto_pro/vector_ops.h"

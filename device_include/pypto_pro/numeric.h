@@ -1,0 +1,140 @@
+// Element types and their conversion to and from fp32, scalar and 16 lanes at a time.
+// fp16/bf16 math is done in fp32 and rounded back after every op (round to nearest even), which
+// gives exactly the IEEE result for + - * / because fp32 carries more than 2p+2 bits.
+// No <immintrin.h>: it costs ~250 ms per kernel compile; the compiler builtins below do not.
+#pragma once
+
+#include <stdint.h>
+
+namespace pto {
+
+struct half {
+  uint16_t bits;
+};
+struct bfloat16 {
+  uint16_t bits;
+};
+
+typedef float f32x16 __attribute__((vector_size(64)));
+typedef float f32x8 __attribute__((vector_size(32)));
+typedef float f32x4 __attribute__((vector_size(16)));
+typedef short i16x16 __attribute__((vector_size(32)));
+typedef short i16x8 __attribute__((vector_size(16)));
+typedef uint32_t u32x16 __attribute__((vector_size(64)));
+typedef uint16_t u16x16 __attribute__((vector_size(32)));
+
+inline uint32_t FloatBits(float f) { return __builtin_bit_cast(uint32_t, f); }
+inline float BitsFloat(uint32_t u) { return __builtin_bit_cast(float, u); }
+
+// ---- fp16 ----
+#if defined(__F16C__)
+inline float ToFloat(half h) {
+  i16x8 v = {short(h.bits), 0, 0, 0, 0, 0, 0, 0};
+  return __builtin_ia32_vcvtph2ps(v)[0];
+}
+inline half HalfFromFloat(float f) {
+  f32x4 v = {f, 0, 0, 0};
+  return half{uint16_t(__builtin_ia32_vcvtps2ph(v, 0)[0])};
+}
+#else
+inline float ToFloat(half h) {
+  uint32_t sign = uint32_t(h.bits & 0x8000) << 16, exp = (h.bits >> 10) & 0x1f, man = h.bits & 0x3ff;
+  if (exp == 0x1f) return BitsFloat(sign | 0x7f800000 | (man << 13));
+  if (exp == 0) {
+    if (man == 0) return BitsFloat(sign);
+    float v = float(man) * (1.0f / 16777216.0f);  // man * 2^-24
+    return sign ? -v : v;
+  }
+  return BitsFloat(sign | ((exp + 112) << 23) | (man << 13));
+}
+inline half HalfFromFloat(float f) {
+  uint32_t u = FloatBits(f), sign = (u >> 16) & 0x8000, abs = u & 0x7fffffff;
+  if (abs > 0x7f800000) return half{uint16_t(sign | 0x7e00)};     // NaN
+  if (abs >= 0x477ff000) return half{uint16_t(sign | 0x7c00)};    // rounds to infinity
+  if (abs < 0x38800000) {                                          // fp16 subnormal or zero
+    float scaled = BitsFloat(abs) * 16777216.0f;                   // exact: units of 2^-24
+    uint32_t q = uint32_t(scaled);
+    float frac = scaled - float(q);
+    if (frac > 0.5f || (frac == 0.5f && (q & 1))) ++q;
+    return half{uint16_t(sign | q)};
+  }
+  uint32_t rounded = abs + 0xfff + ((abs >> 13) & 1);
+  return half{uint16_t(sign | ((rounded - 0x38000000) >> 13))};
+}
+#endif
+
+// ---- bf16 ----
+inline float ToFloat(bfloat16 b) { return BitsFloat(uint32_t(b.bits) << 16); }
+inline bfloat16 Bf16FromFloat(float f) {
+  uint32_t u = FloatBits(f);
+  if ((u & 0x7fffffff) > 0x7f800000) return bfloat16{uint16_t((u >> 16) | 0x40)};  // quiet NaN
+  return bfloat16{uint16_t((u + 0x7fff + ((u >> 16) & 1)) >> 16)};
+}
+
+inline float ToFloat(float f) { return f; }
+
+template <typename T>
+inline T FromFloat(float f);
+template <>
+inline float FromFloat<float>(float f) { return f; }
+template <>
+inline half FromFloat<half>(float f) { return HalfFromFloat(f); }
+template <>
+inline bfloat16 FromFloat<bfloat16>(float f) { return Bf16FromFloat(f); }
+
+template <typename T>
+constexpr bool kIsFloatLike = __is_same(T, float) || __is_same(T, half) || __is_same(T, bfloat16);
+template <typename T>
+constexpr bool kIsNarrowFloat = __is_same(T, half) || __is_same(T, bfloat16);
+
+// ---- 16 lanes ----
+inline f32x16 Load16(const half* p) {
+  i16x16 raw;
+  __builtin_memcpy(&raw, p, sizeof raw);
+#if defined(__AVX512F__)
+  return __builtin_ia32_vcvtph2ps512_mask(raw, f32x16{}, (unsigned short)0xffff, 4);
+#elif defined(__F16C__)
+  i16x8 lo = {raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7]};
+  i16x8 hi = {raw[8], raw[9], raw[10], raw[11], raw[12], raw[13], raw[14], raw[15]};
+  f32x8 a = __builtin_ia32_vcvtph2ps256(lo), b = __builtin_ia32_vcvtph2ps256(hi);
+  return f32x16{a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]};
+#else
+  f32x16 out;
+  for (int i = 0; i < 16; ++i) out[i] = ToFloat(p[i]);
+  return out;
+#endif
+}
+
+inline void Store16(half* p, f32x16 v) {
+#if defined(__AVX512F__)
+  i16x16 raw = __builtin_ia32_vcvtps2ph512_mask(v, 0, i16x16{}, (unsigned short)0xffff);
+  __builtin_memcpy(p, &raw, sizeof raw);
+#else
+  for (int i = 0; i < 16; ++i) p[i] = HalfFromFloat(v[i]);
+#endif
+}
+
+inline f32x16 Load16(const bfloat16* p) {
+  u16x16 raw;
+  __builtin_memcpy(&raw, p, sizeof raw);
+  u32x16 wide = __builtin_convertvector(raw, u32x16) << 16;
+  return (f32x16)wide;
+}
+
+inline void Store16(bfloat16* p, f32x16 v) {
+  u32x16 u = (u32x16)v;
+  u32x16 rounded = (u + 0x7fff + ((u >> 16) & 1)) >> 16;
+  u32x16 nan = (u32x16)((u & 0x7fffffff) > 0x7f800000);
+  rounded = (nan & ((u >> 16) | 0x40)) | (~nan & rounded);
+  u16x16 narrow = __builtin_convertvector(rounded, u16x16);
+  __builtin_memcpy(p, &narrow, sizeof narrow);
+}
+
+inline f32x16 Load16(const float* p) {
+  f32x16 v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void Store16(float* p, f32x16 v) { __builtin_memcpy(p, &v, sizeof v); }
+
+}  // namespace pto

@@ -1,0 +1,128 @@
+// GM tensors, tiles, faults and scalar helpers used by generated kernel code.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pypto_pro/abi.h"
+#include "pypto_pro/numeric.h"
+
+namespace pto {
+
+using CoreCtx = PtoCoreCtx;
+
+// Memory spaces and layouts, numbered like ir::MemorySpace / ir::Layout.
+enum Mem : int { kDDR = 0, kVec = 1, kMat = 2, kLeft = 3, kRight = 4, kAcc = 5, kBias = 6, kScaling = 7 };
+enum Layout : int { kND = 0, kDN = 1, kNZ = 2, kZN = 3 };
+
+[[noreturn]] inline void Fault(CoreCtx& ctx, int line, const PtoFaultDetail& detail) {
+  ctx.api->fault(&ctx, line, &detail);
+  __builtin_unreachable();
+}
+
+[[noreturn]] inline void Fault(CoreCtx& ctx, int line, const char* op, const char* message) {
+  PtoFaultDetail d{};
+  d.op = op;
+  d.message = message;
+  Fault(ctx, line, d);
+}
+
+template <int N>
+struct Idx {
+  int64_t v[N];
+};
+
+// A GM tensor argument: host memory used in place, row-major contiguous.
+template <typename T, int N>
+struct GmTensor {
+  T* data;
+  int64_t shape[N];
+  int64_t stride[N];
+  const char* name;
+};
+
+template <typename T, int N>
+inline GmTensor<T, N> MakeGm(uint8_t* data, Idx<N> shape, const char* name) {
+  GmTensor<T, N> t;
+  t.data = reinterpret_cast<T*>(data);
+  t.name = name;
+  int64_t stride = 1;
+  for (int i = N - 1; i >= 0; --i) {
+    t.shape[i] = shape.v[i];
+    t.stride[i] = stride;
+    stride *= shape.v[i];
+  }
+  return t;
+}
+
+// One tile slot: a typed window at a byte address of a core's local memory. Tile variables in
+// kernel code point at slots, so pl.set_validshape on a tile changes what later ops see.
+template <typename T, int R, int C, int M, int L = kND>
+struct Tile {
+  using Elem = T;
+  static constexpr int kRows = R;
+  static constexpr int kCols = C;
+  static constexpr int kMem = M;
+  static constexpr int kLayout = L;
+  T* data;
+  int32_t valid_rows;
+  int32_t valid_cols;
+  uint32_t mutex_mask;  // bit i set: the slot carries TileGroup mutex id i
+};
+
+template <typename TileT>
+inline void InitTile(CoreCtx& ctx, TileT& tile, uint32_t addr, int32_t valid_rows, int32_t valid_cols,
+                     uint32_t mutex_mask) {
+  tile.data = reinterpret_cast<typename TileT::Elem*>(ctx.mem[TileT::kMem] + addr);
+  tile.valid_rows = valid_rows;
+  tile.valid_cols = valid_cols;
+  tile.mutex_mask = mutex_mask;
+}
+
+// Group cursors: next() advances then selects, current() selects, previous() the one before.
+inline int32_t CursorNext(int32_t& cursor, int32_t depth) {
+  cursor = cursor + 1 == depth ? 0 : cursor + 1;
+  return cursor;
+}
+inline int32_t CursorPrevious(int32_t cursor, int32_t depth) { return cursor == 0 ? depth - 1 : cursor - 1; }
+
+template <typename TileT>
+inline TileT* SelectSlot(CoreCtx& ctx, int line, TileT* slots, int64_t index, int32_t depth) {
+  if (index < 0 || index >= depth) {
+    PtoFaultDetail d{};
+    d.op = "tile group index";
+    d.message = "tile group index out of range";
+    d.rank = 1;
+    d.offsets[0] = index;
+    d.extent[0] = 1;
+    d.shape[0] = depth;
+    Fault(ctx, line, d);
+  }
+  return &slots[index];
+}
+
+// ---- scalar helpers: integer division never traps the host ----
+template <typename T>
+inline T IntDiv(CoreCtx& ctx, int line, T a, T b) {
+  if (b == 0) Fault(ctx, line, "scalar //", "integer division by zero");
+  if (b == T(-1)) {  // INT_MIN / -1 wraps like the device instead of trapping the host
+    T negated;
+    __builtin_sub_overflow(T(0), a, &negated);
+    return negated;
+  }
+  return a / b;
+}
+template <typename T>
+inline T IntMod(CoreCtx& ctx, int line, T a, T b) {
+  if (b == 0) Fault(ctx, line, "scalar %", "integer modulo by zero");
+  if (b == T(-1)) return T(0);
+  return a % b;
+}
+template <typename T>
+inline T Min(T a, T b) { return b < a ? b : a; }
+template <typename T>
+inline T Max(T a, T b) { return a < b ? b : a; }
+inline float FloorDiv(float a, float b) { return __builtin_floorf(a / b); }
+inline float FloatMod(float a, float b) { return __builtin_fmodf(a, b); }
+
+}  // namespace pto

@@ -1,0 +1,23 @@
+// Code generation: kernel.cpp (device code for the simulated cores) and call_kernel.cpp (the host
+// launcher exporting call_kernel) from a verified, transformed kernel IR.
+#pragma once
+
+#include <string>
+
+#include "pypto_pro/ir/stmt.h"
+#include "pypto_pro/support/arch.h"
+
+namespace pypto_pro::codegen {
+
+struct GeneratedSources {
+  std::string kernel_cpp;
+  std::string call_kernel_cpp;
+  ir::KernelKind kind = ir::KernelKind::kVector;
+};
+
+GeneratedSources Generate(const ir::Function& func, const ArchModel& arch);
+
+// C++ storage type of a dtype in device code ("pto::half", "float", ...).
+std::string DeviceType(ir::DataType dtype);
+
+}  // namespace pypto_pro::codegen

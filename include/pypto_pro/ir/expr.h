@@ -1,0 +1,86 @@
+// Variables and scalar/handle expressions of the IR. Nodes are immutable and shared.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pypto_pro/ir/type.h"
+#include "pypto_pro/support/error.h"
+
+namespace pypto_pro::ir {
+
+// The slots of one pl.make_tile_group (pl.make_tile is a group of depth 1 without mutex ids).
+struct TileGroupInfo {
+  TileType tile;
+  std::vector<int64_t> addrs;               // one byte address per slot
+  std::vector<std::vector<int>> mutex_ids;  // per slot; empty = no mutex metadata
+  int depth = 1;
+  bool single_tile = false;                 // created by make_tile: printed as such
+};
+
+struct VarNode {
+  std::string name;  // unique within its function (the builder renames shadowed names)
+  Type type;
+  int id = 0;
+  Span span;
+  std::shared_ptr<const TileGroupInfo> group;  // kTileGroup vars only
+};
+using Var = std::shared_ptr<const VarNode>;
+
+enum class ExprKind : uint8_t { kConst, kVar, kBinary, kUnary, kTernary, kCast, kBuiltin, kShapeDim, kTuple };
+
+enum class BinaryOp : uint8_t {
+  kAdd, kSub, kMul,
+  kDiv,       // "/": true division on floats, truncating on integers (x.shape[0] / 128 is an int)
+  kFloorDiv,  // "//": truncating on integers like the hardware's scalar unit, floor on floats
+  kMod,       // "%": sign of the dividend on integers (hardware), fmod on floats
+  kMin, kMax,
+  kEq, kNe, kLt, kLe, kGt, kGe,
+  kAnd, kOr,
+};
+enum class UnaryOp : uint8_t { kNeg, kNot };
+enum class Builtin : uint8_t { kBlockIdx, kBlockNum, kSubblockIdx, kSubblockNum };
+
+const char* Symbol(BinaryOp op);  // "+", "//", "min", ...
+const char* Name(Builtin builtin);  // "get_block_idx"
+bool IsComparison(BinaryOp op);
+
+struct ExprNode;
+using Expr = std::shared_ptr<const ExprNode>;
+
+struct ExprNode {
+  ExprKind kind = ExprKind::kConst;
+  Type type;
+  Span span;
+  int64_t int_value = 0;      // kConst of integer/bool type
+  double float_value = 0.0;   // kConst of float type
+  Var var;                    // kVar; kShapeDim: the tensor
+  BinaryOp binary = BinaryOp::kAdd;
+  UnaryOp unary = UnaryOp::kNeg;
+  Builtin builtin = Builtin::kBlockIdx;
+  int axis = 0;               // kShapeDim
+  std::vector<Expr> operands; // kBinary: 2, kUnary/kCast: 1, kTernary: cond/then/else, kTuple: n
+
+  bool IsConst() const { return kind == ExprKind::kConst; }
+  bool IsIntConst() const { return kind == ExprKind::kConst && !IsFloat(type.dtype); }
+};
+
+// Factories. They type-check their operands and throw CompileDiagnostic at `span` on misuse.
+Expr IntConst(int64_t value, Span span = {}, DataType dtype = DataType::kInt32);
+Expr FloatConst(double value, Span span = {}, DataType dtype = DataType::kFP32);
+Expr BoolConst(bool value, Span span = {});
+Expr VarRef(const Var& var, Span span = {});
+Expr Binary(BinaryOp op, Expr lhs, Expr rhs, Span span = {});
+Expr Unary(UnaryOp op, Expr operand, Span span = {});
+Expr Ternary(Expr cond, Expr then_value, Expr else_value, Span span = {});
+Expr Cast(Expr operand, DataType dtype, Span span = {});
+Expr BuiltinCall(Builtin builtin, Span span = {});
+Expr ShapeDim(const Var& tensor, int axis, Span span = {});  // negative axis counts from the end
+Expr Tuple(std::vector<Expr> items, Span span = {});
+
+// The scalar type arithmetic on `a` and `b` produces (int32 < int64 < fp32).
+DataType PromoteScalar(DataType a, DataType b);
+
+}  // namespace pypto_pro::ir

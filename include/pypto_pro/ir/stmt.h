@@ -1,0 +1,98 @@
+// Statements of the IR and the kernel function that holds them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pypto_pro/ir/expr.h"
+#include "pypto_pro/ir/op_registry.h"
+
+namespace pypto_pro::ir {
+
+enum class StmtKind : uint8_t {
+  kSeq,
+  kAssign,      // var = value (scalars and tile handles; Python function scope)
+  kFor,         // for var in pl.range(start, stop, step): body
+  kWhile,       // while cond: body
+  kIf,          // if cond: body else: orelse
+  kBreak,
+  kContinue,
+  kReturn,
+  kOp,          // a registry op: op(args...) with compile-time attrs
+  kDeclTiles,   // var = make_tile_group(...) / make_tile(...): the slots of var->group
+  kSelectTile,  // var = group.next() / .current() / .previous() / group[index]
+  kSection,     // with pl.section_vector() / pl.section_cube(): body
+};
+
+enum class SelectMode : uint8_t { kNext, kCurrent, kPrevious, kIndex };
+enum class SectionKind : uint8_t { kVector, kCube };
+
+const char* Name(SelectMode mode);
+const char* Name(SectionKind section);
+
+struct StmtNode;
+using Stmt = std::shared_ptr<const StmtNode>;
+
+// A compile-time op option (pipe, event id, enum value), as an integer.
+using Attr = std::pair<std::string, int64_t>;
+
+struct StmtNode {
+  StmtKind kind = StmtKind::kSeq;
+  Span span;
+  std::vector<Stmt> stmts;        // kSeq
+  Var var;                        // kAssign/kFor/kDeclTiles/kSelectTile target
+  Expr value;                     // kAssign value; kSelectTile index (kIndex)
+  Expr start, stop, step;         // kFor
+  Expr cond;                      // kIf, kWhile
+  Stmt body;                      // kFor, kWhile, kIf (then), kSection
+  Stmt orelse;                    // kIf (may be null)
+  const OpDef* op = nullptr;      // kOp
+  std::vector<Expr> args;         // kOp operands, in OpDef::operands order
+  std::vector<Attr> attrs;        // kOp
+  Var group;                      // kSelectTile
+  SelectMode mode = SelectMode::kCurrent;
+  SectionKind section = SectionKind::kVector;
+};
+
+Stmt Seq(std::vector<Stmt> stmts, Span span = {});
+Stmt Assign(const Var& var, Expr value, Span span = {});
+Stmt For(const Var& var, Expr start, Expr stop, Expr step, Stmt body, Span span = {});
+Stmt While(Expr cond, Stmt body, Span span = {});
+Stmt If(Expr cond, Stmt then_body, Stmt else_body, Span span = {});
+Stmt Break(Span span = {});
+Stmt Continue(Span span = {});
+Stmt Return(Span span = {});
+Stmt OpCall(const OpDef* op, std::vector<Expr> args, std::vector<Attr> attrs, Span span = {});
+Stmt DeclTiles(const Var& group, Span span = {});
+Stmt SelectTile(const Var& tile, const Var& group, SelectMode mode, Expr index, Span span = {});
+Stmt Section(SectionKind section, Stmt body, Span span = {});
+
+// Rebuilds `stmt` with new children; passes use it to keep unchanged subtrees shared.
+std::shared_ptr<StmtNode> CopyNode(const Stmt& stmt);
+
+// Which AI cores run the kernel (SIMULATOR.md "Execution").
+enum class KernelKind : uint8_t { kVector, kCube, kMixed };
+const char* Name(KernelKind kind);
+
+// A kernel: parameters (GM tensors and scalars) and a body.
+struct Function {
+  std::string name;         // kernel name used in messages and artefacts
+  std::string source_file;  // the user's file, for diagnostics and fault reports
+  std::vector<Var> params;  // in signature order
+  Stmt body;
+  int next_var_id = 0;
+
+  // A fresh variable; `name` is made unique within the function.
+  Var NewVar(const std::string& name, Type type, Span span = {},
+             std::shared_ptr<const TileGroupInfo> group = nullptr);
+  // Number of int32 launcher arguments for DYNAMIC dims (one per DYNAMIC dim, in parameter order).
+  int NumDynamicDims() const;
+
+ private:
+  std::vector<std::string> used_names_;
+};
+
+}  // namespace pypto_pro::ir

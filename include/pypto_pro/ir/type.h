@@ -1,0 +1,80 @@
+// Types of IR values: scalars, GM tensors, tiles and tile groups.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pypto_pro/ir/dtype.h"
+
+namespace pypto_pro::ir {
+
+enum class MemorySpace : uint8_t { kDDR, kVec, kMat, kLeft, kRight, kAcc, kBias, kScaling, kCount };
+enum class Layout : uint8_t { kND, kDN, kNZ, kZN };
+enum class Pipe : uint8_t { kMTE1, kMTE2, kMTE3, kM, kV, kS, kFIX, kALL, kCount };
+
+std::string_view Name(MemorySpace memory);  // "Vec"
+std::string_view Name(Layout layout);       // "ND"
+std::string_view Name(Pipe pipe);           // "MTE2"
+std::optional<MemorySpace> MemorySpaceFromName(std::string_view name);
+std::optional<Layout> LayoutFromName(std::string_view name);
+std::optional<Pipe> PipeFromName(std::string_view name);
+
+// One tensor dimension as declared in pl.Tensor[[...], dtype].
+enum class DimKind : uint8_t { kFixed, kStatic, kDynamic };
+struct Dim {
+  DimKind kind = DimKind::kDynamic;
+  int64_t value = -1;     // the size for kFixed, the bound value for kStatic (-1 while unbound)
+  int32_t dyn_slot = -1;  // for kDynamic: index of its int32 launcher argument
+  bool IsConstant() const { return value >= 0; }
+};
+
+struct TensorType {
+  DataType dtype = DataType::kFP32;
+  std::vector<Dim> dims;
+};
+
+// pl.TileType: a static 1-D or 2-D shape placed in one local memory.
+struct TileType {
+  DataType dtype = DataType::kFP32;
+  std::vector<int64_t> shape;        // 1 or 2 entries, all > 0
+  MemorySpace memory = MemorySpace::kVec;
+  Layout layout = Layout::kND;
+  std::vector<int64_t> valid_shape;  // same rank as shape; -1 = set at run time (initially full)
+
+  int64_t Rows() const { return shape.size() == 2 ? shape[0] : 1; }
+  int64_t Cols() const { return shape.back(); }
+  int64_t Elements() const { return Rows() * Cols(); }
+  int64_t Bytes() const { return Elements() * ir::Bytes(dtype); }
+  bool operator==(const TileType& o) const {
+    return dtype == o.dtype && shape == o.shape && memory == o.memory && layout == o.layout &&
+           valid_shape == o.valid_shape;
+  }
+  std::string ToString() const;  // Tile[[128, 128], fp16, Vec]
+};
+
+enum class TypeKind : uint8_t { kScalar, kTensor, kTile, kTileGroup, kTuple };
+
+// The type of an IR value. Tensor/tile payloads are shared, immutable.
+struct Type {
+  TypeKind kind = TypeKind::kScalar;
+  DataType dtype = DataType::kInt32;  // scalar dtype, or element dtype of tensor/tile
+  std::shared_ptr<const TensorType> tensor;
+  std::shared_ptr<const TileType> tile;  // for kTile and kTileGroup
+
+  static Type Scalar(DataType dtype) { return Type{TypeKind::kScalar, dtype, nullptr, nullptr}; }
+  static Type Tensor(TensorType t);
+  static Type Tile(TileType t);
+  static Type TileGroup(TileType t);
+  static Type Tuple() { return Type{TypeKind::kTuple, DataType::kInt32, nullptr, nullptr}; }
+
+  bool IsScalar() const { return kind == TypeKind::kScalar; }
+  bool IsTile() const { return kind == TypeKind::kTile; }
+  bool IsTensor() const { return kind == TypeKind::kTensor; }
+  std::string ToString() const;
+};
+
+}  // namespace pypto_pro::ir

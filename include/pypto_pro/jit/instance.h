@@ -1,0 +1,74 @@
+// A compiled kernel instance: the pipeline from verified IR to a loaded call_kernel library.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "pypto_pro/abi.h"
+#include "pypto_pro/ir/stmt.h"
+
+namespace pypto_pro::jit {
+
+// call_kernel_packed: every launcher argument as one 64-bit slot (tensors, scalars, DYNAMIC dims).
+using PackedLauncher = int64_t (*)(uint32_t block_dim, void* stream, const uint64_t* slots);
+
+struct CompileOptions {
+  std::string arch = "a5";
+  std::filesystem::path instance_dir;
+  double timeout_seconds = 600;
+  bool auto_mutex = true;
+  bool dump_ir = false;
+};
+
+// Milliseconds spent in each phase of the first launch of one signature.
+struct CompileStats {
+  double parse_ms = 0;  // filled in by the Python front end
+  double passes_ms = 0;
+  double codegen_ms = 0;
+  double write_ms = 0;
+  double compile_ms = 0;
+  double load_ms = 0;
+};
+
+struct Instance {
+  std::string kernel_name;
+  std::filesystem::path dir;
+  std::filesystem::path library;
+  ir::KernelKind kind = ir::KernelKind::kVector;
+  int num_slots = 0;  // launcher arguments after blockDim and stream
+  PackedLauncher launch = nullptr;
+  const PtoKernelDesc* desc = nullptr;
+  CompileStats stats;
+};
+
+// The host compiler failed; the instance directory keeps kernel.cpp and compile.log.
+class CompileFailure : public std::runtime_error {
+ public:
+  CompileFailure(std::string message, std::string kernel, std::filesystem::path dir, std::string log)
+      : std::runtime_error(std::move(message)), kernel(std::move(kernel)), dir(std::move(dir)), log(std::move(log)) {}
+  std::string kernel;
+  std::filesystem::path dir;
+  std::string log;
+};
+
+// The compiler ran past its limit and was killed.
+class CompileTimeout : public std::runtime_error {
+ public:
+  CompileTimeout(std::string message, std::string kernel, std::filesystem::path dir, double limit)
+      : std::runtime_error(std::move(message)), kernel(std::move(kernel)), dir(std::move(dir)), limit(limit) {}
+  std::string kernel;
+  std::filesystem::path dir;
+  double limit;
+};
+
+// Passes (verifier after each), codegen, atomic artefact writes, compile, dlopen. Throws
+// CompileDiagnostic for IR errors, CompileFailure / CompileTimeout for the host compiler.
+std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions& options);
+
+// The compiler command line (without the output and input file names), for tests and docs.
+std::vector<std::string> CompilerCommand();
+
+}  // namespace pypto_pro::jit

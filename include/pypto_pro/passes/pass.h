@@ -1,0 +1,36 @@
+// Passes: named IR -> IR transforms, one per file, run in a fixed pipeline with the verifier
+// after each one.
+#pragma once
+
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "pypto_pro/ir/stmt.h"
+#include "pypto_pro/support/arch.h"
+
+namespace pypto_pro::passes {
+
+struct PassContext {
+  const ArchModel* arch = &DefaultArch();
+  bool auto_mutex = true;
+};
+
+struct Pass {
+  std::string_view name;
+  void (*run)(ir::Function& func, const PassContext& ctx);
+};
+
+// Fold constants (specialised STATIC dims included), remove dead branches and unreachable code.
+void FoldConstants(ir::Function& func, const PassContext& ctx);
+// Tile addresses: aligned for their memory and inside its capacity on the target arch.
+void CheckMemory(ir::Function& func, const PassContext& ctx);
+
+// The pipeline in order.
+const std::vector<Pass>& Pipeline();
+
+// Runs the pipeline; `after` sees the IR after parsing (name "parse") and after each pass.
+void RunPipeline(ir::Function& func, const PassContext& ctx,
+                 const std::function<void(std::string_view, const ir::Function&)>& after = nullptr);
+
+}  // namespace pypto_pro::passes

@@ -1,0 +1,43 @@
+// The simulated AI Core array: runs the blocks of a launch on a pool of host threads, each block
+// with its own core context and local-memory arenas of the kernel's arch sizes.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "pypto_pro/abi.h"
+#include "pypto_pro/runtime/fault.h"
+
+namespace pypto_pro::runtime {
+
+class Device {
+ public:
+  // The process-wide device; never destroyed (kernels may still run while Python exits).
+  static Device& Get();
+
+  // Runs every block of one launch (the calling thread takes part) and returns the first fault.
+  // block_dim is clamped to the arch's core count for the kernel kind, like the hardware launcher.
+  std::optional<FaultInfo> Run(const PtoKernelDesc& desc, const void* args, uint32_t block_dim);
+
+  int num_threads() const { return num_threads_; }
+  // PtoRuntimeApi::fault: device code calls it to abort the running block with a kernel fault.
+  static void FaultCallback(PtoCoreCtx* ctx, int32_t line, const PtoFaultDetail* detail);
+
+ private:
+  struct Job;
+  Device();
+  void HelperLoop();
+  static void RunBlocks(Job& job);
+
+  int num_threads_;
+  std::mutex mutex_;
+  std::condition_variable work_cv_;
+  std::vector<Job*> jobs_;  // launches with blocks left; guarded by mutex_
+  std::vector<std::thread> helpers_;
+};
+
+}  // namespace pypto_pro::runtime

@@ -1,0 +1,34 @@
+// The arch models of SIMULATOR.md: core counts and local-memory capacities per compile target.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pypto_pro/ir/type.h"
+
+namespace pypto_pro {
+
+struct ArchModel {
+  std::string_view name;   // "a5"
+  std::string_view model;  // "Ascend 950 (DAV_3510)"
+  int aic_cores;
+  int aiv_cores;
+  // Bytes of each local memory, indexed by ir::MemorySpace (DDR = 0: unbounded host memory).
+  std::array<uint32_t, size_t(ir::MemorySpace::kCount)> capacity;
+
+  uint32_t Capacity(ir::MemorySpace m) const { return capacity[size_t(m)]; }
+};
+
+// Byte alignment a tile address must have in memory `m` (Vec/Mat 32, Left/Right 512, Acc 64).
+uint32_t TileAlignment(ir::MemorySpace m);
+
+// nullptr when unknown.
+const ArchModel* FindArch(std::string_view name);
+const ArchModel& DefaultArch();
+std::vector<std::string_view> ArchNames();
+std::string ArchNamesJoined();  // "a2, a3, a5" for messages
+
+}  // namespace pypto_pro

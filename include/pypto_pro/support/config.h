@@ -1,0 +1,25 @@
+// Every environment variable pypto_pro reads, declared once with its default and meaning.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pypto_pro {
+
+struct EnvVarSpec {
+  std::string_view name;
+  std::string_view default_value;  // as the user would write it; "" = unset
+  std::string_view doc;
+};
+
+// The table, in documentation order.
+const std::vector<EnvVarSpec>& EnvVarTable();
+
+// The variable's value, or its declared default. Reading an undeclared name is a bug (throws).
+std::string GetEnv(std::string_view name);
+// Same, parsed as a non-negative integer; a malformed value throws std::invalid_argument naming it.
+long GetEnvInt(std::string_view name);
+bool GetEnvFlag(std::string_view name);  // "1", "true", "yes", "on" (any case) are true
+
+}  // namespace pypto_pro

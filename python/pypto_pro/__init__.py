@@ -1,0 +1,23 @@
+"""pypto_pro: a JIT compiler and runtime for the pypto_pro tile kernel language of Ascend NPUs,
+running kernels on a simulated Ascend device on the host CPU.
+
+    import pypto_pro.language as pl
+
+    @pl.jit
+    def kernel(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16], ...): ...
+
+    kernel[stream, block_dim](x, y, out)
+    pypto_pro.runtime.synchronize()
+"""
+
+from pypto_pro import _C  # noqa: F401  (the compiled core; built by `make`)
+from pypto_pro import runtime
+from pypto_pro.errors import (CompilationError, CompileError, CompileTimeoutError, KernelFault, ParserError,
+                              ParserSyntaxError, ParserTypeError, ParserValueError, PyptoError, TileMemoryError,
+                              UndefinedVariableError, UnsupportedFeatureError)
+
+__all__ = [
+    "runtime", "PyptoError", "CompilationError", "ParserError", "ParserSyntaxError", "ParserTypeError",
+    "ParserValueError", "UndefinedVariableError", "UnsupportedFeatureError", "TileMemoryError", "CompileError",
+    "CompileTimeoutError", "KernelFault",
+]

@@ -1,0 +1,61 @@
+"""The callable names of the pl namespace. They only mean something inside a @pl.jit kernel,
+where the parser recognises them; called from plain Python they raise."""
+
+from __future__ import annotations
+
+from pypto_pro import _C
+
+
+class Builtin:
+    """A pl.<name> the parser handles: `kind` is "op" (a registry op), "planned" (public language,
+    not implemented yet) or "special" (range, make_tile, sections, builtins, ...)."""
+
+    
+    def __init__(self, name: str, kind: str, issue_area: str = "", doc: str = ""):
+        self.name = name
+        self.kind = kind
+        self.issue_area = issue_area
+        self.__doc__ = doc
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"pl.{self.name} can only be used inside a @pl.jit kernel body")
+
+    def __repr__(self):
+        return f"<pl.{self.name}>"
+
+
+SPECIALS = {
+    "range": "for i in pl.range(stop) / pl.range(start, stop[, step]): the only loop form of a kernel",
+    "get_block_idx": "index of this block (vector code of mixed kernels: flattened over AIVs)",
+    "get_block_num": "number of blocks of the launch",
+    "get_subblock_idx": "0/1: which AIV of a mixed block",
+    "get_subblock_num": "AIVs per logical block (1, or 2 in mixed kernels)",
+    "make_tile": "make_tile(tile_type, addr=A, size=None): one tile at a fixed byte address",
+    "make_tile_group": "make_tile_group(type=, addrs=, mutex_ids=None, depth=None): N rotating tile slots",
+    "section_vector": "with pl.section_vector(): code for the vector cores (AIV)",
+    "section_cube": "with pl.section_cube(): code for the cube cores (AIC)",
+    "min": "pl.min(a, b) on scalars",
+    "max": "pl.max(a, b) on scalars",
+    "const": "pl.const(value, dtype): a typed scalar constant",
+}
+
+_specials = {name: Builtin(name, "special", doc=doc) for name, doc in SPECIALS.items()}
+_ops = {}
+for _name in _C.ir.op_names():
+    _info = _C.ir.op_info(_name)
+    _ops[_name] = Builtin(_name, "op", doc=f"{_info['signature']}: {_info['doc']} (pipe {_info['pipe']})")
+_planned = {name: Builtin(name, "planned", issue_area=area) for name, area in _C.ir.planned_ops()}
+
+
+def top_level() -> dict:
+    """Every builtin that lives directly in the pl namespace."""
+    names = {}
+    names.update({k: v for k, v in _planned.items() if "." not in k})
+    names.update(_ops)
+    names.update(_specials)
+    return names
+
+
+def system_level() -> dict:
+    """The pl.system.* builtins (sync, mutexes, barriers, cross-core flags)."""
+    return {k.split(".", 1)[1]: v for k, v in _planned.items() if k.startswith("system.")}

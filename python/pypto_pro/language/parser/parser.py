@@ -1,0 +1,1023 @@
+"""Walks a kernel's Python AST and builds the C++ IR through pypto_pro._C.ir.
+
+Compile-time values (module constants, closures, fixed and STATIC dims, TileTypes, dtypes) are
+evaluated here; run-time values become IR expressions and variables. Every error points at the
+user's source line.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import enum
+import inspect
+import math
+import textwrap
+import types
+
+from pypto_pro import _C, errors
+from pypto_pro.language import diagnostics
+from pypto_pro.language.builtins import Builtin
+from pypto_pro.language.parser.values import (MISSING, GroupHandle, GroupMethod, Local, PendingTile, Poisoned, Scalar,
+                                              ShapeProxy, TensorHandle, TileHandle)
+from pypto_pro.language.types import AtomicType, DataType, TileType
+
+ir = _C.ir
+
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
+_CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+_CONST_ONLY_BINOPS = {ast.Pow: lambda a, b: a ** b, ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b,
+                      ast.BitXor: lambda a, b: a ^ b, ast.LShift: lambda a, b: a << b,
+                      ast.RShift: lambda a, b: a >> b}
+_PY_CMP = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+           "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+_INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (bool, int, float))
+
+
+def _const_dtype(v) -> str:
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int):
+        return "int32" if _INT32_MIN <= v <= _INT32_MAX else "int64"
+    return "fp32"
+
+
+def _trunc_div(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _fold_arith(sym: str, a, b):
+    """Compile-time arithmetic with the kernel's semantics: integer / and // truncate toward zero and
+    % takes the dividend's sign (like the device's scalar unit); floats behave like fp32 math."""
+    if isinstance(a, float) or isinstance(b, float):
+        a, b = float(a), float(b)
+        if sym == "+":
+            return a + b
+        if sym == "-":
+            return a - b
+        if sym == "*":
+            return a * b
+        if b == 0.0:
+            return math.copysign(math.inf, a) if sym == "/" and a != 0 else math.nan
+        if sym == "/":
+            return a / b
+        if sym == "//":
+            return float(math.floor(a / b))
+        return math.fmod(a, b)
+    a, b = int(a), int(b)
+    if sym == "+":
+        return a + b
+    if sym == "-":
+        return a - b
+    if sym == "*":
+        return a * b
+    if b == 0:
+        raise ZeroDivisionError("integer division by zero")
+    q = _trunc_div(a, b)
+    return q if sym in ("/", "//") else a - q * b
+
+
+def _assigned_names(stmts) -> set:
+    """Names a block assigns (targets of =, +=, annotated =, for)."""
+    names = set()
+
+    def targets(t):
+        if isinstance(t, ast.Name):
+            names.add(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts:
+                targets(e)
+
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    targets(t)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)):
+                targets(node.target)
+    return names
+
+
+class KernelParser:
+    def __init__(self, fn, spec, statics):
+        self.fn = fn
+        self.spec = spec
+        self.kernel = spec.name
+        self.filename = diagnostics.source_file(fn)
+        try:
+            lines, first_line = inspect.getsourcelines(fn)
+        except (OSError, TypeError) as exc:
+            raise errors.ParserError(f"cannot read the source of kernel '{self.kernel}': {exc}",
+                                     kernel=self.kernel) from None
+        indent = len(lines[0]) - len(lines[0].lstrip())
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+        self.fdef = tree.body[0]
+        self.line_offset = first_line - 1
+        self.col_offset = indent
+        self.globals = fn.__globals__
+        self.closure = {}
+        if fn.__closure__:
+            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                try:
+                    self.closure[name] = cell.cell_contents
+                except ValueError:
+                    pass
+        self.statics = list(statics)
+        self.fb = ir.FunctionBuilder(self.kernel, self.filename)
+        self.env = {}
+        self.typed_vars = {}       # (name, type key) -> IR var, so every branch binds the same variable
+        self.block = []            # IR statements of the block being parsed
+        self.runtime_depth = 0     # > 0 inside run-time loops and branches
+        self.loop_depth = 0
+        self.section = None
+        self.temp_counter = 0
+
+    # ---- errors ----
+    def span(self, node):
+        return node.lineno + self.line_offset, node.col_offset + self.col_offset
+
+    def error(self, cls, node, message, hint=None):
+        line, col = self.span(node)
+        end_col = None
+        if getattr(node, "end_lineno", None) == node.lineno and node.end_col_offset is not None:
+            end_col = node.end_col_offset + self.col_offset
+        return diagnostics.located(cls, message, kernel=self.kernel, filename=self.filename, line=line, col=col,
+                                   end_col=end_col, hint=hint)
+
+    # ---- entry ----
+    def parse(self):
+        try:
+            self._bind_params()
+            body = self.parse_block(self.fdef.body)
+            return self.fb.finish(body)
+        except _C.Diagnostic as diag:
+            raise diagnostics.from_core(diag, self.kernel, self.fn) from None
+
+    def _bind_params(self):
+        statics = iter(self.statics)
+        args = {a.arg: a for a in self.fdef.args.args + self.fdef.args.kwonlyargs + self.fdef.args.posonlyargs}
+        for p in self.spec.params:
+            node = args.get(p.name, self.fdef)
+            line, col = self.span(node)
+            if p.is_tensor:
+                dims, values = [], []
+                for kind, n in p.dims:
+                    if kind == "static":
+                        n = next(statics)
+                    dims.append((kind, n))
+                    values.append(None if kind == "dynamic" else n)
+                var = self.fb.tensor_param(p.name, p.dtype.name, dims, line, col)
+                self.env[p.name] = TensorHandle(var, p.name, values)
+            else:
+                var = self.fb.scalar_param(p.name, p.dtype.name, line, col)
+                self.typed_vars[(p.name, p.dtype.name)] = var
+                self.env[p.name] = Local(var)
+
+    # ---- blocks ----
+    def parse_block(self, stmts):
+        saved = self.block
+        self.block = []
+        try:
+            for stmt in stmts:
+                self.parse_stmt(stmt)
+            return ir.seq(self.block)
+        finally:
+            self.block = saved
+
+    def emit(self, stmt):
+        self.block.append(stmt)
+
+    def parse_stmt(self, node):
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(errors.UnsupportedFeatureError, node,
+                             f"'{type(node).__name__}' statements are not supported in kernels")
+        method(node)
+
+    def stmt_Pass(self, node):
+        pass
+
+    def stmt_Expr(self, node):
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring
+        value = self.eval(node.value)
+        if isinstance(value, PendingTile):
+            self.bind_tile(None, value, node)  # a bare g.next() still advances the cursor
+
+    def stmt_Assign(self, node):
+        value = self.eval(node.value, target_hint=self._target_hint(node.targets[0]))
+        for target in node.targets:
+            self.assign(target, value, node)
+
+    def stmt_AugAssign(self, node):
+        if not isinstance(node.target, ast.Name):
+            raise self.error(errors.UnsupportedFeatureError, node.target,
+                             "augmented assignment is only supported on plain names")
+        current = self.read_name(node.target.id, node.target)
+        value = self.binop(node.op, current, self.eval(node.value), node)
+        self.assign(node.target, value, node)
+
+    def stmt_AnnAssign(self, node):
+        if not isinstance(node.target, ast.Name) or node.value is None:
+            raise self.error(errors.UnsupportedFeatureError, node, "annotated assignments need a name and a value")
+        dtype = self.eval(node.annotation)
+        if not isinstance(dtype, DataType):
+            raise self.error(errors.ParserTypeError, node.annotation,
+                             f"a variable annotation must be a scalar dtype like pl.DT_INT32, got {dtype!r}")
+        value = self.eval(node.value)
+        expr = ir.cast(self.to_expr(value, node.value), dtype.name, *self.span(node))
+        var = self.scalar_var(node.target.id, dtype.name, node)
+        self.emit(ir.assign(var, expr, *self.span(node)))
+        self.env[node.target.id] = Local(var)
+
+    def stmt_Return(self, node):
+        if node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+            raise self.error(errors.ParserSyntaxError, node.value, "kernels return nothing",
+                             hint="write results to an output tensor with pl.store")
+        self.emit(ir.return_(*self.span(node)))
+
+    def stmt_Break(self, node):
+        if self.loop_depth == 0:
+            raise self.error(errors.ParserSyntaxError, node, "'break' outside a loop")
+        self.emit(ir.break_(*self.span(node)))
+
+    def stmt_Continue(self, node):
+        if self.loop_depth == 0:
+            raise self.error(errors.ParserSyntaxError, node, "'continue' outside a loop")
+        self.emit(ir.continue_(*self.span(node)))
+
+    def stmt_Assert(self, node):
+        cond = self.eval(node.test)
+        if isinstance(cond, Scalar):
+            raise self.error(errors.UnsupportedFeatureError, node,
+                             "a run-time assert needs pl.pto_assert (the tile language, tier 1, issue 4)")
+        if not cond:
+            msg = self.eval(node.msg) if node.msg is not None else "assertion failed"
+            raise self.error(errors.ParserValueError, node, f"compile-time assertion failed: {msg}")
+
+    def stmt_With(self, node):
+        if len(node.items) != 1 or node.items[0].optional_vars is not None:
+            raise self.error(errors.ParserSyntaxError, node,
+                             "a kernel 'with' takes exactly pl.section_vector() or pl.section_cube()")
+        ctx = node.items[0].context_expr
+        func = self.eval(ctx.func) if isinstance(ctx, ast.Call) else self.eval(ctx)
+        if not (isinstance(func, Builtin) and func.name in ("section_vector", "section_cube")
+                and isinstance(ctx, ast.Call) and not ctx.args and not ctx.keywords):
+            raise self.error(errors.ParserSyntaxError, ctx,
+                             "a kernel 'with' takes exactly pl.section_vector() or pl.section_cube()")
+        if self.section is not None:
+            raise self.error(errors.ParserSyntaxError, node, "sections cannot be nested")
+        kind = "vector" if func.name == "section_vector" else "cube"
+        self.section = kind
+        try:
+            body = self.parse_block(node.body)
+        finally:
+            self.section = None
+        self.emit(ir.section(kind, body, *self.span(node)))
+
+    def stmt_If(self, node):
+        cond = self.eval(node.test)
+        if not isinstance(cond, Scalar):
+            self._check_compile_time_cond(cond, node.test)
+            for stmt in (node.body if cond else node.orelse):
+                self.parse_stmt(stmt)
+            return
+        self.materialize(_assigned_names(node.body + node.orelse), node)
+        cond_expr = cond.expr
+        before = dict(self.env)
+        self.runtime_depth += 1
+        try:
+            then_body = self.parse_block(node.body)
+            env_then = self.env
+            self.env = dict(before)
+            else_body = self.parse_block(node.orelse) if node.orelse else None
+            env_else = self.env
+        finally:
+            self.runtime_depth -= 1
+        self.env = self.merge(env_then, env_else, node)
+        self.emit(ir.if_(cond_expr, then_body, else_body, *self.span(node)))
+
+    def stmt_While(self, node):
+        if node.orelse:
+            raise self.error(errors.UnsupportedFeatureError, node, "'while ... else' is not supported in kernels")
+        self.materialize(_assigned_names(node.body), node)
+        cond = self.eval(node.test)
+        if not isinstance(cond, Scalar):
+            self._check_compile_time_cond(cond, node.test)
+            if not cond:
+                return
+        cond_expr = self.to_expr(cond, node.test)
+        body = self._loop_body(node)
+        self.emit(ir.while_(cond_expr, body, *self.span(node)))
+
+    def stmt_For(self, node):
+        it = node.iter
+        func = self.eval(it.func) if isinstance(it, ast.Call) else None
+        if not (isinstance(func, Builtin) and func.name == "range"):
+            raise self.error(errors.ParserSyntaxError, it, "a kernel 'for' loop must iterate over pl.range(...)",
+                             hint="write `for i in pl.range(start, stop, step):`; Python's range, lists and "
+                                  "other iterables are not kernel loops")
+        if node.orelse:
+            raise self.error(errors.UnsupportedFeatureError, node, "'for ... else' is not supported in kernels")
+        if not isinstance(node.target, ast.Name):
+            raise self.error(errors.ParserSyntaxError, node.target, "the loop variable must be a plain name")
+        if it.keywords or not 1 <= len(it.args) <= 3:
+            raise self.error(errors.ParserTypeError, it, "pl.range takes (stop), (start, stop) or "
+                                                         "(start, stop, step) positional arguments")
+        bounds = [self.eval(a) for a in it.args]
+        if len(bounds) == 1:
+            bounds = [0, bounds[0], 1]
+        elif len(bounds) == 2:
+            bounds.append(1)
+        exprs = []
+        for value, arg in zip(bounds, it.args if len(it.args) == 3 else [it] * 3):
+            exprs.append(self.to_index(value, arg, "pl.range bound"))
+        step = bounds[2]
+        if not isinstance(step, Scalar) and step == 0:
+            raise self.error(errors.ParserValueError, it, "pl.range step must not be zero")
+        dtype = "int64" if any(e.dtype == "int64" for e in exprs) else "int32"
+        name = node.target.id
+        self.materialize(_assigned_names(node.body) - {name}, node)
+        loop_var = self.scalar_var(name, dtype, node.target)
+        self.env[name] = Local(loop_var)
+        body = self._loop_body(node)
+        self.env[name] = Local(loop_var)
+        self.emit(ir.for_(loop_var, exprs[0], exprs[1], exprs[2], body, *self.span(node)))
+
+    def _loop_body(self, node):
+        before = dict(self.env)
+        self.runtime_depth += 1
+        self.loop_depth += 1
+        try:
+            body = self.parse_block(node.body)
+        finally:
+            self.runtime_depth -= 1
+            self.loop_depth -= 1
+        self.env = self.merge(before, self.env, node)
+        return body
+
+    def _check_compile_time_cond(self, cond, node):
+        if not isinstance(cond, (bool, int, float, DataType, enum.Enum, str, type(None))):
+            raise self.error(errors.ParserTypeError, node,
+                             f"a condition must be a scalar, got {self.describe(cond)}")
+
+    # ---- bindings ----
+    def merge(self, a, b, node):
+        """The bindings after two paths join: a name bound differently on the two paths is an error
+        to read afterwards (unless both hold the same IR variable)."""
+        out = {}
+        for name in set(a) | set(b):
+            x, y = a.get(name, MISSING), b.get(name, MISSING)
+            if x is MISSING or y is MISSING or x is y:
+                out[name] = y if x is MISSING else x
+            elif isinstance(x, Local) and isinstance(y, Local) and x.var.id == y.var.id:
+                out[name] = x
+            elif not isinstance(x, (Local, Scalar)) and not isinstance(y, (Local, Scalar)) and self._same(x, y):
+                out[name] = x
+            else:
+                out[name] = Poisoned(self.span(node)[0])
+        return out
+
+    @staticmethod
+    def _same(x, y):
+        try:
+            return type(x) is type(y) and bool(x == y)
+        except Exception:
+            return False
+
+    def materialize(self, names, node):
+        """Before run-time control flow: names it assigns that hold compile-time scalars become IR
+        variables, initialised here, so every path updates the same variable."""
+        for name in sorted(names):
+            value = self.env.get(name, MISSING)
+            if _is_number(value):
+                var = self.scalar_var(name, _const_dtype(value), node)
+                self.emit(ir.assign(var, self.to_expr(value, node), *self.span(node)))
+                self.env[name] = Local(var)
+
+    def scalar_var(self, name, dtype, node):
+        key = (name, dtype)
+        if key not in self.typed_vars:
+            self.typed_vars[key] = self.fb.scalar_var(name, dtype, *self.span(node))
+        return self.typed_vars[key]
+
+    def tile_var(self, name, tile_type, node):
+        key = (name, tile_type)
+        if key not in self.typed_vars:
+            self.typed_vars[key] = self.fb.tile_var(name, tile_type.spec(), *self.span(node))
+        return self.typed_vars[key]
+
+    def _target_hint(self, target):
+        return target.id if isinstance(target, ast.Name) else None
+
+    def assign(self, target, value, node):
+        if isinstance(target, (ast.Tuple, ast.List)):
+            items = value if isinstance(value, (tuple, list)) else None
+            if items is None or len(items) != len(target.elts):
+                raise self.error(errors.ParserTypeError, target,
+                                 f"cannot unpack {self.describe(value)} into {len(target.elts)} names")
+            for t, v in zip(target.elts, items):
+                self.assign(t, v, node)
+            return
+        if isinstance(target, ast.Subscript):
+            raise self.error(errors.UnsupportedFeatureError, target,
+                             "element assignment A[i, j] = v (pl.setval) is planned with the tile language, "
+                             "tier 1 (issue 4)")
+        if not isinstance(target, ast.Name):
+            raise self.error(errors.UnsupportedFeatureError, target, "only names can be assigned in kernels")
+        name = target.id
+        current = self.env.get(name, MISSING)
+        if isinstance(value, PendingTile):
+            self.bind_tile(name, value, node)
+        elif isinstance(value, TileHandle):
+            var = self.tile_var(name, value.tile_type, node)
+            if var.id != value.var.id:
+                self.emit(ir.assign(var, ir.var_ref(value.var, *self.span(node)), *self.span(node)))
+            self.env[name] = Local(var)
+        elif isinstance(value, Scalar) or (_is_number(value) and (self.runtime_depth > 0 or (
+                isinstance(current, Local) and current.var.kind == "scalar"))):
+            self.assign_scalar(name, value, current, node)
+        else:
+            if isinstance(current, Local) and self.runtime_depth > 0:
+                raise self.error(errors.ParserTypeError, node,
+                                 f"'{name}' holds a run-time value; it cannot become {self.describe(value)} here")
+            self.env[name] = value
+
+    def assign_scalar(self, name, value, current, node):
+        dtype = value.dtype if isinstance(value, Scalar) else _const_dtype(value)
+        if isinstance(current, Local) and current.var.kind == "scalar":
+            var = current.var
+            if var.dtype != dtype:
+                if _is_number(value) and not (isinstance(value, float) and var.dtype != "fp32"):
+                    dtype = var.dtype  # a constant adopts the variable's type
+                elif self.runtime_depth > 0:
+                    raise self.error(errors.ParserTypeError, node,
+                                     f"'{name}' is {var.dtype} but this assigns a {dtype} value",
+                                     hint=f"give '{name}' one type on every path, e.g. start it as "
+                                          f"pl.const(0, pl.DT_{dtype.upper()})")
+                else:
+                    var = None
+            if var is not None:
+                expr = ir.cast(self.to_expr(value, node), var.dtype, *self.span(node))
+                self.emit(ir.assign(var, expr, *self.span(node)))
+                return
+        var = self.scalar_var(name, dtype, node)
+        self.emit(ir.assign(var, self.to_expr(value, node), *self.span(node)))
+        self.env[name] = Local(var)
+
+    def bind_tile(self, name, pending, node):
+        group = pending.group
+        var = self.tile_var(name or self.temp_name(group.var.name), group.tile_type, node)
+        index = None
+        if pending.mode == "index":
+            index = self.to_index(pending.index, node, "tile group index")
+        self.emit(ir.select_tile(var, group.var, pending.mode, index, *self.span(node)))
+        if name is not None:
+            self.env[name] = Local(var)
+        return TileHandle(var, group.tile_type)
+
+    def temp_name(self, base):
+        self.temp_counter += 1
+        return f"{base}_t{self.temp_counter}"
+
+    # ---- reading names ----
+    def read_name(self, name, node):
+        value = self.env.get(name, MISSING)
+        if value is MISSING:
+            if name in self.closure:
+                return self.closure[name]
+            if name in self.globals:
+                return self.globals[name]
+            if hasattr(builtins, name):
+                return getattr(builtins, name)
+            raise self.error(errors.UndefinedVariableError, node, f"name '{name}' is not defined")
+        if isinstance(value, Poisoned):
+            raise self.error(errors.ParserTypeError, node,
+                             f"'{name}' holds different compile-time values depending on the run-time branch "
+                             f"that ran (line {value.line})",
+                             hint="assign it before the branch, or keep it a run-time scalar")
+        if isinstance(value, Local):
+            var = value.var
+            if var.kind == "tile":
+                return TileHandle(var, _tile_type_of(var))
+            return Scalar(ir.var_ref(var, *self.span(node)))
+        return value
+
+    # ---- expressions ----
+    def eval(self, node, target_hint=None):
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(errors.UnsupportedFeatureError, node,
+                             f"'{type(node).__name__}' expressions are not supported in kernels")
+        if type(node).__name__ == "Call":
+            return method(node, target_hint)
+        return method(node)
+
+    def expr_Constant(self, node):
+        return node.value
+
+    def expr_Name(self, node):
+        return self.read_name(node.id, node)
+
+    def expr_Tuple(self, node):
+        return tuple(self.eval(e) for e in node.elts)
+
+    def expr_List(self, node):
+        return [self.eval(e) for e in node.elts]
+
+    def expr_Dict(self, node):
+        return {self.eval(k): self.eval(v) for k, v in zip(node.keys, node.values)}
+
+    def expr_Attribute(self, node):
+        base = self.eval(node.value)
+        attr = node.attr
+        if isinstance(base, TensorHandle):
+            if attr == "shape":
+                return ShapeProxy(base)
+            if attr == "dtype":
+                return self.spec_param(base.name).dtype if self.spec_param(base.name) else None
+            raise self.error(errors.ParserTypeError, node, f"GM tensor '{base.name}' has no attribute '{attr}' "
+                                                           f"in kernels (use .shape)")
+        if isinstance(base, GroupHandle):
+            if attr in ("next", "current", "previous"):
+                return GroupMethod(base, attr)
+            raise self.error(errors.ParserTypeError, node,
+                             f"a tile group has next(), current(), previous() and [i], not '{attr}'")
+        if isinstance(base, TileHandle):
+            if attr == "shape":
+                return tuple(base.tile_type.shape)
+            if attr == "dtype":
+                return base.tile_type.dtype
+            if attr == "valid_shape":
+                raise self.error(errors.UnsupportedFeatureError, node,
+                                 "tile.valid_shape arrives with the tile language, tier 1 (issue 4)")
+            raise self.error(errors.ParserTypeError, node, f"a tile has no attribute '{attr}' in kernels")
+        if isinstance(base, (Scalar, ShapeProxy, PendingTile)):
+            raise self.error(errors.ParserTypeError, node, f"{self.describe(base)} has no attribute '{attr}'")
+        try:
+            return getattr(base, attr)
+        except AttributeError:
+            raise self.error(errors.UndefinedVariableError, node,
+                             f"{self.describe(base)} has no attribute '{attr}'") from None
+
+    def spec_param(self, name):
+        for p in self.spec.params:
+            if p.name == name:
+                return p
+        return None
+
+    def expr_Subscript(self, node):
+        base = self.eval(node.value)
+        index = self.eval(node.slice)
+        if isinstance(base, ShapeProxy):
+            if not isinstance(index, int) or isinstance(index, bool):
+                raise self.error(errors.ParserTypeError, node.slice,
+                                 "tensor.shape[i] needs a compile-time int index")
+            dims = base.tensor.dims
+            if not -len(dims) <= index < len(dims):
+                raise self.error(errors.ParserValueError, node.slice,
+                                 f"shape index {index} is out of range for the {len(dims)}-D tensor "
+                                 f"'{base.tensor.name}'")
+            dim = dims[index]
+            if dim is not None:
+                return dim
+            return Scalar(ir.shape_dim(base.tensor.var, index, *self.span(node)))
+        if isinstance(base, GroupHandle):
+            if isinstance(index, Scalar) or (isinstance(index, int) and not isinstance(index, bool)):
+                if isinstance(index, int) and not 0 <= index < base.depth:
+                    raise self.error(errors.ParserTypeError, node.slice,
+                                     f"index {index} is out of range for tile group '{base.var.name}' of depth "
+                                     f"{base.depth}")
+                return PendingTile(base, "index", index)
+            raise self.error(errors.ParserTypeError, node.slice, "a tile group index must be an int")
+        if isinstance(base, (TensorHandle, TileHandle)):
+            raise self.error(errors.UnsupportedFeatureError, node,
+                             "element access A[i, j] (pl.getval) arrives with the tile language, tier 1 (issue 4)")
+        if isinstance(base, Scalar) or isinstance(index, Scalar):
+            raise self.error(errors.ParserTypeError, node, "run-time values cannot be indexed here")
+        try:
+            return base[index]
+        except Exception as exc:
+            raise self.error(errors.ParserTypeError, node, f"cannot index {self.describe(base)}: {exc}") from None
+
+    def expr_BinOp(self, node):
+        return self.binop(node.op, self.eval(node.left), self.eval(node.right), node)
+
+    def binop(self, op, a, b, node):
+        if isinstance(a, Scalar) or isinstance(b, Scalar):
+            sym = _BINOPS.get(type(op))
+            if sym is None:
+                raise self.error(errors.UnsupportedFeatureError, node,
+                                 f"operator '{type(op).__name__}' is not supported on run-time scalars")
+            return Scalar(ir.binary(sym, self.to_expr(a, node), self.to_expr(b, node), *self.span(node)))
+        if _is_number(a) and _is_number(b):
+            sym = _BINOPS.get(type(op))
+            try:
+                if sym is not None:
+                    return _fold_arith(sym, a, b)
+                return _CONST_ONLY_BINOPS[type(op)](a, b)
+            except (ZeroDivisionError, KeyError, ValueError, OverflowError) as exc:
+                raise self.error(errors.ParserValueError, node, f"cannot evaluate this constant: {exc}") from None
+        self.reject_runtime_handles(node, a, b)
+        try:
+            return _PY_BINOP[type(op)](a, b)
+        except Exception as exc:
+            raise self.error(errors.ParserTypeError, node,
+                             f"unsupported operands {self.describe(a)} and {self.describe(b)}: {exc}") from None
+
+    def expr_UnaryOp(self, node):
+        v = self.eval(node.operand)
+        if isinstance(node.op, ast.UAdd):
+            return v
+        if isinstance(v, Scalar):
+            if isinstance(node.op, ast.USub):
+                return Scalar(ir.unary("-", v.expr, *self.span(node)))
+            if isinstance(node.op, ast.Not):
+                return Scalar(ir.unary("not", v.expr, *self.span(node)))
+            raise self.error(errors.UnsupportedFeatureError, node, "'~' is not supported on run-time scalars")
+        self.reject_runtime_handles(node, v)
+        if isinstance(node.op, ast.USub):
+            return -v
+        if isinstance(node.op, ast.Not):
+            return not v
+        return ~v
+
+    def expr_BoolOp(self, node):
+        values = [self.eval(v) for v in node.values]
+        sym = "and" if isinstance(node.op, ast.And) else "or"
+        if not any(isinstance(v, Scalar) for v in values):
+            result = values[0]
+            for v in values[1:]:
+                result = (result and v) if sym == "and" else (result or v)
+            return result
+        expr = self.to_expr(values[0], node)
+        for v in values[1:]:
+            expr = ir.binary(sym, expr, self.to_expr(v, node), *self.span(node))
+        return Scalar(expr)
+
+    def expr_Compare(self, node):
+        left = self.eval(node.left)
+        result = None
+        for op, comparator in zip(node.ops, node.comparators):
+            right = self.eval(comparator)
+            if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+                self.reject_runtime_handles(node, left, right)
+                value = {ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,
+                         ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}[type(op)](left, right)
+            else:
+                sym = _CMPOPS[type(op)]
+                if isinstance(left, Scalar) or isinstance(right, Scalar):
+                    value = Scalar(ir.binary(sym, self.to_expr(left, node), self.to_expr(right, node),
+                                             *self.span(node)))
+                else:
+                    self.reject_runtime_handles(node, left, right)
+                    value = _PY_CMP[sym](left, right)
+            if result is None:
+                result = value
+            elif isinstance(result, Scalar) or isinstance(value, Scalar):
+                result = Scalar(ir.binary("and", self.to_expr(result, node), self.to_expr(value, node),
+                                          *self.span(node)))
+            else:
+                result = result and value
+            left = right
+        return result
+
+    def expr_IfExp(self, node):
+        cond = self.eval(node.test)
+        if not isinstance(cond, Scalar):
+            return self.eval(node.body) if cond else self.eval(node.orelse)
+        a, b = self.eval(node.body), self.eval(node.orelse)
+        return Scalar(ir.ternary(cond.expr, self.to_expr(a, node.body), self.to_expr(b, node.orelse),
+                                 *self.span(node)))
+
+    def expr_JoinedStr(self, node):
+        raise self.error(errors.UnsupportedFeatureError, node, "f-strings are only meaningful in pl.printf (issue 4)")
+
+    # ---- calls ----
+    def expr_Call(self, node, target_hint=None):
+        func = self.eval(node.func)
+        if isinstance(func, Builtin):
+            return self.call_builtin(func, node, target_hint)
+        if isinstance(func, GroupMethod):
+            if node.args or node.keywords:
+                raise self.error(errors.ParserTypeError, node, f"group.{func.method}() takes no arguments")
+            return PendingTile(func.group, func.method)
+        if isinstance(func, (Scalar, TensorHandle, TileHandle, GroupHandle, PendingTile, ShapeProxy)):
+            raise self.error(errors.ParserTypeError, node.func, f"{self.describe(func)} is not callable")
+        if isinstance(func, types.FunctionType) and not getattr(func, "__module__", "").startswith("pypto_pro"):
+            raise self.error(errors.UnsupportedFeatureError, node,
+                             f"calling the Python function '{func.__name__}' from a kernel (inlined helpers) "
+                             f"arrives with the tile language, tier 1 (issue 4)")
+        args = [self.eval(a) for a in node.args]
+        kwargs = {k.arg: self.eval(k.value) for k in node.keywords if k.arg is not None}
+        if any(k.arg is None for k in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
+            raise self.error(errors.UnsupportedFeatureError, node, "*args / **kwargs calls are not supported")
+        self.reject_runtime_handles(node, *args, *kwargs.values())
+        name = getattr(func, "__name__", repr(func))
+        try:
+            return func(*args, **kwargs)
+        except NotImplementedError as exc:
+            raise self.error(errors.UnsupportedFeatureError, node, f"{name}(...): {exc}") from None
+        except ValueError as exc:
+            raise self.error(errors.ParserValueError, node, f"{name}(...): {exc}") from None
+        except TypeError as exc:
+            raise self.error(errors.ParserTypeError, node, f"{name}(...): {exc}") from None
+        except Exception as exc:
+            raise self.error(errors.ParserError, node, f"{name}(...) raised {type(exc).__name__}: {exc}") from None
+
+    def call_builtin(self, func, node, target_hint):
+        if func.kind == "planned":
+            raise self.error(errors.UnsupportedFeatureError, node,
+                             f"pl.{func.name} is part of the public language but is not implemented yet "
+                             f"(planned with {func.issue_area})")
+        if func.kind == "op":
+            return self.call_op(func.name, node)
+        handler = getattr(self, "builtin_" + func.name, None)
+        if handler is None:
+            raise self.error(errors.ParserSyntaxError, node, f"pl.{func.name} cannot be called here")
+        return handler(node, target_hint)
+
+    def _args(self, node, names, required):
+        """Binds a builtin call's positional and keyword arguments to `names` (unevaluated nodes)."""
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            raise self.error(errors.UnsupportedFeatureError, node, "*args / **kwargs calls are not supported")
+        fname = ast.unparse(node.func)
+        if len(node.args) > len(names):
+            raise self.error(errors.ParserTypeError, node,
+                             f"{fname}() takes at most {len(names)} positional arguments ({', '.join(names)})")
+        bound = dict(zip(names, node.args))
+        for k in node.keywords:
+            if k.arg not in names:
+                raise self.error(errors.ParserTypeError, k.value,
+                                 f"{fname}() got an unexpected keyword '{k.arg}'; it takes {', '.join(names)}")
+            if k.arg in bound:
+                raise self.error(errors.ParserTypeError, k.value, f"{fname}() got '{k.arg}' twice")
+            bound[k.arg] = k.value
+        for r in required:
+            if r not in bound:
+                raise self.error(errors.ParserTypeError, node, f"{fname}() is missing its '{r}' argument")
+        return bound
+
+    def call_op(self, name, node):
+        info = _op_info(name)
+        bound = self._args(node, info["operands"] + info["kwargs"], info["operands"])
+        operands = []
+        for operand in info["operands"]:
+            arg = bound[operand]
+            operands.append(self.op_operand(self.eval(arg), arg, f"pl.{name} operand '{operand}'"))
+        for kw in info["kwargs"]:
+            if kw in bound:
+                value = self.eval(bound[kw])
+                if value is not None and value is not AtomicType.AtomicNone:
+                    area = next((p.split(":", 1)[1] for p in info["planned_kwargs"] if p.startswith(kw + ":")), "")
+                    raise self.error(errors.UnsupportedFeatureError, bound[kw],
+                                     f"pl.{name}({kw}=...) is not implemented yet" + (f" ({area})" if area else ""))
+        self.emit(ir.op(name, operands, *self.span(node)))
+        return None
+
+    def op_operand(self, value, node, what):
+        if isinstance(value, PendingTile):
+            value = self.bind_tile(None, value, node)
+        if isinstance(value, TileHandle):
+            return ir.var_ref(value.var, *self.span(node))
+        if isinstance(value, TensorHandle):
+            return ir.var_ref(value.var, *self.span(node))
+        if isinstance(value, (list, tuple)):
+            return ir.tuple([self.to_index(v, node, what + " entry") for v in value], *self.span(node))
+        if isinstance(value, Scalar) or _is_number(value):
+            return self.to_expr(value, node)
+        raise self.error(errors.ParserTypeError, node, f"{what} cannot be {self.describe(value)}")
+
+    def _no_args(self, node):
+        if node.args or node.keywords:
+            raise self.error(errors.ParserTypeError, node, f"{ast.unparse(node.func)}() takes no arguments")
+
+    def builtin_get_block_idx(self, node, _):
+        self._no_args(node)
+        return Scalar(ir.builtin("get_block_idx", *self.span(node)))
+
+    def builtin_get_block_num(self, node, _):
+        self._no_args(node)
+        return Scalar(ir.builtin("get_block_num", *self.span(node)))
+
+    def builtin_get_subblock_idx(self, node, _):
+        self._no_args(node)
+        return Scalar(ir.builtin("get_subblock_idx", *self.span(node)))
+
+    def builtin_get_subblock_num(self, node, _):
+        self._no_args(node)
+        return Scalar(ir.builtin("get_subblock_num", *self.span(node)))
+
+    def builtin_range(self, node, _):
+        raise self.error(errors.ParserSyntaxError, node, "pl.range(...) can only be the iterable of a for loop")
+
+    def builtin_section_vector(self, node, _):
+        raise self.error(errors.ParserSyntaxError, node, "pl.section_vector() is used as `with pl.section_vector():`")
+
+    builtin_section_cube = builtin_section_vector
+
+    def _minmax(self, node, sym):
+        bound = self._args(node, ["a", "b"], ["a", "b"])
+        a, b = self.eval(bound["a"]), self.eval(bound["b"])
+        if isinstance(a, Scalar) or isinstance(b, Scalar):
+            return Scalar(ir.binary(sym, self.to_expr(a, node), self.to_expr(b, node), *self.span(node)))
+        if not (_is_number(a) and _is_number(b)):
+            raise self.error(errors.ParserTypeError, node, f"pl.{sym} takes two scalars")
+        return min(a, b) if sym == "min" else max(a, b)
+
+    def builtin_min(self, node, _):
+        return self._minmax(node, "min")
+
+    def builtin_max(self, node, _):
+        return self._minmax(node, "max")
+
+    def builtin_const(self, node, _):
+        bound = self._args(node, ["value", "dtype"], ["value", "dtype"])
+        value, dtype = self.eval(bound["value"]), self.eval(bound["dtype"])
+        if not isinstance(dtype, DataType) or dtype.name in ("fp16", "bf16") or not dtype.supported:
+            raise self.error(errors.ParserTypeError, bound["dtype"],
+                             f"pl.const dtype must be a scalar dtype (int, fp32 or bool), got {dtype!r}")
+        if not _is_number(value):
+            raise self.error(errors.ParserTypeError, bound["value"], "pl.const value must be a compile-time number")
+        line, col = self.span(node)
+        if dtype.name == "fp32":
+            return Scalar(ir.const_float(float(value), line, col))
+        if dtype.name == "bool":
+            return Scalar(ir.const_bool(bool(value), line, col))
+        if isinstance(value, float) and not value.is_integer():
+            raise self.error(errors.ParserValueError, bound["value"], f"{value} is not an integer for {dtype!r}")
+        return Scalar(ir.const_int(int(value), line, col, dtype.name))
+
+    def _const_int(self, node, what, value, minimum=0):
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            raise self.error(errors.ParserTypeError, node,
+                             f"{what} must be a compile-time int >= {minimum}, got {self.describe(value)}")
+        return value
+
+    def builtin_make_tile(self, node, target_hint):
+        bound = self._args(node, ["tile_type", "addr", "size"], ["tile_type"])
+        tile_type = self.eval(bound["tile_type"])
+        if not isinstance(tile_type, TileType):
+            raise self.error(errors.ParserTypeError, bound["tile_type"],
+                             f"pl.make_tile needs a pl.TileType, got {self.describe(tile_type)}")
+        if "addr" not in bound:
+            raise self.error(errors.ParserTypeError, node, "pl.make_tile needs addr=: tiles are placed by hand "
+                                                           "at a byte address of their memory")
+        addr = self._const_int(bound["addr"], "pl.make_tile addr", self.eval(bound["addr"]))
+        if "size" in bound:
+            size = self.eval(bound["size"])
+            if size is not None:
+                size = self._const_int(bound["size"], "pl.make_tile size", size, 1)
+                if size < tile_type.nbytes:
+                    raise self.error(errors.ParserValueError, bound["size"],
+                                     f"pl.make_tile size={size} is smaller than the tile's {tile_type.nbytes} bytes")
+        name = target_hint or self.temp_name("tile")
+        line, col = self.span(node)
+        group = self.fb.group_var(name + "_slot", tile_type.spec(), [addr], [], 1, True, line, col)
+        self.emit(ir.decl_tiles(group, line, col))
+        var = self.tile_var(name, tile_type, node)
+        self.emit(ir.select_tile(var, group, "index", ir.const_int(0, line, col), line, col))
+        return TileHandle(var, tile_type)
+
+    def builtin_make_tile_group(self, node, target_hint):
+        bound = self._args(node, ["type", "addrs", "mutex_ids", "depth", "fwd_ids", "bwd_ids"], ["type", "addrs"])
+        tile_type = self.eval(bound["type"])
+        if not isinstance(tile_type, TileType):
+            raise self.error(errors.ParserTypeError, bound["type"],
+                             f"pl.make_tile_group type= must be a pl.TileType, got {self.describe(tile_type)}")
+        for key in ("fwd_ids", "bwd_ids"):
+            if key in bound and self.eval(bound[key]) is not None:
+                raise self.error(errors.UnsupportedFeatureError, bound[key],
+                                 f"make_tile_group({key}=...) belongs to the pipeline transform (tier 2)")
+        mutex_node = bound.get("mutex_ids")
+        raw_ids = self.eval(mutex_node) if mutex_node is not None else None
+        mutex_ids = []
+        if raw_ids is not None:
+            if isinstance(raw_ids, int) and not isinstance(raw_ids, bool):
+                raw_ids = [raw_ids]
+            if not isinstance(raw_ids, (list, tuple)):
+                raise self.error(errors.ParserTypeError, mutex_node,
+                                 f"mutex_ids must be a list of ints (or of int lists), got {self.describe(raw_ids)}")
+            for entry in raw_ids:
+                ids = list(entry) if isinstance(entry, (list, tuple)) else [entry]
+                for i in ids:
+                    if not isinstance(i, int) or isinstance(i, bool):
+                        raise self.error(errors.ParserTypeError, mutex_node,
+                                         f"mutex ids must be compile-time ints, got {self.describe(i)}")
+                    if not 0 <= i <= 31:
+                        raise self.error(errors.ParserTypeError, mutex_node,
+                                         f"mutex id {i} is out of range [0, 31]")
+                if len(set(ids)) != len(ids):
+                    raise self.error(errors.ParserValueError, mutex_node, f"a slot repeats a mutex id: {ids}")
+                mutex_ids.append(ids)
+            if len({len(ids) for ids in mutex_ids}) > 1:
+                raise self.error(errors.ParserValueError, mutex_node,
+                                 "every slot needs the same number of mutex ids")
+        depth = None
+        if "depth" in bound:
+            depth = self.eval(bound["depth"])
+            if depth is not None:
+                depth = self._const_int(bound["depth"], "make_tile_group depth", depth, 1)
+        if mutex_ids:
+            if depth is not None and depth != len(mutex_ids):
+                raise self.error(errors.ParserValueError, bound["depth"],
+                                 f"depth={depth} but mutex_ids has {len(mutex_ids)} entries")
+            depth = len(mutex_ids)
+        elif depth is None:
+            raise self.error(errors.ParserTypeError, node, "make_tile_group needs depth= when it has no mutex_ids")
+        addrs_value = self.eval(bound["addrs"])
+        if isinstance(addrs_value, int) and not isinstance(addrs_value, bool):
+            base = self._const_int(bound["addrs"], "make_tile_group addrs", addrs_value)
+            addrs = [base + i * tile_type.nbytes for i in range(depth)]
+        elif isinstance(addrs_value, (list, tuple)):
+            addrs = [self._const_int(bound["addrs"], "a make_tile_group address", a) for a in addrs_value]
+            if len(addrs) != depth:
+                raise self.error(errors.ParserValueError, bound["addrs"],
+                                 f"addrs has {len(addrs)} entries but the group has depth {depth}")
+        else:
+            raise self.error(errors.ParserTypeError, bound["addrs"],
+                             f"addrs must be a compile-time int or list of ints, got {self.describe(addrs_value)}")
+        name = target_hint or self.temp_name("group")
+        line, col = self.span(node)
+        group = self.fb.group_var(name, tile_type.spec(), addrs, mutex_ids, depth, False, line, col)
+        self.emit(ir.decl_tiles(group, line, col))
+        return GroupHandle(group, tile_type, depth)
+
+    # ---- conversions ----
+    def to_expr(self, value, node):
+        line, col = self.span(node)
+        if isinstance(value, Scalar):
+            return value.expr
+        if isinstance(value, bool):
+            return ir.const_bool(value, line, col)
+        if isinstance(value, int):
+            if not -(1 << 63) <= value < (1 << 63):
+                raise self.error(errors.ParserValueError, node, f"{value} does not fit in int64")
+            return ir.const_int(value, line, col, _const_dtype(value))
+        if isinstance(value, float):
+            return ir.const_float(value, line, col)
+        raise self.error(errors.ParserTypeError, node, f"expected a scalar, got {self.describe(value)}")
+
+    def to_index(self, value, node, what):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, Scalar):
+            if value.dtype in ("fp32", "bool"):
+                raise self.error(errors.ParserTypeError, node, f"{what} must be an integer, got a {value.dtype} value")
+            return value.expr
+        if isinstance(value, int) and not isinstance(value, bool):
+            return self.to_expr(value, node)
+        raise self.error(errors.ParserTypeError, node, f"{what} must be an integer, got {self.describe(value)}")
+
+    def reject_runtime_handles(self, node, *values):
+        for v in values:
+            if isinstance(v, (Scalar, TensorHandle, TileHandle, GroupHandle, PendingTile, ShapeProxy, GroupMethod)):
+                raise self.error(errors.ParserTypeError, node,
+                                 f"{self.describe(v)} cannot be used in compile-time Python here")
+
+    @staticmethod
+    def describe(value) -> str:
+        if isinstance(value, Scalar):
+            return f"a run-time {value.dtype} scalar"
+        if isinstance(value, TensorHandle):
+            return f"GM tensor '{value.name}'"
+        if isinstance(value, TileHandle):
+            return f"tile '{value.var.name}'"
+        if isinstance(value, GroupHandle):
+            return f"tile group '{value.var.name}'"
+        if isinstance(value, PendingTile):
+            return "a tile"
+        if isinstance(value, ShapeProxy):
+            return "a tensor shape"
+        if isinstance(value, (bool, int, float, str)) or value is None:
+            return repr(value)
+        return f"{type(value).__name__} {value!r}"
+
+
+_PY_BINOP = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+             ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
+             **_CONST_ONLY_BINOPS}
+
+_OP_INFO = {}
+
+
+def _op_info(name):
+    if name not in _OP_INFO:
+        _OP_INFO[name] = ir.op_info(name)
+    return _OP_INFO[name]
+
+
+def _tile_type_of(var) -> TileType:
+    from pypto_pro.language.types import DTYPES, MemorySpace, TensorLayout
+    dtype, shape, memory, layout, valid = var.tile
+    return TileType(shape, DTYPES[dtype], MemorySpace(memory), valid_shape=valid, layout=TensorLayout(layout))
+
+
+def parse_kernel(fn, spec, statics=()):
+    """Parses kernel `fn` (with its STATIC dims bound to `statics`) into a pypto_pro._C.ir.Function."""
+    return KernelParser(fn, spec, statics).parse()

@@ -1,0 +1,6 @@
+"""pl.system: synchronisation between pipes and cores (LANGUAGE.md section 6)."""
+
+from pypto_pro.language.builtins import system_level
+
+globals().update(system_level())
+__all__ = sorted(system_level())

@@ -1,0 +1,238 @@
+"""Types of the kernel language: dtypes, GM tensor annotations, tile types, memories, pipes."""
+
+from __future__ import annotations
+
+import enum
+from typing import Sequence
+
+from pypto_pro import _C
+
+
+class DataType:
+    """An element dtype, e.g. pl.DT_FP16. Compared by identity; usable as a compile-time value."""
+
+    __slots__ = ("name", "pl_name", "bits", "supported")
+
+    def __init__(self, name: str, pl_name: str, bits: int, supported: bool):
+        self.name = name
+        self.pl_name = pl_name
+        self.bits = bits
+        self.supported = supported
+
+    def __repr__(self):
+        return f"pl.{self.pl_name}"
+
+    def __reduce__(self):
+        return (_dtype_by_name, (self.name,))
+
+
+_DTYPES = [
+    ("bool", "DT_BOOL", 8, True), ("int8", "DT_INT8", 8, True), ("int16", "DT_INT16", 16, True),
+    ("int32", "DT_INT32", 32, True), ("int64", "DT_INT64", 64, True), ("uint8", "DT_UINT8", 8, True),
+    ("uint16", "DT_UINT16", 16, True), ("uint32", "DT_UINT32", 32, True), ("uint64", "DT_UINT64", 64, True),
+    ("fp16", "DT_FP16", 16, True), ("bf16", "DT_BF16", 16, True), ("fp32", "DT_FP32", 32, True),
+    ("int4", "DT_INT4", 4, False), ("uint4", "DT_UINT4", 4, False), ("fp8e4m3fn", "DT_FP8E4M3FN", 8, False),
+    ("fp8e5m2", "DT_FP8E5M2", 8, False), ("fp8e8m0", "DT_FP8E8M0", 8, False), ("fp4e2m1", "DT_FP4E2M1", 4, False),
+    ("fp4e1m2", "DT_FP4E1M2", 4, False), ("hf8", "DT_HF8", 8, False), ("hf4", "DT_HF4", 4, False),
+]
+DTYPES = {name: DataType(name, pl_name, bits, ok) for name, pl_name, bits, ok in _DTYPES}
+
+
+def _dtype_by_name(name: str) -> DataType:
+    return DTYPES[name]
+
+
+class _ShapePolicy:
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"pl.{self.name}"
+
+
+DYNAMIC = _ShapePolicy("DYNAMIC")
+STATIC = _ShapePolicy("STATIC")
+
+
+class MemorySpace(enum.Enum):
+    DDR = "DDR"
+    Vec = "Vec"
+    Mat = "Mat"
+    Left = "Left"
+    Right = "Right"
+    Acc = "Acc"
+    Bias = "Bias"
+    Scaling = "Scaling"
+
+    def __repr__(self):
+        return f"pl.MemorySpace.{self.name}"
+
+
+class TensorLayout(enum.Enum):
+    ND = "ND"
+    DN = "DN"
+    NZ = "NZ"
+    ZN = "ZN"
+
+    def __repr__(self):
+        return f"pl.{self.name}"
+
+
+ND, DN, NZ, ZN = TensorLayout.ND, TensorLayout.DN, TensorLayout.NZ, TensorLayout.ZN
+
+
+class PipeType(enum.Enum):
+    MTE1 = "MTE1"
+    MTE2 = "MTE2"
+    MTE3 = "MTE3"
+    M = "M"
+    V = "V"
+    S = "S"
+    FIX = "FIX"
+    ALL = "ALL"
+
+
+class AtomicType(enum.Enum):
+    AtomicNone = "AtomicNone"
+    AtomicAdd = "AtomicAdd"
+
+
+# Default layout per memory when TileType(layout=None) (the a5 column of the public TileType table).
+_DEFAULT_LAYOUT = {
+    MemorySpace.Vec: ND, MemorySpace.Mat: NZ, MemorySpace.Left: NZ, MemorySpace.Right: ZN, MemorySpace.Acc: NZ,
+    MemorySpace.Bias: ND, MemorySpace.Scaling: ND,
+}
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+class TensorAnnotation:
+    """What `pl.Tensor[[dims], dtype]` evaluates to: checked when the kernel object is built."""
+
+    def __init__(self, dims, dtype, layout=None):
+        self.dims = dims
+        self.dtype = dtype
+        self.layout = layout
+
+    def resolve(self, param: str) -> list:
+        """The dims as ('fixed', n) / ('static', -1) / ('dynamic', -1); TypeError names `param`."""
+        if not isinstance(self.dims, (list, tuple)) or len(self.dims) == 0:
+            raise TypeError(f"parameter '{param}': pl.Tensor needs a non-empty list of dims, got {self.dims!r}")
+        if not isinstance(self.dtype, DataType):
+            raise TypeError(f"parameter '{param}': pl.Tensor dtype must be a pl.DT_* value, got {self.dtype!r}")
+        if not self.dtype.supported:
+            raise TypeError(f"parameter '{param}': dtype {self.dtype!r} is not supported yet (tier L)")
+        out = []
+        for i, dim in enumerate(self.dims):
+            if dim is Ellipsis:
+                if i != len(self.dims) - 1:
+                    raise TypeError(f"parameter '{param}': '...' may only end the dims list, found at position {i}")
+                out.append(("rest", -1))
+            elif dim is DYNAMIC:
+                out.append(("dynamic", -1))
+            elif dim is STATIC:
+                out.append(("static", -1))
+            elif _is_int(dim) and dim > 0:
+                out.append(("fixed", dim))
+            else:
+                raise TypeError(f"parameter '{param}': dim {i} must be a positive int, pl.DYNAMIC, pl.STATIC or a "
+                                f"trailing '...', got {dim!r}")
+        return out
+
+    def __repr__(self):
+        return f"pl.Tensor[{self.dims!r}, {self.dtype!r}]"
+
+
+class Tensor:
+    """GM tensor annotation: `x: pl.Tensor[[pl.DYNAMIC, 128], pl.DT_FP16]`."""
+
+    def __class_getitem__(cls, item):
+        if not isinstance(item, tuple) or len(item) not in (2, 3):
+            raise TypeError("pl.Tensor takes [dims, dtype] or [dims, dtype, layout], e.g. "
+                            "pl.Tensor[[pl.DYNAMIC, 128], pl.DT_FP16]")
+        return TensorAnnotation(*item)
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("pl.Tensor is a type annotation for kernel parameters: pl.Tensor[[dims], dtype]")
+
+
+class TileType:
+    """The spec of a tile: static 1-D/2-D shape, dtype, memory, valid window, layout."""
+
+    __slots__ = ("shape", "dtype", "target_memory", "valid_shape", "layout", "fractal", "pad", "compact")
+
+    def __init__(self, shape, dtype, target_memory=MemorySpace.Vec, valid_shape=None, layout=None, fractal=None,
+                 pad=None, compact=None):
+        if not isinstance(shape, (list, tuple)) or not 1 <= len(shape) <= 2:
+            raise ValueError(f"TileType shape must be a list of 1 or 2 positive ints, got {shape!r}")
+        for s in shape:
+            if not _is_int(s) or s <= 0:
+                raise ValueError(f"TileType shape entries must be positive compile-time ints, got {shape!r}")
+        if not isinstance(dtype, DataType):
+            raise TypeError(f"TileType dtype must be a pl.DT_* value, got {dtype!r}")
+        if not dtype.supported:
+            raise TypeError(f"TileType dtype {dtype!r} is not supported yet (tier L)")
+        if not isinstance(target_memory, MemorySpace):
+            raise TypeError(f"TileType target_memory must be a pl.MemorySpace member, got {target_memory!r}")
+        if target_memory is MemorySpace.DDR:
+            raise ValueError("TileType target_memory cannot be DDR: tiles live in a core's local memory")
+        if valid_shape is None:
+            valid = [-1] * len(shape)
+        else:
+            if not isinstance(valid_shape, (list, tuple)) or len(valid_shape) != len(shape):
+                raise ValueError(f"TileType valid_shape must have one entry per dim of shape {list(shape)}, "
+                                 f"got {valid_shape!r}")
+            valid = []
+            for v, s in zip(valid_shape, shape):
+                if not _is_int(v) or not (v == -1 or 0 <= v <= s):
+                    raise ValueError(f"TileType valid_shape entries must be -1 (set at run time) or in [0, dim], "
+                                     f"got {valid_shape!r} for shape {list(shape)}")
+                valid.append(v)
+        if layout is None:
+            layout = _DEFAULT_LAYOUT[target_memory]
+        if not isinstance(layout, TensorLayout):
+            raise TypeError(f"TileType layout must be pl.ND, pl.DN, pl.NZ or pl.ZN, got {layout!r}")
+        if layout is DN and target_memory is MemorySpace.Vec and len(shape) == 2 and min(shape) > 1:
+            raise NotImplementedError("column-major (pl.DN) Vec tiles wider than one column arrive with the tile "
+                                      "language, tier 1 (issue 4)")
+        if pad is not None and not (_is_int(pad) and 0 <= pad <= 3) and not isinstance(pad, enum.Enum):
+            raise ValueError(f"TileType pad must be a pl.TilePad member or an int in 0..3, got {pad!r}")
+        if compact is not None and compact not in (0, 1, 2):
+            raise ValueError(f"TileType compact must be None, 0, 1 or 2, got {compact!r}")
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.target_memory = target_memory
+        self.valid_shape = tuple(valid)
+        self.layout = layout
+        self.fractal = fractal
+        self.pad = pad
+        self.compact = compact
+
+    @property
+    def nbytes(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n * self.dtype.bits // 8
+
+    def spec(self) -> tuple:
+        """The (dtype, shape, memory, layout, valid_shape) tuple the C++ IR builder takes."""
+        return (self.dtype.name, list(self.shape), self.target_memory.value, self.layout.value, list(self.valid_shape))
+
+    def __eq__(self, other):
+        return isinstance(other, TileType) and self.spec() == other.spec()
+
+    def __hash__(self):
+        return hash((self.dtype.name, self.shape, self.target_memory, self.layout, self.valid_shape))
+
+    def __repr__(self):
+        return (f"pl.TileType(shape={list(self.shape)}, dtype={self.dtype!r}, target_memory={self.target_memory!r}"
+                f"{'' if all(v == -1 for v in self.valid_shape) else f', valid_shape={list(self.valid_shape)}'})")
+
+
+def arch_names() -> Sequence[str]:
+    return _C.arch_names()

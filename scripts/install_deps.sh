@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages pypto_pro needs, only when some are missing (a no-op otherwise).
+# Nothing here comes from PyPI: Python packages are Debian's, used by /usr/bin/python3.
+set -euo pipefail
+
+packages=(g++ cmake ninja-build python3 python3-dev python3-numpy python3-torch python3-pytest
+          pybind11-dev libgtest-dev)
+if [[ "${PYPTO_PRO_BENCH_DEPS:-0}" == 1 ]]; then
+  packages+=(python3-numba libbenchmark-dev)
+fi
+
+missing=()
+for pkg in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "pypto_pro: installing missing system packages: ${missing[*]}"
+if [[ $(id -u) -eq 0 ]]; then
+  sudo=()
+elif command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
+  sudo=(sudo -n)
+else
+  echo "pypto_pro: please install them (as root): apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

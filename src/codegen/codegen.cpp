@@ -1,0 +1,469 @@
+#include "pypto_pro/codegen/codegen.h"
+
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "pypto_pro/ir/verifier.h"
+
+namespace pypto_pro::codegen {
+
+using namespace ir;
+
+std::string DeviceType(DataType dtype) {
+  std::string_view ctype = Info(dtype).ctype;
+  if (ctype.empty()) {
+    Fail(ErrorKind::kUnsupported, {}, "dtype " + std::string(Name(dtype)) + " is not supported yet");
+  }
+  return std::string(ctype);
+}
+
+namespace {
+
+std::string CppIdent(const std::string& prefix, const std::string& name) {
+  std::string out = prefix;
+  for (unsigned char c : name) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_') {
+      out += char(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "_x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+std::string CString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += char(c);
+    } else if (c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\%03o", c);
+      out += buf;
+    } else {
+      out += char(c);
+    }
+  }
+  return out + "\"";
+}
+
+const char* KindConstant(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::kVector: return "PTO_KERNEL_VECTOR";
+    case KernelKind::kCube: return "PTO_KERNEL_CUBE";
+    case KernelKind::kMixed: return "PTO_KERNEL_MIXED";
+  }
+  return "PTO_KERNEL_VECTOR";
+}
+
+std::string ScalarCType(DataType dtype) {
+  if (dtype == DataType::kFP16 || dtype == DataType::kBF16) {
+    Fail(ErrorKind::kUnsupported, {}, "fp16/bf16 scalars are not supported; use fp32");
+  }
+  return DeviceType(dtype);
+}
+
+class KernelWriter {
+ public:
+  KernelWriter(const Function& func, const ArchModel& arch) : func_(func), arch_(arch) {}
+
+  GeneratedSources Run() {
+    kind_ = KernelKindOf(func_);
+    if (kind_ != KernelKind::kVector) {
+      Fail(ErrorKind::kUnsupported, {},
+           std::string("kernel '") + func_.name + "' is a " + Name(kind_) +
+               " kernel; cube and mixed kernels arrive with the tile language, tier 1 (issue 4)");
+    }
+    CollectDecls(func_.body);
+    GeneratedSources out;
+    out.kind = kind_;
+    out.kernel_cpp = KernelSource();
+    out.call_kernel_cpp = LauncherSource();
+    return out;
+  }
+
+ private:
+  // ---- names and types ----
+  std::string TileTypeName(const TileType& t) {
+    for (size_t i = 0; i < tile_types_.size(); ++i) {
+      if (tile_types_[i] == t) return "Tile" + std::to_string(i);
+    }
+    tile_types_.push_back(t);
+    return "Tile" + std::to_string(tile_types_.size() - 1);
+  }
+  std::string VarName(const Var& v) const { return CppIdent("v_", v.get()->name); }
+  std::string GroupName(const Var& v) const { return CppIdent("g_", v->name); }
+  std::string TensorName(const Var& v) const { return CppIdent("t_", v->name); }
+  std::string FieldName(const Var& v) const { return CppIdent("a_", v->name); }
+
+  void CollectDecls(const Stmt& s) {
+    if (!s) return;
+    switch (s->kind) {
+      case StmtKind::kAssign:
+      case StmtKind::kFor:
+      case StmtKind::kSelectTile:
+        if (!IsParam(s->var) && declared_.insert(s->var->id).second) locals_.push_back(s->var);
+        break;
+      case StmtKind::kDeclTiles:
+        if (declared_.insert(s->var->id).second) groups_.push_back(s->var);
+        break;
+      default: break;
+    }
+    for (const Stmt& child : s->stmts) CollectDecls(child);
+    CollectDecls(s->body);
+    CollectDecls(s->orelse);
+  }
+
+  bool IsParam(const Var& v) const {
+    for (const Var& p : func_.params) {
+      if (p->id == v->id) return true;
+    }
+    return false;
+  }
+
+  // ---- expressions ----
+  std::string Const(const ExprNode& e) {
+    if (e.type.dtype == DataType::kBool) return e.int_value ? "true" : "false";
+    if (IsFloat(e.type.dtype)) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%af", float(e.float_value));
+      return std::string("float(") + buf + ")";
+    }
+    if (e.type.dtype == DataType::kInt64) return "int64_t(" + std::to_string(e.int_value) + "LL)";
+    return ScalarCType(e.type.dtype) + "(" + std::to_string(e.int_value) + ")";
+  }
+
+  std::string Expr_(const Expr& e) {
+    switch (e->kind) {
+      case ExprKind::kConst: return Const(*e);
+      case ExprKind::kVar:
+        if (e->var->type.IsTensor()) return TensorName(e->var);
+        return VarName(e->var);
+      case ExprKind::kBuiltin:
+        switch (e->builtin) {
+          case Builtin::kBlockIdx: return "ctx.block_idx";
+          case Builtin::kBlockNum: return "ctx.block_num";
+          case Builtin::kSubblockIdx: return "ctx.subblock_idx";
+          case Builtin::kSubblockNum: return "ctx.subblock_num";
+        }
+        break;
+      case ExprKind::kShapeDim:
+        return "int32_t(" + TensorName(e->var) + ".shape[" + std::to_string(e->axis) + "])";
+      case ExprKind::kUnary:
+        return std::string("(") + (e->unary == UnaryOp::kNeg ? "-" : "!") + Expr_(e->operands[0]) + ")";
+      case ExprKind::kTernary: {
+        std::string t = ScalarCType(e->type.dtype);
+        return "(" + Expr_(e->operands[0]) + " ? " + t + "(" + Expr_(e->operands[1]) + ") : " + t + "(" +
+               Expr_(e->operands[2]) + "))";
+      }
+      case ExprKind::kCast: return "static_cast<" + ScalarCType(e->type.dtype) + ">(" + Expr_(e->operands[0]) + ")";
+      case ExprKind::kBinary: return Binary(*e);
+      case ExprKind::kTuple: {
+        std::string s = "pto::Idx<" + std::to_string(e->operands.size()) + ">{{";
+        for (size_t i = 0; i < e->operands.size(); ++i) {
+          s += (i ? ", " : "") + std::string("int64_t(") + Expr_(e->operands[i]) + ")";
+        }
+        return s + "}}";
+      }
+    }
+    Fail(ErrorKind::kInternal, e->span, "codegen: unhandled expression");
+  }
+
+  std::string Binary(const ExprNode& e) {
+    const Expr& a = e.operands[0];
+    const Expr& b = e.operands[1];
+    DataType math = IsComparison(e.binary) || e.binary == BinaryOp::kAnd || e.binary == BinaryOp::kOr
+                        ? PromoteScalar(a->type.dtype, b->type.dtype)
+                        : e.type.dtype;
+    std::string t = ScalarCType(math);
+    std::string x = t + "(" + Expr_(a) + ")", y = t + "(" + Expr_(b) + ")";
+    std::string line = std::to_string(e.span.line);
+    bool is_float = IsFloat(math);
+    switch (e.binary) {
+      case BinaryOp::kAdd: return "(" + x + " + " + y + ")";
+      case BinaryOp::kSub: return "(" + x + " - " + y + ")";
+      case BinaryOp::kMul: return "(" + x + " * " + y + ")";
+      case BinaryOp::kDiv:
+      case BinaryOp::kFloorDiv:
+        if (is_float) return e.binary == BinaryOp::kDiv ? "(" + x + " / " + y + ")" : "pto::FloorDiv(" + x + ", " + y + ")";
+        if (b->IsIntConst() && b->int_value != 0 && b->int_value != -1) return "(" + x + " / " + y + ")";
+        return "pto::IntDiv<" + t + ">(ctx, " + line + ", " + x + ", " + y + ")";
+      case BinaryOp::kMod:
+        if (is_float) return "pto::FloatMod(" + x + ", " + y + ")";
+        if (b->IsIntConst() && b->int_value != 0 && b->int_value != -1) return "(" + x + " % " + y + ")";
+        return "pto::IntMod<" + t + ">(ctx, " + line + ", " + x + ", " + y + ")";
+      case BinaryOp::kMin: return "pto::Min<" + t + ">(" + x + ", " + y + ")";
+      case BinaryOp::kMax: return "pto::Max<" + t + ">(" + x + ", " + y + ")";
+      case BinaryOp::kEq: return "(" + x + " == " + y + ")";
+      case BinaryOp::kNe: return "(" + x + " != " + y + ")";
+      case BinaryOp::kLt: return "(" + x + " < " + y + ")";
+      case BinaryOp::kLe: return "(" + x + " <= " + y + ")";
+      case BinaryOp::kGt: return "(" + x + " > " + y + ")";
+      case BinaryOp::kGe: return "(" + x + " >= " + y + ")";
+      case BinaryOp::kAnd: return "(bool(" + Expr_(a) + ") && bool(" + Expr_(b) + "))";
+      case BinaryOp::kOr: return "(bool(" + Expr_(a) + ") || bool(" + Expr_(b) + "))";
+    }
+    Fail(ErrorKind::kInternal, e.span, "codegen: unhandled binary operator");
+  }
+
+  // ---- statements ----
+  void Line(int indent, const std::string& text) { body_ << std::string(indent * 2, ' ') << text << "\n"; }
+
+  void Stmt_(const Stmt& s, int indent) {
+    if (!s) return;
+    switch (s->kind) {
+      case StmtKind::kSeq:
+        for (const Stmt& child : s->stmts) Stmt_(child, indent);
+        break;
+      case StmtKind::kAssign:
+        if (s->var->type.IsTile()) Line(indent, VarName(s->var) + " = " + Expr_(s->value) + ";");
+        else Line(indent, VarName(s->var) + " = " + ScalarCType(s->var->type.dtype) + "(" + Expr_(s->value) + ");");
+        break;
+      case StmtKind::kFor: EmitFor(*s, indent); break;
+      case StmtKind::kWhile:
+        Line(indent, "while (" + Expr_(s->cond) + ") {");
+        Stmt_(s->body, indent + 1);
+        Line(indent, "}");
+        break;
+      case StmtKind::kIf:
+        Line(indent, "if (" + Expr_(s->cond) + ") {");
+        Stmt_(s->body, indent + 1);
+        if (s->orelse) {
+          Line(indent, "} else {");
+          Stmt_(s->orelse, indent + 1);
+        }
+        Line(indent, "}");
+        break;
+      case StmtKind::kBreak: Line(indent, "break;"); break;
+      case StmtKind::kContinue: Line(indent, "continue;"); break;
+      case StmtKind::kReturn: Line(indent, "return;"); break;
+      case StmtKind::kOp: EmitOp(*s, indent); break;
+      case StmtKind::kDeclTiles: EmitDeclTiles(*s, indent); break;
+      case StmtKind::kSelectTile: EmitSelect(*s, indent); break;
+      case StmtKind::kSection:
+        Line(indent, std::string("if (ctx.core_type == ") +
+                         (s->section == SectionKind::kVector ? "PTO_CORE_AIV" : "PTO_CORE_AIC") + ") {  // section " +
+                         Name(s->section) + " (line " + std::to_string(s->span.line) + ")");
+        Stmt_(s->body, indent + 1);
+        Line(indent, "}");
+        break;
+    }
+  }
+
+  void EmitFor(const StmtNode& s, int indent) {
+    std::string n = std::to_string(loop_counter_++);
+    std::string lo = "lo" + n, hi = "hi" + n, st = "st" + n, it = "it" + n;
+    Line(indent, "{  // for " + s.var->name + " in pl.range (line " + std::to_string(s.span.line) + ")");
+    Line(indent + 1, "const int64_t " + lo + " = " + Expr_(s.start) + ", " + hi + " = " + Expr_(s.stop) + ", " + st +
+                         " = " + Expr_(s.step) + ";");
+    std::string cond;
+    if (s.step->IsIntConst()) {
+      cond = it + (s.step->int_value > 0 ? " < " : " > ") + hi;
+    } else {
+      Line(indent + 1, "if (" + st + " == 0) pto::Fault(ctx, " + std::to_string(s.span.line) +
+                           ", \"pl.range\", \"pl.range step is zero\");");
+      cond = "(" + st + " > 0 ? " + it + " < " + hi + " : " + it + " > " + hi + ")";
+    }
+    Line(indent + 1, "for (int64_t " + it + " = " + lo + "; " + cond + "; " + it + " += " + st + ") {");
+    Line(indent + 2, VarName(s.var) + " = " + ScalarCType(s.var->type.dtype) + "(" + it + ");");
+    Stmt_(s.body, indent + 2);
+    Line(indent + 1, "}");
+    Line(indent, "}");
+  }
+
+  std::string OpArg(const Expr& arg) {
+    if (arg->type.IsTile()) return "*" + Expr_(arg);
+    return Expr_(arg);
+  }
+
+  void EmitOp(const StmtNode& s, int indent) {
+    std::string call = std::string(s.op->device_fn) + "(ctx, " + std::to_string(s.span.line);
+    for (const Expr& arg : s.args) call += ", " + OpArg(arg);
+    Line(indent, call + ");");
+  }
+
+  void EmitDeclTiles(const StmtNode& s, int indent) {
+    const TileGroupInfo& g = *s.var->group;
+    std::string name = GroupName(s.var);
+    auto window = [&](size_t axis) {
+      int64_t full = axis == 0 ? g.tile.Rows() : g.tile.Cols();
+      size_t rank = g.tile.shape.size();
+      int64_t declared = rank == 2 ? g.tile.valid_shape[axis] : (axis == 0 ? 1 : g.tile.valid_shape[0]);
+      return std::to_string(declared < 0 ? full : declared);
+    };
+    for (int i = 0; i < g.depth; ++i) {
+      uint32_t mask = 0;
+      if (!g.mutex_ids.empty()) {
+        for (int id : g.mutex_ids[size_t(i)]) mask |= 1u << id;
+      }
+      char addr[32];
+      std::snprintf(addr, sizeof addr, "0x%llx", static_cast<unsigned long long>(g.addrs[size_t(i)]));
+      Line(indent, "pto::InitTile(ctx, " + name + "[" + std::to_string(i) + "], " + addr + ", " + window(0) + ", " +
+                       window(1) + ", " + std::to_string(mask) + "u);");
+    }
+    Line(indent, name + "_cursor = " + std::to_string(g.depth - 1) + ";");
+  }
+
+  void EmitSelect(const StmtNode& s, int indent) {
+    std::string group = GroupName(s.group);
+    std::string depth = std::to_string(s.group->group->depth);
+    std::string target = VarName(s.var) + " = ";
+    switch (s.mode) {
+      case SelectMode::kNext:
+        Line(indent, target + "&" + group + "[pto::CursorNext(" + group + "_cursor, " + depth + ")];");
+        break;
+      case SelectMode::kCurrent: Line(indent, target + "&" + group + "[" + group + "_cursor];"); break;
+      case SelectMode::kPrevious:
+        Line(indent, target + "&" + group + "[pto::CursorPrevious(" + group + "_cursor, " + depth + ")];");
+        break;
+      case SelectMode::kIndex:
+        if (s.value->IsIntConst()) {
+          Line(indent, target + "&" + group + "[" + std::to_string(s.value->int_value) + "];");
+        } else {
+          Line(indent, target + "pto::SelectSlot(ctx, " + std::to_string(s.span.line) + ", " + group + ", " +
+                           Expr_(s.value) + ", " + depth + ");");
+        }
+        break;
+    }
+  }
+
+  // ---- files ----
+  std::string KernelSource() {
+    // Body first: it registers the tile types the declarations need.
+    int indent = 1;
+    std::ostringstream decls;
+    for (const Var& p : func_.params) {
+      if (p->type.IsTensor()) {
+        const TensorType& t = *p->type.tensor;
+        std::string dims;
+        for (size_t i = 0; i < t.dims.size(); ++i) {
+          const Dim& d = t.dims[i];
+          dims += (i ? ", " : "") + (d.kind == DimKind::kDynamic ? "int64_t(args.dyn" + std::to_string(d.dyn_slot) + ")"
+                                                                   : std::to_string(d.value));
+        }
+        decls << "  const auto " << TensorName(p) << " = pto::MakeGm<" << DeviceType(t.dtype) << ", " << t.dims.size()
+              << ">(args." << FieldName(p) << ", pto::Idx<" << t.dims.size() << ">{{" << dims << "}}, "
+              << CString(p->name) << ");\n";
+      } else {
+        decls << "  " << ScalarCType(p->type.dtype) << " " << VarName(p) << " = args." << FieldName(p) << ";\n";
+      }
+    }
+    Stmt_(func_.body, indent);
+    for (const Var& g : groups_) {
+      decls << "  " << TileTypeName(g->group->tile) << " " << GroupName(g) << "[" << g->group->depth << "];\n";
+      decls << "  int32_t " << GroupName(g) << "_cursor = 0;\n";
+    }
+    for (const Var& v : locals_) {
+      if (v->type.IsTile()) {
+        decls << "  " << TileTypeName(*v->type.tile) << "* " << VarName(v) << " = nullptr;\n";
+      } else {
+        decls << "  " << ScalarCType(v->type.dtype) << " " << VarName(v) << " = 0;\n";
+      }
+    }
+
+    std::ostringstream os;
+    os << "// kernel.cpp: device code of kernel '" << func_.name << "' (" << Name(kind_) << ", arch "
+       << arch_.name << "), generated by pypto_pro from\n// " << func_.source_file << ". Do not edit.\n";
+    os << "#include \"pypto_pro/device.h\"\n\nnamespace {\n\n";
+    for (size_t i = 0; i < tile_types_.size(); ++i) {
+      const TileType& t = tile_types_[i];
+      os << "using Tile" << i << " = pto::Tile<" << DeviceType(t.dtype) << ", " << t.Rows() << ", " << t.Cols()
+         << ", pto::k" << Name(t.memory) << ", pto::k" << Name(t.layout) << ">;  // " << t.ToString() << "\n";
+    }
+    os << "\n" << ArgsStruct() << "\n";
+    os << "void KernelEntry(PtoCoreCtx* ctx_ptr, const void* raw_args) {\n";
+    os << "  pto::CoreCtx& ctx = *ctx_ptr;\n";
+    os << "  const KernelArgs& args = *static_cast<const KernelArgs*>(raw_args);\n";
+    os << decls.str() << body_.str() << "}\n\n";
+    os << "const PtoKernelDesc kKernelDesc = {PTO_ABI_VERSION, " << KindConstant(kind_) << ", " << CString(func_.name)
+       << ", " << CString(func_.source_file) << ", " << CString(std::string(arch_.name)) << ", &KernelEntry};\n\n";
+    os << "}  // namespace\n";
+    return os.str();
+  }
+
+  std::string ArgsStruct() {
+    std::ostringstream os;
+    os << "struct KernelArgs {\n";
+    for (const Var& p : func_.params) {
+      if (p->type.IsTensor()) os << "  uint8_t* " << FieldName(p) << ";\n";
+    }
+    for (const Var& p : func_.params) {
+      if (p->type.IsScalar()) os << "  " << ScalarCType(p->type.dtype) << " " << FieldName(p) << ";\n";
+    }
+    for (int i = 0; i < func_.NumDynamicDims(); ++i) os << "  int32_t dyn" << i << ";\n";
+    os << "};\n";
+    return os.str();
+  }
+
+  std::string LauncherSource() {
+    std::vector<std::string> params, fields, unpack;
+    int slot = 0;
+    for (const Var& p : func_.params) {
+      if (!p->type.IsTensor()) continue;
+      params.push_back("uint8_t* " + FieldName(p));
+      fields.push_back(FieldName(p));
+      unpack.push_back("reinterpret_cast<uint8_t*>(slots[" + std::to_string(slot++) + "])");
+    }
+    for (const Var& p : func_.params) {
+      if (!p->type.IsScalar()) continue;
+      std::string t = ScalarCType(p->type.dtype);
+      params.push_back(t + " " + FieldName(p));
+      fields.push_back(FieldName(p));
+      std::string s = "slots[" + std::to_string(slot++) + "]";
+      if (p->type.dtype == DataType::kFP32) unpack.push_back("__builtin_bit_cast(float, uint32_t(" + s + "))");
+      else if (p->type.dtype == DataType::kBool) unpack.push_back(s + " != 0");
+      else unpack.push_back(t + "(" + s + ")");
+    }
+    for (int i = 0; i < func_.NumDynamicDims(); ++i) {
+      params.push_back("int32_t dyn" + std::to_string(i));
+      fields.push_back("dyn" + std::to_string(i));
+      unpack.push_back("int32_t(slots[" + std::to_string(slot++) + "])");
+    }
+    auto join = [](const std::vector<std::string>& items, const std::string& sep, const std::string& lead) {
+      std::string out;
+      for (const std::string& item : items) out += lead + item + sep;
+      return out;
+    };
+    std::ostringstream os;
+    os << "// call_kernel.cpp: host launcher of kernel '" << func_.name
+       << "', generated by pypto_pro. Packs the arguments\n// and submits the kernel to a simulated-device stream.\n";
+    os << "#include \"kernel.cpp\"\n\n";
+    os << "#define PTO_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n\n";
+    os << "// Arguments: tensors (one uint8_t* each), scalars, then one int32_t per DYNAMIC dim.\n";
+    os << "PTO_EXPORT int64_t call_kernel(uint32_t blockDim, void* stream";
+    for (const std::string& p : params) os << ", " << p;
+    os << ") {\n";
+    os << "  const KernelArgs args{" ;
+    for (size_t i = 0; i < fields.size(); ++i) os << (i ? ", " : "") << fields[i];
+    os << "};\n";
+    os << "  return static_cast<PtoStreamHandle*>(stream)->api->submit(stream, &kKernelDesc, &args, sizeof args, "
+          "blockDim);\n}\n\n";
+    os << "// The same launcher taking every argument as a 64-bit slot: the runtime's launch path calls this.\n";
+    os << "PTO_EXPORT int64_t call_kernel_packed(uint32_t blockDim, void* stream, const uint64_t* slots) {\n";
+    os << "  (void)slots;\n";
+    os << "  return call_kernel(blockDim, stream" << join(unpack, "", ",\n                     ") << ");\n}\n\n";
+    os << "PTO_EXPORT const PtoKernelDesc* pypto_kernel_desc() { return &kKernelDesc; }\n";
+    return os.str();
+  }
+
+  const Function& func_;
+  const ArchModel& arch_;
+  KernelKind kind_ = KernelKind::kVector;
+  std::vector<TileType> tile_types_;
+  std::vector<Var> locals_;
+  std::vector<Var> groups_;
+  std::set<int> declared_;
+  std::ostringstream body_;
+  int loop_counter_ = 0;
+};
+
+}  // namespace
+
+GeneratedSources Generate(const Function& func, const ArchModel& arch) { return KernelWriter(func, arch).Run(); }
+
+}  // namespace pypto_pro::codegen

@@ -1,0 +1,170 @@
+#include "pypto_pro/ir/expr.h"
+
+#include <limits>
+
+namespace pypto_pro::ir {
+
+const char* Symbol(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::kAdd: return "+";
+    case BinaryOp::kSub: return "-";
+    case BinaryOp::kMul: return "*";
+    case BinaryOp::kDiv: return "/";
+    case BinaryOp::kFloorDiv: return "//";
+    case BinaryOp::kMod: return "%";
+    case BinaryOp::kMin: return "min";
+    case BinaryOp::kMax: return "max";
+    case BinaryOp::kEq: return "==";
+    case BinaryOp::kNe: return "!=";
+    case BinaryOp::kLt: return "<";
+    case BinaryOp::kLe: return "<=";
+    case BinaryOp::kGt: return ">";
+    case BinaryOp::kGe: return ">=";
+    case BinaryOp::kAnd: return "and";
+    case BinaryOp::kOr: return "or";
+  }
+  return "?";
+}
+
+const char* Name(Builtin builtin) {
+  switch (builtin) {
+    case Builtin::kBlockIdx: return "get_block_idx";
+    case Builtin::kBlockNum: return "get_block_num";
+    case Builtin::kSubblockIdx: return "get_subblock_idx";
+    case Builtin::kSubblockNum: return "get_subblock_num";
+  }
+  return "?";
+}
+
+bool IsComparison(BinaryOp op) { return op >= BinaryOp::kEq && op <= BinaryOp::kGe; }
+
+DataType PromoteScalar(DataType a, DataType b) {
+  if (IsFloat(a) || IsFloat(b)) return DataType::kFP32;
+  int bits = std::max(Info(a).bits, Info(b).bits);
+  return bits > 32 ? DataType::kInt64 : DataType::kInt32;
+}
+
+namespace {
+
+std::shared_ptr<ExprNode> New(ExprKind kind, Type type, Span span) {
+  auto node = std::make_shared<ExprNode>();
+  node->kind = kind;
+  node->type = std::move(type);
+  node->span = span;
+  return node;
+}
+
+void RequireScalar(const Expr& e, Span span, const char* what) {
+  if (!e) Fail(ErrorKind::kInternal, span, std::string("missing operand for ") + what);
+  if (!e->type.IsScalar()) {
+    Fail(ErrorKind::kType, e->span.valid() ? e->span : span,
+         std::string(what) + " expects a scalar operand, got " + e->type.ToString());
+  }
+}
+
+}  // namespace
+
+Expr IntConst(int64_t value, Span span, DataType dtype) {
+  if (dtype == DataType::kInt32 &&
+      (value > std::numeric_limits<int32_t>::max() || value < std::numeric_limits<int32_t>::min())) {
+    dtype = DataType::kInt64;
+  }
+  auto node = New(ExprKind::kConst, Type::Scalar(dtype), span);
+  node->int_value = value;
+  return node;
+}
+
+Expr FloatConst(double value, Span span, DataType dtype) {
+  auto node = New(ExprKind::kConst, Type::Scalar(dtype), span);
+  node->float_value = value;
+  return node;
+}
+
+Expr BoolConst(bool value, Span span) {
+  auto node = New(ExprKind::kConst, Type::Scalar(DataType::kBool), span);
+  node->int_value = value ? 1 : 0;
+  return node;
+}
+
+Expr VarRef(const Var& var, Span span) {
+  if (!var) Fail(ErrorKind::kInternal, span, "reference to a null variable");
+  auto node = New(ExprKind::kVar, var->type, span);
+  node->var = var;
+  return node;
+}
+
+Expr Binary(BinaryOp op, Expr lhs, Expr rhs, Span span) {
+  RequireScalar(lhs, span, Symbol(op));
+  RequireScalar(rhs, span, Symbol(op));
+  DataType result;
+  if (IsComparison(op) || op == BinaryOp::kAnd || op == BinaryOp::kOr) {
+    result = DataType::kBool;
+  } else {
+    result = PromoteScalar(lhs->type.dtype, rhs->type.dtype);
+  }
+  auto node = New(ExprKind::kBinary, Type::Scalar(result), span);
+  node->binary = op;
+  node->operands = {std::move(lhs), std::move(rhs)};
+  return node;
+}
+
+Expr Unary(UnaryOp op, Expr operand, Span span) {
+  RequireScalar(operand, span, op == UnaryOp::kNeg ? "-" : "not");
+  DataType result = op == UnaryOp::kNot ? DataType::kBool : PromoteScalar(operand->type.dtype, DataType::kInt32);
+  auto node = New(ExprKind::kUnary, Type::Scalar(result), span);
+  node->unary = op;
+  node->operands = {std::move(operand)};
+  return node;
+}
+
+Expr Ternary(Expr cond, Expr then_value, Expr else_value, Span span) {
+  RequireScalar(cond, span, "conditional expression");
+  RequireScalar(then_value, span, "conditional expression");
+  RequireScalar(else_value, span, "conditional expression");
+  DataType result = then_value->type.dtype == else_value->type.dtype
+                        ? then_value->type.dtype
+                        : PromoteScalar(then_value->type.dtype, else_value->type.dtype);
+  auto node = New(ExprKind::kTernary, Type::Scalar(result), span);
+  node->operands = {std::move(cond), std::move(then_value), std::move(else_value)};
+  return node;
+}
+
+Expr Cast(Expr operand, DataType dtype, Span span) {
+  RequireScalar(operand, span, "cast");
+  if (!Info(dtype).supported) {
+    Fail(ErrorKind::kUnsupported, span, std::string("scalar dtype ") + std::string(Name(dtype)) + " is not supported");
+  }
+  auto node = New(ExprKind::kCast, Type::Scalar(dtype), span);
+  node->operands = {std::move(operand)};
+  return node;
+}
+
+Expr BuiltinCall(Builtin builtin, Span span) {
+  auto node = New(ExprKind::kBuiltin, Type::Scalar(DataType::kInt32), span);
+  node->builtin = builtin;
+  return node;
+}
+
+Expr ShapeDim(const Var& tensor, int axis, Span span) {
+  if (!tensor || !tensor->type.IsTensor()) Fail(ErrorKind::kType, span, ".shape is only defined on GM tensors");
+  int rank = int(tensor->type.tensor->dims.size());
+  int resolved = axis < 0 ? axis + rank : axis;
+  if (resolved < 0 || resolved >= rank) {
+    Fail(ErrorKind::kValue, span,
+         "shape index " + std::to_string(axis) + " is out of range for tensor '" + tensor->name + "' of rank " +
+             std::to_string(rank));
+  }
+  auto node = New(ExprKind::kShapeDim, Type::Scalar(DataType::kInt32), span);
+  node->var = tensor;
+  node->axis = resolved;
+  return node;
+}
+
+Expr Tuple(std::vector<Expr> items, Span span) {
+  for (const Expr& item : items) RequireScalar(item, span, "index list");
+  auto node = New(ExprKind::kTuple, Type::Tuple(), span);
+  node->operands = std::move(items);
+  return node;
+}
+
+}  // namespace pypto_pro::ir

@@ -1,0 +1,128 @@
+#include "pypto_pro/ir/printer.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace pypto_pro::ir {
+
+namespace {
+
+std::string Hex(int64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string FloatText(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string PrintOperand(const Expr& e) {
+  std::string s = Print(e);
+  return e->kind == ExprKind::kBinary ? "(" + s + ")" : s;
+}
+
+}  // namespace
+
+std::string Print(const Expr& e) {
+  if (!e) return "<null>";
+  switch (e->kind) {
+    case ExprKind::kConst:
+      if (e->type.dtype == DataType::kBool) return e->int_value ? "True" : "False";
+      if (IsFloat(e->type.dtype)) return FloatText(e->float_value);
+      return std::to_string(e->int_value);
+    case ExprKind::kVar: return e->var->name;
+    case ExprKind::kBinary:
+      if (e->binary == BinaryOp::kMin || e->binary == BinaryOp::kMax) {
+        return std::string(Symbol(e->binary)) + "(" + Print(e->operands[0]) + ", " + Print(e->operands[1]) + ")";
+      }
+      return PrintOperand(e->operands[0]) + " " + Symbol(e->binary) + " " + PrintOperand(e->operands[1]);
+    case ExprKind::kUnary:
+      return (e->unary == UnaryOp::kNeg ? "-" : "not ") + PrintOperand(e->operands[0]);
+    case ExprKind::kTernary:
+      return "(" + Print(e->operands[1]) + " if " + Print(e->operands[0]) + " else " + Print(e->operands[2]) + ")";
+    case ExprKind::kCast: return std::string(Name(e->type.dtype)) + "(" + Print(e->operands[0]) + ")";
+    case ExprKind::kBuiltin: return std::string(Name(e->builtin)) + "()";
+    case ExprKind::kShapeDim: return e->var->name + ".shape[" + std::to_string(e->axis) + "]";
+    case ExprKind::kTuple: {
+      std::string s = "[";
+      for (size_t i = 0; i < e->operands.size(); ++i) s += (i ? ", " : "") + Print(e->operands[i]);
+      return s + "]";
+    }
+  }
+  return "?";
+}
+
+std::string Print(const Stmt& s, int indent) {
+  std::string pad(indent * 2, ' ');
+  if (!s) return pad + "pass\n";
+  std::ostringstream os;
+  switch (s->kind) {
+    case StmtKind::kSeq:
+      if (s->stmts.empty()) return pad + "pass\n";
+      for (const Stmt& child : s->stmts) os << Print(child, indent);
+      return os.str();
+    case StmtKind::kAssign: os << pad << s->var->name << " = " << Print(s->value) << "\n"; break;
+    case StmtKind::kFor:
+      os << pad << "for " << s->var->name << " in range(" << Print(s->start) << ", " << Print(s->stop) << ", "
+         << Print(s->step) << "):\n"
+         << Print(s->body, indent + 1);
+      break;
+    case StmtKind::kWhile: os << pad << "while " << Print(s->cond) << ":\n" << Print(s->body, indent + 1); break;
+    case StmtKind::kIf:
+      os << pad << "if " << Print(s->cond) << ":\n" << Print(s->body, indent + 1);
+      if (s->orelse) os << pad << "else:\n" << Print(s->orelse, indent + 1);
+      break;
+    case StmtKind::kBreak: os << pad << "break\n"; break;
+    case StmtKind::kContinue: os << pad << "continue\n"; break;
+    case StmtKind::kReturn: os << pad << "return\n"; break;
+    case StmtKind::kOp: {
+      os << pad << s->op->name << "(";
+      for (size_t i = 0; i < s->args.size(); ++i) os << (i ? ", " : "") << Print(s->args[i]);
+      for (const Attr& attr : s->attrs) os << ", " << attr.first << "=" << attr.second;
+      os << ")\n";
+      break;
+    }
+    case StmtKind::kDeclTiles: {
+      const TileGroupInfo& g = *s->var->group;
+      os << pad << s->var->name << " = " << (g.single_tile ? "make_tile(" : "make_tile_group(") << g.tile.ToString()
+         << ", addrs=[";
+      for (size_t i = 0; i < g.addrs.size(); ++i) os << (i ? ", " : "") << Hex(g.addrs[i]);
+      os << "]";
+      if (!g.mutex_ids.empty()) {
+        os << ", mutex_ids=[";
+        for (size_t i = 0; i < g.mutex_ids.size(); ++i) {
+          os << (i ? ", " : "") << "[";
+          for (size_t j = 0; j < g.mutex_ids[i].size(); ++j) os << (j ? ", " : "") << g.mutex_ids[i][j];
+          os << "]";
+        }
+        os << "]";
+      }
+      os << ", depth=" << g.depth << ")\n";
+      break;
+    }
+    case StmtKind::kSelectTile:
+      os << pad << s->var->name << " = " << s->group->name;
+      if (s->mode == SelectMode::kIndex) os << "[" << Print(s->value) << "]\n";
+      else os << "." << Name(s->mode) << "()\n";
+      break;
+    case StmtKind::kSection: os << pad << "section " << Name(s->section) << ":\n" << Print(s->body, indent + 1); break;
+  }
+  return os.str();
+}
+
+std::string Print(const Function& f) {
+  std::ostringstream os;
+  os << "kernel " << f.name << "(";
+  for (size_t i = 0; i < f.params.size(); ++i) {
+    os << (i ? ", " : "") << f.params[i]->name << ": " << f.params[i]->type.ToString();
+  }
+  os << "):\n" << Print(f.body, 1);
+  return os.str();
+}
+
+}  // namespace pypto_pro::ir

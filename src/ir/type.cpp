@@ -1,0 +1,87 @@
+#include "pypto_pro/ir/type.h"
+
+#include <array>
+#include <sstream>
+
+namespace pypto_pro::ir {
+
+namespace {
+constexpr std::array<std::string_view, size_t(MemorySpace::kCount)> kMemoryNames = {
+    "DDR", "Vec", "Mat", "Left", "Right", "Acc", "Bias", "Scaling"};
+constexpr std::array<std::string_view, 4> kLayoutNames = {"ND", "DN", "NZ", "ZN"};
+constexpr std::array<std::string_view, size_t(Pipe::kCount)> kPipeNames = {
+    "MTE1", "MTE2", "MTE3", "M", "V", "S", "FIX", "ALL"};
+
+template <typename Enum, size_t N>
+std::optional<Enum> FromName(const std::array<std::string_view, N>& names, std::string_view name) {
+  for (size_t i = 0; i < N; ++i) {
+    if (names[i] == name) return Enum(i);
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+std::string_view Name(MemorySpace memory) { return kMemoryNames[size_t(memory)]; }
+std::string_view Name(Layout layout) { return kLayoutNames[size_t(layout)]; }
+std::string_view Name(Pipe pipe) { return kPipeNames[size_t(pipe)]; }
+std::optional<MemorySpace> MemorySpaceFromName(std::string_view name) {
+  return FromName<MemorySpace>(kMemoryNames, name);
+}
+std::optional<Layout> LayoutFromName(std::string_view name) { return FromName<Layout>(kLayoutNames, name); }
+std::optional<Pipe> PipeFromName(std::string_view name) { return FromName<Pipe>(kPipeNames, name); }
+
+std::string TileType::ToString() const {
+  std::ostringstream os;
+  os << "Tile[[";
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  os << "], " << Name(dtype) << ", " << Name(memory);
+  if (layout != Layout::kND) os << ", " << Name(layout);
+  bool full = true;
+  for (size_t i = 0; i < valid_shape.size(); ++i) full = full && valid_shape[i] == shape[i];
+  if (!full) {
+    os << ", valid=[";
+    for (size_t i = 0; i < valid_shape.size(); ++i) os << (i ? ", " : "") << valid_shape[i];
+    os << "]";
+  }
+  os << "]";
+  return os.str();
+}
+
+Type Type::Tensor(TensorType t) {
+  DataType dtype = t.dtype;
+  return Type{TypeKind::kTensor, dtype, std::make_shared<const TensorType>(std::move(t)), nullptr};
+}
+Type Type::Tile(TileType t) {
+  DataType dtype = t.dtype;
+  return Type{TypeKind::kTile, dtype, nullptr, std::make_shared<const TileType>(std::move(t))};
+}
+Type Type::TileGroup(TileType t) {
+  DataType dtype = t.dtype;
+  return Type{TypeKind::kTileGroup, dtype, nullptr, std::make_shared<const TileType>(std::move(t))};
+}
+
+std::string Type::ToString() const {
+  switch (kind) {
+    case TypeKind::kScalar: return std::string(Name(dtype));
+    case TypeKind::kTensor: {
+      std::ostringstream os;
+      os << "Tensor[[";
+      int dyn = 0;
+      for (size_t i = 0; i < tensor->dims.size(); ++i) {
+        const Dim& d = tensor->dims[i];
+        if (i) os << ", ";
+        if (d.kind == DimKind::kFixed) os << d.value;
+        else if (d.kind == DimKind::kStatic) os << "STATIC" << (d.IsConstant() ? "=" + std::to_string(d.value) : "");
+        else os << "DYNAMIC#" << (d.dyn_slot >= 0 ? d.dyn_slot : dyn++);
+      }
+      os << "], " << Name(dtype) << "]";
+      return os.str();
+    }
+    case TypeKind::kTile: return tile->ToString();
+    case TypeKind::kTileGroup: return "Group[" + tile->ToString() + "]";
+    case TypeKind::kTuple: return "tuple";
+  }
+  return "?";
+}
+
+}  // namespace pypto_pro::ir

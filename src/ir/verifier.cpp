@@ -1,0 +1,349 @@
+#include "pypto_pro/ir/verifier.h"
+
+#include <functional>
+#include <set>
+#include <string>
+
+namespace pypto_pro::ir {
+
+namespace {
+
+bool IsCubeMemory(MemorySpace m) {
+  return m == MemorySpace::kMat || m == MemorySpace::kLeft || m == MemorySpace::kRight || m == MemorySpace::kAcc ||
+         m == MemorySpace::kBias || m == MemorySpace::kScaling;
+}
+
+std::string MemoryList(uint32_t mask) {
+  std::string s;
+  for (uint32_t m = 0; m < uint32_t(MemorySpace::kCount); ++m) {
+    if (mask & (1u << m)) s += (s.empty() ? "" : " or ") + std::string(Name(MemorySpace(m)));
+  }
+  return s;
+}
+
+void ForEachStmt(const Stmt& s, const std::function<void(const StmtNode&)>& fn) {
+  if (!s) return;
+  fn(*s);
+  for (const Stmt& child : s->stmts) ForEachStmt(child, fn);
+  ForEachStmt(s->body, fn);
+  ForEachStmt(s->orelse, fn);
+}
+
+void ForEachExpr(const Expr& e, const std::function<void(const ExprNode&)>& fn) {
+  if (!e) return;
+  fn(*e);
+  for (const Expr& child : e->operands) ForEachExpr(child, fn);
+}
+
+class Verifier {
+ public:
+  explicit Verifier(const Function& func) : func_(func) {}
+
+  void Run() {
+    for (const Var& p : func_.params) {
+      if (!p->type.IsTensor() && !p->type.IsScalar()) {
+        Fail(ErrorKind::kInternal, p->span, "parameter '" + p->name + "' must be a tensor or a scalar");
+      }
+      defined_.insert(p->id);
+    }
+    // Python scoping: a name assigned anywhere in the function may be read anywhere after it.
+    ForEachStmt(func_.body, [&](const StmtNode& s) {
+      if (s.var) defined_.insert(s.var->id);
+    });
+    if (!func_.body) Fail(ErrorKind::kInternal, {}, "kernel '" + func_.name + "' has no body");
+    VisitStmt(func_.body);
+    CheckSectionPlacement();
+  }
+
+ private:
+  void CheckDefined(const Expr& e, Span span) {
+    ForEachExpr(e, [&](const ExprNode& node) {
+      if (node.var && !defined_.count(node.var->id)) {
+        Fail(ErrorKind::kUndefined, node.span.valid() ? node.span : span,
+             "variable '" + node.var->name + "' is used but never assigned");
+      }
+    });
+  }
+
+  void RequireInt(const Expr& e, Span span, const std::string& what) {
+    if (!e || !e->type.IsScalar() || IsFloat(e->type.dtype)) {
+      Fail(ErrorKind::kType, e && e->span.valid() ? e->span : span,
+           what + " must be an integer scalar, got " + (e ? e->type.ToString() : "nothing"));
+    }
+    CheckDefined(e, span);
+  }
+
+  void VisitStmt(const Stmt& s) {
+    if (!s) return;
+    switch (s->kind) {
+      case StmtKind::kSeq:
+        for (const Stmt& child : s->stmts) VisitStmt(child);
+        break;
+      case StmtKind::kAssign:
+        if (!s->value) Fail(ErrorKind::kInternal, s->span, "assignment without a value");
+        CheckDefined(s->value, s->span);
+        if (s->var->type.kind != s->value->type.kind ||
+            (s->var->type.IsScalar() && s->var->type.dtype != s->value->type.dtype) ||
+            (s->var->type.IsTile() && !(*s->var->type.tile == *s->value->type.tile))) {
+          Fail(ErrorKind::kType, s->span,
+               "cannot assign a value of type " + s->value->type.ToString() + " to '" + s->var->name + "' of type " +
+                   s->var->type.ToString());
+        }
+        break;
+      case StmtKind::kFor:
+        if (!s->var->type.IsScalar() || IsFloat(s->var->type.dtype)) {
+          Fail(ErrorKind::kType, s->span, "loop variable '" + s->var->name + "' must be an integer");
+        }
+        RequireInt(s->start, s->span, "pl.range start");
+        RequireInt(s->stop, s->span, "pl.range stop");
+        RequireInt(s->step, s->span, "pl.range step");
+        if (s->step->IsIntConst() && s->step->int_value == 0) {
+          Fail(ErrorKind::kValue, s->step->span.valid() ? s->step->span : s->span, "pl.range step must not be zero");
+        }
+        ++loop_depth_;
+        VisitStmt(s->body);
+        --loop_depth_;
+        break;
+      case StmtKind::kWhile:
+        CheckCond(s);
+        ++loop_depth_;
+        VisitStmt(s->body);
+        --loop_depth_;
+        break;
+      case StmtKind::kIf:
+        CheckCond(s);
+        VisitStmt(s->body);
+        VisitStmt(s->orelse);
+        break;
+      case StmtKind::kBreak:
+      case StmtKind::kContinue:
+        if (loop_depth_ == 0) {
+          Fail(ErrorKind::kSyntax, s->span,
+               std::string("'") + (s->kind == StmtKind::kBreak ? "break" : "continue") + "' outside a loop");
+        }
+        break;
+      case StmtKind::kReturn: break;
+      case StmtKind::kOp: VisitOp(*s); break;
+      case StmtKind::kDeclTiles: VisitDeclTiles(*s); break;
+      case StmtKind::kSelectTile: VisitSelect(*s); break;
+      case StmtKind::kSection:
+        if (in_section_) Fail(ErrorKind::kSyntax, s->span, "sections cannot be nested");
+        in_section_ = true;
+        VisitStmt(s->body);
+        in_section_ = false;
+        break;
+    }
+  }
+
+  void CheckCond(const Stmt& s) {
+    if (!s->cond || !s->cond->type.IsScalar()) Fail(ErrorKind::kType, s->span, "condition must be a scalar");
+    CheckDefined(s->cond, s->span);
+  }
+
+  void VisitOp(const StmtNode& s) {
+    const OpDef& op = *s.op;
+    std::string where = "pl." + std::string(op.name);
+    if (s.args.size() != op.operands.size()) {
+      Fail(ErrorKind::kType, s.span,
+           where + " takes " + std::to_string(op.operands.size()) + " operands, got " + std::to_string(s.args.size()));
+    }
+    const ExprNode* tensor = nullptr;
+    const ExprNode* first_data = nullptr;
+    for (size_t i = 0; i < s.args.size(); ++i) {
+      const OperandSpec& spec = op.operands[i];
+      const Expr& arg = s.args[i];
+      Span span = arg && arg->span.valid() ? arg->span : s.span;
+      std::string name = where + " operand '" + std::string(spec.name) + "'";
+      if (!arg) Fail(ErrorKind::kInternal, s.span, name + " is missing");
+      CheckDefined(arg, s.span);
+      switch (spec.kind) {
+        case OperandKind::kTile:
+          if (!arg->type.IsTile()) Fail(ErrorKind::kType, span, name + " must be a tile, got " + arg->type.ToString());
+          if (!(spec.memories & Bit(arg->type.tile->memory))) {
+            Fail(ErrorKind::kType, span,
+                 name + " must be a tile in " + MemoryList(spec.memories) + " memory, got " + arg->type.ToString());
+          }
+          break;
+        case OperandKind::kTensor:
+          if (!arg->type.IsTensor()) {
+            Fail(ErrorKind::kType, span, name + " must be a GM tensor, got " + arg->type.ToString());
+          }
+          tensor = arg.get();
+          break;
+        case OperandKind::kOffsets:
+          if (arg->kind != ExprKind::kTuple) Fail(ErrorKind::kType, span, name + " must be a list of indices");
+          for (const Expr& item : arg->operands) RequireInt(item, span, name + " entry");
+          break;
+        case OperandKind::kScalar:
+          if (!arg->type.IsScalar()) Fail(ErrorKind::kType, span, name + " must be a scalar, got " + arg->type.ToString());
+          break;
+      }
+      bool is_data = spec.kind == OperandKind::kTile || spec.kind == OperandKind::kTensor;
+      if (!is_data) continue;
+      if (!(op.dtypes & Bit(arg->type.dtype))) {
+        Fail(ErrorKind::kType, span, name + " has dtype " + std::string(Name(arg->type.dtype)) +
+                                         ", which " + where + " does not support");
+      }
+      if (op.same_dtype && first_data && first_data->type.dtype != arg->type.dtype) {
+        Fail(ErrorKind::kType, span,
+             where + ": dtype mismatch: operand '" + std::string(spec.name) + "' is " +
+                 std::string(Name(arg->type.dtype)) + " but '" + std::string(op.operands[0].name) + "' is " +
+                 std::string(Name(first_data->type.dtype)));
+      }
+      if (!first_data) first_data = arg.get();
+    }
+    CheckShapes(s, where, tensor);
+  }
+
+  void CheckShapes(const StmtNode& s, const std::string& where, const ExprNode* tensor) {
+    const OpDef& op = *s.op;
+    if (tensor) {
+      size_t rank = tensor->type.tensor->dims.size();
+      for (size_t i = 0; i < s.args.size(); ++i) {
+        if (op.operands[i].kind != OperandKind::kOffsets) continue;
+        if (s.args[i]->operands.size() != rank) {
+          Fail(ErrorKind::kType, s.args[i]->span.valid() ? s.args[i]->span : s.span,
+               where + ": '" + std::string(op.operands[i].name) + "' needs one entry per axis of tensor '" +
+                   tensor->var->name + "' (" + std::to_string(rank) + "), got " +
+                   std::to_string(s.args[i]->operands.size()));
+        }
+      }
+      for (const Expr& arg : s.args) {
+        if (arg->type.IsTile() && arg->type.tile->shape.size() > rank) {
+          Fail(ErrorKind::kType, s.span,
+               where + ": a " + std::to_string(arg->type.tile->shape.size()) + "-D tile cannot move to or from the " +
+                   std::to_string(rank) + "-D tensor '" + tensor->var->name + "'");
+        }
+      }
+    }
+    if (op.window == WindowRule::kDestination) {
+      const TileType* first = nullptr;
+      for (size_t i = 0; i < s.args.size(); ++i) {
+        if (!s.args[i]->type.IsTile()) continue;
+        const TileType& t = *s.args[i]->type.tile;
+        if (first && first->shape != t.shape) {
+          Fail(ErrorKind::kType, s.args[i]->span.valid() ? s.args[i]->span : s.span,
+               where + ": operand '" + std::string(op.operands[i].name) + "' has shape " + t.ToString() +
+                   " but '" + std::string(op.operands[0].name) + "' is " + first->ToString());
+        }
+        if (!first) first = &t;
+      }
+    }
+  }
+
+  void VisitDeclTiles(const StmtNode& s) {
+    const Var& var = s.var;
+    if (var->type.kind != TypeKind::kTileGroup || !var->group) {
+      Fail(ErrorKind::kInternal, s.span, "'" + var->name + "' is not a tile group");
+    }
+    const TileGroupInfo& g = *var->group;
+    if (g.depth < 1 || int(g.addrs.size()) != g.depth) {
+      Fail(ErrorKind::kValue, s.span,
+           "tile group '" + var->name + "' has depth " + std::to_string(g.depth) + " but " +
+               std::to_string(g.addrs.size()) + " addresses");
+    }
+    if (!g.mutex_ids.empty() && int(g.mutex_ids.size()) != g.depth) {
+      Fail(ErrorKind::kValue, s.span, "tile group '" + var->name + "' needs one mutex id entry per slot");
+    }
+    for (const auto& ids : g.mutex_ids) {
+      for (int id : ids) {
+        if (id < 0 || id > 31) {
+          Fail(ErrorKind::kType, s.span, "mutex id " + std::to_string(id) + " is out of range [0, 31]");
+        }
+      }
+    }
+  }
+
+  void VisitSelect(const StmtNode& s) {
+    if (!s.group || s.group->type.kind != TypeKind::kTileGroup) {
+      Fail(ErrorKind::kType, s.span, "tiles can only be selected from a tile group");
+    }
+    if (!s.var->type.IsTile() || !(*s.var->type.tile == *s.group->type.tile)) {
+      Fail(ErrorKind::kType, s.span,
+           "cannot bind a tile of group '" + s.group->name + "' (" + s.group->type.tile->ToString() + ") to '" +
+               s.var->name + "' of type " + s.var->type.ToString());
+    }
+    if (s.mode == SelectMode::kIndex) {
+      RequireInt(s.value, s.span, "tile group index");
+      if (s.value->IsIntConst() && (s.value->int_value < 0 || s.value->int_value >= s.group->group->depth)) {
+        Fail(ErrorKind::kType, s.value->span.valid() ? s.value->span : s.span,
+             "index " + std::to_string(s.value->int_value) + " is out of range for tile group '" + s.group->name +
+                 "' of depth " + std::to_string(s.group->group->depth));
+      }
+    }
+  }
+
+  // Ops on Vec tiles run on vector cores, ops on cube memories on cube cores.
+  void CheckSectionPlacement() {
+    bool has_sections = false;
+    ForEachStmt(func_.body, [&](const StmtNode& s) { has_sections |= s.kind == StmtKind::kSection; });
+    std::function<void(const Stmt&, int)> walk = [&](const Stmt& s, int section) {
+      if (!s) return;
+      if (s->kind == StmtKind::kSection) {
+        walk(s->body, int(s->section));
+        return;
+      }
+      if (s->kind == StmtKind::kOp) {
+        for (MemorySpace m : TileMemories(*s)) {
+          bool cube = IsCubeMemory(m);
+          std::string op = "pl." + std::string(s->op->name);
+          if (section < 0 && has_sections) {
+            Fail(ErrorKind::kSyntax, s->span,
+                 op + " on a " + std::string(Name(m)) + " tile is outside any section",
+                 std::string("put it inside 'with pl.section_") + (cube ? "cube" : "vector") + "():'");
+          }
+          if (section == int(SectionKind::kVector) && cube) {
+            Fail(ErrorKind::kType, s->span, op + " uses a " + std::string(Name(m)) +
+                                                " tile inside pl.section_vector(); vector cores only reach Vec memory");
+          }
+          if (section == int(SectionKind::kCube) && !cube) {
+            Fail(ErrorKind::kType, s->span,
+                 op + " uses a Vec tile inside pl.section_cube(); cube cores reach Mat/Left/Right/Acc memory");
+          }
+        }
+      }
+      for (const Stmt& child : s->stmts) walk(child, section);
+      walk(s->body, section);
+      walk(s->orelse, section);
+    };
+    walk(func_.body, -1);
+  }
+
+  const Function& func_;
+  std::set<int> defined_;
+  int loop_depth_ = 0;
+  bool in_section_ = false;
+};
+
+}  // namespace
+
+std::vector<MemorySpace> TileMemories(const StmtNode& s) {
+  std::vector<MemorySpace> out;
+  for (const Expr& arg : s.args) {
+    if (arg && arg->type.IsTile()) out.push_back(arg->type.tile->memory);
+  }
+  return out;
+}
+
+void Verify(const Function& func) { Verifier(func).Run(); }
+
+KernelKind KernelKindOf(const Function& func) {
+  bool vector = false, cube = false, any_section = false, vec_mem = false, cube_mem = false;
+  ForEachStmt(func.body, [&](const StmtNode& s) {
+    if (s.kind == StmtKind::kSection) {
+      any_section = true;
+      (s.section == SectionKind::kVector ? vector : cube) = true;
+    }
+    if (s.kind == StmtKind::kOp) {
+      for (MemorySpace m : TileMemories(s)) (IsCubeMemory(m) ? cube_mem : vec_mem) = true;
+    }
+  });
+  if (!any_section) {
+    vector = vec_mem || !cube_mem;
+    cube = cube_mem;
+  }
+  if (vector && cube) return KernelKind::kMixed;
+  return cube ? KernelKind::kCube : KernelKind::kVector;
+}
+
+}  // namespace pypto_pro::ir

@@ -1,0 +1,68 @@
+#include "pypto_pro/jit/artefacts.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+
+#include "pypto_pro/support/config.h"
+#include "pypto_pro/support/sha256.h"
+
+namespace pypto_pro::jit {
+
+namespace fs = std::filesystem;
+
+fs::path ArtefactRoot() {
+  std::string work = GetEnv("ASCEND_WORK_PATH");
+  if (!work.empty()) return fs::path(work) / "PYPTO_PRO" / "build";
+  return fs::path("build");
+}
+
+fs::path InstanceDir(const InstanceKey& key) {
+  std::string top = key.kernel_name + "__" + key.arch;
+  if (!key.static_signature.empty()) top += "__shape_" + Sha256Hex(key.static_signature).substr(0, 12);
+  if (key.device >= 0) {
+    top += "__d" + std::to_string(key.device);
+    if (key.rank >= 0) top += "_r" + std::to_string(key.rank);
+  }
+  fs::path dir = ArtefactRoot() / top;
+  if (!key.datatype_json.empty()) dir /= "dt_" + Sha256Hex(key.datatype_json).substr(0, 16);
+  if (key.tiling_key) {
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "tk_%llx", static_cast<unsigned long long>(*key.tiling_key));
+    dir /= hex;
+  } else {
+    dir /= "tk_none";
+  }
+  return dir;
+}
+
+std::string TempSuffix() {
+  static std::atomic<uint64_t> counter{0};
+  return "." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1)) + ".tmp";
+}
+
+void WriteFileAtomic(const fs::path& path, const std::string& content) {
+  fs::path tmp = path;
+  tmp += TempSuffix();
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(content.data(), std::streamsize(content.size()));
+    out.close();
+    if (!out) {
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      throw std::runtime_error("cannot write " + tmp.string());
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw std::runtime_error("cannot rename " + tmp.string() + " to " + path.string());
+  }
+}
+
+}  // namespace pypto_pro::jit

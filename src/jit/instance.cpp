@@ -1,0 +1,136 @@
+#include "pypto_pro/jit/instance.h"
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "pypto_pro/codegen/codegen.h"
+#include "pypto_pro/ir/printer.h"
+#include "pypto_pro/jit/artefacts.h"
+#include "pypto_pro/jit/compiler.h"
+#include "pypto_pro/passes/pass.h"
+#include "pypto_pro/support/config.h"
+#include "pypto_pro/support/sha256.h"
+
+#ifndef PYPTO_PRO_DEVICE_INCLUDE_DIR
+#error "the build must define PYPTO_PRO_DEVICE_INCLUDE_DIR"
+#endif
+
+namespace pypto_pro::jit {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string DeviceIncludeDir() {
+  std::string dir = GetEnv("PYPTO_PRO_DEVICE_INCLUDE");
+  return dir.empty() ? std::string(PYPTO_PRO_DEVICE_INCLUDE_DIR) : dir;
+}
+
+std::vector<std::string> SplitFlags(const std::string& flags) {
+  std::vector<std::string> out;
+  std::istringstream in(flags);
+  for (std::string flag; in >> flag;) out.push_back(flag);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> CompilerCommand() {
+  // -fwrapv: scalar int arithmetic wraps like the device's; -march=native: the JIT runs where it compiles.
+  std::vector<std::string> cmd = {GetEnv("PYPTO_PRO_CXX"), "-std=c++20", "-O3", "-march=native", "-fPIC",
+                                  "-shared", "-fwrapv", "-fno-math-errno", "-fvisibility=hidden",
+                                  "-I" + DeviceIncludeDir()};
+  for (std::string& flag : SplitFlags(GetEnv("PYPTO_PRO_CXXFLAGS"))) cmd.push_back(std::move(flag));
+  return cmd;
+}
+
+std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions& options) {
+  const ArchModel* arch = FindArch(options.arch);
+  if (!arch) {
+    Fail(ErrorKind::kValue, {}, "unknown arch '" + options.arch + "'; known: " + ArchNamesJoined());
+  }
+  auto inst = std::make_shared<Instance>();
+  inst->kernel_name = func.name;
+  inst->dir = options.instance_dir;
+  fs::create_directories(inst->dir);
+
+  auto t0 = std::chrono::steady_clock::now();
+  passes::PassContext ctx;
+  ctx.arch = arch;
+  ctx.auto_mutex = options.auto_mutex;
+  int dump_index = 0;
+  passes::RunPipeline(func, ctx, [&](std::string_view pass, const ir::Function& f) {
+    if (!options.dump_ir) return;
+    WriteFileAtomic(inst->dir / ("ir_" + std::to_string(dump_index++) + "_" + std::string(pass) + ".txt"),
+                    ir::Print(f));
+  });
+  inst->stats.passes_ms = MsSince(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  codegen::GeneratedSources sources = codegen::Generate(func, *arch);
+  inst->kind = sources.kind;
+  inst->num_slots = int(func.params.size()) + func.NumDynamicDims();
+  inst->stats.codegen_ms = MsSince(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  WriteFileAtomic(inst->dir / "kernel.cpp", sources.kernel_cpp);
+  WriteFileAtomic(inst->dir / "call_kernel.cpp", sources.call_kernel_cpp);
+  std::vector<std::string> cmd = CompilerCommand();
+  std::string fingerprint = sources.kernel_cpp + '\0' + sources.call_kernel_cpp + '\0';
+  for (const std::string& part : cmd) fingerprint += part + ' ';
+  std::string so_name = "call_kernel_" + Sha256Hex(fingerprint).substr(0, 12) + ".so";
+  inst->library = fs::absolute(inst->dir / so_name);
+  inst->stats.write_ms = MsSince(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  std::string tmp_name = so_name + TempSuffix();
+  cmd.push_back("-o");
+  cmd.push_back(tmp_name);
+  cmd.push_back("call_kernel.cpp");
+  ProcessResult run = RunProcess(cmd, inst->dir, options.timeout_seconds);
+  inst->stats.compile_ms = MsSince(t0);
+  std::error_code ignored;
+  if (run.timed_out) {
+    fs::remove(inst->dir / tmp_name, ignored);
+    std::ostringstream msg;
+    msg << "compiling kernel '" << func.name << "' took longer than its compile_timeout of " << options.timeout_seconds
+        << " s and was stopped; instance directory: " << inst->dir.string();
+    throw CompileTimeout(msg.str(), func.name, inst->dir, options.timeout_seconds);
+  }
+  if (!run.started || run.exit_code != 0) {
+    fs::remove(inst->dir / tmp_name, ignored);
+    WriteFileAtomic(inst->dir / "compile.log", run.output);
+    std::ostringstream msg;
+    msg << "the host compiler failed on kernel '" << func.name << "' (exit code " << run.exit_code
+        << "); see " << (inst->dir / "kernel.cpp").string() << " and " << (inst->dir / "compile.log").string()
+        << "\n" << run.output;
+    throw CompileFailure(msg.str(), func.name, inst->dir, run.output);
+  }
+  fs::rename(inst->dir / tmp_name, inst->library);
+
+  t0 = std::chrono::steady_clock::now();
+  void* handle = ::dlopen(inst->library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* err = ::dlerror();
+    throw CompileFailure("cannot load " + inst->library.string() + ": " + (err ? err : "?"), func.name, inst->dir, "");
+  }
+  // Never dlclose: queued launches may still point into the library.
+  inst->launch = reinterpret_cast<PackedLauncher>(::dlsym(handle, "call_kernel_packed"));
+  auto get_desc = reinterpret_cast<const PtoKernelDesc* (*)()>(::dlsym(handle, "pypto_kernel_desc"));
+  if (!inst->launch || !get_desc || !get_desc() || get_desc()->abi_version != PTO_ABI_VERSION) {
+    throw CompileFailure(inst->library.string() + " is not a pypto_pro kernel library of ABI version " +
+                             std::to_string(PTO_ABI_VERSION),
+                         func.name, inst->dir, "");
+  }
+  inst->desc = get_desc();
+  inst->stats.load_ms = MsSince(t0);
+  return inst;
+}
+
+}  // namespace pypto_pro::jit

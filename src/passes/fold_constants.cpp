@@ -1,0 +1,218 @@
+// Specialise and fold: STATIC and fixed dims become constants, constant arithmetic is evaluated,
+// constant conditions select their branch (how TilingKey/datatype branches vanish), empty constant
+// loops and code after break/continue/return are removed.
+#include <cmath>
+#include <limits>
+
+#include "pypto_pro/passes/pass.h"
+
+namespace pypto_pro::passes {
+
+namespace {
+
+using namespace ir;
+
+bool Truthy(const Expr& c) { return IsFloat(c->type.dtype) ? c->float_value != 0.0 : c->int_value != 0; }
+double AsDouble(const Expr& c) { return IsFloat(c->type.dtype) ? c->float_value : double(c->int_value); }
+
+// Wraps an integer result to the width of `dtype`, as the device's scalar unit would.
+int64_t Wrap(int64_t v, DataType dtype) { return dtype == DataType::kInt32 ? int64_t(int32_t(v)) : v; }
+
+Expr FoldBinary(const ExprNode& e, const Expr& a, const Expr& b) {
+  DataType dt = e.type.dtype;
+  bool float_math = IsFloat(a->type.dtype) || IsFloat(b->type.dtype);
+  if (IsComparison(e.binary) || e.binary == BinaryOp::kAnd || e.binary == BinaryOp::kOr) {
+    bool r = false;
+    if (e.binary == BinaryOp::kAnd) return BoolConst(Truthy(a) && Truthy(b), e.span);
+    if (e.binary == BinaryOp::kOr) return BoolConst(Truthy(a) || Truthy(b), e.span);
+    if (float_math) {
+      double x = AsDouble(a), y = AsDouble(b);
+      switch (e.binary) {
+        case BinaryOp::kEq: r = x == y; break;
+        case BinaryOp::kNe: r = x != y; break;
+        case BinaryOp::kLt: r = x < y; break;
+        case BinaryOp::kLe: r = x <= y; break;
+        case BinaryOp::kGt: r = x > y; break;
+        default: r = x >= y; break;
+      }
+    } else {
+      int64_t x = a->int_value, y = b->int_value;
+      switch (e.binary) {
+        case BinaryOp::kEq: r = x == y; break;
+        case BinaryOp::kNe: r = x != y; break;
+        case BinaryOp::kLt: r = x < y; break;
+        case BinaryOp::kLe: r = x <= y; break;
+        case BinaryOp::kGt: r = x > y; break;
+        default: r = x >= y; break;
+      }
+    }
+    return BoolConst(r, e.span);
+  }
+  if (float_math) {
+    // fp32 scalar arithmetic: round each result to float like the device does.
+    float x = float(AsDouble(a)), y = float(AsDouble(b)), r = 0;
+    switch (e.binary) {
+      case BinaryOp::kAdd: r = x + y; break;
+      case BinaryOp::kSub: r = x - y; break;
+      case BinaryOp::kMul: r = x * y; break;
+      case BinaryOp::kDiv: r = x / y; break;
+      case BinaryOp::kFloorDiv: r = std::floor(x / y); break;
+      case BinaryOp::kMod: r = std::fmod(x, y); break;
+      case BinaryOp::kMin: r = std::fmin(x, y); break;
+      case BinaryOp::kMax: r = std::fmax(x, y); break;
+      default: return nullptr;
+    }
+    return FloatConst(r, e.span, dt);
+  }
+  int64_t x = a->int_value, y = b->int_value;
+  switch (e.binary) {
+    case BinaryOp::kAdd: return IntConst(Wrap(x + y, dt), e.span, dt);
+    case BinaryOp::kSub: return IntConst(Wrap(x - y, dt), e.span, dt);
+    case BinaryOp::kMul: return IntConst(Wrap(int64_t(uint64_t(x) * uint64_t(y)), dt), e.span, dt);
+    case BinaryOp::kDiv:
+    case BinaryOp::kFloorDiv:
+    case BinaryOp::kMod:
+      if (y == 0) Fail(ErrorKind::kValue, e.span, "integer division by zero");
+      if (x == std::numeric_limits<int64_t>::min() && y == -1) return nullptr;  // left to the device's wrap
+      return IntConst(Wrap(e.binary == BinaryOp::kMod ? x % y : x / y, dt), e.span, dt);
+    case BinaryOp::kMin: return IntConst(std::min(x, y), e.span, dt);
+    case BinaryOp::kMax: return IntConst(std::max(x, y), e.span, dt);
+    default: return nullptr;
+  }
+}
+
+Expr FoldExpr(const Expr& e) {
+  if (!e) return e;
+  switch (e->kind) {
+    case ExprKind::kConst:
+    case ExprKind::kVar:
+    case ExprKind::kBuiltin: return e;
+    case ExprKind::kShapeDim: {
+      const Dim& dim = e->var->type.tensor->dims[e->axis];
+      return dim.IsConstant() && dim.kind != DimKind::kDynamic ? IntConst(dim.value, e->span) : e;
+    }
+    default: break;
+  }
+  std::vector<Expr> ops;
+  bool changed = false, all_const = true;
+  for (const Expr& op : e->operands) {
+    ops.push_back(FoldExpr(op));
+    changed |= ops.back() != op;
+    all_const &= ops.back()->IsConst();
+  }
+  if (e->kind == ExprKind::kTernary && ops[0]->IsConst()) {
+    const Expr& chosen = Truthy(ops[0]) ? ops[1] : ops[2];
+    return chosen->type.dtype == e->type.dtype ? chosen : FoldExpr(Cast(chosen, e->type.dtype, e->span));
+  }
+  if (all_const && !ops.empty()) {
+    Expr folded;
+    if (e->kind == ExprKind::kBinary) folded = FoldBinary(*e, ops[0], ops[1]);
+    if (e->kind == ExprKind::kUnary) {
+      if (e->unary == UnaryOp::kNot) folded = BoolConst(!Truthy(ops[0]), e->span);
+      else if (IsFloat(e->type.dtype)) folded = FloatConst(-ops[0]->float_value, e->span, e->type.dtype);
+      else folded = IntConst(Wrap(-ops[0]->int_value, e->type.dtype), e->span, e->type.dtype);
+    }
+    if (e->kind == ExprKind::kCast) {
+      DataType to = e->type.dtype;
+      if (to == DataType::kBool) folded = BoolConst(Truthy(ops[0]), e->span);
+      else if (IsFloat(to) && to == DataType::kFP32) folded = FloatConst(float(AsDouble(ops[0])), e->span, to);
+      else if (IsInteger(to) && !IsFloat(ops[0]->type.dtype)) folded = IntConst(Wrap(ops[0]->int_value, to), e->span, to);
+    }
+    if (folded) return folded;
+  }
+  if (!changed) return e;
+  auto node = std::make_shared<ExprNode>(*e);
+  node->operands = std::move(ops);
+  return node;
+}
+
+bool EndsFlow(const Stmt& s) {
+  return s && (s->kind == StmtKind::kBreak || s->kind == StmtKind::kContinue || s->kind == StmtKind::kReturn);
+}
+
+Stmt FoldStmt(const Stmt& s);
+
+Stmt FoldSeq(const std::vector<Stmt>& stmts, Span span) {
+  std::vector<Stmt> out;
+  for (const Stmt& child : stmts) {
+    Stmt folded = FoldStmt(child);
+    if (!folded) continue;
+    if (folded->kind == StmtKind::kSeq) {
+      out.insert(out.end(), folded->stmts.begin(), folded->stmts.end());
+    } else {
+      out.push_back(folded);
+    }
+    if (!out.empty() && EndsFlow(out.back())) break;  // the rest is unreachable
+  }
+  return Seq(std::move(out), span);
+}
+
+Stmt FoldStmt(const Stmt& s) {
+  if (!s) return s;
+  switch (s->kind) {
+    case StmtKind::kSeq: return FoldSeq(s->stmts, s->span);
+    case StmtKind::kIf: {
+      Expr cond = FoldExpr(s->cond);
+      if (cond->IsConst()) {
+        Stmt chosen = Truthy(cond) ? s->body : s->orelse;
+        return chosen ? FoldStmt(chosen) : nullptr;
+      }
+      auto node = CopyNode(s);
+      node->cond = cond;
+      node->body = FoldStmt(s->body);
+      node->orelse = FoldStmt(s->orelse);
+      return node;
+    }
+    case StmtKind::kWhile: {
+      Expr cond = FoldExpr(s->cond);
+      if (cond->IsConst() && !Truthy(cond)) return nullptr;
+      auto node = CopyNode(s);
+      node->cond = cond;
+      node->body = FoldStmt(s->body);
+      return node;
+    }
+    case StmtKind::kFor: {
+      auto node = CopyNode(s);
+      node->start = FoldExpr(s->start);
+      node->stop = FoldExpr(s->stop);
+      node->step = FoldExpr(s->step);
+      if (node->start->IsConst() && node->stop->IsConst() && node->step->IsConst() && node->step->int_value != 0) {
+        int64_t start = node->start->int_value, stop = node->stop->int_value, step = node->step->int_value;
+        if ((step > 0 && start >= stop) || (step < 0 && start <= stop)) return nullptr;
+      }
+      node->body = FoldStmt(s->body);
+      return node;
+    }
+    case StmtKind::kSection: {
+      auto node = CopyNode(s);
+      node->body = FoldStmt(s->body);
+      return node;
+    }
+    case StmtKind::kAssign: {
+      auto node = CopyNode(s);
+      node->value = FoldExpr(s->value);
+      return node;
+    }
+    case StmtKind::kSelectTile: {
+      if (!s->value) return s;
+      auto node = CopyNode(s);
+      node->value = FoldExpr(s->value);
+      return node;
+    }
+    case StmtKind::kOp: {
+      auto node = CopyNode(s);
+      for (Expr& arg : node->args) arg = FoldExpr(arg);
+      return node;
+    }
+    default: return s;
+  }
+}
+
+}  // namespace
+
+void FoldConstants(ir::Function& func, const PassContext&) {
+  Stmt body = FoldStmt(func.body);
+  func.body = body ? body : Seq({});
+}
+
+}  // namespace pypto_pro::passes

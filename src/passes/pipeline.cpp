@@ -1,0 +1,25 @@
+#include "pypto_pro/ir/verifier.h"
+#include "pypto_pro/passes/pass.h"
+
+namespace pypto_pro::passes {
+
+const std::vector<Pass>& Pipeline() {
+  static const std::vector<Pass> pipeline = {
+      {"fold_constants", &FoldConstants},
+      {"check_memory", &CheckMemory},
+  };
+  return pipeline;
+}
+
+void RunPipeline(ir::Function& func, const PassContext& ctx,
+                 const std::function<void(std::string_view, const ir::Function&)>& after) {
+  ir::Verify(func);
+  if (after) after("parse", func);
+  for (const Pass& pass : Pipeline()) {
+    pass.run(func, ctx);
+    ir::Verify(func);
+    if (after) after(pass.name, func);
+  }
+}
+
+}  // namespace pypto_pro::passes

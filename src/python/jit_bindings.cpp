@@ -1,0 +1,151 @@
+// pypto_pro._C: compiling instances, the artefact tree, configuration and error translation.
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include "bindings.h"
+#include "pypto_pro/jit/artefacts.h"
+#include "pypto_pro/jit/instance.h"
+#include "pypto_pro/support/arch.h"
+#include "pypto_pro/support/config.h"
+#include "pypto_pro/support/error.h"
+
+namespace pypto_pro::python {
+
+namespace {
+
+// Instantiates pypto_pro.errors.<name>(*args, **kwargs) and sets it as the current Python error.
+void RaisePython(const char* name, py::tuple args, py::dict kwargs) {
+  py::object cls = py::module_::import("pypto_pro.errors").attr(name);
+  py::object exc = cls(*args, **kwargs);
+  PyErr_SetObject(cls.ptr(), exc.ptr());
+}
+
+}  // namespace
+
+void BindJit(py::module_& m) {
+  static py::exception<CompileDiagnostic> diagnostic(m, "Diagnostic");
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const CompileDiagnostic& e) {
+      // args: (kind, message, line, col, hint); the front end turns it into a located error.
+      py::tuple args = py::make_tuple(ErrorKindName(e.kind()), e.what(), e.span().line, e.span().col, e.hint());
+      PyErr_SetObject(diagnostic.ptr(), args.ptr());
+    } catch (const jit::CompileTimeout& e) {
+      py::dict kw;
+      kw["kernel"] = e.kernel;
+      kw["instance_dir"] = e.dir.string();
+      kw["limit"] = e.limit;
+      RaisePython("CompileTimeoutError", py::make_tuple(e.what()), kw);
+    } catch (const jit::CompileFailure& e) {
+      py::dict kw;
+      kw["kernel"] = e.kernel;
+      kw["instance_dir"] = e.dir.string();
+      kw["log"] = e.log;
+      RaisePython("CompileError", py::make_tuple(e.what()), kw);
+    } catch (const runtime::KernelFaultError& e) {
+      const runtime::FaultInfo& f = e.info();
+      py::dict kw;
+      kw["kernel"] = f.kernel;
+      kw["block"] = f.block;
+      kw["core"] = f.core;
+      kw["source_file"] = f.source_file;
+      kw["line"] = f.line;
+      kw["op"] = f.op;
+      kw["detail"] = f.message;
+      RaisePython("KernelFault", py::make_tuple(e.what()), kw);
+    }
+  });
+
+  py::class_<jit::Instance, std::shared_ptr<jit::Instance>>(m, "Instance")
+      .def_property_readonly("kernel_name", [](const jit::Instance& i) { return i.kernel_name; })
+      .def_property_readonly("dir", [](const jit::Instance& i) { return i.dir; })
+      .def_property_readonly("library", [](const jit::Instance& i) { return i.library; })
+      .def_property_readonly("kind", [](const jit::Instance& i) { return std::string(ir::Name(i.kind)); })
+      .def_property_readonly("stats",
+                             [](const jit::Instance& i) {
+                               py::dict d;
+                               d["parse_ms"] = i.stats.parse_ms;
+                               d["passes_ms"] = i.stats.passes_ms;
+                               d["codegen_ms"] = i.stats.codegen_ms;
+                               d["write_ms"] = i.stats.write_ms;
+                               d["compile_ms"] = i.stats.compile_ms;
+                               d["load_ms"] = i.stats.load_ms;
+                               return d;
+                             })
+      .def("set_parse_ms", [](jit::Instance& i, double ms) { i.stats.parse_ms = ms; })
+      .def("__repr__", [](const jit::Instance& i) {
+        return "<Instance " + i.kernel_name + " at " + i.dir.string() + ">";
+      });
+
+  m.def(
+      "build_instance",
+      [](const PyFunction& function, const std::string& arch, const std::filesystem::path& dir, double timeout,
+         bool auto_mutex, bool dump_ir) {
+        ir::Function func = *function.func;  // passes transform a copy
+        jit::CompileOptions options;
+        options.arch = arch;
+        options.instance_dir = dir;
+        options.timeout_seconds = timeout;
+        options.auto_mutex = auto_mutex;
+        options.dump_ir = dump_ir;
+        py::gil_scoped_release release;
+        return jit::BuildInstance(std::move(func), options);
+      },
+      py::arg("function"), py::arg("arch"), py::arg("instance_dir"), py::arg("timeout"), py::arg("auto_mutex"),
+      py::arg("dump_ir"));
+
+  m.def(
+      "instance_dir",
+      [](const std::string& name, const std::string& arch, const std::string& static_signature,
+         const std::string& datatype_json, std::optional<uint64_t> tiling_key) {
+        jit::InstanceKey key;
+        key.kernel_name = name;
+        key.arch = arch;
+        key.static_signature = static_signature;
+        key.datatype_json = datatype_json;
+        key.tiling_key = tiling_key;
+        return jit::InstanceDir(key);
+      },
+      py::arg("name"), py::arg("arch"), py::arg("static_signature") = "", py::arg("datatype_json") = "",
+      py::arg("tiling_key") = py::none());
+  m.def("artefact_root", &jit::ArtefactRoot);
+  m.def("compiler_command", &jit::CompilerCommand);
+
+  m.def("arch_names", [] {
+    std::vector<std::string> names;
+    for (std::string_view n : ArchNames()) names.emplace_back(n);
+    return names;
+  });
+  m.def("arch_info", [](const std::string& name) {
+    const ArchModel* arch = FindArch(name);
+    if (!arch) throw py::value_error("unknown arch '" + name + "'; known: " + ArchNamesJoined());
+    py::dict d;
+    d["name"] = std::string(arch->name);
+    d["model"] = std::string(arch->model);
+    d["aic_cores"] = arch->aic_cores;
+    d["aiv_cores"] = arch->aiv_cores;
+    py::dict capacity;
+    for (size_t i = 1; i < size_t(ir::MemorySpace::kCount); ++i) {
+      capacity[py::str(std::string(ir::Name(ir::MemorySpace(i))))] = arch->capacity[i];
+    }
+    d["capacity"] = capacity;
+    return d;
+  });
+  m.def("tile_alignment", [](const std::string& memory) {
+    auto m = ir::MemorySpaceFromName(memory);
+    if (!m) throw py::value_error("unknown memory space '" + memory + "'");
+    return TileAlignment(*m);
+  });
+
+  m.def("env_table", [] {
+    std::vector<std::tuple<std::string, std::string, std::string>> out;
+    for (const EnvVarSpec& spec : EnvVarTable()) {
+      out.emplace_back(std::string(spec.name), std::string(spec.default_value), std::string(spec.doc));
+    }
+    return out;
+  });
+  m.def("getenv", [](const std::string& name) { return GetEnv(name); });
+}
+
+}  // namespace pypto_pro::python

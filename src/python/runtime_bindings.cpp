@@ -1,0 +1,133 @@
+// pypto_pro._C runtime objects: streams, events, synchronisation.
+#include <chrono>
+
+#include "bindings.h"
+#include "pypto_pro/runtime/device.h"
+
+namespace pypto_pro::python {
+
+PyStream::PyStream() : owned_(std::make_unique<runtime::Stream>()), stream_(owned_.get()) {}
+PyStream::PyStream(runtime::Stream* shared) : stream_(shared) {}
+
+PyStream::~PyStream() {
+  if (owned_) {
+    py::gil_scoped_release release;
+    owned_.reset();  // drains the queue first
+  }
+  for (auto& [seq, obj] : in_flight_) Py_DECREF(obj);
+}
+
+void PyStream::KeepAlive(uint64_t seq, PyObject* const* objects, size_t count) {
+  Retire();
+  for (size_t i = 0; i < count; ++i) {
+    Py_INCREF(objects[i]);
+    in_flight_.emplace_back(seq, objects[i]);
+  }
+}
+
+void PyStream::Retire() {
+  uint64_t done = stream_->completed();
+  while (!in_flight_.empty() && in_flight_.front().first <= done) {
+    PyObject* obj = in_flight_.front().second;
+    in_flight_.pop_front();
+    Py_DECREF(obj);
+  }
+}
+
+void PyStream::Synchronize() {
+  std::exception_ptr fault;
+  {
+    py::gil_scoped_release release;
+    try {
+      stream_->Synchronize();
+    } catch (...) {
+      fault = std::current_exception();
+    }
+  }
+  Retire();
+  if (fault) std::rethrow_exception(fault);
+}
+
+PyStream& DefaultPyStream() {
+  static PyStream* stream = new PyStream(&runtime::Stream::Default());
+  return *stream;
+}
+
+namespace {
+
+struct PyEvent {
+  std::shared_ptr<runtime::EventState> state = std::make_shared<runtime::EventState>();
+  py::object stream;  // keeps the recording stream alive
+};
+
+thread_local PyStream* current_stream = nullptr;
+
+}  // namespace
+
+PyStream& CurrentPyStream() { return current_stream ? *current_stream : DefaultPyStream(); }
+
+void BindRuntime(py::module_& m) {
+  py::class_<PyStream>(m, "Stream", "An in-order queue of kernel launches served by its own worker thread.")
+      .def(py::init<>())
+      .def("synchronize", &PyStream::Synchronize,
+           "Waits for every launch queued so far; raises KernelFault for the first fault since the last "
+           "synchronisation.")
+      .def("query", [](PyStream& s) { return s.stream().completed() == s.stream().submitted(); },
+           "True when every queued launch has run.")
+      .def_property_readonly("pending",
+                             [](PyStream& s) { return s.stream().submitted() - s.stream().completed(); })
+      .def("__repr__", [](PyStream& s) {
+        return "<pypto_pro.runtime.Stream at " + std::to_string(reinterpret_cast<uintptr_t>(&s.stream())) + ">";
+      });
+
+  m.def("default_stream", [] { return &DefaultPyStream(); }, py::return_value_policy::reference);
+  m.def("current_stream", [] { return &CurrentPyStream(); },
+        py::return_value_policy::reference);
+  m.def("_set_current_stream", [](PyStream* s) { current_stream = s; }, py::arg("stream").none(true));
+  m.def("synchronize", [] {
+    // Every stream: gather them first, then wait on each (the first fault found is raised).
+    std::exception_ptr first;
+    {
+      py::gil_scoped_release release;
+      for (runtime::Stream* s : runtime::Stream::All()) {
+        try {
+          s->Synchronize();
+        } catch (...) {
+          if (!first) first = std::current_exception();
+        }
+      }
+    }
+    DefaultPyStream().Retire();
+    if (first) std::rethrow_exception(first);
+  });
+  m.def("device_threads", [] { return runtime::Device::Get().num_threads(); });
+
+  py::class_<PyEvent>(m, "Event", "A marker in a stream; completes when the stream reaches it.")
+      .def(py::init<>())
+      .def(
+          "record",
+          [](PyEvent& e, PyStream* stream) {
+            PyStream* s = stream ? stream : &CurrentPyStream();
+            e.stream = py::cast(s, py::return_value_policy::reference);
+            s->stream().Record(e.state);
+          },
+          py::arg("stream") = nullptr)
+      .def("query", [](PyEvent& e) { return e.state->completed.load(); })
+      .def("synchronize",
+           [](PyEvent& e) {
+             if (e.state->seq == 0) throw py::value_error("Event.synchronize(): the event was never recorded");
+             py::gil_scoped_release release;
+             e.state->stream->WaitFor(e.state->seq);
+           })
+      .def("elapsed_time", [](PyEvent& start, PyEvent& end) {
+        if (start.state->seq == 0 || end.state->seq == 0) {
+          throw py::value_error("Event.elapsed_time(): both events must have been recorded");
+        }
+        if (!start.state->completed.load() || !end.state->completed.load()) {
+          throw py::value_error("Event.elapsed_time(): synchronize the events (or their streams) first");
+        }
+        return std::chrono::duration<double, std::milli>(end.state->when - start.state->when).count();
+      }, py::arg("end"), "Milliseconds from this event to `end`.");
+}
+
+}  // namespace pypto_pro::python

@@ -1,0 +1,44 @@
+#include "pypto_pro/support/arch.h"
+
+namespace pypto_pro {
+
+namespace {
+using ir::MemorySpace;
+constexpr uint32_t KiB = 1024;
+
+// Capacity order: DDR, Vec (UB), Mat (L1), Left (L0A), Right (L0B), Acc (L0C), Bias, Scaling.
+const std::array<ArchModel, 3> kArchs = {{
+    {"a5", "Ascend 950 (DAV_3510)", 32, 64, {0, 248 * KiB, 512 * KiB, 64 * KiB, 64 * KiB, 256 * KiB, 4 * KiB, 4 * KiB}},
+    {"a3", "Ascend 910C (DAV_2201)", 24, 48, {0, 192 * KiB, 512 * KiB, 64 * KiB, 64 * KiB, 128 * KiB, 1 * KiB, 4 * KiB}},
+    {"a2", "Ascend 910B (DAV_2201)", 24, 48, {0, 192 * KiB, 512 * KiB, 64 * KiB, 64 * KiB, 128 * KiB, 1 * KiB, 4 * KiB}},
+}};
+}  // namespace
+
+uint32_t TileAlignment(MemorySpace m) {
+  switch (m) {
+    case MemorySpace::kLeft:
+    case MemorySpace::kRight: return 512;
+    case MemorySpace::kAcc:
+    case MemorySpace::kBias: return 64;
+    default: return 32;
+  }
+}
+
+const ArchModel* FindArch(std::string_view name) {
+  for (const ArchModel& arch : kArchs) {
+    if (arch.name == name) return &arch;
+  }
+  return nullptr;
+}
+
+const ArchModel& DefaultArch() { return kArchs[0]; }
+
+std::vector<std::string_view> ArchNames() {
+  std::vector<std::string_view> names;
+  for (const ArchModel& arch : kArchs) names.push_back(arch.name);
+  return names;
+}
+
+std::string ArchNamesJoined() { return "a2, a3, a5"; }
+
+}  // namespace pypto_pro

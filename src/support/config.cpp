@@ -1,0 +1,60 @@
+#include "pypto_pro/support/config.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace pypto_pro {
+
+const std::vector<EnvVarSpec>& EnvVarTable() {
+  static const std::vector<EnvVarSpec> table = {
+      {"PYPTOPRO_JIT_ARCH", "a5",
+       "Compile target used when @pl.jit has no arch=: a5 (Ascend 950), a3 or a2 (Ascend 910B/C)."},
+      {"ASCEND_WORK_PATH", "",
+       "When set, JIT artefacts go to $ASCEND_WORK_PATH/PYPTO_PRO/build/ instead of ./build/."},
+      {"PYPTO_PRO_NUM_THREADS", "0",
+       "Host threads that run kernel blocks; 0 = all cores of the machine."},
+      {"PYPTO_PRO_DUMP_IR", "0",
+       "1 = write the IR after parsing and after every pass into the instance directory (ir_*.txt)."},
+      {"PYPTO_PRO_CXX", "g++", "Host C++ compiler used to build kernels."},
+      {"PYPTO_PRO_CXXFLAGS", "", "Extra flags appended to the kernel compile command."},
+      {"PYPTO_PRO_COMPILE_TIMEOUT", "600",
+       "Compile time limit in seconds for kernels without compile_timeout=."},
+      {"PYPTO_PRO_DEVICE_INCLUDE", "",
+       "Directory of the device headers kernel.cpp includes; empty = the ones of this checkout."},
+  };
+  return table;
+}
+
+static const EnvVarSpec& Lookup(std::string_view name) {
+  const auto& table = EnvVarTable();
+  auto it = std::find_if(table.begin(), table.end(), [&](const EnvVarSpec& s) { return s.name == name; });
+  if (it == table.end()) throw std::logic_error("undeclared environment variable " + std::string(name));
+  return *it;
+}
+
+std::string GetEnv(std::string_view name) {
+  const EnvVarSpec& spec = Lookup(name);
+  const char* value = std::getenv(std::string(name).c_str());
+  if (value != nullptr && value[0] != '\0') return value;
+  return std::string(spec.default_value);
+}
+
+long GetEnvInt(std::string_view name) {
+  std::string value = GetEnv(name);
+  char* end = nullptr;
+  long parsed = std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || parsed < 0) {
+    throw std::invalid_argument("environment variable " + std::string(name) +
+                                " must be a non-negative integer, got '" + value + "'");
+  }
+  return parsed;
+}
+
+bool GetEnvFlag(std::string_view name) {
+  std::string value = GetEnv(name);
+  std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return std::tolower(c); });
+  return value == "1" || value == "true" || value == "yes" || value == "on";
+}
+
+}  // namespace pypto_pro

@@ -1,0 +1,55 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "pypto_pro/support/arch.h"
+#include "pypto_pro/support/config.h"
+#include "pypto_pro/support/sha256.h"
+
+namespace pypto_pro {
+namespace {
+
+TEST(Sha256, KnownVectors) {
+  EXPECT_EQ(Sha256Hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(Sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  // 55, 56 and 64 bytes exercise the padding boundaries.
+  EXPECT_EQ(Sha256Hex(std::string(55, 'a')), "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
+  EXPECT_EQ(Sha256Hex(std::string(56, 'a')), "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
+  EXPECT_EQ(Sha256Hex(std::string(64, 'a')), "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+}
+
+TEST(Config, DefaultsAndOverrides) {
+  ::unsetenv("PYPTOPRO_JIT_ARCH");
+  EXPECT_EQ(GetEnv("PYPTOPRO_JIT_ARCH"), "a5");
+  ::setenv("PYPTOPRO_JIT_ARCH", "a3", 1);
+  EXPECT_EQ(GetEnv("PYPTOPRO_JIT_ARCH"), "a3");
+  ::unsetenv("PYPTOPRO_JIT_ARCH");
+  ::setenv("PYPTO_PRO_NUM_THREADS", "x7", 1);
+  EXPECT_THROW(GetEnvInt("PYPTO_PRO_NUM_THREADS"), std::invalid_argument);
+  ::unsetenv("PYPTO_PRO_NUM_THREADS");
+  EXPECT_EQ(GetEnvInt("PYPTO_PRO_NUM_THREADS"), 0);
+  EXPECT_THROW(GetEnv("NOT_DECLARED_ANYWHERE"), std::logic_error);
+}
+
+TEST(Arch, ModelsMatchTheSpec) {
+  const ArchModel* a5 = FindArch("a5");
+  const ArchModel* a3 = FindArch("a3");
+  ASSERT_NE(a5, nullptr);
+  ASSERT_NE(a3, nullptr);
+  EXPECT_EQ(&DefaultArch(), a5);
+  EXPECT_EQ(a5->Capacity(ir::MemorySpace::kVec), 253952u);
+  EXPECT_EQ(a3->Capacity(ir::MemorySpace::kVec), 192u * 1024);
+  EXPECT_EQ(a5->Capacity(ir::MemorySpace::kAcc), 256u * 1024);
+  EXPECT_EQ(a3->Capacity(ir::MemorySpace::kAcc), 128u * 1024);
+  EXPECT_EQ(a5->aiv_cores, 64);
+  EXPECT_EQ(a3->aic_cores, 24);
+  EXPECT_EQ(FindArch("a9"), nullptr);
+  EXPECT_EQ(TileAlignment(ir::MemorySpace::kVec), 32u);
+  EXPECT_EQ(TileAlignment(ir::MemorySpace::kLeft), 512u);
+  EXPECT_EQ(TileAlignment(ir::MemorySpace::kAcc), 64u);
+}
+
+}  // namespace
+}  // namespace pypto_pro

@@ -1,0 +1,29 @@
+"""Kernels shared by the tests. make_add_kernel builds a fresh kernel object each call (so each
+test sees its own compile counts) from the add kernel of LANGUAGE.md section 1."""
+
+import pypto_pro.language as pl
+
+
+def make_add_kernel(dtype=pl.DT_FP16, tile=(128, 128), name=None):
+    rows, cols = tile
+
+    def add_kernel(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], dtype],
+                   y: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], dtype],
+                   z: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], dtype]):
+        tt = pl.TileType(shape=[rows, cols], dtype=dtype, target_memory=pl.MemorySpace.Vec)
+        a = pl.make_tile_group(type=tt, addrs=0x0000, mutex_ids=[0, 1])     # double buffer in UB
+        b = pl.make_tile_group(type=tt, addrs=0x10000, mutex_ids=[2, 3])
+        c = pl.make_tile_group(type=tt, addrs=0x20000, mutex_ids=[30, 31])
+        with pl.section_vector():
+            for i in pl.range(pl.get_block_idx(), x.shape[0] // rows, pl.get_block_num()):
+                for j in pl.range(0, x.shape[1] // cols, 1):
+                    ta, tb, tc = a.next(), b.next(), c.next()
+                    pl.load_tile(ta, x, [i, j]); pl.load_tile(tb, y, [i, j])
+                    pl.add(tc, ta, tb)
+                    pl.store_tile(z, tc, [i, j])
+
+    return pl.jit(add_kernel, auto_mutex=True, name=name)
+
+
+# Tiles that fit three double-buffered groups in 0x30000 bytes of UB.
+TILE_FOR = {pl.DT_FP16: (128, 128), pl.DT_FP32: (64, 128)}
