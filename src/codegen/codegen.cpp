@@ -181,7 +181,11 @@ class KernelWriter {
                         ? PromoteScalar(a->type.dtype, b->type.dtype)
                         : e.type.dtype;
     std::string t = ScalarCType(math);
-    std::string x = t + "(" + Expr_(a) + ")", y = t + "(" + Expr_(b) + ")";
+    // Operands already of the math type need no conversion (keeps kernel.cpp readable).
+    auto as_math = [&](const Expr& e) {
+      return e->type.dtype == math ? Expr_(e) : t + "(" + Expr_(e) + ")";
+    };
+    std::string x = as_math(a), y = as_math(b);
     std::string line = std::to_string(e.span.line);
     bool is_float = IsFloat(math);
     switch (e.binary) {

@@ -113,6 +113,7 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
     throw CompileFailure(msg.str(), func.name, inst->dir, run.output);
   }
   fs::rename(inst->dir / tmp_name, inst->library);
+  fs::remove(inst->dir / "compile.log", ignored);  // a log of an earlier failed attempt would mislead
 
   t0 = std::chrono::steady_clock::now();
   void* handle = ::dlopen(inst->library.c_str(), RTLD_NOW | RTLD_LOCAL);

@@ -116,19 +116,20 @@ class Kernel;
 }
 
 // Fills `view` from a numpy array or torch tensor; false when `obj` is neither.
-bool ReadTensor(PyObject* obj, TensorView& view, std::string& dtype_text, const std::string& where) {
+// `where()` names the argument in messages; only called on errors (no strings on the hot path).
+template <typename Where>
+bool ReadTensor(PyObject* obj, TensorView& view, const Where& where) {
   auto& np = py::detail::npy_api::get();
   if (np.PyArray_Check_(obj)) {
     auto* arr = py::detail::array_proxy(obj);
     auto* descr = py::detail::array_descriptor_proxy(arr->descr);
-    if (arr->nd > kMaxRank) ArgError(false, where + " has " + std::to_string(arr->nd) + " dims; at most 8 are supported");
+ if (arr->nd > kMaxRank) ArgError(false, where() + " has " + std::to_string(arr->nd) + " dims; at most 8 are supported");
     view.data = reinterpret_cast<uint64_t>(arr->data);
     view.ndim = arr->nd;
     view.elsize = descr->elsize;
     auto dtype = descr->byteorder == '>' ? std::nullopt : NumpyDType(descr->kind, descr->elsize);
     view.dtype_known = dtype.has_value();
     if (dtype) view.dtype = *dtype;
-    else dtype_text = py::str(py::handle(arr->descr)).cast<std::string>();
     for (int i = 0; i < arr->nd; ++i) {
       view.shape[i] = arr->dimensions[i];
       view.strides[i] = view.elsize ? arr->strides[i] / view.elsize : 0;
@@ -140,7 +141,7 @@ bool ReadTensor(PyObject* obj, TensorView& view, std::string& dtype_text, const 
   if (!torch.tensor_type || !PyObject_IsInstance(obj, torch.tensor_type)) return false;
   py::handle t(obj);
   if (!t.attr("is_cpu").cast<bool>()) {
-    ArgError(false, where + " is on device '" + py::str(t.attr("device")).cast<std::string>() +
+    ArgError(false, where() + " is on device '" + py::str(t.attr("device")).cast<std::string>() +
                         "'; the simulated device uses host (CPU) tensors");
   }
   py::object dtype = t.attr("dtype");
@@ -151,11 +152,10 @@ bool ReadTensor(PyObject* obj, TensorView& view, std::string& dtype_text, const 
       view.dtype_known = true;
     }
   }
-  if (!view.dtype_known) dtype_text = py::str(dtype).cast<std::string>();
   py::tuple shape = t.attr("shape");
   py::tuple strides = t.attr("stride")();
   view.ndim = int(shape.size());
-  if (view.ndim > kMaxRank) ArgError(false, where + " has " + std::to_string(view.ndim) + " dims; at most 8 are supported");
+ if (view.ndim > kMaxRank) ArgError(false, where() + " has " + std::to_string(view.ndim) + " dims; at most 8 are supported");
   for (int i = 0; i < view.ndim; ++i) {
     view.shape[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape.ptr(), i));
     view.strides[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(strides.ptr(), i));
@@ -224,37 +224,37 @@ class Kernel {
       PyObject* obj = args[i];
       if (p.is_tensor) {
         TensorView view;
-        std::string dtype_text;
-        std::string where = name_ + "(): argument '" + p.name + "'";
-        if (!ReadTensor(obj, view, dtype_text, where)) {
-          ArgError(true, where + " must be a torch.Tensor or numpy.ndarray, got " + TypeName(obj));
+        auto where = [&] { return name_ + "(): argument '" + p.name + "'"; };
+        if (!ReadTensor(obj, view, where)) {
+          ArgError(true, where() + " must be a torch.Tensor or numpy.ndarray, got " + TypeName(obj));
         }
         if (!view.dtype_known || view.dtype != p.dtype) {
-          ArgError(true, where + " expects dtype " + std::string(ir::Name(p.dtype)) + ", got " +
-                             (view.dtype_known ? std::string(ir::Name(view.dtype)) : dtype_text));
+          std::string actual = py::str(py::handle(obj).attr("dtype")).cast<std::string>();
+          ArgError(true, where() + " expects dtype " + std::string(ir::Name(p.dtype)) + " (pl." +
+                             std::string(ir::Info(p.dtype).pl_name) + "), got " + actual);
         }
         if (view.ndim != int(p.dims.size())) {
-          ArgError(true, where + " expects a " + std::to_string(p.dims.size()) + "-D tensor, got " +
+          ArgError(true, where() + " expects a " + std::to_string(p.dims.size()) + "-D tensor, got " +
                              std::to_string(view.ndim) + "-D with shape " + ShapeText(view));
         }
         for (int d = 0; d < view.ndim; ++d) {
           int64_t spec = p.dims[size_t(d)], actual = view.shape[d];
           if (spec > 0 && actual != spec) {
-            ArgError(true, where + " dim " + std::to_string(d) + " must be " + std::to_string(spec) +
+            ArgError(true, where() + " dim " + std::to_string(d) + " must be " + std::to_string(spec) +
                                " (fixed in its annotation), got " + std::to_string(actual) + " in shape " +
                                ShapeText(view));
           }
           if (spec == -1) key.Push(actual);
           if (spec == -2) {
             if (actual > INT32_MAX) {
-              ArgError(false, where + " dim " + std::to_string(d) + " is " + std::to_string(actual) +
+              ArgError(false, where() + " dim " + std::to_string(d) + " is " + std::to_string(actual) +
                                   "; DYNAMIC dims are int32 (at most 2147483647)");
             }
             dyn_slots[n_dyn++] = uint64_t(actual);
           }
         }
         if (!IsRowMajor(view)) {
-          ArgError(false, where + " must be contiguous (row-major) with shape " + ShapeText(view) +
+          ArgError(false, where() + " must be contiguous (row-major) with shape " + ShapeText(view) +
                               "; pass .contiguous() / np.ascontiguousarray()");
         }
         tensor_slots[n_tensor++] = view.data;
@@ -300,15 +300,15 @@ class Kernel {
 
  private:
   uint64_t ReadScalar(const ParamSpec& p, PyObject* obj) {
-    std::string where = name_ + "(): argument '" + p.name + "'";
+    auto where = [&] { return name_ + "(): argument '" + p.name + "'"; };
     using ir::DataType;
     if (p.dtype == DataType::kBool) {
-      if (!PyBool_Check(obj)) ArgError(true, where + " expects a bool, got " + TypeName(obj));
+      if (!PyBool_Check(obj)) ArgError(true, where() + " expects a bool, got " + TypeName(obj));
       return obj == Py_True ? 1 : 0;
     }
     if (ir::IsFloat(p.dtype)) {
       if (PyBool_Check(obj) || !(PyFloat_Check(obj) || PyLong_Check(obj))) {
-        ArgError(true, where + " expects a float (" + std::string(ir::Name(p.dtype)) + "), got " + TypeName(obj));
+        ArgError(true, where() + " expects a float (" + std::string(ir::Name(p.dtype)) + "), got " + TypeName(obj));
       }
       float f = float(PyFloat_AsDouble(obj));
       uint32_t bits;
@@ -316,7 +316,7 @@ class Kernel {
       return bits;
     }
     if (PyBool_Check(obj) || !PyLong_Check(obj)) {
-      ArgError(true, where + " expects an int (" + std::string(ir::Name(p.dtype)) + "), got " + TypeName(obj));
+      ArgError(true, where() + " expects an int (" + std::string(ir::Name(p.dtype)) + "), got " + TypeName(obj));
     }
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
@@ -325,7 +325,7 @@ class Kernel {
     long long lo = is_signed ? -(1LL << (bits - 1)) : 0;
     bool fits = overflow == 0 && v >= lo && (bits == 64 || v <= (is_signed ? (1LL << (bits - 1)) - 1 : (1LL << bits) - 1));
     if (!fits) {
-      ArgError(false, where + " = " + py::str(obj).cast<std::string>() + " does not fit in " +
+      ArgError(false, where() + " = " + py::str(obj).cast<std::string>() + " does not fit in " +
                           std::string(ir::Name(p.dtype)));
     }
     return uint64_t(v);

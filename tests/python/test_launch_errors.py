@@ -1,0 +1,127 @@
+"""Bad launches get a clear TypeError/ValueError naming the parameter, expected and actual value,
+and nothing is queued (issue 2: "Bad input gets a clear Python error, never a crash")."""
+
+import numpy as np
+import pytest
+import torch
+
+import pypto_pro
+import pypto_pro.language as pl
+from kernels import make_add_kernel
+
+
+@pytest.fixture(scope="module")
+def add16():
+    kernel = make_add_kernel(pl.DT_FP16)
+    x = torch.zeros(128, 128, dtype=torch.float16)
+    kernel[None, 1](x, x, torch.empty_like(x))  # compiled once up front
+    pypto_pro.runtime.synchronize()
+    return kernel
+
+
+@pl.jit
+def fixed_kernel(x: pl.Tensor[[64, pl.DYNAMIC], pl.DT_FP32], n: pl.DT_INT32, scale: pl.DT_FP32):
+    t = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP32), addr=0)
+    with pl.section_vector():
+        pl.load(t, x, [0, 0])
+        pl.muls(t, t, scale)
+        pl.adds(t, t, n)
+        pl.store(x, t, [0, 0])
+
+
+def x16(*shape):
+    return torch.zeros(*shape, dtype=torch.float16)
+
+
+def test_wrong_dtype(add16):
+    x = x16(128, 128)
+    with pytest.raises(TypeError, match=r"argument 'y' expects dtype fp16 \(pl.DT_FP16\), got torch.float32"):
+        add16[None, 1](x, torch.zeros(128, 128), x)
+    with pytest.raises(TypeError, match=r"argument 'x' expects dtype fp16 \(pl.DT_FP16\), got float64"):
+        add16[None, 1](np.zeros((128, 128)), x, x)
+
+
+def test_wrong_rank(add16):
+    with pytest.raises(TypeError, match=r"argument 'x' expects a 2-D tensor, got 3-D with shape \(2, 128, 128\)"):
+        add16[None, 1](x16(2, 128, 128), x16(128, 128), x16(128, 128))
+
+
+def test_wrong_fixed_dim():
+    with pytest.raises(TypeError, match=r"argument 'x' dim 0 must be 64 \(fixed in its annotation\), got 32"):
+        fixed_kernel[None, 1](torch.zeros(32, 64), 1, 2.0)
+
+
+def test_non_tensor_argument(add16):
+    with pytest.raises(TypeError, match=r"argument 'z' must be a torch.Tensor or numpy.ndarray, got list"):
+        add16[None, 1](x16(128, 128), x16(128, 128), [[0.0]])
+
+
+def test_wrong_argument_count(add16):
+    with pytest.raises(TypeError, match=r"add_kernel\(x, y, z\): missing a required argument: 'z'"):
+        add16[None, 1](x16(128, 128), x16(128, 128))
+    with pytest.raises(TypeError, match=r"too many positional arguments"):
+        add16[None, 1](x16(128, 128), x16(128, 128), x16(128, 128), x16(128, 128))
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'w'"):
+        add16[None, 1](x16(128, 128), x16(128, 128), x16(128, 128), w=1)
+
+
+def test_keyword_arguments_bind_in_signature_order(add16):
+    x, y = torch.ones(128, 128, dtype=torch.float16), torch.full((128, 128), 2.0, dtype=torch.float16)
+    z = x16(128, 128)
+    add16[None, 1](z=z, y=y, x=x)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(z, x + y)
+
+
+@pytest.mark.parametrize("bad", [0, -3, True, False, 1.0, "4", None])
+def test_bad_block_dim(add16, bad):
+    with pytest.raises(ValueError, match="block_dim must be a positive int"):
+        add16[None, bad]
+    with pytest.raises(ValueError, match="block_dim must be a positive int"):
+        add16[bad]
+
+
+def test_bad_bracket_forms(add16):
+    with pytest.raises(ValueError, match=r"kernel\[stream, block_dim\] or kernel\[block_dim\], got 3 entries"):
+        add16[None, 1, {"A": 1}]
+    with pytest.raises(ValueError, match="got 1 entries"):
+        add16[(None,)]
+    with pytest.raises(ValueError, match="got 5 entries"):
+        add16[None, 1, {}, {}, {}]
+    with pytest.raises(TypeError, match="must be a pypto_pro.runtime.Stream or None, got str"):
+        add16["stream0", 1]
+
+
+def test_non_contiguous_and_non_cpu(add16):
+    x = x16(128, 256)[:, :128]
+    with pytest.raises(ValueError, match=r"argument 'x' must be contiguous \(row-major\)"):
+        add16[None, 1](x, x16(128, 128), x16(128, 128))
+    with pytest.raises(ValueError, match="must be contiguous"):
+        add16[None, 1](np.zeros((128, 128), np.float16).T, x16(128, 128), x16(128, 128))
+
+
+def test_scalar_arguments():
+    x = torch.zeros(64, 64)
+    with pytest.raises(TypeError, match=r"argument 'n' expects an int \(int32\), got float"):
+        fixed_kernel[None, 1](x, 1.5, 2.0)
+    with pytest.raises(TypeError, match=r"argument 'n' expects an int \(int32\), got bool"):
+        fixed_kernel[None, 1](x, True, 2.0)
+    with pytest.raises(ValueError, match=r"argument 'n' = 4294967296 does not fit in int32"):
+        fixed_kernel[None, 1](x, 2 ** 32, 2.0)
+    with pytest.raises(TypeError, match=r"argument 'scale' expects a float \(fp32\), got str"):
+        fixed_kernel[None, 1](x, 1, "2")
+    x = torch.arange(64 * 64, dtype=torch.float32).reshape(64, 64)
+    expected = x * 0.5 + 3
+    fixed_kernel[None, 1](x, 3, 0.5)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(x, expected)
+
+
+def test_errors_leave_the_stream_usable(add16):
+    with pytest.raises(TypeError):
+        add16[None, 1](x16(128, 128), torch.zeros(128, 128), x16(128, 128))
+    x = torch.ones(256, 128, dtype=torch.float16)
+    z = x16(256, 128)
+    add16[None, 2](x, x, z)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(z, x + x)

@@ -1,0 +1,177 @@
+"""The simulated device and its streams: asynchronous launches, in-order streams, kernel faults,
+events (issue 2)."""
+
+import inspect
+
+import numpy as np
+import pytest
+import torch
+
+import pypto_pro
+import pypto_pro.language as pl
+from pypto_pro.runtime import Event, Stream
+from kernels import make_add_kernel
+
+
+@pl.jit
+def repeat_add(x: pl.Tensor[[128, 128], pl.DT_FP32], z: pl.Tensor[[128, 128], pl.DT_FP32], reps: pl.DT_INT32):
+    """z = reps * x, one add per repetition: a kernel whose run time we choose."""
+    tt = pl.TileType(shape=[128, 128], dtype=pl.DT_FP32)
+    a = pl.make_tile(tt, addr=0)
+    c = pl.make_tile(tt, addr=0x10000)
+    with pl.section_vector():
+        pl.load(a, x, [0, 0])
+        pl.muls(c, a, 0.0)
+        for _ in pl.range(reps):
+            pl.add(c, c, a)
+        pl.store(z, c, [0, 0])
+
+
+@pl.jit
+def overrun(x: pl.Tensor[[pl.DYNAMIC, 128], pl.DT_FP32], z: pl.Tensor[[pl.DYNAMIC, 128], pl.DT_FP32]):
+    t = pl.make_tile(pl.TileType(shape=[64, 128], dtype=pl.DT_FP32), addr=0)
+    with pl.section_vector():
+        for i in pl.range(pl.get_block_idx(), x.shape[0] // 64 + 1, pl.get_block_num()):
+            pl.load_tile(t, x, [i, 0])  # the last tile starts at the end of x
+            pl.store_tile(z, t, [i, 0])
+
+
+def _line_of(fn, text):
+    lines, first = inspect.getsourcelines(fn.fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+def _long_reps():
+    """Repetitions that take a few hundred milliseconds on this machine (measured, not assumed)."""
+    x = torch.ones(128, 128)
+    z = torch.empty_like(x)
+    stream = Stream()
+    repeat_add[stream, 1](x, z, 1)  # compile
+    stream.synchronize()
+    start, end = Event(), Event()
+    start.record(stream)
+    repeat_add[stream, 1](x, z, 2000)
+    end.record(stream)
+    end.synchronize()
+    per_rep_ms = max(start.elapsed_time(end) / 2000, 1e-4)
+    return int(400 / per_rep_ms)
+
+
+def test_launch_returns_before_the_kernel_ends():
+    reps = _long_reps()
+    x = torch.full((128, 128), 0.5)
+    z = torch.zeros_like(x)
+    stream = Stream()
+    repeat_add[stream, 1](x, z, reps)
+    assert not stream.query(), "the launch waited for the kernel"
+    assert stream.pending == 1
+    stream.synchronize()
+    assert stream.query() and stream.pending == 0
+    assert torch.equal(z, torch.full_like(x, 0.5 * reps))
+
+
+def test_launches_on_one_stream_run_in_order():
+    reps = _long_reps()
+    add = make_add_kernel(pl.DT_FP32, (64, 128))
+    x = torch.full((128, 128), 0.25)
+    z = torch.zeros_like(x)
+    w = torch.zeros_like(x)
+    stream = Stream()
+    add[stream, 1](x, x, w)  # compile before timing matters
+    stream.synchronize()
+    repeat_add[stream, 1](x, z, reps)     # long: z = reps * x
+    add[stream, 4](z, x, w)               # must see the finished z
+    stream.synchronize()
+    assert torch.equal(w, torch.full_like(x, 0.25 * reps + 0.25))
+
+
+def test_fault_is_raised_at_synchronize_and_the_stream_stays_usable():
+    x = torch.arange(128 * 128, dtype=torch.float32).reshape(128, 128)
+    z = torch.zeros_like(x)
+    stream = Stream()
+    overrun[stream, 1](x, z)   # returns: the fault surfaces at synchronisation
+    with pytest.raises(pypto_pro.KernelFault) as info:
+        stream.synchronize()
+    fault = info.value
+    assert fault.kernel == "overrun" and fault.op == "load_tile" and fault.block == 0 and fault.core == "AIV 0"
+    assert fault.line == _line_of(overrun, "pl.load_tile(t, x, [i, 0])")
+    message = str(fault)
+    assert "GM access out of bounds: tensor 'x' of shape [128, 128], offsets [128, 0], window [64, 128]" in message
+    assert f"test_runtime.py:{fault.line}" in message
+    assert torch.equal(z, x)           # the tiles before the fault were stored; nothing else was touched
+    stream.synchronize()               # the fault was reported once
+    good = make_add_kernel(pl.DT_FP32, (64, 128))
+    out = torch.zeros_like(x)
+    good[stream, 2](x, x, out)
+    stream.synchronize()
+    assert torch.equal(out, x + x)
+
+
+def test_fault_names_the_faulting_block():
+    x = np.zeros((256, 128), np.float32)
+    z = np.zeros_like(x)
+    overrun[None, 5](x, z)  # tiles 0..4: only block 4 reads past the end
+    with pytest.raises(pypto_pro.KernelFault, match=r"faulted in block 4 \(AIV 4\)") as info:
+        pypto_pro.runtime.synchronize()
+    assert info.value.block == 4
+
+
+def test_faults_of_several_launches_are_counted():
+    x = np.zeros((64, 128), np.float32)
+    stream = Stream()
+    for _ in range(3):
+        overrun[stream, 1](x, np.zeros_like(x))
+    with pytest.raises(pypto_pro.KernelFault, match=r"2 more fault\(s\) since the last synchronize"):
+        stream.synchronize()
+
+
+def test_events_measure_time_between_them():
+    stream = Stream()
+    x = torch.ones(128, 128)
+    z = torch.zeros_like(x)
+    start, end = Event(), Event()
+    with pytest.raises(ValueError, match="never recorded"):
+        end.synchronize()
+    start.record(stream)
+    repeat_add[stream, 1](x, z, 50)
+    end.record(stream)
+    end.synchronize()
+    assert end.query()
+    elapsed = start.elapsed_time(end)
+    assert elapsed >= 0.0
+    assert torch.equal(z, torch.full_like(x, 50.0))
+
+
+def test_current_stream_context():
+    s = Stream()
+    assert pypto_pro.runtime.current_stream() is pypto_pro.runtime.default_stream()
+    with pypto_pro.runtime.stream(s):
+        assert pypto_pro.runtime.current_stream() is s
+        x = torch.ones(128, 128)
+        z = torch.zeros_like(x)
+        repeat_add[1](x, z, 3)
+        assert s.pending >= 0
+        s.synchronize()
+        assert torch.equal(z, 3 * x)
+    assert pypto_pro.runtime.current_stream() is pypto_pro.runtime.default_stream()
+
+
+def test_temporaries_stay_alive_until_the_launch_ran():
+    add = make_add_kernel(pl.DT_FP32, (64, 128))
+    out = torch.zeros(1024, 1024)
+    for i in range(20):  # the inputs are dropped right after each launch
+        add[None, 8](torch.full((1024, 1024), float(i)), torch.ones(1024, 1024), out)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(out, torch.full_like(out, 20.0))
+
+
+def test_streams_run_concurrently_and_independently():
+    add = make_add_kernel(pl.DT_FP32, (64, 128))
+    streams = [Stream() for _ in range(4)]
+    xs = [torch.full((512, 256), float(k)) for k in range(4)]
+    outs = [torch.zeros(512, 256) for _ in range(4)]
+    for s, x, o in zip(streams, xs, outs):
+        add[s, 3](x, x, o)
+    pypto_pro.runtime.synchronize()
+    for k, o in enumerate(outs):
+        assert torch.equal(o, torch.full_like(o, 2.0 * k))
