@@ -1,0 +1,108 @@
+"""pl.jit parameters and kernel signatures are validated when the kernel object is built."""
+
+import pytest
+import torch
+
+import pypto_pro
+import pypto_pro.language as pl
+
+
+def body(x: pl.Tensor[[64, 64], pl.DT_FP32], y: pl.Tensor[[64, 64], pl.DT_FP32]):
+    t = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP32), addr=0)
+    with pl.section_vector():
+        pl.load(t, x, [0, 0])
+        pl.adds(t, t, 1.0)
+        pl.store(y, t, [0, 0])
+
+
+def run(kernel, launch=lambda k: k[None, 1]):
+    x = torch.arange(64 * 64, dtype=torch.float32).reshape(64, 64)
+    y = torch.zeros_like(x)
+    launch(kernel)(x, y)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(y, x + 1)
+
+
+def test_bare_and_called_forms():
+    run(pl.jit(body))
+    run(pl.jit()(body))
+    run(pl.jit(name="renamed", arch="a3", auto_mutex=False, compile_timeout=30)(body))
+    kernel = pl.jit(body)
+    assert kernel.__name__ == "body" and kernel.kernel_name == "body"
+    run(kernel, launch=lambda k: k)               # kernel(...): current stream, one block
+    run(kernel, launch=lambda k: k[3])            # kernel[block_dim](...)
+
+
+def test_unknown_keyword():
+    with pytest.raises(TypeError, match="unexpected keyword argument 'block_dim'"):
+        pl.jit(body, block_dim=4)
+
+
+@pytest.mark.parametrize("kwargs, exc, message", [
+    (dict(arch="a9"), ValueError, "unknown arch 'a9'; known: a5, a3, a2"),
+    (dict(arch=5), TypeError, "arch must be a str"),
+    (dict(auto_mutex=1), TypeError, "auto_mutex must be a bool, got 1"),
+    (dict(sanitizer="yes"), TypeError, "sanitizer must be a bool"),
+    (dict(name="a/b"), ValueError, "name must be a non-empty str"),
+    (dict(name=""), ValueError, "name must be a non-empty str"),
+    (dict(compile_timeout=0), ValueError, "compile_timeout must be > 0 seconds, got 0"),
+    (dict(compile_timeout="1"), TypeError, "compile_timeout must be a number of seconds"),
+    (dict(compile_timeout=True), TypeError, "compile_timeout must be a number of seconds"),
+    (dict(sanitizer=True), NotImplementedError, "sanitizer mode is not implemented yet"),
+    (dict(pipeline=pl.pipeline.PipelineConfig()), NotImplementedError, "pipeline transform is not implemented"),
+    (dict(tiling_key=object), NotImplementedError, "TilingKey instances are not implemented yet"),
+    (dict(datatype={"x": "T"}), NotImplementedError, "datatype specialisation is not implemented yet"),
+])
+def test_invalid_parameters(kwargs, exc, message):
+    with pytest.raises(exc, match=message):
+        pl.jit(body, **kwargs)
+
+
+def make(annotation_x):
+    def k(x: annotation_x):
+        pass
+    return k
+
+
+@pytest.mark.parametrize("annotation, message", [
+    (pl.Tensor[[0, 4], pl.DT_FP32], r"parameter 'x': dim 0 must be a positive int, pl.DYNAMIC, pl.STATIC or a "
+                                    r"trailing '...', got 0"),
+    (pl.Tensor[[4, -2], pl.DT_FP32], "dim 1 must be a positive int.*got -2"),
+    (pl.Tensor[[True, 4], pl.DT_FP32], "dim 0 must be a positive int.*got True"),
+    (pl.Tensor[[4, ..., 4], pl.DT_FP32], r"'\.\.\.' may only end the dims list"),
+    (pl.Tensor[[], pl.DT_FP32], "needs a non-empty list of dims"),
+    (pl.Tensor[[4], "fp32"], "dtype must be a pl.DT_\\* value"),
+    (pl.Tensor[[4], pl.DT_FP8E4M3FN], "is not supported yet"),
+    (pl.DT_FP16, "scalar parameter 'x' cannot be pl.DT_FP16"),
+    (int, "parameter 'x' has annotation <class 'int'>"),
+])
+def test_bad_annotations(annotation, message):
+    with pytest.raises(TypeError, match=message):
+        pl.jit(make(annotation))
+
+
+def test_missing_annotation():
+    def k(x):
+        pass
+    with pytest.raises(TypeError, match=r"parameter 'x' needs an annotation: pl.Tensor\[\[dims\], dtype\]"):
+        pl.jit(k)
+
+
+def test_pl_names_outside_kernels_raise():
+    with pytest.raises(RuntimeError, match="pl.add can only be used inside a @pl.jit kernel body"):
+        pl.add(1, 2, 3)
+    with pytest.raises(TypeError, match="pl.Tensor is a type annotation"):
+        pl.Tensor([4], pl.DT_FP32)
+
+
+def test_tile_type_validation():
+    with pytest.raises(ValueError, match="TileType shape must be a list of 1 or 2 positive ints"):
+        pl.TileType(shape=[1, 2, 3], dtype=pl.DT_FP32)
+    with pytest.raises(ValueError, match="valid_shape entries must be -1"):
+        pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, valid_shape=[17, 16])
+    with pytest.raises(TypeError, match="target_memory must be a pl.MemorySpace member"):
+        pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory="Vec")
+    with pytest.raises(ValueError, match="cannot be DDR"):
+        pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.DDR)
+    tt = pl.TileType(shape=[16, 32], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Acc)
+    assert tt.layout is pl.NZ and tt.nbytes == 1024
