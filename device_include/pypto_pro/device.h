@@ -7,3 +7,4 @@
 #include "pypto_pro/tile.h"
 #include "pypto_pro/data_movement.h"
 #include "pypto_pro/vector_ops.h"
+#include "pypto_pro/sync.h"

@@ -282,11 +282,21 @@ class KernelWriter {
 
   std::string OpArg(const Expr& arg) {
     if (arg->type.IsTile()) return "*" + Expr_(arg);
+    if (arg->kind == ExprKind::kTuple && !arg->operands.empty() && arg->operands[0]->type.IsTile()) {
+      std::string list;
+      for (size_t i = 0; i < arg->operands.size(); ++i) list += (i ? ", *" : "*") + Expr_(arg->operands[i]);
+      return list;
+    }
     return Expr_(arg);
   }
 
+  // device_fn(ctx, line, attrs..., operands...)
   void EmitOp(const StmtNode& s, int indent) {
     std::string call = std::string(s.op->device_fn) + "(ctx, " + std::to_string(s.span.line);
+    for (const Attr& attr : s.attrs) {
+      call += attr.first == "pipe" ? ", pto::kPipe" + std::string(Name(Pipe(attr.second))) : ", " +
+                                                                                                 std::to_string(attr.second);
+    }
     for (const Expr& arg : s.args) call += ", " + OpArg(arg);
     Line(indent, call + ");");
   }

@@ -161,7 +161,14 @@ Expr ShapeDim(const Var& tensor, int axis, Span span) {
 }
 
 Expr Tuple(std::vector<Expr> items, Span span) {
-  for (const Expr& item : items) RequireScalar(item, span, "index list");
+  bool tiles = !items.empty() && items[0] && items[0]->type.IsTile();
+  for (const Expr& item : items) {
+    if (tiles) {
+      if (!item || !item->type.IsTile()) Fail(ErrorKind::kType, span, "a tile list holds only tiles");
+    } else {
+      RequireScalar(item, span, "index list");
+    }
+  }
   auto node = New(ExprKind::kTuple, Type::Tuple(), span);
   node->operands = std::move(items);
   return node;

@@ -1,5 +1,7 @@
 #include "pypto_pro/ir/op_registry.h"
 
+#include <tuple>
+
 namespace pypto_pro::ir {
 
 namespace {
@@ -65,6 +67,18 @@ std::vector<OpDef> BuildOps() {
   ops.push_back(ElementwiseScalar("divs", "pto::divs", "out = lhs / scalar"));
   ops.push_back(ElementwiseScalar("maxs", "pto::maxs", "out = max(lhs, scalar)"));
   ops.push_back(ElementwiseScalar("mins", "pto::mins", "out = min(lhs, scalar)"));
+
+  // auto_mutex: lock / unlock, on the pipe of the guarded op (attr "pipe"), every TileGroup mutex id
+  // its tile operands carry.
+  constexpr uint32_t kAnyTileMemory = (1u << uint32_t(MemorySpace::kCount)) - 2;
+  for (auto [name, fn, doc] : {std::tuple{"auto_mutex_lock", "pto::auto_mutex_lock", "lock the tiles' mutex ids"},
+                               std::tuple{"auto_mutex_unlock", "pto::auto_mutex_unlock", "unlock them"}}) {
+    OpDef op{name, Pipe::kS, PipeRule::kFixed, WindowRule::kNone,
+             {{"tiles", OperandKind::kTiles, Access::kRead, kAnyTileMemory}},
+             false, kAllSupportedDTypes, "", fn, {}, doc};
+    op.internal = true;
+    ops.push_back(op);
+  }
   return ops;
 }
 

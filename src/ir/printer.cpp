@@ -83,7 +83,11 @@ std::string Print(const Stmt& s, int indent) {
     case StmtKind::kOp: {
       os << pad << s->op->name << "(";
       for (size_t i = 0; i < s->args.size(); ++i) os << (i ? ", " : "") << Print(s->args[i]);
-      for (const Attr& attr : s->attrs) os << ", " << attr.first << "=" << attr.second;
+      for (const Attr& attr : s->attrs) {
+        os << ", " << attr.first << "=";
+        if (attr.first == "pipe") os << Name(Pipe(attr.second));
+        else os << attr.second;
+      }
       os << ")\n";
       break;
     }

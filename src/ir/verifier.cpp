@@ -1,6 +1,7 @@
 #include "pypto_pro/ir/verifier.h"
 
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -177,6 +178,12 @@ class Verifier {
         case OperandKind::kScalar:
           if (!arg->type.IsScalar()) Fail(ErrorKind::kType, span, name + " must be a scalar, got " + arg->type.ToString());
           break;
+        case OperandKind::kTiles:
+          if (arg->kind != ExprKind::kTuple) Fail(ErrorKind::kType, span, name + " must be a list of tiles");
+          for (const Expr& item : arg->operands) {
+            if (!item->type.IsTile()) Fail(ErrorKind::kType, span, name + " must hold only tiles");
+          }
+          break;
       }
       bool is_data = spec.kind == OperandKind::kTile || spec.kind == OperandKind::kTensor;
       if (!is_data) continue;
@@ -277,6 +284,7 @@ class Verifier {
   void CheckSectionPlacement() {
     bool has_sections = false;
     ForEachStmt(func_.body, [&](const StmtNode& s) { has_sections |= s.kind == StmtKind::kSection; });
+    std::optional<bool> first_side;  // without sections every op runs on one kind of core
     std::function<void(const Stmt&, int)> walk = [&](const Stmt& s, int section) {
       if (!s) return;
       if (s->kind == StmtKind::kSection) {
@@ -287,6 +295,15 @@ class Verifier {
         for (MemorySpace m : TileMemories(*s)) {
           bool cube = IsCubeMemory(m);
           std::string op = "pl." + std::string(s->op->name);
+          if (section < 0 && !has_sections) {
+            if (first_side && *first_side != cube) {
+              Fail(ErrorKind::kSyntax, s->span,
+                   op + " uses a " + std::string(Name(m)) + " tile while the kernel also uses " +
+                       (cube ? "Vec" : "cube") + " memory; a kernel without sections runs on one kind of core",
+                   "put vector code in 'with pl.section_vector():' and cube code in 'with pl.section_cube():'");
+            }
+            first_side = cube;
+          }
           if (section < 0 && has_sections) {
             Fail(ErrorKind::kSyntax, s->span,
                  op + " on a " + std::string(Name(m)) + " tile is outside any section",

@@ -88,6 +88,7 @@ std::string Signature(const OpDef& op) {
 Stmt BuildOp(const std::string& name, const std::vector<PyExpr>& py_args, int line, int col) {
   Span span = At(line, col);
   const OpDef* op = FindOp(name);
+  if (op && op->internal) op = nullptr;  // inserted by passes, never written by users
   if (!op) {
     for (const PlannedOp& planned : PlannedOps()) {
       if (planned.name == name) {
@@ -320,7 +321,9 @@ void BindIR(py::module_& parent) {
   // The registry, for the front end (op stubs in the pl namespace) and for docs.
   m.def("op_names", [] {
     std::vector<std::string> names;
-    for (const OpDef& op : AllOps()) names.emplace_back(op.name);
+    for (const OpDef& op : AllOps()) {
+      if (!op.internal) names.emplace_back(op.name);
+    }
     return names;
   });
   m.def("planned_ops", [] {

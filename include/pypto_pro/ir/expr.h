@@ -78,7 +78,7 @@ Expr Ternary(Expr cond, Expr then_value, Expr else_value, Span span = {});
 Expr Cast(Expr operand, DataType dtype, Span span = {});
 Expr BuiltinCall(Builtin builtin, Span span = {});
 Expr ShapeDim(const Var& tensor, int axis, Span span = {});  // negative axis counts from the end
-Expr Tuple(std::vector<Expr> items, Span span = {});
+Expr Tuple(std::vector<Expr> items, Span span = {});  // all scalars (indices) or all tiles
 
 // The scalar type arithmetic on `a` and `b` produces (int32 < int64 < fp32).
 DataType PromoteScalar(DataType a, DataType b);

@@ -16,6 +16,7 @@ enum class OperandKind : uint8_t {
   kTensor,        // a GM tensor
   kOffsets,       // a tuple with one scalar per tensor axis
   kScalar,        // a scalar expression
+  kTiles,         // a tuple of tiles (the auto_mutex ops lock the ids all of them carry)
 };
 enum class Access : uint8_t { kRead, kWrite, kReadWrite };
 
@@ -65,12 +66,13 @@ struct OpDef {
   std::string_view device_fn;   // function in device_include called by kernel.cpp
   std::vector<KwargSpec> kwargs;
   std::string_view doc;
+  bool internal = false;        // inserted by passes only; not callable from kernels
 
   // The pipe this op runs on, given its tile operands' memories.
   Pipe PipeFor(const std::vector<MemorySpace>& tile_memories) const;
 };
 
-const std::vector<OpDef>& AllOps();
+const std::vector<OpDef>& AllOps();  // every op, internal ones included
 const OpDef* FindOp(std::string_view name);  // nullptr if unknown
 
 // Names the public language defines but this version does not implement yet, with the issue area

@@ -25,6 +25,8 @@ struct Pass {
 void FoldConstants(ir::Function& func, const PassContext& ctx);
 // Tile addresses: aligned for their memory and inside its capacity on the target arch.
 void CheckMemory(ir::Function& func, const PassContext& ctx);
+// Lock/unlock TileGroup mutex ids around every op whose tiles carry them (when ctx.auto_mutex).
+void AutoMutex(ir::Function& func, const PassContext& ctx);
 
 // The pipeline in order.
 const std::vector<Pass>& Pipeline();

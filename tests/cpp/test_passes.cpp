@@ -1,0 +1,358 @@
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ir_test_util.h"
+#include "pypto_pro/ir/printer.h"
+#include "pypto_pro/passes/pass.h"
+#include "pypto_pro/support/arch.h"
+
+namespace pypto_pro {
+namespace {
+
+using ir::BinaryOp;
+using ir::DataType;
+using test_util::At;
+using test_util::Ref;
+
+constexpr int32_t kInt32Max = std::numeric_limits<int32_t>::max();
+constexpr int32_t kInt32Min = std::numeric_limits<int32_t>::min();
+
+ir::Expr I(int64_t v, DataType dtype = DataType::kInt32) { return ir::IntConst(v, {}, dtype); }
+ir::Expr F(double v) { return ir::FloatConst(v); }
+ir::Expr Bin(BinaryOp op, ir::Expr a, ir::Expr b, Span span = {}) {
+  return ir::Binary(op, std::move(a), std::move(b), span);
+}
+
+// Folds `value` as the right-hand side of an assignment and returns the folded expression.
+ir::Expr Fold(ir::Expr value) {
+  ir::Function f;
+  ir::Var v = f.NewVar("v", ir::Type::Scalar(value->type.dtype));
+  f.body = ir::Seq({ir::Assign(v, std::move(value))});
+  passes::FoldConstants(f, passes::PassContext{});
+  EXPECT_EQ(f.body->stmts.size(), 1u);
+  return f.body->stmts.at(0)->value;
+}
+
+int64_t FoldInt(ir::Expr value, DataType expected_dtype = DataType::kInt32) {
+  ir::Expr folded = Fold(std::move(value));
+  EXPECT_TRUE(folded->IsIntConst()) << ir::Print(folded);
+  EXPECT_EQ(folded->type.dtype, expected_dtype) << ir::Print(folded);
+  return folded->int_value;
+}
+
+double FoldFloat(ir::Expr value) {
+  ir::Expr folded = Fold(std::move(value));
+  EXPECT_TRUE(folded->IsConst() && folded->type.dtype == DataType::kFP32) << ir::Print(folded);
+  return folded->float_value;
+}
+
+TEST(FoldConstants, IntegerArithmetic) {
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kMul, Bin(BinaryOp::kAdd, I(2), I(3)), I(4))), 20);
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kSub, I(3), I(10))), -7);
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kMin, I(3), I(-4))), -4);
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kMax, I(3), I(-4))), 3);
+  EXPECT_EQ(FoldInt(ir::Unary(ir::UnaryOp::kNeg, I(5))), -5);
+  EXPECT_EQ(FoldInt(ir::Ternary(ir::BoolConst(false), I(1), I(2))), 2);
+  EXPECT_EQ(FoldInt(ir::Cast(I(3), DataType::kInt64), DataType::kInt64), 3);
+}
+
+TEST(FoldConstants, IntegerDivisionTruncatesTowardZero) {
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kFloorDiv, I(7), I(2))), 3);
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kFloorDiv, I(-7), I(2))), -3);
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kFloorDiv, I(7), I(-2))), -3);
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kFloorDiv, I(-7), I(-2))), 3);
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kDiv, I(-7), I(2))), -3);
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kDiv, I(9), I(3))), 3);
+}
+
+TEST(FoldConstants, ModuloTakesTheDividendsSign) {
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kMod, I(7), I(3))), 1);
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kMod, I(-7), I(3))), -1);
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kMod, I(7), I(-3))), 1);
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kMod, I(-7), I(-3))), -1);
+}
+
+TEST(FoldConstants, Int32Wraps) {
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kAdd, I(kInt32Max), I(1))), kInt32Min);
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kSub, I(kInt32Min), I(1))), kInt32Max);
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kMul, I(65536), I(65536))), 0);
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kMul, I(65536), I(32769))), -2147418112);  // 2^31 + 2^16 wrapped
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kFloorDiv, I(kInt32Min), I(-1))), kInt32Min);
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kMod, I(kInt32Min), I(-1))), 0);
+  EXPECT_EQ(FoldInt(ir::Unary(ir::UnaryOp::kNeg, I(kInt32Min))), kInt32Min);
+  EXPECT_EQ(FoldInt(ir::Cast(I((int64_t(1) << 32) | 5, DataType::kInt64), DataType::kInt32)), 5);
+  // int64 does not wrap at 32 bits.
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kAdd, I(kInt32Max, DataType::kInt64), I(1)), DataType::kInt64),
+            int64_t(kInt32Max) + 1);
+}
+
+TEST(FoldConstants, ComparisonsAndLogicGiveBool) {
+  auto fold_bool = [](ir::Expr e) {
+    ir::Expr folded = Fold(std::move(e));
+    EXPECT_TRUE(folded->IsConst() && folded->type.dtype == DataType::kBool) << ir::Print(folded);
+    return folded->int_value != 0;
+  };
+  EXPECT_TRUE(fold_bool(Bin(BinaryOp::kLt, I(3), I(4))));
+  EXPECT_FALSE(fold_bool(Bin(BinaryOp::kGe, I(-1), I(0))));
+  EXPECT_TRUE(fold_bool(Bin(BinaryOp::kGt, F(2.5), I(2))));
+  EXPECT_TRUE(fold_bool(Bin(BinaryOp::kEq, F(2.0), I(2))));
+  EXPECT_FALSE(fold_bool(Bin(BinaryOp::kAnd, ir::BoolConst(true), I(0))));
+  EXPECT_TRUE(fold_bool(Bin(BinaryOp::kOr, I(0), F(0.5))));
+  EXPECT_FALSE(fold_bool(ir::Unary(ir::UnaryOp::kNot, I(7))));
+}
+
+TEST(FoldConstants, FloatArithmeticRoundsToFp32) {
+  EXPECT_EQ(FoldFloat(Bin(BinaryOp::kDiv, F(1.0), F(3.0))), double(1.0f / 3.0f));
+  EXPECT_EQ(FoldFloat(Bin(BinaryOp::kFloorDiv, F(7.0), I(2))), 3.0);
+  EXPECT_EQ(FoldFloat(Bin(BinaryOp::kFloorDiv, F(-7.0), I(2))), -4.0);  // floor on floats
+  EXPECT_EQ(FoldFloat(Bin(BinaryOp::kMod, F(-7.5), I(2))), -1.5);       // fmod
+  EXPECT_EQ(FoldFloat(Bin(BinaryOp::kAdd, I(1), F(0.25))), 1.25);
+  EXPECT_EQ(FoldFloat(ir::Cast(I(3), DataType::kFP32)), 3.0);
+}
+
+TEST(FoldConstants, PartiallyConstantExpressionsKeepTheirVariables) {
+  ir::Function f;
+  ir::Var n = test_util::MakeScalarVar(f, "n");
+  ir::Expr folded = Fold(Bin(BinaryOp::kAdd, Ref(n), Bin(BinaryOp::kMul, I(2), I(3))));
+  EXPECT_EQ(ir::Print(folded), "n + 6");
+  EXPECT_EQ(folded->type.dtype, DataType::kInt32);
+}
+
+TEST(FoldConstants, IntegerDivisionByZeroIsAValueError) {
+  for (BinaryOp op : {BinaryOp::kFloorDiv, BinaryOp::kDiv, BinaryOp::kMod}) {
+    try {
+      Fold(Bin(BinaryOp::kAdd, I(1), Bin(op, I(5), Bin(BinaryOp::kSub, I(2), I(2)), Span{21, 9})));
+      ADD_FAILURE() << "no error for " << ir::Symbol(op);
+    } catch (const CompileDiagnostic& d) {
+      EXPECT_EQ(d.kind(), ErrorKind::kValue);
+      EXPECT_STREQ(d.what(), "integer division by zero");
+      EXPECT_EQ(d.span().line, 21);
+      EXPECT_EQ(d.span().col, 9);
+    }
+  }
+  // Float division by zero is IEEE, not an error.
+  EXPECT_EQ(FoldFloat(Bin(BinaryOp::kDiv, F(1.0), F(0.0))), std::numeric_limits<double>::infinity());
+}
+
+TEST(FoldConstants, ShapeDimsOfFixedAndStaticDimsBecomeConstants) {
+  ir::Function f;
+  ir::Var x = test_util::AddTensorParam(
+      f, "x", DataType::kFP32,
+      {test_util::FixedDim(128), test_util::StaticDim(256), test_util::DynamicDim(), test_util::StaticDim(-1)});
+  ir::Expr fixed = Fold(ir::ShapeDim(x, 0));
+  ASSERT_TRUE(fixed->IsIntConst());
+  EXPECT_EQ(fixed->int_value, 128);
+  EXPECT_EQ(fixed->type.dtype, DataType::kInt32);
+  EXPECT_EQ(FoldInt(ir::ShapeDim(x, 1)), 256);
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kFloorDiv, ir::ShapeDim(x, 1), I(64))), 4);
+
+  ir::Expr dynamic = Fold(ir::ShapeDim(x, 2));
+  EXPECT_EQ(dynamic->kind, ir::ExprKind::kShapeDim);
+  EXPECT_EQ(dynamic->axis, 2);
+  EXPECT_EQ(ir::Print(Fold(Bin(BinaryOp::kFloorDiv, ir::ShapeDim(x, 2), Bin(BinaryOp::kAdd, I(60), I(4))))),
+            "x.shape[2] // 64");
+  // A STATIC dim that is not bound yet stays symbolic.
+  EXPECT_EQ(Fold(ir::ShapeDim(x, 3))->kind, ir::ExprKind::kShapeDim);
+}
+
+// A function with scalars a, b, n and loop variable k, for the control-flow folds.
+struct ScalarKernel {
+  ir::Function f;
+  ir::Var a, b, n, k;
+  ScalarKernel() {
+    f.name = "s";
+    n = test_util::AddScalarParam(f, "n", DataType::kInt32);
+    a = test_util::MakeScalarVar(f, "a");
+    b = test_util::MakeScalarVar(f, "b");
+    k = test_util::MakeScalarVar(f, "k");
+  }
+  ir::Stmt SetA(int64_t v) const { return ir::Assign(a, I(v)); }
+  // Folds `body` and returns the printed result.
+  std::string FoldPrint(ir::Stmt body) {
+    f.body = std::move(body);
+    passes::FoldConstants(f, passes::PassContext{});
+    return ir::Print(f.body);
+  }
+};
+
+TEST(FoldConstants, ConstantIfKeepsOnlyTheTakenBranch) {
+  ScalarKernel s;
+  ir::Stmt tail = ir::Assign(s.b, I(3));
+  EXPECT_EQ(s.FoldPrint(ir::Seq({ir::If(Bin(BinaryOp::kLt, I(1), I(2)), ir::Seq({s.SetA(1)}), ir::Seq({s.SetA(2)})),
+                                 tail})),
+            "a = 1\nb = 3\n");
+  EXPECT_EQ(s.FoldPrint(ir::Seq({ir::If(ir::BoolConst(false), ir::Seq({s.SetA(1)}), ir::Seq({s.SetA(2)})), tail})),
+            "a = 2\nb = 3\n");
+  EXPECT_EQ(s.FoldPrint(ir::Seq({ir::If(I(0), ir::Seq({s.SetA(1)}), nullptr), tail})), "b = 3\n");
+  // A condition on a parameter stays, with its branches folded.
+  EXPECT_EQ(s.FoldPrint(ir::Seq({ir::If(Bin(BinaryOp::kGt, Ref(s.n), Bin(BinaryOp::kMul, I(2), I(2))),
+                                        ir::Seq({ir::Assign(s.a, Bin(BinaryOp::kAdd, I(1), I(1)))}), nullptr)})),
+            "if n > 4:\n  a = 2\n");
+}
+
+TEST(FoldConstants, EmptyConstantRangesAreRemoved) {
+  ScalarKernel s;
+  auto loop = [&](ir::Expr start, ir::Expr stop, ir::Expr step) {
+    return ir::Seq({ir::For(s.k, std::move(start), std::move(stop), std::move(step), ir::Seq({s.SetA(1)})),
+                    ir::Assign(s.b, I(3))});
+  };
+  EXPECT_EQ(s.FoldPrint(loop(I(5), I(5), I(1))), "b = 3\n");
+  EXPECT_EQ(s.FoldPrint(loop(I(0), Bin(BinaryOp::kSub, I(2), I(4)), I(1))), "b = 3\n");
+  EXPECT_EQ(s.FoldPrint(loop(I(0), I(3), I(-1))), "b = 3\n");
+  EXPECT_EQ(s.FoldPrint(loop(I(3), I(0), I(-1))), "for k in range(3, 0, -1):\n  a = 1\nb = 3\n");
+  EXPECT_EQ(s.FoldPrint(loop(I(0), Ref(s.n), I(1))), "for k in range(0, n, 1):\n  a = 1\nb = 3\n");
+}
+
+TEST(FoldConstants, StatementsAfterBreakContinueReturnAreRemoved) {
+  ScalarKernel s;
+  auto loop = [&](std::vector<ir::Stmt> body) {
+    return ir::For(s.k, I(0), Ref(s.n), I(1), ir::Seq(std::move(body)));
+  };
+  EXPECT_EQ(s.FoldPrint(loop({s.SetA(1), ir::Break(), s.SetA(2), ir::Assign(s.b, I(3))})),
+            "for k in range(0, n, 1):\n  a = 1\n  break\n");
+  EXPECT_EQ(s.FoldPrint(loop({ir::Continue(), s.SetA(2)})), "for k in range(0, n, 1):\n  continue\n");
+  // A constant `if` that breaks ends the block too; the break only ends its own block.
+  EXPECT_EQ(s.FoldPrint(ir::Seq({loop({ir::If(ir::BoolConst(true), ir::Seq({ir::Break()}), nullptr), s.SetA(2)}),
+                                 s.SetA(3), ir::Return(), s.SetA(4)})),
+            "for k in range(0, n, 1):\n  break\na = 3\nreturn\n");
+}
+
+// ---- CheckMemory ----
+
+// Runs CheckMemory on the add kernel with group `a` replaced by one of `tile` at `base`.
+void CheckGroupA(const ir::TileType& tile, int64_t base, std::string_view arch, bool single = false) {
+  test_util::AddKernel k = test_util::MakeAddKernel();
+  auto info = std::make_shared<ir::TileGroupInfo>(*k.a->group);
+  info->tile = tile;
+  info->addrs = {base};
+  info->depth = 1;
+  info->mutex_ids.clear();
+  info->single_tile = single;
+  ir::Var a = k.func.NewVar(single ? "t" : "big", ir::Type::TileGroup(tile), {}, info);
+  k.func.body = ir::Seq({ir::DeclTiles(a, At(test_util::kLineGroupA)), k.func.body});
+  passes::PassContext ctx;
+  ctx.arch = FindArch(arch);
+  ASSERT_NE(ctx.arch, nullptr);
+  passes::CheckMemory(k.func, ctx);
+}
+
+CompileDiagnostic CheckGroupAFails(const ir::TileType& tile, int64_t base, std::string_view arch,
+                                   bool single = false) {
+  try {
+    CheckGroupA(tile, base, arch, single);
+  } catch (const CompileDiagnostic& d) {
+    return d;
+  }
+  ADD_FAILURE() << "CheckMemory accepted a tile at " << base << " on " << arch;
+  return CompileDiagnostic(ErrorKind::kInternal, "<none>", {});
+}
+
+TEST(CheckMemory, AcceptsTheAddKernelOnEveryArch) {
+  for (std::string_view arch : ArchNames()) {
+    test_util::AddKernel k = test_util::MakeAddKernel();
+    passes::PassContext ctx;
+    ctx.arch = FindArch(arch);
+    // Group c ends at 0x30000 = 192 KiB: exactly the a3/a2 UB.
+    EXPECT_NO_THROW(passes::CheckMemory(k.func, ctx)) << arch;
+  }
+}
+
+TEST(CheckMemory, MisalignedVecAddress) {
+  CompileDiagnostic d = CheckGroupAFails(test_util::MakeTileType(64, 128), 0x10, "a5");
+  EXPECT_EQ(d.kind(), ErrorKind::kMemory);
+  EXPECT_STREQ(d.what(),
+               "slot 0 of tile group 'big' is at address 0x10, which is not 32-byte aligned as Vec memory requires");
+  EXPECT_EQ(d.span().line, test_util::kLineGroupA);
+
+  // Left tiles need 512-byte alignment: 0x100 is fine for Vec, not for Left.
+  d = CheckGroupAFails(test_util::MakeTileType(16, 16, DataType::kFP16, ir::MemorySpace::kLeft), 0x100, "a5");
+  EXPECT_EQ(d.kind(), ErrorKind::kMemory);
+  EXPECT_NE(std::string(d.what()).find("is not 512-byte aligned as Left memory requires"), std::string::npos)
+      << d.what();
+  EXPECT_NO_THROW(CheckGroupA(test_util::MakeTileType(64, 128), 0x100, "a5"));
+}
+
+TEST(CheckMemory, TilePastTheUbCapacity) {
+  CompileDiagnostic d = CheckGroupAFails(test_util::MakeTileType(64, 128), 0x3c000, "a5");
+  EXPECT_EQ(d.kind(), ErrorKind::kMemory);
+  EXPECT_STREQ(d.what(),
+               "slot 0 of tile group 'big' (Tile[[64, 128], fp32, Vec], 32768 bytes at 0x3c000) ends at 0x44000, "
+               "outside Vec memory (253952 bytes on a5)");
+  EXPECT_EQ(d.span().line, test_util::kLineGroupA);
+}
+
+TEST(CheckMemory, UbCapacityDependsOnTheArch) {
+  // 200 KiB: inside the a5's 248 KiB UB, outside the a3's 192 KiB.
+  ir::TileType big = test_util::MakeTileType(200, 256);
+  ASSERT_EQ(big.Bytes(), 200 * 1024);
+  EXPECT_NO_THROW(CheckGroupA(big, 0, "a5", /*single=*/true));
+  CompileDiagnostic d = CheckGroupAFails(big, 0, "a3", /*single=*/true);
+  EXPECT_EQ(d.kind(), ErrorKind::kMemory);
+  EXPECT_STREQ(d.what(),
+               "tile 't' (Tile[[200, 256], fp32, Vec], 204800 bytes at 0x0) ends at 0x32000, outside Vec memory "
+               "(196608 bytes on a3)");
+  EXPECT_EQ(d.span().line, test_util::kLineGroupA);
+}
+
+// ---- The pipeline ----
+
+TEST(Pipeline, OrderAndCallbacks) {
+  std::vector<std::string> expected = {"parse"};
+  for (const passes::Pass& pass : passes::Pipeline()) expected.emplace_back(pass.name);
+  EXPECT_EQ(expected, (std::vector<std::string>{"parse", "fold_constants", "check_memory"}));
+
+  test_util::AddKernel k = test_util::MakeAddKernel();
+  // A dead branch the callback can see disappear.
+  ir::Stmt dead = ir::If(ir::BoolConst(false), ir::Seq({ir::Return(At(20))}), nullptr, At(19));
+  k.func.body = ir::Seq({dead, k.func.body});
+  std::vector<std::string> seen;
+  std::vector<size_t> top_level;
+  passes::RunPipeline(k.func, passes::PassContext{}, [&](std::string_view name, const ir::Function& f) {
+    seen.emplace_back(name);
+    top_level.push_back(f.body->stmts.size());
+  });
+  EXPECT_EQ(seen, expected);
+  // parse: dead if + the body seq; after folding: the 3 declarations and the section.
+  EXPECT_EQ(top_level, (std::vector<size_t>{2, 4, 4}));
+}
+
+TEST(Pipeline, StopsAtTheFirstError) {
+  test_util::AddKernel k = test_util::MakeAddKernel();
+  std::vector<std::string> seen;
+  auto record = [&](std::string_view name, const ir::Function&) { seen.emplace_back(name); };
+  passes::PassContext a2;
+  a2.arch = FindArch("a2");
+  ASSERT_NE(a2.arch, nullptr);
+
+  // A tile past the a2's UB: fails in check_memory, after parse and fold_constants were reported.
+  ir::TileType big = test_util::MakeTileType(200, 256);
+  auto info = std::make_shared<ir::TileGroupInfo>();
+  info->tile = big;
+  info->addrs = {0};
+  info->single_tile = true;
+  ir::Var t = k.func.NewVar("t", ir::Type::TileGroup(big), {}, info);
+  ir::Function f = k.With(ir::Seq({ir::DeclTiles(t, At(2)), k.func.body}));
+  try {
+    passes::RunPipeline(f, a2, record);
+    ADD_FAILURE() << "no memory error";
+  } catch (const CompileDiagnostic& d) {
+    EXPECT_EQ(d.kind(), ErrorKind::kMemory);
+    EXPECT_EQ(d.span().line, 2);
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"parse", "fold_constants"}));
+
+  // The verifier runs before "parse" is reported.
+  seen.clear();
+  std::vector<ir::Stmt> inner = k.InnerStmts();
+  inner.erase(inner.begin());
+  ir::Function bad = k.With(k.Body(inner));
+  EXPECT_THROW(passes::RunPipeline(bad, passes::PassContext{}, record), CompileDiagnostic);
+  EXPECT_TRUE(seen.empty());
+}
+
+}  // namespace
+}  // namespace pypto_pro
