@@ -141,6 +141,13 @@ TEST(Expr, TupleRequiresScalars) {
   EXPECT_EQ(d.kind(), ErrorKind::kType);
   EXPECT_STREQ(d.what(), "index list expects a scalar operand, got Tile[[16, 32], fp32, Vec]");
   EXPECT_EQ(d.span().line, 12);
+
+  // A list that starts with a tile is a tile list (auto_mutex operands) and holds only tiles.
+  EXPECT_EQ(ir::Tuple({Ref(t), Ref(t)})->operands.size(), 2u);
+  d = CatchDiagnostic([&] { ir::Tuple({Ref(t), Ref(i)}, Span{13, 2}); });
+  EXPECT_EQ(d.kind(), ErrorKind::kType);
+  EXPECT_STREQ(d.what(), "a tile list holds only tiles");
+  EXPECT_EQ(d.span().line, 13);
 }
 
 TEST(Function, NewVarMakesNamesUnique) {

@@ -303,7 +303,10 @@ TEST(CheckMemory, UbCapacityDependsOnTheArch) {
 TEST(Pipeline, OrderAndCallbacks) {
   std::vector<std::string> expected = {"parse"};
   for (const passes::Pass& pass : passes::Pipeline()) expected.emplace_back(pass.name);
-  EXPECT_EQ(expected, (std::vector<std::string>{"parse", "fold_constants", "check_memory"}));
+  // Folding comes first (it can remove tiles and ops), the memory check right after it.
+  ASSERT_GE(expected.size(), 3u);
+  EXPECT_EQ(expected[1], "fold_constants");
+  EXPECT_EQ(expected[2], "check_memory");
 
   test_util::AddKernel k = test_util::MakeAddKernel();
   // A dead branch the callback can see disappear.
@@ -316,8 +319,10 @@ TEST(Pipeline, OrderAndCallbacks) {
     top_level.push_back(f.body->stmts.size());
   });
   EXPECT_EQ(seen, expected);
-  // parse: dead if + the body seq; after folding: the 3 declarations and the section.
-  EXPECT_EQ(top_level, (std::vector<size_t>{2, 4, 4}));
+  // parse: dead if + the body seq; from folding on: the 3 declarations and the section.
+  std::vector<size_t> expected_sizes(expected.size(), 4);
+  expected_sizes[0] = 2;
+  EXPECT_EQ(top_level, expected_sizes);
 }
 
 TEST(Pipeline, StopsAtTheFirstError) {
