@@ -126,3 +126,23 @@ inline float FloorDiv(float a, float b) { return __builtin_floorf(a / b); }
 inline float FloatMod(float a, float b) { return __builtin_fmodf(a, b); }
 
 }  // namespace pto
+
+namespace pto {
+
+// tiling.array[index] with a run-time index: checked, like every other access of a kernel.
+template <typename T, int N>
+inline T ArrayAt(CoreCtx& ctx, int line, const T (&array)[N], int count, int64_t index) {
+  if (index < 0 || index >= count) {
+    PtoFaultDetail d{};
+    d.op = "TilingData array";
+    d.message = "TilingData array index out of range";
+    d.rank = 1;
+    d.offsets[0] = index;
+    d.extent[0] = 1;
+    d.shape[0] = count;
+    Fault(ctx, line, d);
+  }
+  return array[index];
+}
+
+}  // namespace pto

@@ -174,4 +174,34 @@ Expr Tuple(std::vector<Expr> items, Span span) {
   return node;
 }
 
+Expr Field(const Var& strct, const std::string& field, Expr index, Span span) {
+  if (!strct || strct->type.kind != TypeKind::kStruct) Fail(ErrorKind::kType, span, "fields exist on TilingData only");
+  const StructType& t = *strct->type.strct;
+  const StructField* f = t.Find(field);
+  if (!f) {
+    std::string names;
+    for (const StructField& each : t.fields) names += (names.empty() ? "" : ", ") + each.name;
+    Fail(ErrorKind::kUndefined, span, t.name + " has no field '" + field + "' (fields: " + names + ")");
+  }
+  if (f->count == 0 && index) Fail(ErrorKind::kType, span, t.name + "." + field + " is a scalar field, not an array");
+  if (f->count > 0 && !index) {
+    Fail(ErrorKind::kType, span, t.name + "." + field + " is an array of " + std::to_string(f->count) +
+                                     "; read an element with [index]");
+  }
+  if (index) {
+    RequireScalar(index, span, "array index");
+    if (IsFloat(index->type.dtype)) Fail(ErrorKind::kType, span, "an array index must be an integer");
+    if (index->IsIntConst() && (index->int_value < 0 || index->int_value >= f->count)) {
+      Fail(ErrorKind::kValue, index->span.valid() ? index->span : span,
+           "index " + std::to_string(index->int_value) + " is out of range for " + t.name + "." + field + " of " +
+               std::to_string(f->count) + " elements");
+    }
+  }
+  auto node = New(ExprKind::kField, Type::Scalar(f->dtype), span);
+  node->var = strct;
+  node->axis = int(f - t.fields.data());
+  if (index) node->operands = {std::move(index)};
+  return node;
+}
+
 }  // namespace pypto_pro::ir

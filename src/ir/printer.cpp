@@ -48,6 +48,10 @@ std::string Print(const Expr& e) {
     case ExprKind::kCast: return std::string(Name(e->type.dtype)) + "(" + Print(e->operands[0]) + ")";
     case ExprKind::kBuiltin: return std::string(Name(e->builtin)) + "()";
     case ExprKind::kShapeDim: return e->var->name + ".shape[" + std::to_string(e->axis) + "]";
+    case ExprKind::kField: {
+      std::string s = e->var->name + "." + e->var->type.strct->fields[size_t(e->axis)].name;
+      return e->operands.empty() ? s : s + "[" + Print(e->operands[0]) + "]";
+    }
     case ExprKind::kTuple: {
       std::string s = "[";
       for (size_t i = 0; i < e->operands.size(); ++i) s += (i ? ", " : "") + Print(e->operands[i]);

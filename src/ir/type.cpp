@@ -1,5 +1,6 @@
 #include "pypto_pro/ir/type.h"
 
+#include <algorithm>
 #include <array>
 #include <sstream>
 
@@ -49,15 +50,41 @@ std::string TileType::ToString() const {
 
 Type Type::Tensor(TensorType t) {
   DataType dtype = t.dtype;
-  return Type{TypeKind::kTensor, dtype, std::make_shared<const TensorType>(std::move(t)), nullptr};
+  return Type{TypeKind::kTensor, dtype, std::make_shared<const TensorType>(std::move(t)), nullptr, nullptr};
 }
 Type Type::Tile(TileType t) {
   DataType dtype = t.dtype;
-  return Type{TypeKind::kTile, dtype, nullptr, std::make_shared<const TileType>(std::move(t))};
+  return Type{TypeKind::kTile, dtype, nullptr, std::make_shared<const TileType>(std::move(t)), nullptr};
 }
 Type Type::TileGroup(TileType t) {
   DataType dtype = t.dtype;
-  return Type{TypeKind::kTileGroup, dtype, nullptr, std::make_shared<const TileType>(std::move(t))};
+  return Type{TypeKind::kTileGroup, dtype, nullptr, std::make_shared<const TileType>(std::move(t)), nullptr};
+}
+Type Type::Struct(StructType t) {
+  return Type{TypeKind::kStruct, DataType::kInt64, nullptr, nullptr, std::make_shared<const StructType>(std::move(t))};
+}
+
+StructType StructType::Layout(std::string name, std::vector<StructField> fields) {
+  StructType t;
+  t.name = std::move(name);
+  int64_t offset = 0;
+  for (StructField& f : fields) {
+    int64_t size = Bytes(f.dtype);
+    offset = (offset + size - 1) / size * size;  // scalars of 1, 4 or 8 bytes align to their size
+    f.offset = offset;
+    offset += size * (f.count > 0 ? f.count : 1);
+    t.align = std::max(t.align, size);
+  }
+  t.size = (offset + t.align - 1) / t.align * t.align;
+  t.fields = std::move(fields);
+  return t;
+}
+
+const StructField* StructType::Find(const std::string& field) const {
+  for (const StructField& f : fields) {
+    if (f.name == field) return &f;
+  }
+  return nullptr;
 }
 
 std::string Type::ToString() const {
@@ -80,6 +107,7 @@ std::string Type::ToString() const {
     case TypeKind::kTile: return tile->ToString();
     case TypeKind::kTileGroup: return "Group[" + tile->ToString() + "]";
     case TypeKind::kTuple: return "tuple";
+    case TypeKind::kStruct: return strct->name;
   }
   return "?";
 }

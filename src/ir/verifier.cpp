@@ -42,8 +42,8 @@ class Verifier {
 
   void Run() {
     for (const Var& p : func_.params) {
-      if (!p->type.IsTensor() && !p->type.IsScalar()) {
-        Fail(ErrorKind::kInternal, p->span, "parameter '" + p->name + "' must be a tensor or a scalar");
+      if (!p->type.IsTensor() && !p->type.IsScalar() && p->type.kind != TypeKind::kStruct) {
+        Fail(ErrorKind::kInternal, p->span, "parameter '" + p->name + "' must be a tensor, a scalar or TilingData");
       }
       defined_.insert(p->id);
     }

@@ -81,8 +81,12 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   t0 = std::chrono::steady_clock::now();
   WriteFileAtomic(inst->dir / "kernel.cpp", sources.kernel_cpp);
   WriteFileAtomic(inst->dir / "call_kernel.cpp", sources.call_kernel_cpp);
+  if (!sources.tiling_header_name.empty()) {
+    WriteFileAtomic(inst->dir / sources.tiling_header_name, sources.tiling_header);
+  }
+  for (const auto& [relative, content] : options.extra_files) WriteFileAtomic(inst->dir / relative, content);
   std::vector<std::string> cmd = CompilerCommand();
-  std::string fingerprint = sources.kernel_cpp + '\0' + sources.call_kernel_cpp + '\0';
+  std::string fingerprint = sources.kernel_cpp + '\0' + sources.call_kernel_cpp + '\0' + sources.tiling_header + '\0';
   for (const std::string& part : cmd) fingerprint += part + ' ';
   std::string so_name = "call_kernel_" + Sha256Hex(fingerprint).substr(0, 12) + ".so";
   inst->library = fs::absolute(inst->dir / so_name);

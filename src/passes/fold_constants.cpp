@@ -15,8 +15,19 @@ using namespace ir;
 bool Truthy(const Expr& c) { return IsFloat(c->type.dtype) ? c->float_value != 0.0 : c->int_value != 0; }
 double AsDouble(const Expr& c) { return IsFloat(c->type.dtype) ? c->float_value : double(c->int_value); }
 
-// Wraps an integer result to the width of `dtype`, as the device's scalar unit would.
-int64_t Wrap(int64_t v, DataType dtype) { return dtype == DataType::kInt32 ? int64_t(int32_t(v)) : v; }
+// Wraps an integer result to the width and signedness of `dtype`, as the device's scalar unit would.
+int64_t Wrap(int64_t v, DataType dtype) {
+  int bits = Info(dtype).bits;
+  if (dtype == DataType::kBool) return v != 0;
+  if (bits >= 64) return v;
+  uint64_t mask = (uint64_t(1) << bits) - 1, u = uint64_t(v) & mask;
+  if (Info(dtype).is_signed && (u >> (bits - 1))) u |= ~mask;  // sign-extend
+  return int64_t(u);
+}
+
+// Two's-complement arithmetic without signed overflow (undefined behaviour in C++).
+int64_t AddWrap(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
+int64_t SubWrap(int64_t a, int64_t b) { return int64_t(uint64_t(a) - uint64_t(b)); }
 
 Expr FoldBinary(const ExprNode& e, const Expr& a, const Expr& b) {
   DataType dt = e.type.dtype;
@@ -66,8 +77,8 @@ Expr FoldBinary(const ExprNode& e, const Expr& a, const Expr& b) {
   }
   int64_t x = a->int_value, y = b->int_value;
   switch (e.binary) {
-    case BinaryOp::kAdd: return IntConst(Wrap(x + y, dt), e.span, dt);
-    case BinaryOp::kSub: return IntConst(Wrap(x - y, dt), e.span, dt);
+    case BinaryOp::kAdd: return IntConst(Wrap(AddWrap(x, y), dt), e.span, dt);
+    case BinaryOp::kSub: return IntConst(Wrap(SubWrap(x, y), dt), e.span, dt);
     case BinaryOp::kMul: return IntConst(Wrap(int64_t(uint64_t(x) * uint64_t(y)), dt), e.span, dt);
     case BinaryOp::kDiv:
     case BinaryOp::kFloorDiv:
@@ -110,7 +121,7 @@ Expr FoldExpr(const Expr& e) {
     if (e->kind == ExprKind::kUnary) {
       if (e->unary == UnaryOp::kNot) folded = BoolConst(!Truthy(ops[0]), e->span);
       else if (IsFloat(e->type.dtype)) folded = FloatConst(-ops[0]->float_value, e->span, e->type.dtype);
-      else folded = IntConst(Wrap(-ops[0]->int_value, e->type.dtype), e->span, e->type.dtype);
+      else folded = IntConst(Wrap(SubWrap(0, ops[0]->int_value), e->type.dtype), e->span, e->type.dtype);
     }
     if (e->kind == ExprKind::kCast) {
       DataType to = e->type.dtype;

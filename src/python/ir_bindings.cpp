@@ -38,6 +38,7 @@ const char* KindName(TypeKind kind) {
     case TypeKind::kTile: return "tile";
     case TypeKind::kTileGroup: return "group";
     case TypeKind::kTuple: return "tuple";
+    case TypeKind::kStruct: return "struct";
   }
   return "?";
 }
@@ -59,6 +60,12 @@ TileType ParseTileSpec(const TileSpec& spec, Span span) {
   if (t.shape.empty() || t.shape.size() > 2) Fail(ErrorKind::kType, span, "a tile shape has 1 or 2 dims");
   if (t.valid_shape.size() != t.shape.size()) Fail(ErrorKind::kType, span, "valid_shape must match the tile rank");
   return t;
+}
+
+StructType LayoutStruct(const std::string& name, const std::vector<std::tuple<std::string, std::string, int>>& fields) {
+  std::vector<StructField> out;
+  for (const auto& [fname, dtype, count] : fields) out.push_back({fname, ParseDType(dtype), count, 0});
+  return StructType::Layout(name, std::move(out));
 }
 
 TileSpec ToTileSpec(const TileType& t) {
@@ -206,6 +213,13 @@ void BindIR(py::module_& parent) {
              f.params.push_back(v);
              return PyVar{v};
            })
+      .def("tiling_param",
+           [](Function& f, const std::string& name, const std::string& class_name,
+              const std::vector<std::tuple<std::string, std::string, int>>& fields, int line, int col) {
+             Var v = f.NewVar(name, Type::Struct(LayoutStruct(class_name, fields)), At(line, col));
+             f.params.push_back(v);
+             return PyVar{v};
+           })
       .def("scalar_param",
            [](Function& f, const std::string& name, const std::string& dtype, int line, int col) {
              Var v = f.NewVar(name, Type::Scalar(ParseDType(dtype)), At(line, col));
@@ -278,6 +292,17 @@ void BindIR(py::module_& parent) {
   m.def("shape_dim", [](const PyVar& tensor, int axis, int line, int col) {
     return PyExpr{ShapeDim(tensor.var, axis, At(line, col))};
   });
+  m.def("field", [](const PyVar& strct, const std::string& name, std::optional<PyExpr> index, int line, int col) {
+    return PyExpr{Field(strct.var, name, index ? index->expr : nullptr, At(line, col))};
+  });
+  m.def("struct_layout", [](const std::string& name, const std::vector<std::tuple<std::string, std::string, int>>& f) {
+    StructType t = LayoutStruct(name, f);
+    std::vector<std::tuple<std::string, std::string, int, int64_t>> fields;
+    for (const StructField& each : t.fields) {
+      fields.emplace_back(each.name, std::string(Name(each.dtype)), each.count, each.offset);
+    }
+    return std::make_pair(fields, t.size);
+  }, "C layout of a TilingData struct: ([(name, dtype, count, offset)], size).");
   m.def("tuple", [](const std::vector<PyExpr>& items, int line, int col) {
     return PyExpr{Tuple(Unwrap(items), At(line, col))};
   });

@@ -2,6 +2,8 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <map>
+
 #include "bindings.h"
 #include "pypto_pro/jit/artefacts.h"
 #include "pypto_pro/jit/instance.h"
@@ -81,7 +83,7 @@ void BindJit(py::module_& m) {
   m.def(
       "build_instance",
       [](const PyFunction& function, const std::string& arch, const std::filesystem::path& dir, double timeout,
-         bool auto_mutex, bool dump_ir) {
+         bool auto_mutex, bool dump_ir, const std::map<std::string, std::string>& extra_files) {
         ir::Function func = *function.func;  // passes transform a copy
         jit::CompileOptions options;
         options.arch = arch;
@@ -89,26 +91,31 @@ void BindJit(py::module_& m) {
         options.timeout_seconds = timeout;
         options.auto_mutex = auto_mutex;
         options.dump_ir = dump_ir;
+        options.extra_files.assign(extra_files.begin(), extra_files.end());
         py::gil_scoped_release release;
         return jit::BuildInstance(std::move(func), options);
       },
       py::arg("function"), py::arg("arch"), py::arg("instance_dir"), py::arg("timeout"), py::arg("auto_mutex"),
-      py::arg("dump_ir"));
+      py::arg("dump_ir"), py::arg("extra_files") = std::map<std::string, std::string>{});
 
   m.def(
       "instance_dir",
       [](const std::string& name, const std::string& arch, const std::string& static_signature,
-         const std::string& datatype_json, std::optional<uint64_t> tiling_key) {
+         const std::string& datatype_json, std::optional<uint64_t> tiling_key, std::optional<int> rank) {
         jit::InstanceKey key;
         key.kernel_name = name;
         key.arch = arch;
         key.static_signature = static_signature;
         key.datatype_json = datatype_json;
         key.tiling_key = tiling_key;
+        if (rank) {  // one simulated device per process: device 0, named when a process group is active
+          key.device = 0;
+          key.rank = *rank;
+        }
         return jit::InstanceDir(key);
       },
       py::arg("name"), py::arg("arch"), py::arg("static_signature") = "", py::arg("datatype_json") = "",
-      py::arg("tiling_key") = py::none());
+      py::arg("tiling_key") = py::none(), py::arg("rank") = py::none());
   m.def("artefact_root", &jit::ArtefactRoot);
   m.def("compiler_command", &jit::CompilerCommand);
 

@@ -1,29 +1,49 @@
-// The launch hot path: kernel[stream, block_dim](*args) reads tensor metadata, validates it,
-// looks the compiled instance up by integer key, packs the launcher slots and enqueues, in C++.
-#include <pybind11/numpy.h>
+// The launch hot path: kernel[stream, block_dim(, tiling_key)(, datatype)](*args) reads tensor
+// metadata, validates it, looks the compiled instance up by integer key, packs the launcher slots
+// and enqueues, all in C++. Everything here runs with the GIL held unless a comment says otherwise.
 #include <pybind11/stl.h>
 
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "bindings.h"
 #include "pypto_pro/jit/instance.h"
+#include "tensor_args.h"
 
 namespace pypto_pro::python {
 
 namespace {
 
-constexpr int kMaxRank = 8;
 constexpr int kMaxArgs = 64;
+constexpr int kMaxDatatypeEntries = 16;
+// Dim codes of a tensor parameter (positive: a fixed size).
+constexpr int64_t kStaticDim = -1, kDynamicDim = -2, kRestDims = -3;
+
+enum class ParamKind { kTensor, kScalar, kTiling };
+
+struct TilingField {
+  py::object name;  // interned str
+  std::string text;
+  ir::DataType dtype;  // kInt64, kFP32 or kBool
+  int count;           // 0: a scalar field, N: an array T[N]
+  size_t offset;
+};
 
 struct ParamSpec {
   std::string name;
-  bool is_tensor = true;
+  ParamKind kind = ParamKind::kTensor;
   ir::DataType dtype = ir::DataType::kFP32;
-  std::vector<int64_t> dims;  // > 0 fixed, -1 STATIC, -2 DYNAMIC
+  std::vector<int64_t> dims;  // tensors: fixed sizes or kStaticDim / kDynamicDim / a trailing kRestDims
+  int dt_entry = -1;          // tensors named in the datatype schema: its entry gives the dtype
+  py::object tiling_class;    // TilingData
+  std::vector<TilingField> fields;
+  size_t tiling_size = 0;
 };
 
-// The integer key of a compile signature: the values of the STATIC dims, in parameter order.
+// The integer key of a compile signature: TilingKey, datatype codes, then STATIC dim values.
 struct SignatureKey {
   int64_t values[16];
   int count = 0;
@@ -33,6 +53,7 @@ struct SignatureKey {
     else overflow.push_back(v);
     ++count;
   }
+  int64_t At(int i) const { return i < 16 ? values[i] : overflow[size_t(i - 16)]; }
   bool operator==(const SignatureKey& o) const {
     if (count != o.count) return false;
     for (int i = 0; i < count && i < 16; ++i) {
@@ -44,167 +65,169 @@ struct SignatureKey {
 struct SignatureHash {
   size_t operator()(const SignatureKey& k) const {
     uint64_t h = 1469598103934665603ull ^ uint64_t(k.count);
-    for (int i = 0; i < k.count && i < 16; ++i) h = (h ^ uint64_t(k.values[i])) * 1099511628211ull;
-    for (int64_t v : k.overflow) h = (h ^ uint64_t(v)) * 1099511628211ull;
+    for (int i = 0; i < k.count; ++i) h = (h ^ uint64_t(k.At(i))) * 1099511628211ull;
     return size_t(h);
   }
 };
 
-// ---- reading tensor arguments ----
-struct TensorView {
-  uint64_t data = 0;
-  int ndim = 0;
-  int64_t shape[kMaxRank];
-  int64_t strides[kMaxRank];  // in elements
-  int elsize = 0;
-  bool dtype_known = false;
-  ir::DataType dtype = ir::DataType::kFP32;
+// What the brackets selected besides stream and block_dim.
+struct Selection {
+  uint64_t tiling_key = 0;
+  uint8_t dtypes[kMaxDatatypeEntries] = {};
 };
 
-std::string TypeName(PyObject* obj) {
-  PyTypeObject* t = Py_TYPE(obj);
-  py::object module = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(t)).attr("__module__");
-  std::string mod = py::isinstance<py::str>(module) ? module.cast<std::string>() : "";
-  return (mod.empty() || mod == "builtins" ? "" : mod + ".") + t->tp_name;
-}
-
-std::optional<ir::DataType> NumpyDType(char kind, int size) {
-  using ir::DataType;
-  switch (kind) {
-    case 'f': return size == 2 ? std::optional(DataType::kFP16) : size == 4 ? std::optional(DataType::kFP32) : std::nullopt;
-    case 'i':
-      return size == 1 ? std::optional(DataType::kInt8) : size == 2 ? std::optional(DataType::kInt16)
-           : size == 4 ? std::optional(DataType::kInt32) : size == 8 ? std::optional(DataType::kInt64) : std::nullopt;
-    case 'u':
-      return size == 1 ? std::optional(DataType::kUInt8) : size == 2 ? std::optional(DataType::kUInt16)
-           : size == 4 ? std::optional(DataType::kUInt32) : size == 8 ? std::optional(DataType::kUInt64) : std::nullopt;
-    case 'b': return size == 1 ? std::optional(DataType::kBool) : std::nullopt;
-    default: return std::nullopt;
-  }
-}
-
-// torch is imported lazily: only when a non-numpy argument arrives and torch is already loaded.
-struct TorchTypes {
-  PyObject* tensor_type = nullptr;
-  std::vector<std::pair<PyObject*, ir::DataType>> dtypes;
-  bool tried = false;
+struct TilingKeySpec {
+  std::vector<py::object> names;  // interned field names, definition order
+  std::vector<std::string> texts;
+  std::vector<std::vector<int64_t>> values;
+  std::vector<int> offsets;
+  py::object validate;  // Python: validate(packed) -> None or raises ValueError (is_valid)
+  std::unordered_set<uint64_t> accepted;
 };
-TorchTypes& Torch() {
-  static TorchTypes* t = new TorchTypes();
-  if (!t->tensor_type && !t->tried) {
-    PyObject* modules = PyImport_GetModuleDict();
-    PyObject* torch = PyDict_GetItemString(modules, "torch");
-    if (!torch) return *t;  // not loaded yet: try again next time
-    t->tried = true;
-    py::module_ mod = py::reinterpret_borrow<py::module_>(torch);
-    t->tensor_type = py::object(mod.attr("Tensor")).release().ptr();
-    using ir::DataType;
-    for (auto [name, dtype] : std::initializer_list<std::pair<const char*, DataType>>{
-             {"float16", DataType::kFP16}, {"bfloat16", DataType::kBF16}, {"float32", DataType::kFP32},
-             {"int8", DataType::kInt8}, {"int16", DataType::kInt16}, {"int32", DataType::kInt32},
-             {"int64", DataType::kInt64}, {"uint8", DataType::kUInt8}, {"bool", DataType::kBool}}) {
-      t->dtypes.emplace_back(py::object(mod.attr(name)).release().ptr(), dtype);
-    }
-  }
-  return *t;
+
+struct DatatypeSpec {
+  std::vector<py::object> names;  // interned parameter names
+  std::vector<std::string> texts;
+  std::vector<int> var_of;        // entry -> index of its dtype variable
+  std::vector<std::string> var_names;
+};
+
+std::string JoinQuoted(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "'" : ", '") + s + "'";
+  return out;
 }
 
-class Kernel;
-[[noreturn]] void ArgError(bool type_error, const std::string& message) {
-  if (type_error) throw py::type_error(message);
-  throw py::value_error(message);
-}
-
-// Fills `view` from a numpy array or torch tensor; false when `obj` is neither.
-// `where()` names the argument in messages; only called on errors (no strings on the hot path).
-template <typename Where>
-bool ReadTensor(PyObject* obj, TensorView& view, const Where& where) {
-  auto& np = py::detail::npy_api::get();
-  if (np.PyArray_Check_(obj)) {
-    auto* arr = py::detail::array_proxy(obj);
-    auto* descr = py::detail::array_descriptor_proxy(arr->descr);
- if (arr->nd > kMaxRank) ArgError(false, where() + " has " + std::to_string(arr->nd) + " dims; at most 8 are supported");
-    view.data = reinterpret_cast<uint64_t>(arr->data);
-    view.ndim = arr->nd;
-    view.elsize = descr->elsize;
-    auto dtype = descr->byteorder == '>' ? std::nullopt : NumpyDType(descr->kind, descr->elsize);
-    view.dtype_known = dtype.has_value();
-    if (dtype) view.dtype = *dtype;
-    for (int i = 0; i < arr->nd; ++i) {
-      view.shape[i] = arr->dimensions[i];
-      view.strides[i] = view.elsize ? arr->strides[i] / view.elsize : 0;
-      if (view.elsize && arr->strides[i] % view.elsize != 0) view.strides[i] = -1;
-    }
-    return true;
-  }
-  TorchTypes& torch = Torch();
-  if (!torch.tensor_type || !PyObject_IsInstance(obj, torch.tensor_type)) return false;
-  py::handle t(obj);
-  if (!t.attr("is_cpu").cast<bool>()) {
-    ArgError(false, where() + " is on device '" + py::str(t.attr("device")).cast<std::string>() +
-                        "'; the simulated device uses host (CPU) tensors");
-  }
-  py::object dtype = t.attr("dtype");
-  view.dtype_known = false;
-  for (auto& [obj_dtype, dt] : torch.dtypes) {
-    if (dtype.ptr() == obj_dtype) {
-      view.dtype = dt;
-      view.dtype_known = true;
-    }
-  }
-  py::tuple shape = t.attr("shape");
-  py::tuple strides = t.attr("stride")();
-  view.ndim = int(shape.size());
- if (view.ndim > kMaxRank) ArgError(false, where() + " has " + std::to_string(view.ndim) + " dims; at most 8 are supported");
-  for (int i = 0; i < view.ndim; ++i) {
-    view.shape[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape.ptr(), i));
-    view.strides[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(strides.ptr(), i));
-  }
-  view.data = t.attr("data_ptr")().cast<uint64_t>();
-  return true;
-}
-
-std::string ShapeText(const TensorView& v) {
-  std::string s = "(";
-  for (int i = 0; i < v.ndim; ++i) s += (i ? ", " : "") + std::to_string(v.shape[i]) + (v.ndim == 1 ? "," : "");
-  return s + ")";
-}
-
-bool IsRowMajor(const TensorView& v) {
-  int64_t expected = 1;
-  for (int i = v.ndim - 1; i >= 0; --i) {
-    if (v.shape[i] != 1 && v.strides[i] != expected) return false;
-    expected *= v.shape[i];
-  }
-  return true;
-}
-
-// ---- the kernel object ----
 class Kernel {
  public:
-  Kernel(std::string name, const std::vector<std::tuple<std::string, bool, std::string, std::vector<int64_t>>>& params,
-         py::object compile_fn, py::object bind_fn, bool requires_dicts)
-      : name_(std::move(name)), compile_fn_(std::move(compile_fn)), bind_fn_(std::move(bind_fn)),
-        requires_dicts_(requires_dicts) {
-    for (const auto& [pname, is_tensor, dtype, dims] : params) {
-      ParamSpec spec;
-      spec.name = pname;
-      spec.is_tensor = is_tensor;
-      auto dt = ir::DataTypeFromName(dtype);
-      if (!dt) throw py::value_error("unknown dtype '" + dtype + "'");
-      spec.dtype = *dt;
-      spec.dims = dims;
-      for (int64_t d : dims) has_static_ |= d == -1;
-      params_.push_back(std::move(spec));
-    }
+  Kernel(std::string name, const py::list& params, py::object compile_fn, py::object bind_fn, const py::dict& schema)
+      : name_(std::move(name)), compile_fn_(std::move(compile_fn)), bind_fn_(std::move(bind_fn)) {
+    for (py::handle h : params) params_.push_back(ParseParam(h.cast<py::dict>()));
     if (params_.size() > size_t(kMaxArgs)) throw py::value_error("a kernel takes at most 64 parameters");
+    if (schema.contains("tiling_key")) ParseTilingKeySchema(schema["tiling_key"].cast<py::dict>());
+    if (schema.contains("datatype")) ParseDatatypeSchema(schema["datatype"].cast<py::dict>());
   }
 
   const std::string& name() const { return name_; }
-  bool requires_dicts() const { return requires_dicts_; }
+  bool has_tiling_key() const { return tk_ != nullptr; }
+  bool has_datatype() const { return dt_ != nullptr; }
+  bool requires_dicts() const { return tk_ || dt_; }
 
-  // Must hold the GIL.
-  void Launch(PyStream& stream, int64_t block_dim, PyObject* const* args, Py_ssize_t nargs, PyObject* kwargs) {
+  std::string LaunchForm() const {
+    std::string form = "kernel[stream, block_dim";
+    if (tk_) form += ", tiling_key_dict";
+    if (dt_) form += ", datatype_dict";
+    return form + "](...)" + (requires_dicts() ? "" : " or kernel[block_dim](...)");
+  }
+
+  uint64_t ParseTilingKey(py::handle key) {
+    if (!PyDict_Check(key.ptr())) {
+      ArgError(false, "kernel '" + name_ + "': the TilingKey of a launch must be a dict {field: value}, got " +
+                          TypeName(key.ptr()));
+    }
+    const TilingKeySpec& tk = *tk_;
+    uint64_t packed = 0;
+    Py_ssize_t found = 0;
+    for (size_t i = 0; i < tk.names.size(); ++i) {
+      PyObject* value = PyDict_GetItemWithError(key.ptr(), tk.names[i].ptr());
+      if (!value) {
+        if (PyErr_Occurred()) throw py::error_already_set();
+        continue;
+      }
+      ++found;
+      int overflow = 0;
+      long long v = PyLong_Check(value) && !PyBool_Check(value) ? PyLong_AsLongLongAndOverflow(value, &overflow) : 0;
+      const auto& candidates = tk.values[i];
+      auto it = std::find(candidates.begin(), candidates.end(), int64_t(v));
+      if (!PyLong_Check(value) || PyBool_Check(value) || overflow || it == candidates.end()) {
+        std::string list;
+        for (int64_t c : candidates) list += (list.empty() ? "" : ", ") + std::to_string(c);
+        ArgError(false, "kernel '" + name_ + "': TilingKey field '" + tk.texts[i] + "' = " +
+                            py::repr(value).cast<std::string>() + " is not one of its values [" + list + "]");
+      }
+      packed |= uint64_t(it - candidates.begin()) << tk.offsets[i];
+    }
+    if (found != Py_ssize_t(tk.names.size()) || PyDict_GET_SIZE(key.ptr()) != found) {
+      std::vector<std::string> missing, unknown;
+      for (size_t i = 0; i < tk.names.size(); ++i) {
+        if (!PyDict_Contains(key.ptr(), tk.names[i].ptr())) missing.push_back(tk.texts[i]);
+      }
+      for (auto item : py::reinterpret_borrow<py::dict>(key)) {
+        bool known = false;
+        for (const py::object& n : tk.names) known |= n.equal(item.first);
+        if (!known) unknown.push_back(py::str(item.first).cast<std::string>());
+      }
+      std::string what = (missing.empty() ? "" : "missing " + JoinQuoted(missing)) +
+                         (!missing.empty() && !unknown.empty() ? " and " : "") +
+                         (unknown.empty() ? "" : "unknown " + JoinQuoted(unknown));
+      std::string fields;
+      for (const std::string& t : tk.texts) fields += (fields.empty() ? "" : ", ") + t;
+      ArgError(false, "kernel '" + name_ + "': TilingKey dict has " + what + "; its fields are " + fields);
+    }
+    if (!tk_->accepted.count(packed)) {
+      tk_->validate(packed);  // raises ValueError naming the key when is_valid rejects it
+      tk_->accepted.insert(packed);
+    }
+    return packed;
+  }
+
+  void ParseDatatype(py::handle dict, Selection& sel) {
+    if (!PyDict_Check(dict.ptr())) {
+      ArgError(false, "kernel '" + name_ + "': the datatype of a launch must be a dict {parameter: pl.DT_*}, got " +
+                          TypeName(dict.ptr()));
+    }
+    const DatatypeSpec& dt = *dt_;
+    std::vector<int> var_dtype(dt.var_names.size(), -1);
+    std::vector<int> var_first(dt.var_names.size(), -1);
+    Py_ssize_t found = 0;
+    for (size_t i = 0; i < dt.names.size(); ++i) {
+      PyObject* value = PyDict_GetItemWithError(dict.ptr(), dt.names[i].ptr());
+      if (!value) {
+        if (PyErr_Occurred()) throw py::error_already_set();
+        continue;
+      }
+      ++found;
+      ir::DataType dtype;
+      if (!DTypeOfObject(value, dtype)) {
+        ArgError(true, "kernel '" + name_ + "': datatype['" + dt.texts[i] + "'] must be a pl.DT_* dtype, got " +
+                           py::repr(value).cast<std::string>());
+      }
+      if (!ir::Info(dtype).supported) {
+        ArgError(false, "kernel '" + name_ + "': datatype['" + dt.texts[i] + "'] = pl." +
+                            std::string(ir::Info(dtype).pl_name) + " is not supported yet (tier L)");
+      }
+      int var = dt.var_of[i];
+      if (var_dtype[size_t(var)] >= 0 && var_dtype[size_t(var)] != int(dtype)) {
+        ArgError(false, "kernel '" + name_ + "': datatype['" + dt.texts[size_t(var_first[size_t(var)])] + "'] and ['" +
+                            dt.texts[i] + "'] share the variable '" + dt.var_names[size_t(var)] + "' but are pl." +
+                            std::string(ir::Info(ir::DataType(var_dtype[size_t(var)])).pl_name) + " and pl." +
+                            std::string(ir::Info(dtype).pl_name));
+      }
+      var_dtype[size_t(var)] = int(dtype);
+      if (var_first[size_t(var)] < 0) var_first[size_t(var)] = int(i);
+      sel.dtypes[i] = uint8_t(dtype);
+    }
+    if (found != Py_ssize_t(dt.names.size()) || PyDict_GET_SIZE(dict.ptr()) != found) {
+      std::vector<std::string> missing, unknown;
+      for (size_t i = 0; i < dt.names.size(); ++i) {
+        if (!PyDict_Contains(dict.ptr(), dt.names[i].ptr())) missing.push_back(dt.texts[i]);
+      }
+      for (auto item : py::reinterpret_borrow<py::dict>(dict)) {
+        bool known = false;
+        for (const py::object& n : dt.names) known |= n.equal(item.first);
+        if (!known) unknown.push_back(py::str(item.first).cast<std::string>());
+      }
+      std::string what = (missing.empty() ? "" : "missing " + JoinQuoted(missing)) +
+                         (!missing.empty() && !unknown.empty() ? " and " : "") +
+                         (unknown.empty() ? "" : "unknown " + JoinQuoted(unknown));
+      std::string names;
+      for (const std::string& t : dt.texts) names += (names.empty() ? "" : ", ") + t;
+      ArgError(false, "kernel '" + name_ + "': datatype dict has " + what + "; its parameters are " + names);
+    }
+  }
+
+  void Launch(PyStream& stream, int64_t block_dim, const Selection& sel, PyObject* const* args, Py_ssize_t nargs,
+              PyObject* kwargs) {
     py::object bound;
     if ((kwargs && PyDict_GET_SIZE(kwargs) > 0) || nargs != Py_ssize_t(params_.size())) {
       // Keywords, defaults or a wrong count: the Python front end binds (and reports) them.
@@ -217,62 +240,78 @@ class Kernel {
     }
 
     uint64_t tensor_slots[kMaxArgs], scalar_slots[kMaxArgs], dyn_slots[kMaxArgs * kMaxRank];
+    uint64_t tiling_slot = 0;
     int n_tensor = 0, n_scalar = 0, n_dyn = 0;
     SignatureKey key;
+    if (tk_) key.Push(int64_t(sel.tiling_key));
+    if (dt_) {
+      for (size_t i = 0; i < dt_->names.size(); ++i) key.Push(sel.dtypes[i]);
+    }
     for (size_t i = 0; i < params_.size(); ++i) {
       const ParamSpec& p = params_[i];
       PyObject* obj = args[i];
-      if (p.is_tensor) {
-        TensorView view;
-        auto where = [&] { return name_ + "(): argument '" + p.name + "'"; };
-        if (!ReadTensor(obj, view, where)) {
-          ArgError(true, where() + " must be a torch.Tensor or numpy.ndarray, got " + TypeName(obj));
-        }
-        if (!view.dtype_known || view.dtype != p.dtype) {
-          std::string actual = py::str(py::handle(obj).attr("dtype")).cast<std::string>();
-          ArgError(true, where() + " expects dtype " + std::string(ir::Name(p.dtype)) + " (pl." +
-                             std::string(ir::Info(p.dtype).pl_name) + "), got " + actual);
-        }
-        if (view.ndim != int(p.dims.size())) {
-          ArgError(true, where() + " expects a " + std::to_string(p.dims.size()) + "-D tensor, got " +
-                             std::to_string(view.ndim) + "-D with shape " + ShapeText(view));
-        }
-        for (int d = 0; d < view.ndim; ++d) {
-          int64_t spec = p.dims[size_t(d)], actual = view.shape[d];
-          if (spec > 0 && actual != spec) {
-            ArgError(true, where() + " dim " + std::to_string(d) + " must be " + std::to_string(spec) +
-                               " (fixed in its annotation), got " + std::to_string(actual) + " in shape " +
-                               ShapeText(view));
-          }
-          if (spec == -1) key.Push(actual);
-          if (spec == -2) {
-            if (actual > INT32_MAX) {
-              ArgError(false, where() + " dim " + std::to_string(d) + " is " + std::to_string(actual) +
-                                  "; DYNAMIC dims are int32 (at most 2147483647)");
-            }
-            dyn_slots[n_dyn++] = uint64_t(actual);
-          }
-        }
-        if (!IsRowMajor(view)) {
-          ArgError(false, where() + " must be contiguous (row-major) with shape " + ShapeText(view) +
-                              "; pass .contiguous() / np.ascontiguousarray()");
-        }
-        tensor_slots[n_tensor++] = view.data;
-      } else {
-        scalar_slots[n_scalar++] = ReadScalar(p, obj);
+      ArgName arg{name_, p.name};
+      if (p.kind == ParamKind::kScalar) {
+        scalar_slots[n_scalar++] = ReadScalar(p, obj, arg);
+        continue;
       }
+      if (p.kind == ParamKind::kTiling) {
+        tiling_slot = PackTiling(p, obj, arg);
+        continue;
+      }
+      TensorView view;
+      if (!ReadTensor(obj, view, arg)) {
+        ArgError(true, arg.str() + " must be a torch.Tensor or numpy.ndarray, got " + TypeName(obj));
+      }
+      ir::DataType expected = p.dt_entry >= 0 ? ir::DataType(sel.dtypes[p.dt_entry]) : p.dtype;
+      if (!view.dtype_known || view.dtype != expected) {
+        std::string actual = py::str(py::handle(obj).attr("dtype")).cast<std::string>();
+        ArgError(true, arg.str() + " expects dtype " + std::string(ir::Name(expected)) + " (pl." +
+                           std::string(ir::Info(expected).pl_name) + ")" +
+                           (p.dt_entry >= 0 ? " as its datatype dict says" : "") + ", got " + actual);
+      }
+      bool rest = !p.dims.empty() && p.dims.back() == kRestDims;
+      int declared = int(p.dims.size()) - (rest ? 1 : 0);
+      if (rest ? view.ndim < declared : view.ndim != declared) {
+        ArgError(true, arg.str() + " expects a " + (rest ? "tensor of at least " : "") + std::to_string(declared) +
+                           "-D" + (rest ? " dims" : " tensor") + ", got " + std::to_string(view.ndim) +
+                           "-D with shape " + ShapeText(view));
+      }
+      if (rest) key.Push(view.ndim - declared);
+      for (int d = 0; d < view.ndim; ++d) {
+        int64_t spec = d < declared ? p.dims[size_t(d)] : kStaticDim, actual = view.shape[d];
+        if (spec > 0 && actual != spec) {
+          ArgError(true, arg.str() + " dim " + std::to_string(d) + " must be " + std::to_string(spec) +
+                             " (fixed in its annotation), got " + std::to_string(actual) + " in shape " +
+                             ShapeText(view));
+        }
+        if (spec == kStaticDim) key.Push(actual);
+        if (spec == kDynamicDim) {
+          if (actual > INT32_MAX) {
+            ArgError(false, arg.str() + " dim " + std::to_string(d) + " is " + std::to_string(actual) +
+                                "; DYNAMIC dims are int32 (at most 2147483647)");
+          }
+          dyn_slots[n_dyn++] = uint64_t(actual);
+        }
+      }
+      if (!IsRowMajor(view)) {
+        ArgError(false, arg.str() + " must be contiguous (row-major) with shape " + ShapeText(view) +
+                            "; pass .contiguous() / np.ascontiguousarray()");
+      }
+      tensor_slots[n_tensor++] = view.data;
     }
 
     jit::Instance* inst = Lookup(key);
-    if (!inst) inst = Compile(key);
+    if (!inst) inst = Compile(key, sel);
 
-    uint64_t slots[kMaxArgs + kMaxArgs * kMaxRank];
+    uint64_t slots[kMaxArgs + kMaxArgs * kMaxRank + 1];
     int n = 0;
     for (int i = 0; i < n_tensor; ++i) slots[n++] = tensor_slots[i];
     for (int i = 0; i < n_scalar; ++i) slots[n++] = scalar_slots[i];
     for (int i = 0; i < n_dyn; ++i) slots[n++] = dyn_slots[i];
+    if (tiling_slot) slots[n++] = tiling_slot;
     uint32_t bd = uint32_t(std::min<int64_t>(block_dim, 1 << 20));
-    int64_t seq = inst->launch(bd, stream.stream().handle(), slots);
+    int64_t seq = inst->launch(bd, stream.stream().handle(), slots);  // copies the TilingData bytes
     if (seq <= 0) throw std::runtime_error(name_ + ": the runtime refused the launch (ABI mismatch)");
     stream.KeepAlive(uint64_t(seq), args, size_t(nargs));
   }
@@ -292,23 +331,70 @@ class Kernel {
     return out;
   }
 
-  void ClearCache() {
-    instances_.clear();
-    order_.clear();
-    single_ = nullptr;
+ private:
+  static ParamSpec ParseParam(const py::dict& d) {
+    ParamSpec spec;
+    spec.name = d["name"].cast<std::string>();
+    std::string kind = d["kind"].cast<std::string>();
+    spec.kind = kind == "tensor" ? ParamKind::kTensor : kind == "scalar" ? ParamKind::kScalar : ParamKind::kTiling;
+    if (spec.kind != ParamKind::kTiling) {
+      auto dt = ir::DataTypeFromName(d["dtype"].cast<std::string>());
+      if (!dt) throw py::value_error("unknown dtype for parameter '" + spec.name + "'");
+      spec.dtype = *dt;
+    }
+    if (spec.kind == ParamKind::kTensor) {
+      spec.dims = d["dims"].cast<std::vector<int64_t>>();
+      spec.dt_entry = d.contains("dt_entry") ? d["dt_entry"].cast<int>() : -1;
+    }
+    if (spec.kind == ParamKind::kTiling) {
+      spec.tiling_class = d["cls"];
+      spec.tiling_size = d["size"].cast<size_t>();
+      for (py::handle f : d["fields"]) {
+        auto [fname, dtype, count, offset] = f.cast<std::tuple<std::string, std::string, int, size_t>>();
+        PyObject* interned = PyUnicode_FromString(fname.c_str());
+        PyUnicode_InternInPlace(&interned);
+        spec.fields.push_back(
+            {py::reinterpret_steal<py::object>(interned), fname, *ir::DataTypeFromName(dtype), count, offset});
+      }
+    }
+    return spec;
   }
 
- private:
-  uint64_t ReadScalar(const ParamSpec& p, PyObject* obj) {
-    auto where = [&] { return name_ + "(): argument '" + p.name + "'"; };
+  void ParseTilingKeySchema(const py::dict& d) {
+    tk_ = std::make_unique<TilingKeySpec>();
+    for (py::handle n : d["names"]) {
+      py::str name = py::reinterpret_borrow<py::str>(n);
+      tk_->texts.push_back(name.cast<std::string>());
+      tk_->names.push_back(name);
+    }
+    tk_->values = d["values"].cast<std::vector<std::vector<int64_t>>>();
+    tk_->offsets = d["offsets"].cast<std::vector<int>>();
+    tk_->validate = d["validate"];
+  }
+
+  void ParseDatatypeSchema(const py::dict& d) {
+    dt_ = std::make_unique<DatatypeSpec>();
+    for (py::handle n : d["params"]) {
+      py::str name = py::reinterpret_borrow<py::str>(n);
+      dt_->texts.push_back(name.cast<std::string>());
+      dt_->names.push_back(name);
+    }
+    dt_->var_of = d["var_of"].cast<std::vector<int>>();
+    dt_->var_names = d["var_names"].cast<std::vector<std::string>>();
+    if (dt_->names.size() > size_t(kMaxDatatypeEntries)) {
+      throw py::value_error("a datatype schema names at most 16 parameters");
+    }
+  }
+
+  uint64_t ReadScalar(const ParamSpec& p, PyObject* obj, const ArgName& arg) {
     using ir::DataType;
     if (p.dtype == DataType::kBool) {
-      if (!PyBool_Check(obj)) ArgError(true, where() + " expects a bool, got " + TypeName(obj));
+      if (!PyBool_Check(obj)) ArgError(true, arg.str() + " expects a bool, got " + TypeName(obj));
       return obj == Py_True ? 1 : 0;
     }
     if (ir::IsFloat(p.dtype)) {
       if (PyBool_Check(obj) || !(PyFloat_Check(obj) || PyLong_Check(obj))) {
-        ArgError(true, where() + " expects a float (" + std::string(ir::Name(p.dtype)) + "), got " + TypeName(obj));
+        ArgError(true, arg.str() + " expects a float (" + std::string(ir::Name(p.dtype)) + "), got " + TypeName(obj));
       }
       float f = float(PyFloat_AsDouble(obj));
       uint32_t bits;
@@ -316,25 +402,81 @@ class Kernel {
       return bits;
     }
     if (PyBool_Check(obj) || !PyLong_Check(obj)) {
-      ArgError(true, where() + " expects an int (" + std::string(ir::Name(p.dtype)) + "), got " + TypeName(obj));
+      ArgError(true, arg.str() + " expects an int (" + std::string(ir::Name(p.dtype)) + "), got " + TypeName(obj));
     }
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
     int bits = ir::Info(p.dtype).bits;
     bool is_signed = ir::Info(p.dtype).is_signed;
     long long lo = is_signed ? -(1LL << (bits - 1)) : 0;
-    bool fits = overflow == 0 && v >= lo && (bits == 64 || v <= (is_signed ? (1LL << (bits - 1)) - 1 : (1LL << bits) - 1));
+    bool fits = overflow == 0 && v >= lo &&
+                (bits == 64 || v <= (is_signed ? (1LL << (bits - 1)) - 1 : (1LL << bits) - 1));
     if (!fits) {
-      ArgError(false, where() + " = " + py::str(obj).cast<std::string>() + " does not fit in " +
+      ArgError(false, arg.str() + " = " + py::str(obj).cast<std::string>() + " does not fit in " +
                           std::string(ir::Name(p.dtype)));
     }
     return uint64_t(v);
   }
 
-  // Must hold the GIL (it guards the cache).
+  // Serialises a TilingData instance into the C struct layout of <Class>_tiling.h (natural
+  // alignment); the launcher copies the bytes into the queued launch.
+  uint64_t PackTiling(const ParamSpec& p, PyObject* obj, const ArgName& arg) {
+    int is = PyObject_IsInstance(obj, p.tiling_class.ptr());
+    if (is < 0) throw py::error_already_set();
+    if (!is) {
+      ArgError(true, arg.str() + " expects a " + py::str(p.tiling_class.attr("__name__")).cast<std::string>() +
+                         " instance (TilingData), got " + TypeName(obj));
+    }
+    tiling_scratch_.assign(p.tiling_size, 0);
+    uint8_t* base = tiling_scratch_.data();
+    for (const TilingField& f : p.fields) {
+      py::object value = py::reinterpret_steal<py::object>(PyObject_GetAttr(obj, f.name.ptr()));
+      if (!value) throw py::error_already_set();
+      if (f.count == 0) {
+        WriteTilingValue(f, value.ptr(), base + f.offset, arg, -1);
+        continue;
+      }
+      if (!PyList_Check(value.ptr()) && !PyTuple_Check(value.ptr())) {
+        ArgError(true, arg.str() + "." + f.text + " must be a list of " + std::to_string(f.count) + " values, got " +
+                           TypeName(value.ptr()));
+      }
+      Py_ssize_t len = PySequence_Fast_GET_SIZE(value.ptr());
+      if (len != f.count) {
+        ArgError(false, arg.str() + "." + f.text + " must have exactly " + std::to_string(f.count) + " values, got " +
+                            std::to_string(len));
+      }
+      PyObject** items = PySequence_Fast_ITEMS(value.ptr());
+      size_t size = size_t(ir::Bytes(f.dtype));
+      for (int k = 0; k < f.count; ++k) WriteTilingValue(f, items[k], base + f.offset + size_t(k) * size, arg, k);
+    }
+    return reinterpret_cast<uint64_t>(base);
+  }
+
+  // One value of a TilingData field (`index` >= 0: an element of an array field).
+  static void WriteTilingValue(const TilingField& f, PyObject* v, uint8_t* out, const ArgName& arg, int index) {
+    auto where = [&] { return arg.str() + "." + f.text + (index >= 0 ? "[" + std::to_string(index) + "]" : ""); };
+    if (f.dtype == ir::DataType::kBool) {
+      if (!PyBool_Check(v)) ArgError(true, where() + " must be a bool, got " + TypeName(v));
+      *out = v == Py_True ? 1 : 0;
+    } else if (f.dtype == ir::DataType::kFP32) {
+      if (PyBool_Check(v) || !(PyFloat_Check(v) || PyLong_Check(v))) {
+        ArgError(true, where() + " must be a float, got " + TypeName(v));
+      }
+      float f = float(PyFloat_AsDouble(v));
+      std::memcpy(out, &f, sizeof f);
+    } else {
+      if (PyBool_Check(v) || !PyLong_Check(v)) ArgError(true, where() + " must be an int, got " + TypeName(v));
+      int overflow = 0;
+      long long i = PyLong_AsLongLongAndOverflow(v, &overflow);
+      if (overflow) ArgError(false, where() + " = " + py::str(v).cast<std::string>() + " does not fit in int64");
+      int64_t i64 = i;
+      std::memcpy(out, &i64, sizeof i64);
+    }
+  }
+
   jit::Instance* Lookup(const SignatureKey& key) {
-    if (!has_static_) {
-      if (single_) ++hits_;
+    if (single_) {
+      ++hits_;
       return single_;
     }
     auto it = instances_.find(key);
@@ -343,23 +485,36 @@ class Kernel {
     return it->second.get();
   }
 
-  jit::Instance* Compile(const SignatureKey& key) {
-    // One compile per signature even when threads race: wait (GIL released) for the compile lock.
+  // One compile per signature even when threads race; different signatures compile in parallel
+  // (the host compiler runs with the GIL released).
+  jit::Instance* Compile(const SignatureKey& key, const Selection& sel) {
+    std::shared_ptr<std::mutex>& slot = compiling_[key];
+    if (!slot) slot = std::make_shared<std::mutex>();
+    std::shared_ptr<std::mutex> mutex = slot;
     {
       py::gil_scoped_release release;
-      compile_mutex_.lock();
+      mutex->lock();
     }
-    std::unique_lock<std::mutex> lock(compile_mutex_, std::adopt_lock);
+    std::unique_lock<std::mutex> lock(*mutex, std::adopt_lock);
     if (jit::Instance* done = Lookup(key)) return done;
     ++misses_;
-    py::tuple statics(key.count);
-    for (int i = 0; i < key.count; ++i) statics[i] = i < 16 ? key.values[i] : key.overflow[size_t(i - 16)];
-    py::object result = compile_fn_(statics);
+    py::tuple statics(key.count - (tk_ ? 1 : 0) - (dt_ ? int(dt_->names.size()) : 0));
+    int first = key.count - int(statics.size());
+    for (int i = first; i < key.count; ++i) statics[size_t(i - first)] = key.At(i);
+    py::object tk = tk_ ? py::object(py::int_(sel.tiling_key)) : py::object(py::none());
+    py::object dts = py::none();
+    if (dt_) {
+      py::tuple names(dt_->names.size());
+      for (size_t i = 0; i < dt_->names.size(); ++i) names[i] = std::string(ir::Name(ir::DataType(sel.dtypes[i])));
+      dts = names;
+    }
+    py::object result = compile_fn_(statics, tk, dts);
     auto inst = result.cast<std::shared_ptr<jit::Instance>>();
     ++compiles_;
     order_.push_back(inst);
-    if (!has_static_) single_ = inst.get();
     instances_.emplace(key, inst);
+    if (key.count == 0) single_ = inst.get();  // no specialisation: skip the map from now on
+    compiling_.erase(key);
     return inst.get();
   }
 
@@ -367,13 +522,14 @@ class Kernel {
   std::vector<ParamSpec> params_;
   py::object compile_fn_;
   py::object bind_fn_;
-  bool requires_dicts_;
-  bool has_static_ = false;
-  // The cache: guarded by the GIL; compile_mutex_ serialises compiles of this kernel.
+  std::unique_ptr<TilingKeySpec> tk_;
+  std::unique_ptr<DatatypeSpec> dt_;
+  std::vector<uint8_t> tiling_scratch_;
+  // The cache: guarded by the GIL. compiling_ holds one mutex per signature being compiled.
   jit::Instance* single_ = nullptr;
   std::unordered_map<SignatureKey, std::shared_ptr<jit::Instance>, SignatureHash> instances_;
+  std::unordered_map<SignatureKey, std::shared_ptr<std::mutex>, SignatureHash> compiling_;
   std::vector<std::shared_ptr<jit::Instance>> order_;
-  std::mutex compile_mutex_;
   int64_t compiles_ = 0, hits_ = 0, misses_ = 0;
 };
 
@@ -399,62 +555,71 @@ int64_t ResolveBlockDim(py::handle bd) {
   return overflow > 0 ? INT64_MAX : v;
 }
 
-// kernel[...] bound to its stream and block_dim.
+// kernel[...] bound to its stream, block_dim and selection.
 struct Launcher {
   py::object kernel;         // keeps the kernel alive
   Kernel* impl;
   py::object stream_object;  // keeps the stream alive (kernel[Stream(), n] is common)
   PyStream* stream;
   int64_t block_dim;
+  Selection selection;
 };
+
+Launcher MakeLauncher(py::object self, py::handle key) {
+  Kernel& k = self.cast<Kernel&>();
+  size_t expected = 2 + (k.has_tiling_key() ? 1 : 0) + (k.has_datatype() ? 1 : 0);
+  if (!PyTuple_Check(key.ptr())) {
+    if (k.requires_dicts()) {
+      throw py::value_error("kernel '" + k.name() + "': a launch takes " + k.LaunchForm() + ", got kernel[" +
+                            py::repr(key).cast<std::string>() + "]");
+    }
+    return Launcher{self, &k, py::none(), &CurrentPyStream(), ResolveBlockDim(key), {}};
+  }
+  size_t n = size_t(PyTuple_GET_SIZE(key.ptr()));
+  if (n != expected) {
+    throw py::value_error("kernel '" + k.name() + "': a launch takes " + k.LaunchForm() + ", got " +
+                          std::to_string(n) + " entries in the brackets");
+  }
+  py::handle stream = PyTuple_GET_ITEM(key.ptr(), 0);
+  PyStream& s = ResolveStream(stream);
+  Launcher l{self, &k, py::reinterpret_borrow<py::object>(stream), &s,
+             ResolveBlockDim(PyTuple_GET_ITEM(key.ptr(), 1)), {}};
+  size_t next = 2;
+  if (k.has_tiling_key()) l.selection.tiling_key = k.ParseTilingKey(PyTuple_GET_ITEM(key.ptr(), next++));
+  if (k.has_datatype()) k.ParseDatatype(PyTuple_GET_ITEM(key.ptr(), next++), l.selection);
+  return l;
+}
 
 }  // namespace
 
 void BindLaunch(py::module_& m) {
+  m.def("register_dtype_object", [](py::handle obj, const std::string& name) {
+    auto dt = ir::DataTypeFromName(name);
+    if (!dt) throw py::value_error("unknown dtype " + name);
+    RegisterDTypeObject(obj.ptr(), *dt);
+  });
+
   py::class_<Kernel>(m, "KernelBase", py::dynamic_attr())
-      .def(py::init<std::string, const std::vector<std::tuple<std::string, bool, std::string, std::vector<int64_t>>>&,
-                    py::object, py::object, bool>(),
-           py::arg("name"), py::arg("params"), py::arg("compile_fn"), py::arg("bind_fn"), py::arg("requires_dicts"))
-      .def("__getitem__",
-           [](py::object self, py::handle key) {
-             Kernel& k = self.cast<Kernel&>();
-             std::string form = k.requires_dicts() ? "kernel[stream, block_dim, tiling_key_dict and/or datatype_dict]"
-                                                   : "kernel[stream, block_dim] or kernel[block_dim]";
-             if (PyTuple_Check(key.ptr())) {
-               Py_ssize_t n = PyTuple_GET_SIZE(key.ptr());
-               if (n == 2 && !k.requires_dicts()) {
-                 py::handle stream = PyTuple_GET_ITEM(key.ptr(), 0);
-                 PyStream& s = ResolveStream(stream);
-                 return Launcher{self, &k, py::reinterpret_borrow<py::object>(stream), &s,
-                                 ResolveBlockDim(PyTuple_GET_ITEM(key.ptr(), 1))};
-               }
-               throw py::value_error("kernel '" + k.name() + "': a launch takes " + form + ", got " +
-                                     std::to_string(n) + " entries in the brackets");
-             }
-             if (k.requires_dicts()) {
-               throw py::value_error("kernel '" + k.name() + "': a launch takes " + form);
-             }
-             return Launcher{self, &k, py::none(), &CurrentPyStream(), ResolveBlockDim(key)};
-           })
+      .def(py::init<std::string, const py::list&, py::object, py::object, const py::dict&>(), py::arg("name"),
+           py::arg("params"), py::arg("compile_fn"), py::arg("bind_fn"), py::arg("schema"))
+      .def("__getitem__", &MakeLauncher)
       .def("__call__",
            [](py::object self, py::args args, py::kwargs kwargs) {
              Kernel& k = self.cast<Kernel&>();
              if (k.requires_dicts()) {
-               throw py::value_error("kernel '" + k.name() +
-                                     "' has a tiling_key or datatype schema: launch it as "
-                                     "kernel[stream, block_dim, ...dicts](...)");
+               throw py::value_error("kernel '" + k.name() + "' has a tiling_key or datatype schema: launch it as " +
+                                     k.LaunchForm());
              }
-             k.Launch(CurrentPyStream(), 1, &PyTuple_GET_ITEM(args.ptr(), 0), PyTuple_GET_SIZE(args.ptr()), kwargs.ptr());
+             k.Launch(CurrentPyStream(), 1, Selection{}, &PyTuple_GET_ITEM(args.ptr(), 0), PyTuple_GET_SIZE(args.ptr()),
+                      kwargs.ptr());
            })
       .def("_cache_info", &Kernel::CacheInfo)
-      .def("_instances", &Kernel::Instances)
-      .def("_clear_cache", &Kernel::ClearCache);
+      .def("_instances", &Kernel::Instances);
 
-  py::class_<Launcher>(m, "Launcher")
-      .def("__call__", [](Launcher& l, py::args args, py::kwargs kwargs) {
-        l.impl->Launch(*l.stream, l.block_dim, &PyTuple_GET_ITEM(args.ptr(), 0), PyTuple_GET_SIZE(args.ptr()),
-                       kwargs.ptr());
-      });
+  py::class_<Launcher>(m, "Launcher").def("__call__", [](Launcher& l, py::args args, py::kwargs kwargs) {
+    l.impl->Launch(*l.stream, l.block_dim, l.selection, &PyTuple_GET_ITEM(args.ptr(), 0), PyTuple_GET_SIZE(args.ptr()),
+                   kwargs.ptr());
+  });
 }
 
 }  // namespace pypto_pro::python

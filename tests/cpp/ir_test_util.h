@@ -226,7 +226,7 @@ inline const std::shared_ptr<jit::Instance>& CompiledAddKernel() {
 }
 
 // The launcher slots of the add kernel: x, y, z, then the rows and cols of each.
-inline std::vector<uint64_t> AddKernelSlots(const float* x, const float* y, float* z, int32_t rows, int32_t cols) {
+inline std::vector<uint64_t> AddKernelSlots(const void* x, const void* y, void* z, int32_t rows, int32_t cols) {
   auto dim = [](int32_t v) { return uint64_t(uint32_t(v)); };
   return {reinterpret_cast<uint64_t>(x), reinterpret_cast<uint64_t>(y), reinterpret_cast<uint64_t>(z),
           dim(rows), dim(cols), dim(rows), dim(cols), dim(rows), dim(cols)};

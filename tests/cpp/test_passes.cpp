@@ -90,6 +90,25 @@ TEST(FoldConstants, Int32Wraps) {
             int64_t(kInt32Max) + 1);
 }
 
+TEST(FoldConstants, Int64Wraps) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kAdd, I(kMax, DataType::kInt64), I(1)), DataType::kInt64), kMin);
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kSub, I(kMin, DataType::kInt64), I(1)), DataType::kInt64), kMax);
+  EXPECT_EQ(FoldInt(Bin(BinaryOp::kMul, I(kMax, DataType::kInt64), I(2)), DataType::kInt64), -2);
+  EXPECT_EQ(FoldInt(ir::Unary(ir::UnaryOp::kNeg, I(kMin, DataType::kInt64)), DataType::kInt64), kMin);
+}
+
+// `v: pl.DT_INT8 = 300` casts the constant; the device stores int8_t(300) = 44.
+TEST(FoldConstants, CastsToNarrowIntegersWrap) {
+  EXPECT_EQ(FoldInt(ir::Cast(I(300), DataType::kInt8), DataType::kInt8), 44);
+  EXPECT_EQ(FoldInt(ir::Cast(I(40000), DataType::kInt16), DataType::kInt16), -25536);
+  EXPECT_EQ(FoldInt(ir::Cast(I(-1), DataType::kUInt8), DataType::kUInt8), 255);
+  EXPECT_EQ(FoldInt(ir::Cast(I(-1), DataType::kUInt32), DataType::kUInt32), 4294967295);
+  ir::Expr eq = Fold(Bin(BinaryOp::kEq, ir::Cast(I(300), DataType::kInt8), I(44)));
+  ASSERT_TRUE(eq->IsConst());
+  EXPECT_EQ(eq->int_value, 1);
+}
+
 TEST(FoldConstants, ComparisonsAndLogicGiveBool) {
   auto fold_bool = [](ir::Expr e) {
     ir::Expr folded = Fold(std::move(e));

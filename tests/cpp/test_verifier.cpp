@@ -75,10 +75,11 @@ TEST(Verifier, RejectsDtypeMismatch) {
 
 TEST(Verifier, RejectsTileAndTensorDtypeMismatch) {
   AddKernel k = MakeAddKernel();
-  ir::Var w = test_util::AddTensorParam(k.func, "w", DataType::kInt32, {test_util::DynamicDim(), test_util::DynamicDim()});
-  ir::Function f = k.With(k.Body(ReplaceInner(k, kLoadXIndex, Op("load_tile", {Ref(k.ta), Ref(w), Idx(k.i, k.j)}, 10))));
-  ExpectRejected(f, ErrorKind::kType, "pl.load_tile: dtype mismatch: operand 'src_tensor' is int32 but 'dst_tile' is fp32",
-                 10);
+  ir::Var w =
+      test_util::AddTensorParam(k.func, "w", DataType::kInt32, {test_util::DynamicDim(), test_util::DynamicDim()});
+  ir::Stmt load = Op("load_tile", {Ref(k.ta), Ref(w), Idx(k.i, k.j)}, 10);
+  ExpectRejected(k.With(k.Body(ReplaceInner(k, kLoadXIndex, load))), ErrorKind::kType,
+                 "pl.load_tile: dtype mismatch: operand 'src_tensor' is int32 but 'dst_tile' is fp32", 10);
 }
 
 TEST(Verifier, RejectsWrongOperandCount) {

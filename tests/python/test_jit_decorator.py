@@ -50,8 +50,12 @@ def test_unknown_keyword():
     (dict(compile_timeout=True), TypeError, "compile_timeout must be a number of seconds"),
     (dict(sanitizer=True), NotImplementedError, "sanitizer mode is not implemented yet"),
     (dict(pipeline=pl.pipeline.PipelineConfig()), NotImplementedError, "pipeline transform is not implemented"),
-    (dict(tiling_key=object), NotImplementedError, "TilingKey instances are not implemented yet"),
-    (dict(datatype={"x": "T"}), NotImplementedError, "datatype specialisation is not implemented yet"),
+    (dict(tiling_key=object), ValueError, "tiling_key class object declares no TilingKeyField"),
+    (dict(tiling_key=3), TypeError, "tiling_key must be a class with TilingKeyField attributes"),
+    (dict(datatype={"w": "T"}), ValueError, "datatype names 'w', which is not a parameter"),
+    (dict(datatype={"x": "y"}), ValueError, "datatype variable 'y' clashes with the kernel parameter"),
+    (dict(datatype={"x": "not a name"}), ValueError, "must be a variable name"),
+    (dict(datatype=[]), TypeError, "datatype must be a non-empty dict"),
 ])
 def test_invalid_parameters(kwargs, exc, message):
     with pytest.raises(exc, match=message):

@@ -82,7 +82,7 @@ def test_bad_block_dim(add16, bad):
 
 
 def test_bad_bracket_forms(add16):
-    with pytest.raises(ValueError, match=r"kernel\[stream, block_dim\] or kernel\[block_dim\], got 3 entries"):
+    with pytest.raises(ValueError, match=r"kernel\[stream, block_dim\]\(...\) or kernel\[block_dim\]\(...\), got 3 entries"):
         add16[None, 1, {"A": 1}]
     with pytest.raises(ValueError, match="got 1 entries"):
         add16[(None,)]

@@ -12,6 +12,8 @@ namespace pypto_pro::codegen {
 struct GeneratedSources {
   std::string kernel_cpp;
   std::string call_kernel_cpp;
+  std::string tiling_header_name;  // "<Class>_tiling.h" when the kernel takes TilingData, else empty
+  std::string tiling_header;
   ir::KernelKind kind = ir::KernelKind::kVector;
 };
 

@@ -29,7 +29,7 @@ struct VarNode {
 };
 using Var = std::shared_ptr<const VarNode>;
 
-enum class ExprKind : uint8_t { kConst, kVar, kBinary, kUnary, kTernary, kCast, kBuiltin, kShapeDim, kTuple };
+enum class ExprKind : uint8_t { kConst, kVar, kBinary, kUnary, kTernary, kCast, kBuiltin, kShapeDim, kTuple, kField };
 
 enum class BinaryOp : uint8_t {
   kAdd, kSub, kMul,
@@ -56,12 +56,13 @@ struct ExprNode {
   Span span;
   int64_t int_value = 0;      // kConst of integer/bool type
   double float_value = 0.0;   // kConst of float type
-  Var var;                    // kVar; kShapeDim: the tensor
+  Var var;                    // kVar; kShapeDim: the tensor; kField: the TilingData struct
   BinaryOp binary = BinaryOp::kAdd;
   UnaryOp unary = UnaryOp::kNeg;
   Builtin builtin = Builtin::kBlockIdx;
-  int axis = 0;               // kShapeDim
-  std::vector<Expr> operands; // kBinary: 2, kUnary/kCast: 1, kTernary: cond/then/else, kTuple: n
+  int axis = 0;               // kShapeDim: the axis; kField: the field's index in the struct
+  std::vector<Expr> operands; // kBinary: 2, kUnary/kCast: 1, kTernary: cond/then/else, kTuple: n,
+                              // kField: the element index of an array field
 
   bool IsConst() const { return kind == ExprKind::kConst; }
   bool IsIntConst() const { return kind == ExprKind::kConst && !IsFloat(type.dtype); }
@@ -78,7 +79,10 @@ Expr Ternary(Expr cond, Expr then_value, Expr else_value, Span span = {});
 Expr Cast(Expr operand, DataType dtype, Span span = {});
 Expr BuiltinCall(Builtin builtin, Span span = {});
 Expr ShapeDim(const Var& tensor, int axis, Span span = {});  // negative axis counts from the end
-Expr Tuple(std::vector<Expr> items, Span span = {});  // all scalars (indices) or all tiles
+Expr Tuple(std::vector<Expr> items, Span span = {});
+// tiling.field, or tiling.array[index] (index is null for scalar fields).  // all scalars (indices) or all tiles
+
+Expr Field(const Var& strct, const std::string& field, Expr index, Span span = {});
 
 // The scalar type arithmetic on `a` and `b` produces (int32 < int64 < fp32).
 DataType PromoteScalar(DataType a, DataType b);

@@ -56,7 +56,26 @@ struct TileType {
   std::string ToString() const;  // Tile[[128, 128], fp16, Vec]
 };
 
-enum class TypeKind : uint8_t { kScalar, kTensor, kTile, kTileGroup, kTuple };
+// A TilingData dataclass as a C struct: fields in declaration order, natural alignment.
+struct StructField {
+  std::string name;
+  DataType dtype = DataType::kInt64;  // int -> kInt64, float -> kFP32, bool -> kBool
+  int count = 0;                      // 0: a scalar field; N: an array T[N]
+  int64_t offset = 0;
+};
+
+struct StructType {
+  std::string name;
+  std::vector<StructField> fields;
+  int64_t size = 0;
+  int64_t align = 1;
+
+  // Lays the fields out like a C compiler (and ctypes) would; offsets are filled in.
+  static StructType Layout(std::string name, std::vector<StructField> fields);
+  const StructField* Find(const std::string& field) const;
+};
+
+enum class TypeKind : uint8_t { kScalar, kTensor, kTile, kTileGroup, kTuple, kStruct };
 
 // The type of an IR value. Tensor/tile payloads are shared, immutable.
 struct Type {
@@ -64,12 +83,14 @@ struct Type {
   DataType dtype = DataType::kInt32;  // scalar dtype, or element dtype of tensor/tile
   std::shared_ptr<const TensorType> tensor;
   std::shared_ptr<const TileType> tile;  // for kTile and kTileGroup
+  std::shared_ptr<const StructType> strct;  // for kStruct
 
-  static Type Scalar(DataType dtype) { return Type{TypeKind::kScalar, dtype, nullptr, nullptr}; }
+  static Type Scalar(DataType dtype) { return Type{TypeKind::kScalar, dtype, nullptr, nullptr, nullptr}; }
   static Type Tensor(TensorType t);
   static Type Tile(TileType t);
   static Type TileGroup(TileType t);
-  static Type Tuple() { return Type{TypeKind::kTuple, DataType::kInt32, nullptr, nullptr}; }
+  static Type Tuple() { return Type{TypeKind::kTuple, DataType::kInt32, nullptr, nullptr, nullptr}; }
+  static Type Struct(StructType t);
 
   bool IsScalar() const { return kind == TypeKind::kScalar; }
   bool IsTile() const { return kind == TypeKind::kTile; }

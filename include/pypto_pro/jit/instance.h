@@ -6,6 +6,8 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "pypto_pro/abi.h"
 #include "pypto_pro/ir/stmt.h"
@@ -21,6 +23,8 @@ struct CompileOptions {
   double timeout_seconds = 600;
   bool auto_mutex = true;
   bool dump_ir = false;
+  // More files to write, by path relative to instance_dir (e.g. "../datatype.json").
+  std::vector<std::pair<std::string, std::string>> extra_files;
 };
 
 // Milliseconds spent in each phase of the first launch of one signature.

@@ -5,33 +5,35 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import time
 from dataclasses import dataclass, field
 
 from pypto_pro import _C
 from pypto_pro.language import diagnostics
-from pypto_pro.language.types import DataType, TensorAnnotation
+from pypto_pro.language.tiling_data import TilingDataSpec, is_tiling_data_class
+from pypto_pro.language.types import DTYPES, DataType, TensorAnnotation
+from pypto_pro.runtime.tilingkey import TilingKeyField, TilingKeySchema
 
 _ARCH_ENV = "PYPTOPRO_JIT_ARCH"
+_DIM_CODES = {"static": -1, "dynamic": -2, "rest": -3}
 
-
-class TilingKeyField:
-    """`Name = pl.TilingKeyField(bits=B, values=[...])` in a TilingKey class (JIT.md section 6)."""
-
-    def __init__(self, bits: int, values):
-        self.bits = bits
-        self.values = list(values)
-
-    def __repr__(self):
-        return f"pl.TilingKeyField(bits={self.bits}, values={self.values})"
+for _dtype in DTYPES.values():
+    _C.register_dtype_object(_dtype, _dtype.name)
 
 
 @dataclass
 class ParamSpec:
     name: str
-    is_tensor: bool
-    dtype: DataType
+    kind: str                    # "tensor" | "scalar" | "tiling"
+    dtype: DataType | None = None
     dims: list = field(default_factory=list)  # [('fixed', n) | ('static', -1) | ('dynamic', -1) | ('rest', -1)]
+    dt_var: str | None = None    # datatype schema variable giving this tensor's dtype
+    tiling: TilingDataSpec | None = None
+
+    @property
+    def is_tensor(self):
+        return self.kind == "tensor"
 
 
 @dataclass
@@ -44,41 +46,81 @@ class KernelSpec:
     signature: inspect.Signature
 
     @staticmethod
-    def from_function(fn, name: str) -> "KernelSpec":
+    def from_function(fn, name: str, datatype: dict | None) -> "KernelSpec":
         sig = inspect.signature(fn)
+        closure = {}  # string annotations (`from __future__ import annotations`) may name closure variables
+        for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                closure[var] = cell.cell_contents
+            except ValueError:
+                pass
         try:
-            hints = inspect.get_annotations(fn, eval_str=True)
+            hints = inspect.get_annotations(fn, globals=fn.__globals__, locals=closure, eval_str=True)
         except Exception as exc:  # a string annotation that does not evaluate
             raise TypeError(f"kernel '{name}': cannot evaluate the parameter annotations: {exc}") from exc
+        datatype = datatype or {}
         params = []
         for p in sig.parameters.values():
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise TypeError(f"kernel '{name}': *args/**kwargs parameters are not supported ('{p.name}')")
             ann = hints.get(p.name, inspect.Parameter.empty)
             if isinstance(ann, TensorAnnotation):
-                params.append(ParamSpec(p.name, True, ann.dtype, ann.resolve(p.name)))
+                var = datatype.get(p.name)
+                dtype = ann.dtype
+                if var is not None and (isinstance(dtype, str) and dtype == var):
+                    dtype = DTYPES["fp32"]  # placeholder: every launch names the real dtype
+                params.append(ParamSpec(p.name, "tensor", dtype, ann.resolve(p.name, allow_dtype_var=var),
+                                        dt_var=var))
             elif isinstance(ann, DataType):
                 if ann.name in ("fp16", "bf16"):
                     raise TypeError(f"kernel '{name}': scalar parameter '{p.name}' cannot be {ann!r}; "
                                     f"pass it as pl.DT_FP32")
                 if not ann.supported:
                     raise TypeError(f"kernel '{name}': scalar parameter '{p.name}' has unsupported dtype {ann!r}")
-                params.append(ParamSpec(p.name, False, ann))
+                params.append(ParamSpec(p.name, "scalar", ann))
+            elif is_tiling_data_class(ann):
+                params.append(ParamSpec(p.name, "tiling", tiling=TilingDataSpec(ann, p.name, name)))
             elif ann is inspect.Parameter.empty:
                 raise TypeError(f"kernel '{name}': parameter '{p.name}' needs an annotation: "
                                 f"pl.Tensor[[dims], dtype] for a GM tensor or a dtype like pl.DT_INT32 for a scalar")
-            elif isinstance(ann, type) and hasattr(ann, "__dataclass_fields__"):
-                raise NotImplementedError(f"kernel '{name}': TilingData parameter '{p.name}' is not implemented yet "
-                                          f"(compile signatures and specialisation, issue 3)")
             else:
                 raise TypeError(f"kernel '{name}': parameter '{p.name}' has annotation {ann!r}; expected "
-                                f"pl.Tensor[[dims], dtype] or a scalar dtype like pl.DT_INT32")
+                                f"pl.Tensor[[dims], dtype], a scalar dtype like pl.DT_INT32 or a TilingData "
+                                f"dataclass")
+        tilings = [i for i, p in enumerate(params) if p.kind == "tiling"]
+        if len(tilings) > 1:
+            raise TypeError(f"kernel '{name}': a kernel takes one TilingData parameter, got "
+                            f"{', '.join(params[i].name for i in tilings)}")
+        if tilings and tilings[0] != len(params) - 1:
+            raise TypeError(f"kernel '{name}': the TilingData parameter '{params[tilings[0]].name}' must be the "
+                            f"last parameter")
         return KernelSpec(name, fn, params, sig)
+
+    def param(self, name):
+        return next((p for p in self.params if p.name == name), None)
 
 
 def _check_bool(value, what):
     if not isinstance(value, bool):
         raise TypeError(f"pl.jit: {what} must be a bool, got {value!r}")
+
+
+def _datatype_schema(datatype, fn, kernel_name):
+    """Validates datatype={param: var}; returns (params in order, var of each, var names)."""
+    where = f"kernel '{kernel_name}': datatype"
+    if not isinstance(datatype, dict) or not datatype:
+        raise TypeError(f"{where} must be a non-empty dict {{parameter: variable name}}, got {datatype!r}")
+    names = list(inspect.signature(fn).parameters)
+    for param, var in datatype.items():
+        if param not in names:
+            raise ValueError(f"{where} names '{param}', which is not a parameter (parameters: {', '.join(names)})")
+        if not isinstance(var, str) or not var.isidentifier():
+            raise ValueError(f"{where}['{param}'] must be a variable name (an identifier string), got {var!r}")
+        if var in names:
+            raise ValueError(f"{where} variable '{var}' clashes with the kernel parameter of that name")
+    params = [n for n in names if n in datatype]
+    var_names = list(dict.fromkeys(datatype[p] for p in params))
+    return params, [var_names.index(datatype[p]) for p in params], var_names
 
 
 class JitFunction(_C.KernelBase):
@@ -110,28 +152,46 @@ class JitFunction(_C.KernelBase):
         if sanitizer:
             raise NotImplementedError("pl.jit(sanitizer=True): sanitizer mode is not implemented yet "
                                       "(auto_mutex and the sanitizer, issue 5)")
-        if tiling_key is not None:
-            raise NotImplementedError("pl.jit(tiling_key=...): TilingKey instances are not implemented yet "
-                                      "(compile signatures and specialisation, issue 3)")
-        if datatype is not None:
-            raise NotImplementedError("pl.jit(datatype=...): datatype specialisation is not implemented yet "
-                                      "(compile signatures and specialisation, issue 3)")
-
         self.fn = fn
         self.kernel_name = name or fn.__name__
         self.arch = arch  # None: resolved from PYPTOPRO_JIT_ARCH at the first launch, then fixed
         self.auto_mutex = auto_mutex
         self.sanitizer = sanitizer
         self.compile_timeout = compile_timeout
-        self.spec = KernelSpec.from_function(fn, self.kernel_name)
+        param_names = list(inspect.signature(fn).parameters)
+        self.tiling_key = TilingKeySchema(tiling_key, self.kernel_name, param_names) if tiling_key is not None else None
+        self.datatype = None
+        if datatype is not None:
+            self.datatype = _datatype_schema(datatype, fn, self.kernel_name)
+            if self.tiling_key is not None:
+                for var in self.datatype[2]:
+                    if var in self.tiling_key.names:
+                        raise ValueError(f"kernel '{self.kernel_name}': datatype variable '{var}' clashes with the "
+                                         f"TilingKey field of that name")
+        self.spec = KernelSpec.from_function(fn, self.kernel_name, datatype)
+        self._signatures = []  # per compiled instance: what it was specialised on
+        dt_entry = {p: i for i, p in enumerate(self.datatype[0])} if self.datatype else {}
+        params = []
         for p in self.spec.params:
-            if p.is_tensor and p.dims and p.dims[-1][0] == "rest":
-                raise NotImplementedError(f"kernel '{self.kernel_name}': a trailing '...' in the dims of "
-                                          f"'{p.name}' is not implemented yet (issue 3)")
-        params = [(p.name, p.is_tensor, p.dtype.name,
-                   [n if kind == "fixed" else (-1 if kind == "static" else -2) for kind, n in p.dims])
-                  for p in self.spec.params]
-        _C.KernelBase.__init__(self, self.kernel_name, params, self._compile_signature, self._bind, False)
+            d = {"name": p.name, "kind": p.kind}
+            if p.kind == "tensor":
+                d.update(dtype=p.dtype.name, dims=[n if kind == "fixed" else _DIM_CODES[kind] for kind, n in p.dims])
+                if p.name in dt_entry:
+                    d["dt_entry"] = dt_entry[p.name]
+            elif p.kind == "scalar":
+                d["dtype"] = p.dtype.name
+            else:
+                d.update(cls=p.tiling.cls, size=p.tiling.size, fields=p.tiling.field_layout())
+            params.append(d)
+        schema = {}
+        if self.tiling_key is not None:
+            tk = self.tiling_key
+            schema["tiling_key"] = {"names": tk.names, "values": [f.values for _, f in tk.fields],
+                                    "offsets": tk.offsets, "validate": self._validate_tiling_key}
+        if self.datatype is not None:
+            schema["datatype"] = {"params": self.datatype[0], "var_of": self.datatype[1],
+                                  "var_names": self.datatype[2]}
+        _C.KernelBase.__init__(self, self.kernel_name, params, self._compile_signature, self._bind, schema)
         functools.update_wrapper(self, fn, updated=())
 
     # ---- called by the C++ launch path ----
@@ -144,6 +204,12 @@ class JitFunction(_C.KernelBase):
         bound.apply_defaults()
         return tuple(bound.arguments[p.name] for p in self.spec.params)
 
+    def _validate_tiling_key(self, packed):
+        key = self.tiling_key.unpack(packed)
+        if not self.tiling_key.is_valid(tuple(key.values())):
+            raise ValueError(f"kernel '{self.kernel_name}': TilingKey {self.tiling_key.describe(key)} is rejected "
+                             f"by {self.tiling_key.name}.is_valid")
+
     def _resolved_arch(self) -> str:
         if self.arch is None:
             arch = _C.getenv(_ARCH_ENV)
@@ -152,41 +218,72 @@ class JitFunction(_C.KernelBase):
             self.arch = arch
         return self.arch
 
-    def _compile_signature(self, statics: tuple):
+    def _compile_signature(self, statics: tuple, tiling_key, dtypes):
         from pypto_pro.language.parser import parse_kernel
 
         arch = self._resolved_arch()
+        tk_values = self.tiling_key.unpack(tiling_key) if self.tiling_key is not None else {}
+        dt_binding = {}
+        dt_vars = {}
+        if self.datatype is not None:
+            for param, var_index, name in zip(self.datatype[0], self.datatype[1], dtypes):
+                dt_binding[param] = DTYPES[name]
+                dt_vars[self.datatype[2][var_index]] = DTYPES[name]
+        shapes = self._decode_statics(statics)
         t0 = time.perf_counter()
-        func = parse_kernel(self.fn, self.spec, statics)
+        func = parse_kernel(self.fn, self.spec, shapes, constants={**tk_values, **dt_vars}, dtypes=dt_binding)
         parse_ms = (time.perf_counter() - t0) * 1e3
-        static_sig = ""
-        if statics:
-            static_sig = ";".join(f"{p.name}:" + ",".join(str(n) for n in self._static_dims(p, statics))
-                                  for p in self.spec.params if p.is_tensor and any(k == "static" for k, _ in p.dims))
-        inst_dir = _C.instance_dir(self.kernel_name, arch, static_sig)
+        static_sig = ";".join(f"{name}:{','.join(map(str, dims))}" for name, dims in shapes.items() if dims)
+        dt_json = json.dumps({p: d.pl_name for p, d in sorted(dt_binding.items())}, separators=(",", ":")) \
+            if dt_binding else ""
+        inst_dir = _C.instance_dir(self.kernel_name, arch, static_sig, dt_json, tiling_key,
+                                   _distributed_rank())
         timeout = self.compile_timeout if self.compile_timeout is not None else float(
             _C.getenv("PYPTO_PRO_COMPILE_TIMEOUT"))
         dump_ir = _C.getenv("PYPTO_PRO_DUMP_IR").lower() in ("1", "true", "yes", "on")
+        extra_files = {}
+        if dt_binding:
+            binding = {"datatype": {p: d.pl_name for p, d in dt_binding.items()},
+                       "variables": {v: d.pl_name for v, d in dt_vars.items()}}
+            extra_files["../datatype.json"] = json.dumps(binding, indent=2, sort_keys=True) + "\n"
         try:
-            inst = _C.build_instance(func, arch, str(inst_dir), float(timeout), self.auto_mutex, dump_ir)
+            inst = _C.build_instance(func, arch, str(inst_dir), float(timeout), self.auto_mutex, dump_ir,
+                                     extra_files)
         except _C.Diagnostic as diag:
             raise diagnostics.from_core(diag, self.kernel_name, self.spec.fn) from None
         inst.set_parse_ms(parse_ms)
+        self._signatures.append({"dir": str(inst_dir), "static_dims": {k: v for k, v in shapes.items() if v},
+                                 "tiling_key": tk_values or None,
+                                 "datatype": {p: d for p, d in dt_binding.items()} or None})
         return inst
 
-    def _static_dims(self, param, statics):
-        index = 0
+    def _decode_statics(self, statics):
+        """{tensor name: [values of its STATIC dims (and of the dims a trailing '...' covered)]}.
+        The C++ key holds, per tensor, its STATIC dims in order, with the count of '...' dims first."""
+        values = iter(statics)
+        shapes = {}
         for p in self.spec.params:
-            for kind, _ in (p.dims if p.is_tensor else []):
+            if p.kind != "tensor":
+                continue
+            dims = []
+            rest = p.dims and p.dims[-1][0] == "rest"
+            declared = p.dims[:-1] if rest else p.dims
+            rest_count = next(values) if rest else 0
+            for kind, _ in declared:
                 if kind == "static":
-                    if p is param:
-                        yield statics[index]
-                    index += 1
+                    dims.append(next(values))
+            dims.extend(next(values) for _ in range(rest_count))
+            shapes[p.name] = dims
+        return shapes
 
     # ---- introspection ----
     def instances(self) -> list:
         """The compiled instances of this kernel, in compile order (pypto_pro._C.Instance)."""
         return self._instances()
+
+    def signatures(self) -> list:
+        """What each instance (same order as instances()) was specialised on."""
+        return list(self._signatures)
 
     def cache_info(self) -> dict:
         """{'compiles': n, 'hits': n, 'misses': n, 'instances': n} for this kernel object."""
@@ -196,8 +293,24 @@ class JitFunction(_C.KernelBase):
         """Per-instance milliseconds of parse, passes, codegen, write, compile and load."""
         return [dict(inst.stats, dir=str(inst.dir)) for inst in self._instances()]
 
+    def enumerate_tiling_keys(self) -> list:
+        """Every TilingKey dict its class's is_valid accepts (empty without a tiling_key)."""
+        return self.tiling_key.enumerate_valid() if self.tiling_key is not None else []
+
     def __repr__(self):
         return f"<pl.jit kernel '{self.kernel_name}' arch={self.arch or 'auto'}>"
+
+
+def _distributed_rank():
+    """The rank when a torch.distributed process group is active, else None."""
+    import sys
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return dist.get_rank()
+    except Exception:
+        pass
+    return None
 
 
 def jit(fn=None, *, arch=None, auto_mutex=True, name=None, pipeline=None, sanitizer=False, tiling_key=None,
@@ -209,3 +322,5 @@ def jit(fn=None, *, arch=None, auto_mutex=True, name=None, pipeline=None, saniti
         return lambda f: JitFunction(f, **options)
     return JitFunction(fn, **options)
 
+
+__all__ = ["jit", "JitFunction", "TilingKeyField"]

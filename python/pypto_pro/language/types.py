@@ -118,13 +118,18 @@ class TensorAnnotation:
         self.dtype = dtype
         self.layout = layout
 
-    def resolve(self, param: str) -> list:
-        """The dims as ('fixed', n) / ('static', -1) / ('dynamic', -1); TypeError names `param`."""
+    def resolve(self, param: str, allow_dtype_var: str | None = None) -> list:
+        """The dims as ('fixed', n) / ('static', -1) / ('dynamic', -1) / ('rest', -1); TypeError names
+        `param`. With a datatype schema the dtype may be the schema's variable name."""
         if not isinstance(self.dims, (list, tuple)) or len(self.dims) == 0:
             raise TypeError(f"parameter '{param}': pl.Tensor needs a non-empty list of dims, got {self.dims!r}")
-        if not isinstance(self.dtype, DataType):
-            raise TypeError(f"parameter '{param}': pl.Tensor dtype must be a pl.DT_* value, got {self.dtype!r}")
-        if not self.dtype.supported:
+        if allow_dtype_var is not None and self.dtype == allow_dtype_var:
+            pass
+        elif not isinstance(self.dtype, DataType):
+            raise TypeError(f"parameter '{param}': pl.Tensor dtype must be a pl.DT_* value"
+                            f"{' or its datatype variable ' + repr(allow_dtype_var) if allow_dtype_var else ''}, "
+                            f"got {self.dtype!r}")
+        elif not self.dtype.supported:
             raise TypeError(f"parameter '{param}': dtype {self.dtype!r} is not supported yet (tier L)")
         out = []
         for i, dim in enumerate(self.dims):

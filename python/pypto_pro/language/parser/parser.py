@@ -18,8 +18,8 @@ import types
 from pypto_pro import _C, errors
 from pypto_pro.language import diagnostics
 from pypto_pro.language.builtins import Builtin
-from pypto_pro.language.parser.values import (MISSING, GroupHandle, GroupMethod, Local, PendingTile, Poisoned, Scalar,
-                                              ShapeProxy, TensorHandle, TileHandle)
+from pypto_pro.language.parser.values import (MISSING, ArrayField, GroupHandle, GroupMethod, Local, PendingTile,
+                                              Poisoned, Scalar, ShapeProxy, TensorHandle, TileHandle, TilingHandle)
 from pypto_pro.language.types import AtomicType, DataType, TileType
 
 ir = _C.ir
@@ -104,7 +104,7 @@ def _assigned_names(stmts) -> set:
 
 
 class KernelParser:
-    def __init__(self, fn, spec, statics):
+    def __init__(self, fn, spec, shapes, constants=None, dtypes=None):
         self.fn = fn
         self.spec = spec
         self.kernel = spec.name
@@ -127,9 +127,10 @@ class KernelParser:
                     self.closure[name] = cell.cell_contents
                 except ValueError:
                     pass
-        self.statics = list(statics)
+        self.shapes = shapes or {}    # tensor name -> values of its STATIC (and '...') dims
+        self.dtypes = dtypes or {}    # tensor name -> DataType, from the datatype dict of the launch
         self.fb = ir.FunctionBuilder(self.kernel, self.filename)
-        self.env = {}
+        self.env = dict(constants or {})  # TilingKey fields and datatype variables: compile-time constants
         self.typed_vars = {}       # (name, type key) -> IR var, so every branch binds the same variable
         self.block = []            # IR statements of the block being parsed
         self.runtime_depth = 0     # > 0 inside run-time loops and branches
@@ -159,20 +160,30 @@ class KernelParser:
             raise diagnostics.from_core(diag, self.kernel, self.fn) from None
 
     def _bind_params(self):
-        statics = iter(self.statics)
         args = {a.arg: a for a in self.fdef.args.args + self.fdef.args.kwonlyargs + self.fdef.args.posonlyargs}
         for p in self.spec.params:
             node = args.get(p.name, self.fdef)
             line, col = self.span(node)
-            if p.is_tensor:
+            if p.kind == "tensor":
+                statics = iter(self.shapes.get(p.name, ()))
                 dims, values = [], []
                 for kind, n in p.dims:
+                    if kind == "rest":  # every remaining dim is STATIC
+                        for value in statics:
+                            dims.append(("static", value))
+                            values.append(value)
+                        continue
                     if kind == "static":
                         n = next(statics)
                     dims.append((kind, n))
                     values.append(None if kind == "dynamic" else n)
-                var = self.fb.tensor_param(p.name, p.dtype.name, dims, line, col)
+                dtype = self.dtypes.get(p.name, p.dtype)
+                var = self.fb.tensor_param(p.name, dtype.name, dims, line, col)
                 self.env[p.name] = TensorHandle(var, p.name, values)
+            elif p.kind == "tiling":
+                fields = [(name, dtype, count) for name, dtype, count, _ in p.tiling.fields]
+                var = self.fb.tiling_param(p.name, p.tiling.cls.__name__, fields, line, col)
+                self.env[p.name] = TilingHandle(var, p.tiling)
             else:
                 var = self.fb.scalar_param(p.name, p.dtype.name, line, col)
                 self.typed_vars[(p.name, p.dtype.name)] = var
@@ -543,6 +554,15 @@ class KernelParser:
                 return self.spec_param(base.name).dtype if self.spec_param(base.name) else None
             raise self.error(errors.ParserTypeError, node, f"GM tensor '{base.name}' has no attribute '{attr}' "
                                                            f"in kernels (use .shape)")
+        if isinstance(base, TilingHandle):
+            field = base.spec.field(attr)
+            if field is None:
+                names = ", ".join(f[0] for f in base.spec.fields)
+                raise self.error(errors.UndefinedVariableError, node,
+                                 f"{base.spec.cls.__name__} has no field '{attr}' (fields: {names})")
+            if field[2] > 0:
+                return ArrayField(base, attr, field[2])
+            return Scalar(ir.field(base.var, attr, None, *self.span(node)))
         if isinstance(base, GroupHandle):
             if attr in ("next", "current", "previous"):
                 return GroupMethod(base, attr)
@@ -587,6 +607,9 @@ class KernelParser:
             if dim is not None:
                 return dim
             return Scalar(ir.shape_dim(base.tensor.var, index, *self.span(node)))
+        if isinstance(base, ArrayField):
+            expr = self.to_index(index, node.slice, f"the index of {base.name}")
+            return Scalar(ir.field(base.tiling.var, base.name, expr, *self.span(node)))
         if isinstance(base, GroupHandle):
             if isinstance(index, Scalar) or (isinstance(index, int) and not isinstance(index, bool)):
                 if isinstance(index, int) and not 0 <= index < base.depth:
@@ -976,9 +999,19 @@ class KernelParser:
 
     def reject_runtime_handles(self, node, *values):
         for v in values:
-            if isinstance(v, (Scalar, TensorHandle, TileHandle, GroupHandle, PendingTile, ShapeProxy, GroupMethod)):
+            if isinstance(v, (list, tuple)):
+                self.reject_runtime_handles(node, *v)
+            elif isinstance(v, dict):
+                self.reject_runtime_handles(node, *v.keys(), *v.values())
+            elif isinstance(v, (Scalar, TensorHandle, TileHandle, GroupHandle, PendingTile, ShapeProxy, GroupMethod,
+                                TilingHandle, ArrayField)):
+                hint = None
+                if isinstance(v, Scalar):
+                    hint = ("this needs a compile-time value: a literal, a module constant, a fixed or STATIC dim, "
+                            "a TilingKey field; run-time scalars (DYNAMIC dims, TilingData, block indices) cannot "
+                            "size tiles")
                 raise self.error(errors.ParserTypeError, node,
-                                 f"{self.describe(v)} cannot be used in compile-time Python here")
+                                 f"{self.describe(v)} cannot be used in compile-time Python here", hint=hint)
 
     @staticmethod
     def describe(value) -> str:
@@ -994,6 +1027,10 @@ class KernelParser:
             return "a tile"
         if isinstance(value, ShapeProxy):
             return "a tensor shape"
+        if isinstance(value, TilingHandle):
+            return f"TilingData '{value.var.name}'"
+        if isinstance(value, ArrayField):
+            return f"the array field '{value.name}'"
         if isinstance(value, (bool, int, float, str)) or value is None:
             return repr(value)
         return f"{type(value).__name__} {value!r}"
@@ -1018,6 +1055,8 @@ def _tile_type_of(var) -> TileType:
     return TileType(shape, DTYPES[dtype], MemorySpace(memory), valid_shape=valid, layout=TensorLayout(layout))
 
 
-def parse_kernel(fn, spec, statics=()):
-    """Parses kernel `fn` (with its STATIC dims bound to `statics`) into a pypto_pro._C.ir.Function."""
-    return KernelParser(fn, spec, statics).parse()
+def parse_kernel(fn, spec, shapes=None, constants=None, dtypes=None):
+    """Parses kernel `fn` into a pypto_pro._C.ir.Function for one compile signature: `shapes` binds the
+    STATIC dims of each tensor, `constants` the TilingKey fields and datatype variables, `dtypes` the
+    dtype of each tensor the datatype dict names."""
+    return KernelParser(fn, spec, shapes, constants, dtypes).parse()

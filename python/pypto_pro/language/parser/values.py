@@ -93,6 +93,27 @@ class PendingTile:
         self.index = index
 
 
+class TilingHandle:
+    """The TilingData parameter: its fields are run-time scalars."""
+
+    __slots__ = ("var", "spec")
+
+    def __init__(self, var, spec):
+        self.var = var
+        self.spec = spec
+
+
+class ArrayField:
+    """`tiling.arr` before `[index]`."""
+
+    __slots__ = ("tiling", "name", "count")
+
+    def __init__(self, tiling, name, count):
+        self.tiling = tiling
+        self.name = name
+        self.count = count
+
+
 class Poisoned:
     """A name whose compile-time value depends on which run-time branch ran."""
 

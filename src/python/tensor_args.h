@@ -1,0 +1,47 @@
+// Reading kernel arguments on the launch path: numpy arrays and torch tensors, used in place.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <string>
+
+#include "pypto_pro/ir/dtype.h"
+
+namespace pypto_pro::python {
+
+namespace py = pybind11;
+
+constexpr int kMaxRank = 8;
+
+struct TensorView {
+  uint64_t data = 0;
+  int ndim = 0;
+  int64_t shape[kMaxRank];
+  int64_t strides[kMaxRank];  // in elements
+  bool dtype_known = false;   // false: a dtype the tile language has no name for (float64, complex, ...)
+  ir::DataType dtype = ir::DataType::kFP32;
+};
+
+// Names an argument in messages ("add_kernel(): argument 'x'"); built only when an error is raised.
+struct ArgName {
+  const std::string& kernel;
+  const std::string& param;
+  std::string str() const { return kernel + "(): argument '" + param + "'"; }
+};
+
+[[noreturn]] void ArgError(bool type_error, const std::string& message);
+
+// "numpy.ndarray", "torch.Tensor", "int" ...: for messages.
+std::string TypeName(PyObject* obj);
+std::string ShapeText(const TensorView& v);  // "(2, 3)"
+bool IsRowMajor(const TensorView& v);
+
+// Fills `view` from a numpy array or a CPU torch tensor; false when `obj` is neither.
+bool ReadTensor(PyObject* obj, TensorView& view, const ArgName& name);
+
+// pl.DT_* objects, registered once by the front end, to ir dtypes (identity lookup).
+void RegisterDTypeObject(PyObject* obj, ir::DataType dtype);
+bool DTypeOfObject(PyObject* obj, ir::DataType& out);
+
+}  // namespace pypto_pro::python
