@@ -2,7 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
+#include <semaphore>
+#include <thread>
 #include <sstream>
 
 #include "pypto_pro/codegen/codegen.h"
@@ -37,6 +40,17 @@ std::vector<std::string> SplitFlags(const std::string& flags) {
   std::istringstream in(flags);
   for (std::string flag; in >> flag;) out.push_back(flag);
   return out;
+}
+
+// Concurrent compiles (several signatures, several kernels) are bounded by the core count: more
+// compiler processes than cores only add memory pressure.
+ProcessResult RunCompilerBounded(const std::vector<std::string>& cmd, const fs::path& dir, double timeout) {
+  static std::counting_semaphore<1024> slots(std::clamp<ptrdiff_t>(std::thread::hardware_concurrency(), 1, 1024));
+  slots.acquire();
+  struct Release {
+    ~Release() { slots.release(); }
+  } release;
+  return RunProcess(cmd, dir, timeout);
 }
 
 }  // namespace
@@ -97,7 +111,7 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   cmd.push_back("-o");
   cmd.push_back(tmp_name);
   cmd.push_back("call_kernel.cpp");
-  ProcessResult run = RunProcess(cmd, inst->dir, options.timeout_seconds);
+  ProcessResult run = RunCompilerBounded(cmd, inst->dir, options.timeout_seconds);
   inst->stats.compile_ms = MsSince(t0);
   std::error_code ignored;
   if (run.timed_out) {

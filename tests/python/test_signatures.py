@@ -380,3 +380,29 @@ def test_tiling_fields_are_not_compile_time_values():
 
     with pytest.raises(pypto_pro.ParserTypeError, match=r"cannot be used in compile-time Python here"):
         bad[None, 1](torch.zeros(8, 32), Tiling(1, 1.0, False, [0.0] * 4))
+
+
+def test_keyword_arguments_and_defaults():
+    @pl.jit
+    def axpb(x: pl.Tensor[[16], pl.DT_FP32], y: pl.Tensor[[16], pl.DT_FP32], a: pl.DT_FP32 = 2.0,
+             b: pl.DT_INT32 = 1):
+        t = pl.make_tile(pl.TileType(shape=[16], dtype=pl.DT_FP32), addr=0)
+        with pl.section_vector():
+            pl.load(t, x, [0])
+            pl.muls(t, t, a)
+            pl.adds(t, t, b)
+            pl.store(y, t, [0])
+
+    x = torch.arange(16, dtype=torch.float32)
+    for args, kwargs, ref in [((x,), {}, x * 2 + 1), ((x,), {"b": 5}, x * 2 + 5), ((), {"x": x, "a": -1.0}, -x + 1),
+                              ((x,), {"a": 0.5, "b": 3}, x * 0.5 + 3)]:
+        y = torch.zeros(16)
+        if "x" in kwargs:
+            axpb[None, 1](y=y, **kwargs)
+        else:
+            axpb[None, 1](*args, y, **kwargs)
+        pypto_pro.runtime.synchronize()
+        assert torch.equal(y, ref), (args, kwargs)
+    assert axpb.cache_info()["compiles"] == 1
+    with pytest.raises(TypeError, match=r"axpb\(x, y, a, b\): multiple values for argument 'a'"):
+        axpb[None, 1](x, x, 1.0, a=2.0)
