@@ -8,6 +8,7 @@
 
 namespace pto {
 
+// Pipes, numbered like ir::Pipe (ops receive them as integers).
 enum Pipe : int { kPipeMTE1 = 0, kPipeMTE2, kPipeMTE3, kPipeM, kPipeV, kPipeS, kPipeFIX, kPipeALL };
 
 // The union of the TileGroup mutex ids the tiles carry: each id is locked once per op.

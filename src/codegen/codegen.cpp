@@ -300,7 +300,7 @@ class KernelWriter {
 
   std::string OpArg(const Expr& arg) {
     if (arg->type.IsTile()) return "*" + Expr_(arg);
-    if (arg->kind == ExprKind::kTuple && !arg->operands.empty() && arg->operands[0]->type.IsTile()) {
+    if (arg->kind == ExprKind::kTuple && !arg->operands.empty() && arg->operands[0]->type.IsTile()) {  // kTiles
       std::string list;
       for (size_t i = 0; i < arg->operands.size(); ++i) list += (i ? ", *" : "*") + Expr_(arg->operands[i]);
       return list;
@@ -312,8 +312,17 @@ class KernelWriter {
   void EmitOp(const StmtNode& s, int indent) {
     std::string call = std::string(s.op->device_fn) + "(ctx, " + std::to_string(s.span.line);
     for (const Attr& attr : s.attrs) {
-      call += attr.first == "pipe" ? ", pto::kPipe" + std::string(Name(Pipe(attr.second))) : ", " +
-                                                                                                 std::to_string(attr.second);
+      const KwargSpec* spec = s.op->FindKwarg(attr.name);
+      if (attr.is_string) {
+        call += ", " + CString(attr.text);
+      } else if (spec && spec->kind == AttrKind::kEnum && attr.value >= 0 &&
+                 attr.value < int64_t(spec->choices.size())) {
+        std::string choice(spec->choices[size_t(attr.value)]);
+        call += spec->cpp_prefix.empty() ? ", " + std::to_string(attr.value) + " /*" + choice + "*/"
+                                         : ", " + std::string(spec->cpp_prefix) + choice;
+      } else {
+        call += ", " + std::to_string(attr.value);
+      }
     }
     for (const Expr& arg : s.args) call += ", " + OpArg(arg);
     Line(indent, call + ");");

@@ -166,7 +166,7 @@ Expr Tuple(std::vector<Expr> items, Span span) {
     if (tiles) {
       if (!item || !item->type.IsTile()) Fail(ErrorKind::kType, span, "a tile list holds only tiles");
     } else {
-      RequireScalar(item, span, "index list");
+      RequireScalar(item, span, "a list of scalars");
     }
   }
   auto node = New(ExprKind::kTuple, Type::Tuple(), span);

@@ -1,96 +1,61 @@
 #include "pypto_pro/ir/op_registry.h"
 
-#include <tuple>
+#include <algorithm>
+
+#include "op_tables.h"
+#include "pypto_pro/ir/stmt.h"
 
 namespace pypto_pro::ir {
 
 namespace {
 
-constexpr uint32_t kLoadDst = Bit(MemorySpace::kVec) | Bit(MemorySpace::kMat);
-constexpr uint32_t kStoreSrc = Bit(MemorySpace::kVec) | Bit(MemorySpace::kAcc);
 constexpr std::string_view kLanguageIssue = "the tile language, tier 1 (issue 4)";
 constexpr std::string_view kTier2 = "the tile language, tier 2";
 
-OpDef Transfer(std::string_view name, bool is_load, bool by_tile_index, std::string_view device_fn,
-               std::string_view doc) {
-  std::string_view index_name = by_tile_index ? "tile_idx" : "offsets";
-  OpDef op{name, is_load ? Pipe::kMTE2 : Pipe::kMTE3, is_load ? PipeRule::kFixed : PipeRule::kBySourceTile,
-           WindowRule::kTransferTile, {}, true, kAllSupportedDTypes, "", device_fn, {}, doc};
-  if (is_load) {
-    op.operands = {{"dst_tile", OperandKind::kTile, Access::kWrite, kLoadDst},
-                   {"src_tensor", OperandKind::kTensor, Access::kRead, 0},
-                   {index_name, OperandKind::kOffsets, Access::kRead, 0}};
-    op.kwargs = {{"order", false, kTier2}};
-  } else {
-    op.operands = {{"dst_tensor", OperandKind::kTensor, Access::kWrite, 0},
-                   {"src_tile", OperandKind::kTile, Access::kRead, kStoreSrc},
-                   {index_name, OperandKind::kOffsets, Access::kRead, 0}};
-    op.kwargs = {{"atomic", false, kTier2}, {"relu_pre_mode", false, kTier2}, {"scale", false, kTier2},
-                 {"order", false, kTier2}, {"phase", false, kTier2}};
-  }
-  return op;
-}
-
-OpDef Elementwise(std::string_view name, std::string_view scalar_form, std::string_view device_fn,
-                  std::string_view doc) {
-  return OpDef{name, Pipe::kV, PipeRule::kFixed, WindowRule::kDestination,
-               {{"out", OperandKind::kTile, Access::kWrite, kVecOnly},
-                {"lhs", OperandKind::kTile, Access::kRead, kVecOnly},
-                {"rhs", OperandKind::kTile, Access::kRead, kVecOnly}},
-               true, kNumericDTypes, scalar_form, device_fn, {}, doc};
-}
-
-OpDef ElementwiseScalar(std::string_view name, std::string_view device_fn, std::string_view doc) {
-  return OpDef{name, Pipe::kV, PipeRule::kFixed, WindowRule::kDestination,
-               {{"out", OperandKind::kTile, Access::kWrite, kVecOnly},
-                {"lhs", OperandKind::kTile, Access::kRead, kVecOnly},
-                {"scalar", OperandKind::kScalar, Access::kRead, 0}},
-               true, kNumericDTypes, "", device_fn, {}, doc};
-}
-
 std::vector<OpDef> BuildOps() {
   std::vector<OpDef> ops;
-  ops.push_back(Transfer("load", true, false, "pto::load", "GM -> Vec/Mat at element offsets"));
-  ops.push_back(Transfer("load_tile", true, true, "pto::load_tile", "GM -> Vec/Mat at tile_idx x tile shape"));
-  ops.push_back(Transfer("store", false, false, "pto::store", "Vec/Acc -> GM at element offsets"));
-  ops.push_back(Transfer("store_tile", false, true, "pto::store_tile", "Vec/Acc -> GM at tile_idx x tile shape"));
-
-  ops.push_back(Elementwise("add", "adds", "pto::add", "out = lhs + rhs"));
-  ops.push_back(Elementwise("sub", "subs", "pto::sub", "out = lhs - rhs"));
-  ops.push_back(Elementwise("mul", "muls", "pto::mul", "out = lhs * rhs"));
-  ops.push_back(Elementwise("div", "divs", "pto::div", "out = lhs / rhs"));
-  ops.push_back(Elementwise("maximum", "maxs", "pto::maximum", "out = max(lhs, rhs)"));
-  ops.push_back(Elementwise("minimum", "mins", "pto::minimum", "out = min(lhs, rhs)"));
-  ops.push_back(ElementwiseScalar("adds", "pto::adds", "out = lhs + scalar"));
-  ops.push_back(ElementwiseScalar("subs", "pto::subs", "out = lhs - scalar"));
-  ops.push_back(ElementwiseScalar("muls", "pto::muls", "out = lhs * scalar"));
-  ops.push_back(ElementwiseScalar("divs", "pto::divs", "out = lhs / scalar"));
-  ops.push_back(ElementwiseScalar("maxs", "pto::maxs", "out = max(lhs, scalar)"));
-  ops.push_back(ElementwiseScalar("mins", "pto::mins", "out = min(lhs, scalar)"));
-
-  // auto_mutex: lock / unlock, on the pipe of the guarded op (attr "pipe"), every TileGroup mutex id
-  // its tile operands carry.
-  constexpr uint32_t kAnyTileMemory = (1u << uint32_t(MemorySpace::kCount)) - 2;
-  for (auto [name, fn, doc] : {std::tuple{"auto_mutex_lock", "pto::auto_mutex_lock", "lock the tiles' mutex ids"},
-                               std::tuple{"auto_mutex_unlock", "pto::auto_mutex_unlock", "unlock them"}}) {
-    OpDef op{name, Pipe::kS, PipeRule::kFixed, WindowRule::kNone,
-             {{"tiles", OperandKind::kTiles, Access::kRead, kAnyTileMemory}},
-             false, kAllSupportedDTypes, "", fn, {}, doc};
-    op.internal = true;
-    ops.push_back(op);
-  }
+  AddTransferOps(ops);
+  AddVectorOps(ops);
+  AddCubeOps(ops);
+  AddSyncOps(ops);
   return ops;
 }
 
+bool IsCube(MemorySpace m) { return m != MemorySpace::kVec && m != MemorySpace::kDDR; }
+
+std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
+
 }  // namespace
 
-Pipe OpDef::PipeFor(const std::vector<MemorySpace>& tile_memories) const {
-  if (pipe_rule == PipeRule::kBySourceTile) {
-    for (MemorySpace m : tile_memories) {
-      if (m == MemorySpace::kAcc) return Pipe::kFIX;
+Pipe OpDef::PipeFor(const std::vector<MemorySpace>& mems) const {
+  switch (pipe_rule) {
+    case PipeRule::kFixed: return pipe;
+    case PipeRule::kBySourceTile:
+      return std::find(mems.begin(), mems.end(), MemorySpace::kAcc) != mems.end() ? Pipe::kFIX : pipe;
+    case PipeRule::kByMove: {
+      if (mems.size() < 2) return pipe;
+      MemorySpace dst = mems[0], src = mems[1];
+      if (src == MemorySpace::kAcc) return Pipe::kFIX;
+      if (src == MemorySpace::kVec && IsCube(dst)) return Pipe::kMTE3;
+      if (src == MemorySpace::kMat && dst == MemorySpace::kVec) return Pipe::kV;
+      if (src == MemorySpace::kMat) return Pipe::kMTE1;
+      return pipe;
     }
   }
   return pipe;
+}
+
+std::string OpDef::Signature() const {
+  std::string s = "pl." + std::string(PublicName()) + "(";
+  for (size_t i = 0; i < operands.size(); ++i) s += (i ? ", " : "") + std::string(operands[i].name);
+  return s + ")";
+}
+
+const KwargSpec* OpDef::FindKwarg(std::string_view kwarg) const {
+  for (const KwargSpec& k : kwargs) {
+    if (k.name == kwarg) return &k;
+  }
+  return nullptr;
 }
 
 const std::vector<OpDef>& AllOps() {
@@ -126,9 +91,158 @@ const std::vector<PlannedOp>& PlannedOps() {
           "insert"}) {
       out.push_back({name, kTier2});
     }
+    // A name that is both built and planned is built: the registry wins.
+    out.erase(std::remove_if(out.begin(), out.end(),
+                             [](const PlannedOp& p) {
+                               for (const OpDef& op : AllOps()) {
+                                 if (!op.internal && op.PublicName() == p.name) return true;
+                               }
+                               return false;
+                             }),
+              out.end());
     return out;
   }();
   return planned;
+}
+
+Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map<std::string, KwargValue>& kwargs,
+                 Span span) {
+  const OpDef* op = FindOp(name);
+  if (op && (op->internal || op->PublicName() != op->name)) op = nullptr;  // not callable by this name
+  if (!op) {
+    for (const PlannedOp& planned : PlannedOps()) {
+      if (planned.name == name) {
+        Fail(ErrorKind::kUnsupported, span,
+             "pl." + name + " is part of the public language but is not implemented yet (planned with " +
+                 std::string(planned.issue_area) + ")");
+      }
+    }
+    Fail(ErrorKind::kUndefined, span, "pl." + name + " is not an op of the tile language");
+  }
+  std::string callee = "pl." + name + "()";
+
+  // Keywords that choose another op: dispatch values (sum(..., dim=1)) and optional operands.
+  std::map<std::string, KwargValue> rest = kwargs;
+  for (const KwargSpec& k : op->kwargs) {
+    if (k.kind != AttrKind::kDispatch && k.kind != AttrKind::kOperand) continue;
+    auto it = rest.find(std::string(k.name));
+    if (k.kind == AttrKind::kOperand) {
+      if (it == rest.end() || it->second.kind == KwargValue::Kind::kNone) {
+        if (it != rest.end()) rest.erase(it);
+        continue;
+      }
+      if (it->second.kind != KwargValue::Kind::kExpr) {
+        Fail(ErrorKind::kType, span, callee + ": '" + std::string(k.name) + "' must be a tile");
+      }
+      args.push_back(it->second.e);
+      rest.erase(it);
+      op = FindOp(k.choices[0]);
+      break;
+    }
+    int64_t index = k.default_value;
+    if (it != rest.end() && it->second.kind != KwargValue::Kind::kNone) {
+      if (it->second.kind != KwargValue::Kind::kInt) {
+        Fail(ErrorKind::kType, span, callee + ": '" + std::string(k.name) + "' must be a compile-time int");
+      }
+      index = it->second.i;
+      if (index < 0 || index >= int64_t(k.choices.size())) {
+        Fail(ErrorKind::kValue, span,
+             callee + ": " + std::string(k.name) + "=" + std::to_string(index) + " is out of range [0, " +
+                 std::to_string(k.choices.size() - 1) + "]");
+      }
+    }
+    if (it != rest.end()) rest.erase(it);
+    if (index >= 0) {
+      op = FindOp(k.choices[size_t(index)]);
+      break;
+    }
+  }
+
+  // Operands given by keyword take their place by name.
+  std::vector<Expr> bound(op->operands.size());
+  if (args.size() > bound.size()) {
+    Fail(ErrorKind::kType, span,
+         op->Signature() + " takes " + std::to_string(op->operands.size()) + " arguments, got " +
+             std::to_string(args.size()));
+  }
+  for (size_t i = 0; i < args.size(); ++i) bound[i] = args[i];
+  for (size_t i = 0; i < op->operands.size(); ++i) {
+    auto it = rest.find(std::string(op->operands[i].name));
+    if (it == rest.end()) continue;
+    if (bound[i]) Fail(ErrorKind::kType, span, callee + " got '" + std::string(op->operands[i].name) + "' twice");
+    const KwargValue& v = it->second;
+    if (v.kind == KwargValue::Kind::kExpr) bound[i] = v.e;
+    else if (v.kind == KwargValue::Kind::kInt) bound[i] = IntConst(v.i, span);
+    else Fail(ErrorKind::kType, span, callee + ": operand '" + std::string(op->operands[i].name) + "' is not a value");
+    rest.erase(it);
+  }
+  for (size_t i = 0; i < bound.size(); ++i) {
+    if (!bound[i]) {
+      Fail(ErrorKind::kType, span,
+           op->Signature() + " is missing its '" + std::string(op->operands[i].name) + "' argument");
+    }
+  }
+  if (!op->scalar_form.empty() && bound.back()->type.IsScalar()) op = FindOp(op->scalar_form);
+
+  // Options: every one, in declaration order, defaults included.
+  std::vector<Attr> attrs;
+  for (const KwargSpec& k : op->kwargs) {
+    if (k.kind == AttrKind::kDispatch || k.kind == AttrKind::kOperand) continue;
+    Attr attr;
+    attr.name = std::string(k.name);
+    attr.value = k.default_value;
+    attr.is_string = k.kind == AttrKind::kString;
+    auto it = rest.find(attr.name);
+    bool given = it != rest.end() && it->second.kind != KwargValue::Kind::kNone;
+    if (given) {
+      const KwargValue& v = it->second;
+      std::string what = callee + ": " + attr.name;
+      switch (k.kind) {
+        case AttrKind::kInt:
+          if (v.kind != KwargValue::Kind::kInt) Fail(ErrorKind::kType, span, what + " must be a compile-time int");
+          attr.value = v.i;
+          break;
+        case AttrKind::kBool:
+          if (v.kind != KwargValue::Kind::kInt || (v.i != 0 && v.i != 1)) {
+            Fail(ErrorKind::kType, span, what + " must be True or False");
+          }
+          attr.value = v.i;
+          break;
+        case AttrKind::kEnum: {
+          auto choice = std::find(k.choices.begin(), k.choices.end(), v.s);
+          if (v.kind != KwargValue::Kind::kString || choice == k.choices.end()) {
+            std::string names;
+            for (std::string_view c : k.choices) names += (names.empty() ? "" : ", ") + std::string(c);
+            Fail(ErrorKind::kValue, span, what + " must be one of " + names);
+          }
+          attr.value = choice - k.choices.begin();
+          break;
+        }
+        case AttrKind::kString:
+          if (v.kind != KwargValue::Kind::kString) Fail(ErrorKind::kType, span, what + " must be a string");
+          attr.text = v.s;
+          break;
+        default: break;
+      }
+      if (!k.implemented && attr.value != k.default_value) {
+        Fail(ErrorKind::kUnsupported, span,
+             "pl." + std::string(op->PublicName()) + "(" + attr.name + "=...) is not implemented yet (" +
+                 std::string(k.issue_area) + ")");
+      }
+      rest.erase(it);
+    } else if (it != rest.end()) {
+      rest.erase(it);  // an explicit None: the default
+    }
+    if (k.implemented) attrs.push_back(std::move(attr));  // planned options only ever hold their default
+  }
+  if (!rest.empty()) {
+    std::string accepted;
+    for (const OperandSpec& o : op->operands) accepted += (accepted.empty() ? "" : ", ") + std::string(o.name);
+    for (const KwargSpec& k : op->kwargs) accepted += ", " + std::string(k.name);
+    Fail(ErrorKind::kType, span, callee + " got an unexpected keyword " + Quote(rest.begin()->first) + "; it takes " +
+                                     accepted);
+  }
+  return OpCall(op, std::move(bound), std::move(attrs), span);
 }
 
 }  // namespace pypto_pro::ir

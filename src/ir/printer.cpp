@@ -88,9 +88,18 @@ std::string Print(const Stmt& s, int indent) {
       os << pad << s->op->name << "(";
       for (size_t i = 0; i < s->args.size(); ++i) os << (i ? ", " : "") << Print(s->args[i]);
       for (const Attr& attr : s->attrs) {
-        os << ", " << attr.first << "=";
-        if (attr.first == "pipe") os << Name(Pipe(attr.second));
-        else os << attr.second;
+        os << ", " << attr.name << "=";
+        const KwargSpec* spec = s->op->FindKwarg(attr.name);
+        if (attr.is_string) {
+          os << "'" << attr.text << "'";
+        } else if (spec && spec->kind == AttrKind::kEnum && attr.value >= 0 &&
+                   attr.value < int64_t(spec->choices.size())) {
+          os << spec->choices[size_t(attr.value)];
+        } else if (spec && spec->kind == AttrKind::kBool) {
+          os << (attr.value ? "True" : "False");
+        } else {
+          os << attr.value;
+        }
       }
       os << ")\n";
       break;

@@ -184,13 +184,18 @@ class Verifier {
             if (!item->type.IsTile()) Fail(ErrorKind::kType, span, name + " must hold only tiles");
           }
           break;
+        case OperandKind::kScalars:
+          if (arg->kind != ExprKind::kTuple) Fail(ErrorKind::kType, span, name + " must be a list of scalars");
+          break;
       }
       bool is_data = spec.kind == OperandKind::kTile || spec.kind == OperandKind::kTensor;
       if (!is_data) continue;
-      if (!(op.dtypes & Bit(arg->type.dtype))) {
+      uint32_t allowed = spec.dtypes ? spec.dtypes : op.dtypes;
+      if (!(allowed & Bit(arg->type.dtype))) {
         Fail(ErrorKind::kType, span, name + " has dtype " + std::string(Name(arg->type.dtype)) +
-                                         ", which " + where + " does not support");
+                                         ", which " + where + " does not support there");
       }
+      if (spec.dtypes) continue;  // an operand with its own dtype rule (masks, indices, casts)
       if (op.same_dtype && first_data && first_data->type.dtype != arg->type.dtype) {
         Fail(ErrorKind::kType, span,
              where + ": dtype mismatch: operand '" + std::string(spec.name) + "' is " +

@@ -54,7 +54,10 @@ Stmt Rewrite(const Stmt& s, const std::set<int>& guarded) {
       }
     }
     if (tiles.empty()) return s;
-    std::vector<Attr> pipe = {{"pipe", int64_t(s->op->PipeFor(TileMemories(*s)))}};
+    Attr pipe_attr;
+    pipe_attr.name = "pipe";
+    pipe_attr.value = int64_t(s->op->PipeFor(TileMemories(*s)));
+    std::vector<Attr> pipe = {pipe_attr};
     Stmt lock = OpCall(FindOp("auto_mutex_lock"), {Tuple(tiles, s->span)}, pipe, s->span);
     Stmt unlock = OpCall(FindOp("auto_mutex_unlock"), {Tuple(tiles, s->span)}, pipe, s->span);
     return Seq({lock, s, unlock}, s->span);

@@ -85,37 +85,45 @@ std::vector<Stmt> UnwrapStmts(const std::vector<PyStmt>& items) {
   return out;
 }
 
-std::string Signature(const OpDef& op) {
-  std::string s = "pl." + std::string(op.name) + "(";
-  for (size_t i = 0; i < op.operands.size(); ++i) s += (i ? ", " : "") + std::string(op.operands[i].name);
-  return s + ")";
+// Front-end keyword values: None, int, bool, float (as a constant expression), str, or an Expr.
+std::map<std::string, KwargValue> ConvertKwargs(const py::dict& kwargs, Span span) {
+  std::map<std::string, KwargValue> out;
+  for (auto item : kwargs) {
+    std::string key = py::str(item.first).cast<std::string>();
+    py::handle v = item.second;
+    KwargValue value;
+    if (v.is_none()) {
+      value.kind = KwargValue::Kind::kNone;
+    } else if (py::isinstance<py::bool_>(v) || py::isinstance<py::int_>(v)) {
+      value.kind = KwargValue::Kind::kInt;
+      value.i = v.cast<int64_t>();
+    } else if (py::isinstance<py::float_>(v)) {
+      value.kind = KwargValue::Kind::kExpr;
+      value.e = FloatConst(v.cast<double>(), span);
+    } else if (py::isinstance<py::str>(v)) {
+      value.kind = KwargValue::Kind::kString;
+      value.s = v.cast<std::string>();
+    } else if (py::isinstance<PyExpr>(v)) {
+      value.kind = KwargValue::Kind::kExpr;
+      value.e = v.cast<const PyExpr&>().expr;
+    } else {
+      Fail(ErrorKind::kType, span, "keyword '" + key + "' has a value the kernel language cannot take");
+    }
+    out.emplace(std::move(key), std::move(value));
+  }
+  return out;
 }
 
-// pl.<name>(args...) as an op statement; scalar right operands pick the op's scalar form.
-Stmt BuildOp(const std::string& name, const std::vector<PyExpr>& py_args, int line, int col) {
-  Span span = At(line, col);
-  const OpDef* op = FindOp(name);
-  if (op && op->internal) op = nullptr;  // inserted by passes, never written by users
-  if (!op) {
-    for (const PlannedOp& planned : PlannedOps()) {
-      if (planned.name == name) {
-        Fail(ErrorKind::kUnsupported, span,
-             "pl." + name + " is part of the public language but is not implemented yet (planned with " +
-                 std::string(planned.issue_area) + ")");
-      }
-    }
-    Fail(ErrorKind::kUndefined, span, "pl." + name + " is not an op of the tile language");
+const char* AttrKindName(AttrKind kind) {
+  switch (kind) {
+    case AttrKind::kInt: return "int";
+    case AttrKind::kBool: return "bool";
+    case AttrKind::kEnum: return "enum";
+    case AttrKind::kString: return "str";
+    case AttrKind::kDispatch: return "dispatch";
+    case AttrKind::kOperand: return "operand";
   }
-  std::vector<Expr> args = Unwrap(py_args);
-  if (!op->scalar_form.empty() && args.size() == op->operands.size() && args.back()->type.IsScalar()) {
-    op = FindOp(op->scalar_form);
-  }
-  if (args.size() != op->operands.size()) {
-    Fail(ErrorKind::kType, span,
-         Signature(*op) + " takes " + std::to_string(op->operands.size()) + " arguments, got " +
-             std::to_string(args.size()));
-  }
-  return OpCall(op, std::move(args), {}, span);
+  return "?";
 }
 
 }  // namespace
@@ -325,9 +333,12 @@ void BindIR(py::module_& parent) {
   m.def("break_", [](int line, int col) { return PyStmt{Break(At(line, col))}; });
   m.def("continue_", [](int line, int col) { return PyStmt{Continue(At(line, col))}; });
   m.def("return_", [](int line, int col) { return PyStmt{Return(At(line, col))}; });
-  m.def("op", [](const std::string& name, const std::vector<PyExpr>& args, int line, int col) {
-    return PyStmt{BuildOp(name, args, line, col)};
-  });
+  m.def(
+      "op",
+      [](const std::string& name, const std::vector<PyExpr>& args, const py::dict& kwargs, int line, int col) {
+        return PyStmt{BuildOpCall(name, Unwrap(args), ConvertKwargs(kwargs, At(line, col)), At(line, col))};
+      },
+      py::arg("name"), py::arg("args"), py::arg("kwargs"), py::arg("line"), py::arg("col"));
   m.def("decl_tiles", [](const PyVar& group, int line, int col) {
     return PyStmt{DeclTiles(group.var, At(line, col))};
   });
@@ -347,10 +358,10 @@ void BindIR(py::module_& parent) {
   m.def("op_names", [] {
     std::vector<std::string> names;
     for (const OpDef& op : AllOps()) {
-      if (!op.internal) names.emplace_back(op.name);
+      if (!op.internal && op.PublicName() == op.name) names.emplace_back(op.name);
     }
     return names;
-  });
+  }, "Ops kernels can call by name.");
   m.def("planned_ops", [] {
     std::vector<std::pair<std::string, std::string>> out;
     for (const PlannedOp& op : PlannedOps()) out.emplace_back(std::string(op.name), std::string(op.issue_area));
@@ -360,19 +371,26 @@ void BindIR(py::module_& parent) {
     const OpDef* op = FindOp(name);
     if (!op) throw py::key_error(name);
     py::dict info;
-    std::vector<std::string> operands, kwargs, kwargs_planned;
+    std::vector<std::string> operands;
     for (const OperandSpec& s : op->operands) operands.emplace_back(s.name);
+    py::list kwargs;
     for (const KwargSpec& k : op->kwargs) {
-      kwargs.emplace_back(k.name);
-      if (!k.implemented) kwargs_planned.emplace_back(std::string(k.name) + ":" + std::string(k.issue_area));
+      py::dict kw;
+      kw["name"] = std::string(k.name);
+      kw["kind"] = std::string(AttrKindName(k.kind));
+      std::vector<std::string> choices(k.choices.begin(), k.choices.end());
+      kw["choices"] = choices;
+      kw["default"] = k.default_value;
+      kw["implemented"] = k.implemented;
+      kw["issue_area"] = std::string(k.issue_area);
+      kwargs.append(kw);
     }
     info["name"] = std::string(op->name);
     info["operands"] = operands;
     info["kwargs"] = kwargs;
-    info["planned_kwargs"] = kwargs_planned;
     info["pipe"] = std::string(Name(op->pipe));
     info["scalar_form"] = std::string(op->scalar_form);
-    info["signature"] = Signature(*op);
+    info["signature"] = op->Signature();
     info["doc"] = std::string(op->doc);
     return info;
   });

@@ -139,7 +139,7 @@ TEST(Expr, TupleRequiresScalars) {
   ir::Var t = test_util::MakeTileVar(f, "t", test_util::MakeTileType(16, 32));
   CompileDiagnostic d = CatchDiagnostic([&] { ir::Tuple({Ref(i), Ref(t)}, Span{12, 20}); });
   EXPECT_EQ(d.kind(), ErrorKind::kType);
-  EXPECT_STREQ(d.what(), "index list expects a scalar operand, got Tile[[16, 32], fp32, Vec]");
+  EXPECT_STREQ(d.what(), "a list of scalars expects a scalar operand, got Tile[[16, 32], fp32, Vec]");
   EXPECT_EQ(d.span().line, 12);
 
   // A list that starts with a tile is a tile list (auto_mutex operands) and holds only tiles.

@@ -1,22 +1,26 @@
-// The one op registry: every tile op is declared once here. The parser (through the bindings),
-// the verifier, the passes and the code generator all read these entries.
+// The one op registry: every tile op is declared once (src/ir/ops_*.cpp, one file per family).
+// The parser (through the bindings), the verifier, the passes and the code generator all read
+// these entries; adding an op means one entry here and one function in device_include/.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "pypto_pro/ir/expr.h"
 #include "pypto_pro/ir/type.h"
 
 namespace pypto_pro::ir {
 
 enum class OperandKind : uint8_t {
-  kTile,          // a tile value
-  kTensor,        // a GM tensor
-  kOffsets,       // a tuple with one scalar per tensor axis
-  kScalar,        // a scalar expression
-  kTiles,         // a tuple of tiles (the auto_mutex ops lock the ids all of them carry)
+  kTile,     // a tile value
+  kTensor,   // a GM tensor
+  kOffsets,  // a tuple with one integer scalar per tensor axis
+  kScalar,   // a scalar expression
+  kTiles,    // a tuple of tiles (auto_mutex locks the ids all of them carry)
+  kScalars,  // a tuple of scalars of any type (pl.printf arguments)
 };
 enum class Access : uint8_t { kRead, kWrite, kReadWrite };
 
@@ -24,63 +28,101 @@ enum class Access : uint8_t { kRead, kWrite, kReadWrite };
 constexpr uint32_t Bit(MemorySpace m) { return 1u << uint32_t(m); }
 constexpr uint32_t Bit(DataType d) { return 1u << uint32_t(d); }
 constexpr uint32_t kVecOnly = Bit(MemorySpace::kVec);
+constexpr uint32_t kAnyTileMemory = (1u << uint32_t(MemorySpace::kCount)) - 2;  // all but DDR
 constexpr uint32_t kAllSupportedDTypes = (1u << uint32_t(DataType::kFP32)) * 2 - 1;
 constexpr uint32_t kNumericDTypes = kAllSupportedDTypes & ~Bit(DataType::kBool);
+constexpr uint32_t kFloatDTypes = Bit(DataType::kFP16) | Bit(DataType::kBF16) | Bit(DataType::kFP32);
 
 struct OperandSpec {
   std::string_view name;  // the keyword name in the public API ("out", "lhs", "src_tensor", ...)
   OperandKind kind;
   Access access;
   uint32_t memories = 0;  // kTile: allowed memory spaces
+  uint32_t dtypes = 0;    // kTile/kTensor: element dtypes accepted; 0 = the op's `dtypes`
 };
 
 // How the op's pipe is chosen.
 enum class PipeRule : uint8_t {
-  kFixed,          // OpDef::pipe
-  kBySourceTile,   // store: Vec source -> MTE3, Acc source -> FIX
+  kFixed,         // OpDef::pipe
+  kBySourceTile,  // store: Vec source -> MTE3, Acc source -> FIX
+  kByMove,        // move: Mat->Left/Right MTE1, Acc->Vec FIX, Mat->Vec V, Vec->Mat MTE3
 };
 
 // Which elements an op touches: the valid window of which tile.
 enum class WindowRule : uint8_t {
-  kNone,         // no tile data (sync ops)
-  kDestination,  // compute ops: the destination's valid window
-  kTransferTile, // load/store: the tile operand's valid window
+  kNone,          // no tile data (sync ops)
+  kDestination,   // compute ops: the destination's valid window
+  kTransferTile,  // load/store: the tile operand's valid window
+  kSource,        // reductions: the source's valid window
 };
 
-// Keyword options of an op. Values are compile-time constants stored as op attributes.
+// Keyword options of an op: compile-time values stored as op attributes, passed to the device
+// function after the source line, in declaration order.
+enum class AttrKind : uint8_t {
+  kInt,       // a compile-time int
+  kBool,      // True/False (stored as 1/0)
+  kEnum,      // a member of a pl enum, stored as its index in `choices`
+  kString,    // a compile-time string (printf formats, assert messages)
+  kDispatch,  // selects another op by value: `choices[value]` is the op used (sum(..., dim=1))
+  kOperand,   // an optional operand: when given, `choices[0]` is the op used, with it appended
+};
+
 struct KwargSpec {
   std::string_view name;
-  bool implemented;            // false: only its default is accepted, anything else is refused
-  std::string_view issue_area; // where the unimplemented option is planned
+  AttrKind kind = AttrKind::kInt;
+  int64_t default_value = 0;               // kDispatch/kOperand: -1 = absent, the op itself is used
+  std::vector<std::string_view> choices;   // kEnum names; kDispatch/kOperand target ops
+  bool implemented = true;                 // false: only its default is accepted
+  std::string_view issue_area = {};        // where an unimplemented option is planned
+  std::string_view cpp_prefix = {};        // kEnum: kernel.cpp names value X as <prefix>X ("pto::kPipe")
 };
 
 struct OpDef {
-  std::string_view name;        // public name: "add", "load_tile"; system ops "system.mutex_lock"
+  std::string_view name;         // unique id; ops users call are named as in the public API
   Pipe pipe;
   PipeRule pipe_rule;
   WindowRule window;
   std::vector<OperandSpec> operands;
-  bool same_dtype;              // all tile/tensor operands share the element dtype
-  uint32_t dtypes;              // element dtypes accepted (Bit(DataType) set)
-  std::string_view scalar_form; // op used when the last operand is a scalar ("add" -> "adds")
-  std::string_view device_fn;   // function in device_include called by kernel.cpp
+  bool same_dtype;               // all tile/tensor operands without their own dtypes share one dtype
+  uint32_t dtypes;               // element dtypes accepted (Bit(DataType) set)
+  std::string_view scalar_form;  // op used when the last operand is a scalar ("add" -> "adds")
+  std::string_view device_fn;    // function in device_include called by kernel.cpp
   std::vector<KwargSpec> kwargs;
   std::string_view doc;
-  bool internal = false;        // inserted by passes only; not callable from kernels
+  bool internal = false;         // inserted by passes only; not callable from kernels
+  std::string_view public_name = {};  // the pl name when it differs from `name` (dispatch targets)
 
   // The pipe this op runs on, given its tile operands' memories.
   Pipe PipeFor(const std::vector<MemorySpace>& tile_memories) const;
+  std::string_view PublicName() const { return public_name.empty() ? name : public_name; }
+  std::string Signature() const;  // "pl.add(out, lhs, rhs)"
+  const KwargSpec* FindKwarg(std::string_view kwarg) const;
 };
 
 const std::vector<OpDef>& AllOps();  // every op, internal ones included
 const OpDef* FindOp(std::string_view name);  // nullptr if unknown
 
 // Names the public language defines but this version does not implement yet, with the issue area
-// that will bring them. The parser turns a use into UnsupportedFeatureError.
+// that will bring them. Building one is an UnsupportedFeatureError.
 struct PlannedOp {
   std::string_view name;
   std::string_view issue_area;
 };
 const std::vector<PlannedOp>& PlannedOps();
+
+// A keyword value from the front end.
+struct KwargValue {
+  enum class Kind : uint8_t { kNone, kInt, kString, kExpr } kind = Kind::kNone;
+  int64_t i = 0;
+  std::string s;
+  Expr e;
+};
+
+// Builds the statement for `pl.<name>(args..., **kwargs)`: picks the scalar form for a scalar last
+// operand, follows dispatch/operand keywords to the op they select, fills every attribute (defaults
+// included) in declaration order, and checks values. Throws CompileDiagnostic at `span`.
+struct StmtNode;
+std::shared_ptr<const StmtNode> BuildOpCall(const std::string& name, std::vector<Expr> args,
+                                            const std::map<std::string, KwargValue>& kwargs, Span span);
 
 }  // namespace pypto_pro::ir

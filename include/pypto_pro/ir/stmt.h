@@ -36,8 +36,13 @@ const char* Name(SectionKind section);
 struct StmtNode;
 using Stmt = std::shared_ptr<const StmtNode>;
 
-// A compile-time op option (pipe, event id, enum value), as an integer.
-using Attr = std::pair<std::string, int64_t>;
+// A compile-time op option: an integer (ints, bools, enum indices, pipes) or a string.
+struct Attr {
+  std::string name;
+  int64_t value = 0;
+  std::string text;
+  bool is_string = false;
+};
 
 struct StmtNode {
   StmtKind kind = StmtKind::kSeq;

@@ -20,7 +20,7 @@ from pypto_pro.language import diagnostics
 from pypto_pro.language.builtins import Builtin
 from pypto_pro.language.parser.values import (MISSING, ArrayField, GroupHandle, GroupMethod, Local, PendingTile,
                                               Poisoned, Scalar, ShapeProxy, TensorHandle, TileHandle, TilingHandle)
-from pypto_pro.language.types import AtomicType, DataType, TileType
+from pypto_pro.language.types import DataType, TileType
 
 ir = _C.ir
 
@@ -787,21 +787,26 @@ class KernelParser:
         return bound
 
     def call_op(self, name, node):
-        info = _op_info(name)
-        bound = self._args(node, info["operands"] + info["kwargs"], info["operands"])
-        operands = []
-        for operand in info["operands"]:
-            arg = bound[operand]
-            operands.append(self.op_operand(self.eval(arg), arg, f"pl.{name} operand '{operand}'"))
-        for kw in info["kwargs"]:
-            if kw in bound:
-                value = self.eval(bound[kw])
-                if value is not None and value is not AtomicType.AtomicNone:
-                    area = next((p.split(":", 1)[1] for p in info["planned_kwargs"] if p.startswith(kw + ":")), "")
-                    raise self.error(errors.UnsupportedFeatureError, bound[kw],
-                                     f"pl.{name}({kw}=...) is not implemented yet" + (f" ({area})" if area else ""))
-        self.emit(ir.op(name, operands, *self.span(node)))
+        """pl.<op>(...): operands become IR expressions, keyword options compile-time values; the C++
+        registry binds them (scalar forms, dispatch keywords like dim=, defaults) and checks them."""
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            raise self.error(errors.UnsupportedFeatureError, node, "*args / **kwargs calls are not supported")
+        args = [self.op_operand(self.eval(a), a, f"pl.{name} argument {i + 1}") for i, a in enumerate(node.args)]
+        kwargs = {}
+        for k in node.keywords:
+            kwargs[k.arg] = self.op_keyword(self.eval(k.value), k.value, f"pl.{name} keyword '{k.arg}'")
+        self.emit(ir.op(name, args, kwargs, *self.span(node)))
         return None
+
+    def op_keyword(self, value, node, what):
+        """A keyword of an op call: an operand given by name, or a compile-time option."""
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        if isinstance(value, enum.Enum):
+            return value.name
+        if isinstance(value, DataType):
+            return value.pl_name
+        return self.op_operand(value, node, what)
 
     def op_operand(self, value, node, what):
         if isinstance(value, PendingTile):
@@ -811,6 +816,10 @@ class KernelParser:
         if isinstance(value, TensorHandle):
             return ir.var_ref(value.var, *self.span(node))
         if isinstance(value, (list, tuple)):
+            if value and all(isinstance(v, (Scalar, bool, int, float)) for v in value) and \
+                    any(isinstance(v, float) or (isinstance(v, Scalar) and v.dtype in ("fp32", "bool"))
+                        for v in value):
+                return ir.tuple([self.to_expr(v, node) for v in value], *self.span(node))  # printf arguments
             return ir.tuple([self.to_index(v, node, what + " entry") for v in value], *self.span(node))
         if isinstance(value, Scalar) or _is_number(value):
             return self.to_expr(value, node)
@@ -1039,15 +1048,6 @@ class KernelParser:
 _PY_BINOP = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
              ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
              **_CONST_ONLY_BINOPS}
-
-_OP_INFO = {}
-
-
-def _op_info(name):
-    if name not in _OP_INFO:
-        _OP_INFO[name] = ir.op_info(name)
-    return _OP_INFO[name]
-
 
 def _tile_type_of(var) -> TileType:
     from pypto_pro.language.types import DTYPES, MemorySpace, TensorLayout

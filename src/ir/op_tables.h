@@ -1,0 +1,15 @@
+// The op families that make up the registry; each file adds its entries (internal to src/ir).
+#pragma once
+
+#include <vector>
+
+#include "pypto_pro/ir/op_registry.h"
+
+namespace pypto_pro::ir {
+
+void AddTransferOps(std::vector<OpDef>& ops);  // ops_transfer.cpp: load/store, move
+void AddVectorOps(std::vector<OpDef>& ops);    // ops_vector.cpp: compute on Vec tiles
+void AddCubeOps(std::vector<OpDef>& ops);      // ops_cube.cpp: matmul
+void AddSyncOps(std::vector<OpDef>& ops);      // ops_sync.cpp: flags, mutexes, barriers, debug
+
+}  // namespace pypto_pro::ir
