@@ -134,7 +134,7 @@ TEST(Codegen, LauncherHasOneInt32PerDynamicDimAndTypedScalars) {
   EXPECT_TRUE(Contains(src.kernel_cpp, "pto::adds(ctx, 6, *v_t, *v_t, v_alpha);")) << src.kernel_cpp;
 }
 
-TEST(Codegen, RefusesCubeKernels) {
+TEST(Codegen, CubeKernelsRunOnCubeCores) {
   AddKernel k = MakeAddKernel({.name = "mm", .section = ir::SectionKind::kCube});
   ir::TileType mat = test_util::MakeTileType(64, 128, DataType::kFP32, ir::MemorySpace::kMat);
   ir::Var m = test_util::MakeTileGroup(k.func, "m", mat, 0x0, {}, 1);
@@ -145,13 +145,9 @@ TEST(Codegen, RefusesCubeKernels) {
                                                                           test_util::Idx(k.i, k.j)},
                                                             10)}))}));
   ASSERT_EQ(ir::KernelKindOf(cube), ir::KernelKind::kCube);
-  try {
-    GenerateAfterPipeline(cube);
-    ADD_FAILURE() << "a cube kernel was generated";
-  } catch (const CompileDiagnostic& d) {
-    EXPECT_EQ(d.kind(), ErrorKind::kUnsupported);
-    EXPECT_TRUE(Contains(d.what(), "kernel 'mm' is a cube kernel")) << d.what();
-  }
+  std::string code = GenerateAfterPipeline(cube).kernel_cpp;
+  EXPECT_TRUE(Contains(code, "PTO_KERNEL_CUBE")) << code;
+  EXPECT_TRUE(Contains(code, "if (ctx.core_type == PTO_CORE_AIC) {")) << code;
 }
 
 TEST(Codegen, DeviceTypes) {

@@ -51,11 +51,14 @@ def top_level() -> dict:
     """Every builtin that lives directly in the pl namespace."""
     names = {}
     names.update({k: v for k, v in _planned.items() if "." not in k})
-    names.update(_ops)
+    names.update({k: v for k, v in _ops.items() if "." not in k})
     names.update(_specials)
     return names
 
 
 def system_level() -> dict:
-    """The pl.system.* builtins (sync, mutexes, barriers, cross-core flags)."""
-    return {k.split(".", 1)[1]: v for k, v in _planned.items() if k.startswith("system.")}
+    """The pl.system.* builtins (sync, mutexes, barriers, cross-core flags): registry ops named
+    "system.<name>", and the planned ones."""
+    names = {k.split(".", 1)[1]: v for k, v in _planned.items() if k.startswith("system.")}
+    names.update({k.split(".", 1)[1]: v for k, v in _ops.items() if k.startswith("system.")})
+    return names
