@@ -324,7 +324,13 @@ class KernelWriter {
         call += ", " + std::to_string(attr.value);
       }
     }
-    for (const Expr& arg : s.args) call += ", " + OpArg(arg);
+    for (size_t i = 0; i < s.args.size(); ++i) {
+      if (s.op->operands[i].kind == OperandKind::kScalars) {  // variadic, each with its own type
+        for (const Expr& item : s.args[i]->operands) call += ", " + Expr_(item);
+        continue;
+      }
+      call += ", " + OpArg(s.args[i]);
+    }
     Line(indent, call + ");");
   }
 

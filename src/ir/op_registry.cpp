@@ -200,6 +200,10 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
       switch (k.kind) {
         case AttrKind::kInt:
           if (v.kind != KwargValue::Kind::kInt) Fail(ErrorKind::kType, span, what + " must be a compile-time int");
+          if (v.i < k.min_value || v.i > k.max_value) {
+            Fail(ErrorKind::kType, span, what + "=" + std::to_string(v.i) + " is out of range [" +
+                                             std::to_string(k.min_value) + ", " + std::to_string(k.max_value) + "]");
+          }
           attr.value = v.i;
           break;
         case AttrKind::kBool:

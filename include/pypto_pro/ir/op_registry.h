@@ -75,6 +75,8 @@ struct KwargSpec {
   bool implemented = true;                 // false: only its default is accepted
   std::string_view issue_area = {};        // where an unimplemented option is planned
   std::string_view cpp_prefix = {};        // kEnum: kernel.cpp names value X as <prefix>X ("pto::kPipe")
+  int64_t min_value = INT64_MIN;           // kInt: the accepted range (event ids 0..15, mutex ids 0..31)
+  int64_t max_value = INT64_MAX;
 };
 
 struct OpDef {

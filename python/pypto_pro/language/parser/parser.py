@@ -754,6 +754,8 @@ class KernelParser:
             raise self.error(errors.ParserError, node, f"{name}(...) raised {type(exc).__name__}: {exc}") from None
 
     def call_builtin(self, func, node, target_hint):
+        if func.name in ("printf", "pto_assert"):
+            return self.call_debug(func, node)
         if func.kind == "planned":
             raise self.error(errors.UnsupportedFeatureError, node,
                              f"pl.{func.name} is part of the public language but is not implemented yet "
@@ -796,6 +798,49 @@ class KernelParser:
         for k in node.keywords:
             kwargs[k.arg] = self.op_keyword(self.eval(k.value), k.value, f"pl.{name} keyword '{k.arg}'")
         self.emit(ir.op(name, args, kwargs, *self.span(node)))
+        return None
+
+    def call_debug(self, func, node):
+        """pl.printf(fmt, *args) and pl.pto_assert(cond, fmt=None, *args): the format is a compile-time
+        string, the arguments run-time scalars."""
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise self.error(errors.UnsupportedFeatureError, node, "*args calls are not supported")
+        values = [self.eval(a) for a in node.args]
+        keywords = {k.arg: self.eval(k.value) for k in node.keywords}
+        if func.name == "printf":
+            if not values or not isinstance(values[0], str):
+                raise self.error(errors.ParserTypeError, node, "pl.printf needs a compile-time format string first")
+            if keywords:
+                raise self.error(errors.ParserTypeError, node, "pl.printf takes no keyword arguments")
+            fmt, operands = values[0], []
+            rest = values[1:]
+        else:
+            if not values:
+                raise self.error(errors.ParserTypeError, node, "pl.pto_assert needs a condition")
+            cond, rest = values[0], values[1:]
+            fmt = keywords.pop("fmt", None)
+            if rest and isinstance(rest[0], str) and fmt is None:
+                fmt, rest = rest[0], rest[1:]
+            if keywords:
+                raise self.error(errors.ParserTypeError, node, f"pl.pto_assert got an unexpected keyword "
+                                                               f"'{next(iter(keywords))}'")
+            if not isinstance(cond, Scalar):
+                if not cond:
+                    raise self.error(errors.ParserValueError, node, f"pl.pto_assert fails at compile time: "
+                                                                    f"{fmt or 'assertion failed'}")
+                return None
+            line, _ = self.span(node)
+            fmt = fmt if fmt is not None else f"assertion failed: {ast.unparse(node.args[0])}"
+            operands = [cond.expr]
+        if not isinstance(fmt, str):
+            raise self.error(errors.ParserTypeError, node, f"the format of pl.{func.name} must be a compile-time str")
+        for v in rest:
+            if not (isinstance(v, Scalar) or isinstance(v, (bool, int, float))):
+                raise self.error(errors.ParserTypeError, node,
+                                 f"pl.{func.name} arguments must be scalars, got {self.describe(v)}")
+        line, col = self.span(node)
+        operands.append(ir.tuple([self.to_expr(v, node) for v in rest], line, col))
+        self.emit(ir.op(func.name, operands, {"fmt": fmt}, line, col))
         return None
 
     def op_keyword(self, value, node, what):
