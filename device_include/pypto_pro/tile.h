@@ -146,3 +146,109 @@ inline T ArrayAt(CoreCtx& ctx, int line, const T (&array)[N], int count, int64_t
 }
 
 }  // namespace pto
+
+namespace pto {
+
+// ---- tile descriptors and single elements (scalar pipe S) ----
+
+template <typename TileT>
+inline void set_validshape(CoreCtx& ctx, int line, TileT& tile, Idx<2> shape) {
+  if (shape.v[0] < 0 || shape.v[0] > TileT::kRows || shape.v[1] < 0 || shape.v[1] > TileT::kCols) {
+    PtoFaultDetail d{};
+    d.op = "set_validshape";
+    d.message = "valid shape outside the tile's shape";
+    d.rank = 2;
+    for (int i = 0; i < 2; ++i) {
+      d.offsets[i] = 0;
+      d.extent[i] = shape.v[i];
+    }
+    d.shape[0] = TileT::kRows;
+    d.shape[1] = TileT::kCols;
+    Fault(ctx, line, d);
+  }
+  tile.valid_rows = int32_t(shape.v[0]);
+  tile.valid_cols = int32_t(shape.v[1]);
+}
+
+template <typename TileT>
+inline void set_validshape(CoreCtx& ctx, int line, TileT& tile, Idx<1> shape) {
+  set_validshape(ctx, line, tile, Idx<2>{{1, shape.v[0]}});
+}
+
+namespace detail {
+
+// What an element reads as in scalar code: fp16/bf16 widen to fp32.
+template <typename T>
+struct ScalarOf {
+  using type = T;
+};
+template <>
+struct ScalarOf<half> {
+  using type = float;
+};
+template <>
+struct ScalarOf<bfloat16> {
+  using type = float;
+};
+
+template <typename T, typename V>
+inline T ToElement(V value) {
+  if constexpr (kIsNarrowFloat<T>) return FromFloat<T>(float(value));
+  else return T(value);
+}
+
+[[noreturn]] inline void ElementFault(CoreCtx& ctx, int line, const char* op, const char* tensor, int64_t offset,
+                                      int64_t count) {
+  PtoFaultDetail d{};
+  d.op = op;
+  d.message = "element offset out of range";
+  d.tensor = tensor;
+  d.rank = 1;
+  d.offsets[0] = offset;
+  d.extent[0] = 1;
+  d.shape[0] = count;
+  Fault(ctx, line, d);
+}
+
+template <typename T, int N>
+inline int64_t Elements(const GmTensor<T, N>& t) {
+  int64_t n = 1;
+  for (int i = 0; i < N; ++i) n *= t.shape[i];
+  return n;
+}
+
+}  // namespace detail
+
+template <typename TileT>
+inline typename detail::ScalarOf<typename TileT::Elem>::type getval(CoreCtx& ctx, int line, const TileT& tile,
+                                                                    int64_t offset) {
+  constexpr int64_t kCount = int64_t(TileT::kRows) * TileT::kCols;
+  if (offset < 0 || offset >= kCount) detail::ElementFault(ctx, line, "getval", nullptr, offset, kCount);
+  if constexpr (kIsNarrowFloat<typename TileT::Elem>) return ToFloat(tile.data[offset]);
+  else return tile.data[offset];
+}
+
+template <typename T, int N>
+inline typename detail::ScalarOf<T>::type getval(CoreCtx& ctx, int line, const GmTensor<T, N>& tensor,
+                                                 int64_t offset) {
+  int64_t count = detail::Elements(tensor);
+  if (offset < 0 || offset >= count) detail::ElementFault(ctx, line, "getval", tensor.name, offset, count);
+  if constexpr (kIsNarrowFloat<T>) return ToFloat(tensor.data[offset]);
+  else return tensor.data[offset];
+}
+
+template <typename TileT, typename V>
+inline void setval(CoreCtx& ctx, int line, TileT& tile, int64_t offset, V value) {
+  constexpr int64_t kCount = int64_t(TileT::kRows) * TileT::kCols;
+  if (offset < 0 || offset >= kCount) detail::ElementFault(ctx, line, "setval", nullptr, offset, kCount);
+  tile.data[offset] = detail::ToElement<typename TileT::Elem>(value);
+}
+
+template <typename T, int N, typename V>
+inline void setval(CoreCtx& ctx, int line, const GmTensor<T, N>& tensor, int64_t offset, V value) {
+  int64_t count = detail::Elements(tensor);
+  if (offset < 0 || offset >= count) detail::ElementFault(ctx, line, "setval", tensor.name, offset, count);
+  tensor.data[offset] = detail::ToElement<T>(value);
+}
+
+}  // namespace pto

@@ -181,6 +181,13 @@ class KernelWriter {
         return "pto::ArrayAt(ctx, " + std::to_string(e->span.line) + ", " + base + ", " + std::to_string(f.count) +
                ", " + Expr_(e->operands[0]) + ")";
       }
+      case ExprKind::kElement: {
+        std::string container = e->var->type.IsTile() ? "*" + VarName(e->var) : TensorName(e->var);
+        return "pto::getval(ctx, " + std::to_string(e->span.line) + ", " + container + ", int64_t(" +
+               Expr_(e->operands[0]) + "))";
+      }
+      case ExprKind::kValidShape:
+        return VarName(e->var) + (e->axis == 0 ? "->valid_rows" : "->valid_cols");
       case ExprKind::kTuple: {
         std::string s = "pto::Idx<" + std::to_string(e->operands.size()) + ">{{";
         for (size_t i = 0; i < e->operands.size(); ++i) {

@@ -204,4 +204,40 @@ Expr Field(const Var& strct, const std::string& field, Expr index, Span span) {
   return node;
 }
 
+DataType ScalarDTypeOf(DataType dtype) {
+  return dtype == DataType::kFP16 || dtype == DataType::kBF16 ? DataType::kFP32 : dtype;
+}
+
+Expr Element(const Var& container, Expr offset, Span span) {
+  if (!container || (!container->type.IsTile() && !container->type.IsTensor())) {
+    Fail(ErrorKind::kType, span, "elements can be read from a tile or a GM tensor only");
+  }
+  if (container->type.IsTile() && container->type.tile->memory != MemorySpace::kVec) {
+    Fail(ErrorKind::kType, span,
+         "element access needs a Vec tile (the scalar unit reads UB), got " + container->type.ToString());
+  }
+  RequireScalar(offset, span, "element offset");
+  if (IsFloat(offset->type.dtype) || offset->type.dtype == DataType::kBool) {
+    Fail(ErrorKind::kType, span, "an element offset must be an integer");
+  }
+  auto node = New(ExprKind::kElement, Type::Scalar(ScalarDTypeOf(container->type.dtype)), span);
+  node->var = container;
+  node->operands = {std::move(offset)};
+  return node;
+}
+
+Expr ValidShape(const Var& tile, int axis, Span span) {
+  if (!tile || !tile->type.IsTile()) Fail(ErrorKind::kType, span, ".valid_shape is defined on tiles only");
+  int rank = int(tile->type.tile->shape.size());
+  int resolved = axis < 0 ? axis + rank : axis;
+  if (resolved < 0 || resolved >= rank) {
+    Fail(ErrorKind::kValue, span,
+         "valid_shape index " + std::to_string(axis) + " is out of range for a " + std::to_string(rank) + "-D tile");
+  }
+  auto node = New(ExprKind::kValidShape, Type::Scalar(DataType::kInt32), span);
+  node->var = tile;
+  node->axis = rank == 1 ? 1 : resolved;  // stored as the 2-D axis: rows 0, columns 1
+  return node;
+}
+
 }  // namespace pypto_pro::ir

@@ -18,6 +18,7 @@ std::vector<OpDef> BuildOps() {
   AddVectorOps(ops);
   AddCubeOps(ops);
   AddSyncOps(ops);
+  AddTileOps(ops);
   return ops;
 }
 
@@ -80,8 +81,7 @@ const std::vector<PlannedOp>& PlannedOps() {
           "argmax", "argmin", "row_expand_add", "row_expand_sub", "row_expand_mul", "row_expand_div",
           "row_expand_max", "row_expand_min", "col_expand_add", "col_expand_sub", "col_expand_mul",
           "col_expand_div", "col_expand_max", "col_expand_min", "expand_max", "expand_min", "expand_mul",
-          "expand_sub", "expand_div", "matmul", "matmul_acc", "printf", "pto_assert", "set_validshape", "getval",
-          "setval", "system.sync_src", "system.sync_dst", "system.mutex_lock", "system.mutex_unlock",
+          "expand_sub", "expand_div", "matmul", "matmul_acc", "printf", "pto_assert", "system.sync_src", "system.sync_dst", "system.mutex_lock", "system.mutex_unlock",
           "system.bar_all", "system.set_cross_core", "system.wait_cross_core", "mutex"}) {
       out.push_back({name, kLanguageIssue});
     }

@@ -11,5 +11,6 @@ void AddTransferOps(std::vector<OpDef>& ops);  // ops_transfer.cpp: load/store, 
 void AddVectorOps(std::vector<OpDef>& ops);    // ops_vector.cpp: compute on Vec tiles
 void AddCubeOps(std::vector<OpDef>& ops);      // ops_cube.cpp: matmul
 void AddSyncOps(std::vector<OpDef>& ops);      // ops_sync.cpp: flags, mutexes, barriers, debug
+void AddTileOps(std::vector<OpDef>& ops);      // ops_tile.cpp: tile descriptors, element writes
 
 }  // namespace pypto_pro::ir

@@ -52,6 +52,10 @@ std::string Print(const Expr& e) {
       std::string s = e->var->name + "." + e->var->type.strct->fields[size_t(e->axis)].name;
       return e->operands.empty() ? s : s + "[" + Print(e->operands[0]) + "]";
     }
+    case ExprKind::kElement: return "getval(" + e->var->name + ", " + Print(e->operands[0]) + ")";
+    case ExprKind::kValidShape:
+      return e->var->name + ".valid_shape[" +
+             std::to_string(e->var->type.tile->shape.size() == 1 ? 0 : e->axis) + "]";
     case ExprKind::kTuple: {
       std::string s = "[";
       for (size_t i = 0; i < e->operands.size(); ++i) s += (i ? ", " : "") + Print(e->operands[i]);

@@ -174,6 +174,9 @@ class Verifier {
         case OperandKind::kOffsets:
           if (arg->kind != ExprKind::kTuple) Fail(ErrorKind::kType, span, name + " must be a list of indices");
           for (const Expr& item : arg->operands) RequireInt(item, span, name + " entry");
+          if (arg->operands.empty() || arg->operands.size() > 8) {
+            Fail(ErrorKind::kType, span, name + " needs 1 to 8 entries, got " + std::to_string(arg->operands.size()));
+          }
           break;
         case OperandKind::kScalar:
           if (!arg->type.IsScalar()) Fail(ErrorKind::kType, span, name + " must be a scalar, got " + arg->type.ToString());
@@ -187,8 +190,20 @@ class Verifier {
         case OperandKind::kScalars:
           if (arg->kind != ExprKind::kTuple) Fail(ErrorKind::kType, span, name + " must be a list of scalars");
           break;
+        case OperandKind::kContainer:
+          if (arg->type.IsTile()) {
+            if (!(spec.memories & Bit(arg->type.tile->memory))) {
+              Fail(ErrorKind::kType, span,
+                   name + " must be a tile in " + MemoryList(spec.memories) + " memory or a GM tensor, got " +
+                       arg->type.ToString());
+            }
+          } else if (!arg->type.IsTensor()) {
+            Fail(ErrorKind::kType, span, name + " must be a tile or a GM tensor, got " + arg->type.ToString());
+          }
+          break;
       }
-      bool is_data = spec.kind == OperandKind::kTile || spec.kind == OperandKind::kTensor;
+      bool is_data = spec.kind == OperandKind::kTile || spec.kind == OperandKind::kTensor ||
+                     spec.kind == OperandKind::kContainer;
       if (!is_data) continue;
       uint32_t allowed = spec.dtypes ? spec.dtypes : op.dtypes;
       if (!(allowed & Bit(arg->type.dtype))) {
@@ -226,6 +241,14 @@ class Verifier {
                where + ": a " + std::to_string(arg->type.tile->shape.size()) + "-D tile cannot move to or from the " +
                    std::to_string(rank) + "-D tensor '" + tensor->var->name + "'");
         }
+      }
+    }
+    if (op.name == "set_validshape") {
+      size_t rank = s.args[0]->type.tile->shape.size(), given = s.args[1]->operands.size();
+      if (given != 2 && !(rank == 1 && given == 1)) {
+        Fail(ErrorKind::kType, s.args[1]->span.valid() ? s.args[1]->span : s.span,
+             where + ": the shape needs [rows, cols]" + (rank == 1 ? " (or [cols] for a 1-D tile)" : "") + ", got " +
+                 std::to_string(given) + " entries");
       }
     }
     if (op.window == WindowRule::kDestination) {
@@ -296,7 +319,7 @@ class Verifier {
         walk(s->body, int(s->section));
         return;
       }
-      if (s->kind == StmtKind::kOp) {
+      if (s->kind == StmtKind::kOp && s->op->window != WindowRule::kNone) {  // descriptors go anywhere
         for (MemorySpace m : TileMemories(*s)) {
           bool cube = IsCubeMemory(m);
           std::string op = "pl." + std::string(s->op->name);

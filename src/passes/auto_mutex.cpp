@@ -44,7 +44,8 @@ std::set<int> GuardedTiles(const Function& func) {
 
 Stmt Rewrite(const Stmt& s, const std::set<int>& guarded) {
   if (!s) return s;
-  if (s->kind == StmtKind::kOp && !s->op->internal) {
+  // Descriptor ops (set_validshape) move no data: nothing to order.
+  if (s->kind == StmtKind::kOp && !s->op->internal && s->op->window != WindowRule::kNone) {
     std::vector<Expr> tiles;
     std::set<int> seen;
     for (const Expr& arg : s->args) {

@@ -303,6 +303,12 @@ void BindIR(py::module_& parent) {
   m.def("field", [](const PyVar& strct, const std::string& name, std::optional<PyExpr> index, int line, int col) {
     return PyExpr{Field(strct.var, name, index ? index->expr : nullptr, At(line, col))};
   });
+  m.def("element", [](const PyVar& container, const PyExpr& offset, int line, int col) {
+    return PyExpr{Element(container.var, offset.expr, At(line, col))};
+  });
+  m.def("valid_shape", [](const PyVar& tile, int axis, int line, int col) {
+    return PyExpr{ValidShape(tile.var, axis, At(line, col))};
+  });
   m.def("struct_layout", [](const std::string& name, const std::vector<std::tuple<std::string, std::string, int>>& f) {
     StructType t = LayoutStruct(name, f);
     std::vector<std::tuple<std::string, std::string, int, int64_t>> fields;

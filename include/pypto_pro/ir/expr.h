@@ -29,7 +29,11 @@ struct VarNode {
 };
 using Var = std::shared_ptr<const VarNode>;
 
-enum class ExprKind : uint8_t { kConst, kVar, kBinary, kUnary, kTernary, kCast, kBuiltin, kShapeDim, kTuple, kField };
+enum class ExprKind : uint8_t {
+  kConst, kVar, kBinary, kUnary, kTernary, kCast, kBuiltin, kShapeDim, kTuple, kField,
+  kElement,     // container[offset]: one element of a tile or GM tensor (pl.getval), a scalar
+  kValidShape,  // tile.valid_shape[axis]
+};
 
 enum class BinaryOp : uint8_t {
   kAdd, kSub, kMul,
@@ -56,13 +60,14 @@ struct ExprNode {
   Span span;
   int64_t int_value = 0;      // kConst of integer/bool type
   double float_value = 0.0;   // kConst of float type
-  Var var;                    // kVar; kShapeDim: the tensor; kField: the TilingData struct
+  Var var;                    // kVar; kShapeDim: the tensor; kField: the struct; kElement: the tile/tensor;
+                              // kValidShape: the tile
   BinaryOp binary = BinaryOp::kAdd;
   UnaryOp unary = UnaryOp::kNeg;
   Builtin builtin = Builtin::kBlockIdx;
   int axis = 0;               // kShapeDim: the axis; kField: the field's index in the struct
   std::vector<Expr> operands; // kBinary: 2, kUnary/kCast: 1, kTernary: cond/then/else, kTuple: n,
-                              // kField: the element index of an array field
+                              // kField: the element index of an array field; kElement: the linear offset
 
   bool IsConst() const { return kind == ExprKind::kConst; }
   bool IsIntConst() const { return kind == ExprKind::kConst && !IsFloat(type.dtype); }
@@ -83,6 +88,12 @@ Expr Tuple(std::vector<Expr> items, Span span = {});
 // tiling.field, or tiling.array[index] (index is null for scalar fields).  // all scalars (indices) or all tiles
 
 Expr Field(const Var& strct, const std::string& field, Expr index, Span span = {});
+// One element of a tile or GM tensor at a linear element offset; fp16/bf16 elements read as fp32.
+Expr Element(const Var& container, Expr offset, Span span = {});
+// The run-time valid extent of a tile along `axis` (1-D tiles: axis 0 is the columns).
+Expr ValidShape(const Var& tile, int axis, Span span = {});
+// The scalar dtype an element of `dtype` reads as (fp16/bf16 widen to fp32).
+DataType ScalarDTypeOf(DataType dtype);
 
 // The scalar type arithmetic on `a` and `b` produces (int32 < int64 < fp32).
 DataType PromoteScalar(DataType a, DataType b);

@@ -21,6 +21,7 @@ enum class OperandKind : uint8_t {
   kScalar,   // a scalar expression
   kTiles,    // a tuple of tiles (auto_mutex locks the ids all of them carry)
   kScalars,  // a tuple of scalars of any type (pl.printf arguments)
+  kContainer,  // a tile (of `memories`) or a GM tensor (pl.setval)
 };
 enum class Access : uint8_t { kRead, kWrite, kReadWrite };
 
@@ -54,6 +55,7 @@ enum class WindowRule : uint8_t {
   kDestination,   // compute ops: the destination's valid window
   kTransferTile,  // load/store: the tile operand's valid window
   kSource,        // reductions: the source's valid window
+  kElement,       // one element at a linear offset (setval), whatever the window
 };
 
 // Keyword options of an op: compile-time values stored as op attributes, passed to the device

@@ -37,6 +37,7 @@ SPECIALS = {
     "min": "pl.min(a, b) on scalars",
     "max": "pl.max(a, b) on scalars",
     "const": "pl.const(value, dtype): a typed scalar constant",
+    "getval": "pl.getval(container, offset): one element of a Vec tile or GM tensor (also container[i, j])",
 }
 
 _specials = {name: Builtin(name, "special", doc=doc) for name, doc in SPECIALS.items()}

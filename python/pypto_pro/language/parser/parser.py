@@ -19,7 +19,8 @@ from pypto_pro import _C, errors
 from pypto_pro.language import diagnostics
 from pypto_pro.language.builtins import Builtin
 from pypto_pro.language.parser.values import (MISSING, ArrayField, GroupHandle, GroupMethod, Local, PendingTile,
-                                              Poisoned, Scalar, ShapeProxy, TensorHandle, TileHandle, TilingHandle)
+                                              Poisoned, Scalar, ShapeProxy, TensorHandle, TileHandle, TilingHandle,
+                                              ValidShapeProxy)
 from pypto_pro.language.types import DataType, TileType
 
 ir = _C.ir
@@ -137,6 +138,9 @@ class KernelParser:
         self.loop_depth = 0
         self.section = None
         self.temp_counter = 0
+        self.scope = 0             # 0: the kernel; each inlined helper call gets its own
+        self.scopes = 0
+        self.inline = None         # the helper call being inlined: (return slot, runtime depth at entry)
 
     # ---- errors ----
     def span(self, node):
@@ -186,7 +190,7 @@ class KernelParser:
                 self.env[p.name] = TilingHandle(var, p.tiling)
             else:
                 var = self.fb.scalar_param(p.name, p.dtype.name, line, col)
-                self.typed_vars[(p.name, p.dtype.name)] = var
+                self.typed_vars[(0, p.name, p.dtype.name)] = var
                 self.env[p.name] = Local(var)
 
     # ---- blocks ----
@@ -247,6 +251,12 @@ class KernelParser:
         self.env[node.target.id] = Local(var)
 
     def stmt_Return(self, node):
+        if self.inline is not None:
+            if self.runtime_depth > self.inline["depth"]:
+                raise self.error(errors.UnsupportedFeatureError, node,
+                                 "an inlined helper can only return at its end, not inside run-time control flow")
+            self.inline["value"] = self.eval(node.value) if node.value is not None else None
+            raise _HelperReturn()
         if node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
             raise self.error(errors.ParserSyntaxError, node.value, "kernels return nothing",
                              hint="write results to an output tensor with pl.store")
@@ -406,19 +416,20 @@ class KernelParser:
         variables, initialised here, so every path updates the same variable."""
         for name in sorted(names):
             value = self.env.get(name, MISSING)
-            if _is_number(value):
-                var = self.scalar_var(name, _const_dtype(value), node)
+            if _is_number(value) or isinstance(value, Scalar):  # e.g. a helper's parameter
+                dtype = value.dtype if isinstance(value, Scalar) else _const_dtype(value)
+                var = self.scalar_var(name, dtype, node)
                 self.emit(ir.assign(var, self.to_expr(value, node), *self.span(node)))
                 self.env[name] = Local(var)
 
     def scalar_var(self, name, dtype, node):
-        key = (name, dtype)
+        key = (self.scope, name, dtype)
         if key not in self.typed_vars:
             self.typed_vars[key] = self.fb.scalar_var(name, dtype, *self.span(node))
         return self.typed_vars[key]
 
     def tile_var(self, name, tile_type, node):
-        key = (name, tile_type)
+        key = (self.scope, name, tile_type)
         if key not in self.typed_vars:
             self.typed_vars[key] = self.fb.tile_var(name, tile_type.spec(), *self.span(node))
         return self.typed_vars[key]
@@ -436,9 +447,17 @@ class KernelParser:
                 self.assign(t, v, node)
             return
         if isinstance(target, ast.Subscript):
-            raise self.error(errors.UnsupportedFeatureError, target,
-                             "element assignment A[i, j] = v (pl.setval) is planned with the tile language, "
-                             "tier 1 (issue 4)")
+            container = self.eval(target.value)
+            if isinstance(container, PendingTile):
+                container = self.bind_tile(None, container, target)
+            if not isinstance(container, (TensorHandle, TileHandle)):
+                raise self.error(errors.ParserTypeError, target, f"cannot assign an element of "
+                                                                 f"{self.describe(container)}")
+            offset = self.linear_offset(container, self.eval(target.slice), target)
+            line, col = self.span(target)
+            self.emit(ir.op("setval", [ir.var_ref(container.var, line, col), offset, self.to_expr(value, node)], {},
+                            line, col))
+            return
         if not isinstance(target, ast.Name):
             raise self.error(errors.UnsupportedFeatureError, target, "only names can be assigned in kernels")
         name = target.id
@@ -574,8 +593,7 @@ class KernelParser:
             if attr == "dtype":
                 return base.tile_type.dtype
             if attr == "valid_shape":
-                raise self.error(errors.UnsupportedFeatureError, node,
-                                 "tile.valid_shape arrives with the tile language, tier 1 (issue 4)")
+                return ValidShapeProxy(base)
             raise self.error(errors.ParserTypeError, node, f"a tile has no attribute '{attr}' in kernels")
         if isinstance(base, (Scalar, ShapeProxy, PendingTile)):
             raise self.error(errors.ParserTypeError, node, f"{self.describe(base)} has no attribute '{attr}'")
@@ -618,15 +636,43 @@ class KernelParser:
                                      f"{base.depth}")
                 return PendingTile(base, "index", index)
             raise self.error(errors.ParserTypeError, node.slice, "a tile group index must be an int")
+        if isinstance(base, ValidShapeProxy):
+            if not isinstance(index, int) or isinstance(index, bool):
+                raise self.error(errors.ParserTypeError, node.slice, "tile.valid_shape[i] needs a compile-time int")
+            return Scalar(ir.valid_shape(base.tile.var, index, *self.span(node)))
+        if isinstance(base, PendingTile):
+            base = self.bind_tile(None, base, node)
         if isinstance(base, (TensorHandle, TileHandle)):
-            raise self.error(errors.UnsupportedFeatureError, node,
-                             "element access A[i, j] (pl.getval) arrives with the tile language, tier 1 (issue 4)")
+            return Scalar(ir.element(base.var, self.linear_offset(base, index, node), *self.span(node)))
         if isinstance(base, Scalar) or isinstance(index, Scalar):
             raise self.error(errors.ParserTypeError, node, "run-time values cannot be indexed here")
         try:
             return base[index]
         except Exception as exc:
             raise self.error(errors.ParserTypeError, node, f"cannot index {self.describe(base)}: {exc}") from None
+
+    def container_dims(self, container):
+        """The dims that linearise `container[i, j]`: ints, or run-time dims of DYNAMIC tensors."""
+        if isinstance(container, TileHandle):
+            return list(container.tile_type.shape)
+        return [d if d is not None else Scalar(ir.shape_dim(container.var, axis, 0, 0))
+                for axis, d in enumerate(container.dims)]
+
+    def linear_offset(self, container, index, node):
+        """Row-major linear element offset of `container[index]` (one index per dim)."""
+        indices = list(index) if isinstance(index, tuple) else [index]
+        dims = self.container_dims(container)
+        if len(indices) != len(dims):
+            what = f"tile '{container.var.name}'" if isinstance(container, TileHandle) else \
+                f"tensor '{container.name}'"
+            raise self.error(errors.ParserTypeError, node, f"{what} has {len(dims)} dims; index it with "
+                                                           f"{len(dims)} indices, got {len(indices)}")
+        offset = 0
+        for i, (idx, dim) in enumerate(zip(indices, dims)):
+            if not (isinstance(idx, Scalar) or (isinstance(idx, int) and not isinstance(idx, bool))):
+                raise self.error(errors.ParserTypeError, node, f"index {i} must be an integer, got {self.describe(idx)}")
+            offset = idx if i == 0 else self.binop(ast.Add(), self.binop(ast.Mult(), offset, dim, node), idx, node)
+        return self.to_index(offset, node, "element offset")
 
     def expr_BinOp(self, node):
         return self.binop(node.op, self.eval(node.left), self.eval(node.right), node)
@@ -733,9 +779,7 @@ class KernelParser:
         if isinstance(func, (Scalar, TensorHandle, TileHandle, GroupHandle, PendingTile, ShapeProxy)):
             raise self.error(errors.ParserTypeError, node.func, f"{self.describe(func)} is not callable")
         if isinstance(func, types.FunctionType) and not getattr(func, "__module__", "").startswith("pypto_pro"):
-            raise self.error(errors.UnsupportedFeatureError, node,
-                             f"calling the Python function '{func.__name__}' from a kernel (inlined helpers) "
-                             f"arrives with the tile language, tier 1 (issue 4)")
+            return self.inline_helper(func, node)
         args = [self.eval(a) for a in node.args]
         kwargs = {k.arg: self.eval(k.value) for k in node.keywords if k.arg is not None}
         if any(k.arg is None for k in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
@@ -753,9 +797,67 @@ class KernelParser:
         except Exception as exc:
             raise self.error(errors.ParserError, node, f"{name}(...) raised {type(exc).__name__}: {exc}") from None
 
+    def inline_helper(self, fn, node):
+        """A plain Python function called from a kernel is inlined: its body is parsed here with its
+        parameters bound to the call's values (compile-time or run-time), in a scope of its own."""
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            raise self.error(errors.UnsupportedFeatureError, node, "*args / **kwargs calls are not supported")
+        helper_file = diagnostics.source_file(fn)
+        if helper_file != self.filename:
+            raise self.error(errors.UnsupportedFeatureError, node,
+                             f"'{fn.__name__}' is defined in {helper_file}; helpers are inlined only from the "
+                             f"kernel's own file for now")
+        try:
+            lines, first_line = inspect.getsourcelines(fn)
+        except (OSError, TypeError) as exc:
+            raise self.error(errors.ParserError, node, f"cannot read the source of '{fn.__name__}': {exc}") from None
+        fdef = ast.parse(textwrap.dedent("".join(lines))).body[0]
+        if not isinstance(fdef, ast.FunctionDef):
+            raise self.error(errors.UnsupportedFeatureError, node, f"'{fn.__name__}' is not a plain function")
+        args = [self.eval(a) for a in node.args]
+        kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
+        try:
+            bound = inspect.signature(fn).bind(*args, **kwargs)
+        except TypeError as exc:
+            raise self.error(errors.ParserTypeError, node, f"{fn.__name__}(): {exc}") from None
+        bound.apply_defaults()
+        closure = {}
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            try:
+                closure[name] = cell.cell_contents
+            except ValueError:
+                pass
+        if self.scopes > 64 and self.inline is not None:
+            raise self.error(errors.UnsupportedFeatureError, node, "helpers nest too deeply (recursion?)")
+        saved = (self.env, self.globals, self.closure, self.line_offset, self.col_offset, self.scope, self.inline,
+                 self.loop_depth)
+        self.scopes += 1
+        self.scope = self.scopes
+        self.env = dict(bound.arguments)
+        self.globals = fn.__globals__
+        self.closure = closure
+        self.line_offset = first_line - 1
+        self.col_offset = len(lines[0]) - len(lines[0].lstrip())
+        self.inline = {"value": None, "depth": self.runtime_depth}
+        self.loop_depth = 0  # break/continue cannot leave the helper
+        try:
+            for stmt in fdef.body:
+                self.parse_stmt(stmt)
+        except _HelperReturn:
+            pass
+        finally:
+            result = self.inline["value"]
+            (self.env, self.globals, self.closure, self.line_offset, self.col_offset, self.scope, self.inline,
+             self.loop_depth) = saved
+        return result
+
     def call_builtin(self, func, node, target_hint):
         if func.name in ("printf", "pto_assert"):
             return self.call_debug(func, node)
+        if func.name == "getval":
+            return self.call_getval(node)
+        if func.name == "set_validshape" and node.args and isinstance(self.eval(node.args[0]), GroupHandle):
+            return self.set_group_validshape(node)
         if func.kind == "planned":
             raise self.error(errors.UnsupportedFeatureError, node,
                              f"pl.{func.name} is part of the public language but is not implemented yet "
@@ -798,6 +900,33 @@ class KernelParser:
         for k in node.keywords:
             kwargs[k.arg] = self.op_keyword(self.eval(k.value), k.value, f"pl.{name} keyword '{k.arg}'")
         self.emit(ir.op(name, args, kwargs, *self.span(node)))
+        return None
+
+    def call_getval(self, node):
+        """pl.getval(container, offset): one element at a linear offset, a run-time scalar."""
+        bound = self._args(node, ["container", "offset"], ["container", "offset"])
+        container = self.eval(bound["container"])
+        if isinstance(container, PendingTile):
+            container = self.bind_tile(None, container, node)
+        if not isinstance(container, (TensorHandle, TileHandle)):
+            raise self.error(errors.ParserTypeError, bound["container"],
+                             f"pl.getval reads a tile or a GM tensor, got {self.describe(container)}")
+        offset = self.to_index(self.eval(bound["offset"]), bound["offset"], "pl.getval offset")
+        return Scalar(ir.element(container.var, offset, *self.span(node)))
+
+    def set_group_validshape(self, node):
+        """pl.set_validshape(group, shape) sets every slot of the group."""
+        group = self.eval(node.args[0])
+        rest = node.args[1:]
+        shape = self.eval(rest[0]) if rest else next((self.eval(k.value) for k in node.keywords
+                                                      if k.arg == "shape"), None)
+        if shape is None:
+            raise self.error(errors.ParserTypeError, node, "pl.set_validshape needs a shape")
+        shape_expr = self.op_operand(shape, node, "pl.set_validshape shape")
+        for slot in range(group.depth):
+            tile = self.bind_tile(None, PendingTile(group, "index", slot), node)
+            self.emit(ir.op("set_validshape", [ir.var_ref(tile.var, *self.span(node)), shape_expr], {},
+                            *self.span(node)))
         return None
 
     def call_debug(self, func, node):
@@ -1098,6 +1227,10 @@ def _tile_type_of(var) -> TileType:
     from pypto_pro.language.types import DTYPES, MemorySpace, TensorLayout
     dtype, shape, memory, layout, valid = var.tile
     return TileType(shape, DTYPES[dtype], MemorySpace(memory), valid_shape=valid, layout=TensorLayout(layout))
+
+
+class _HelperReturn(Exception):
+    """Unwinds the parse of an inlined helper at its `return`."""
 
 
 def parse_kernel(fn, spec, shapes=None, constants=None, dtypes=None):

@@ -114,6 +114,15 @@ class ArrayField:
         self.count = count
 
 
+class ValidShapeProxy:
+    """`tile.valid_shape` before `[axis]`."""
+
+    __slots__ = ("tile",)
+
+    def __init__(self, tile):
+        self.tile = tile
+
+
 class Poisoned:
     """A name whose compile-time value depends on which run-time branch ran."""
 
