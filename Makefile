@@ -29,5 +29,9 @@ test-python: build
 
 test: test-cpp test-python
 
+bench: build
+	@PYPTO_PRO_BENCH_DEPS=1 scripts/install_deps.sh
+	$(PYTHON) benchmarks/bench.py
+
 clean:
 	rm -rf $(BUILD) build python/pypto_pro/_C*.so
