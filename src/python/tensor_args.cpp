@@ -1,6 +1,10 @@
 #include "tensor_args.h"
 
+#include "pypto_pro/support/config.h"
+
 #include <pybind11/numpy.h>
+
+#include <dlfcn.h>
 
 #include <optional>
 #include <utility>
@@ -34,11 +38,36 @@ std::optional<ir::DataType> NumpyDType(char kind, int size) {
   }
 }
 
+// libpypto_torch_args.so (src/torch_args): reads an at::Tensor directly.
+using TorchRead = int (*)(PyObject*, uint64_t*, int*, int64_t*, int64_t*, int, int*, int*);
+using TorchDTypeCode = int (*)(const char*);
+
 // torch is looked up lazily: only once a non-numpy argument arrives and torch is already imported.
 struct TorchTypes {
   PyObject* tensor_type = nullptr;
-  std::vector<std::pair<PyObject*, ir::DataType>> dtypes;
+  std::vector<std::pair<PyObject*, ir::DataType>> dtypes;  // torch.float16 ... for the attribute path
+  TorchRead read = nullptr;                                  // the fast path, when the library loads
+  std::vector<std::pair<int, ir::DataType>> codes;           // c10::ScalarType codes for it
 };
+
+constexpr std::pair<const char*, ir::DataType> kTorchDTypes[] = {
+    {"float16", ir::DataType::kFP16}, {"bfloat16", ir::DataType::kBF16}, {"float32", ir::DataType::kFP32},
+    {"int8", ir::DataType::kInt8},    {"int16", ir::DataType::kInt16},   {"int32", ir::DataType::kInt32},
+    {"int64", ir::DataType::kInt64},  {"uint8", ir::DataType::kUInt8},   {"bool", ir::DataType::kBool}};
+
+void LoadTorchFastPath(TorchTypes& t) {
+  Dl_info self;
+  if (!dladdr(reinterpret_cast<void*>(&LoadTorchFastPath), &self) || !self.dli_fname) return;
+  std::string path = self.dli_fname;
+  path = path.substr(0, path.rfind('/') + 1) + "libpypto_torch_args.so";
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return;  // not built (no libtorch headers): the attribute path stays
+  auto read = reinterpret_cast<TorchRead>(dlsym(lib, "pypto_torch_read"));
+  auto code = reinterpret_cast<TorchDTypeCode>(dlsym(lib, "pypto_torch_dtype_code"));
+  if (!read || !code) return;
+  for (auto [name, dtype] : kTorchDTypes) t.codes.emplace_back(code(name), dtype);
+  t.read = read;
+}
 
 TorchTypes& Torch() {
   static TorchTypes* t = new TorchTypes();  // must hold the GIL
@@ -46,14 +75,9 @@ TorchTypes& Torch() {
     PyObject* torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");
     if (!torch) return *t;
     py::module_ mod = py::reinterpret_borrow<py::module_>(torch);
-    using ir::DataType;
-    for (auto [name, dtype] : std::initializer_list<std::pair<const char*, DataType>>{
-             {"float16", DataType::kFP16}, {"bfloat16", DataType::kBF16}, {"float32", DataType::kFP32},
-             {"int8", DataType::kInt8}, {"int16", DataType::kInt16}, {"int32", DataType::kInt32},
-             {"int64", DataType::kInt64}, {"uint8", DataType::kUInt8}, {"bool", DataType::kBool}}) {
-      t->dtypes.emplace_back(py::object(mod.attr(name)).release().ptr(), dtype);
-    }
+    for (auto [name, dtype] : kTorchDTypes) t->dtypes.emplace_back(py::object(mod.attr(name)).release().ptr(), dtype);
     t->tensor_type = py::object(mod.attr("Tensor")).release().ptr();
+    if (!GetEnvFlag("PYPTO_PRO_TORCH_ATTRIBUTE_PATH")) LoadTorchFastPath(*t);
   }
   return *t;
 }
@@ -113,7 +137,29 @@ bool ReadTensor(PyObject* obj, TensorView& view, const ArgName& name) {
     return true;
   }
   TorchTypes& torch = Torch();
-  if (!torch.tensor_type || !PyObject_IsInstance(obj, torch.tensor_type)) return false;
+  if (!torch.tensor_type) return false;
+  if (torch.read) {
+    int dtype_code = -1, on_cpu = 0;
+    if (!torch.read(obj, &view.data, &view.ndim, view.shape, view.strides, kMaxRank, &dtype_code, &on_cpu)) {
+      return false;
+    }
+    if (view.ndim > kMaxRank) {
+      ArgError(false, name.str() + " has " + std::to_string(view.ndim) + " dims; at most 8 are supported");
+    }
+    if (!on_cpu) {
+      ArgError(false, name.str() + " is on device '" + py::str(py::handle(obj).attr("device")).cast<std::string>() +
+                          "'; the simulated device uses host (CPU) tensors");
+    }
+    view.dtype_known = false;
+    for (auto [code, dtype] : torch.codes) {
+      if (code == dtype_code) {
+        view.dtype = dtype;
+        view.dtype_known = true;
+      }
+    }
+    return true;
+  }
+  if (!PyObject_IsInstance(obj, torch.tensor_type)) return false;
   py::handle t(obj);
   if (!t.attr("is_cpu").cast<bool>()) {
     ArgError(false, name.str() + " is on device '" + py::str(t.attr("device")).cast<std::string>() +

@@ -22,6 +22,8 @@ const std::vector<EnvVarSpec>& EnvVarTable() {
        "Compile time limit in seconds for kernels without compile_timeout=."},
       {"PYPTO_PRO_DEVICE_INCLUDE", "",
        "Directory of the device headers kernel.cpp includes; empty = the ones of this checkout."},
+      {"PYPTO_PRO_TORCH_ATTRIBUTE_PATH", "0",
+       "1 = read torch tensors through Python attributes even when libpypto_torch_args.so is built."},
   };
   return table;
 }

@@ -125,3 +125,37 @@ def test_errors_leave_the_stream_usable(add16):
     add16[None, 2](x, x, z)
     pypto_pro.runtime.synchronize()
     assert torch.equal(z, x + x)
+
+
+def test_tensors_on_other_devices_are_refused(add16):
+    meta = torch.empty(128, 128, dtype=torch.float16, device="meta")
+    with pytest.raises(ValueError, match=r"argument 'x' is on device 'meta'; the simulated device uses host \(CPU\)"):
+        add16[None, 1](meta, x16(128, 128), x16(128, 128))
+
+
+def test_torch_attribute_path_gives_the_same_results(tmp_path):
+    """The launch path reads torch tensors through libtorch when libpypto_torch_args.so is built; the
+    Python-attribute fallback must behave the same."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "attr_path.py"
+    script.write_text(
+        "import sys, torch, pypto_pro\n"
+        "sys.path.insert(0, %r)\n"
+        "import pypto_pro.language as pl\n"
+        "from kernels import make_add_kernel\n"
+        "k = make_add_kernel(pl.DT_FP16)\n"
+        "x = torch.randn(256, 128).half(); z = torch.zeros_like(x)\n"
+        "k[None, 2](x, x, z); pypto_pro.runtime.synchronize(); assert torch.equal(z, x + x)\n"
+        "try:\n"
+        "    k[None, 1](x, torch.zeros(256, 128), z)\n"
+        "except TypeError as e:\n"
+        "    print(e)\n" % str(Path(__file__).parent))
+    env = dict(os.environ, PYPTO_PRO_TORCH_ATTRIBUTE_PATH="1",
+               PYTHONPATH=str(Path(pypto_pro.__file__).resolve().parent.parent))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "argument 'y' expects dtype fp16 (pl.DT_FP16), got torch.float32" in out.stdout
