@@ -58,7 +58,7 @@ ProcessResult RunCompilerBounded(const std::vector<std::string>& cmd, const fs::
 std::vector<std::string> CompilerCommand() {
   // -fwrapv: scalar int arithmetic wraps like the device's; -march=native: the JIT runs where it compiles.
   std::vector<std::string> cmd = {GetEnv("PYPTO_PRO_CXX"), "-std=c++20", "-O3", "-march=native", "-fPIC",
-                                  "-shared", "-fwrapv", "-fno-math-errno", "-fvisibility=hidden",
+                                  "-shared", "-pipe", "-fwrapv", "-fno-math-errno", "-fvisibility=hidden",
                                   "-I" + DeviceIncludeDir()};
   for (std::string& flag : SplitFlags(GetEnv("PYPTO_PRO_CXXFLAGS"))) cmd.push_back(std::move(flag));
   return cmd;
