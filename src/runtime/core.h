@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "printf.h"
+#include "kernel_printf.h"
 #include "pypto_pro/abi.h"
 #include "pypto_pro/runtime/fault.h"
 

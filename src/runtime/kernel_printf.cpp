@@ -1,4 +1,4 @@
-#include "printf.h"
+#include "kernel_printf.h"
 
 #include <cstdio>
 #include <mutex>
