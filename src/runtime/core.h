@@ -36,6 +36,9 @@ struct KernelAbort {
   FaultInfo info;
 };
 
+// Ends the core's program with a fault of `op` at `line`.
+[[noreturn]] void AbortCore(const PtoCoreCtx& ctx, int line, const char* op, std::string message);
+
 // The callbacks of PtoCoreCtx::api: faults, printf, asserts, cross-core flags (not submit).
 const PtoRuntimeApi& CoreApi();
 

@@ -31,13 +31,11 @@ std::string FormatDetail(const PtoFaultDetail& d) {
   return os.str();
 }
 
-[[noreturn]] void Abort(FaultInfo info) { throw KernelAbort{std::move(info)}; }
-
 void FaultCallback(PtoCoreCtx* ctx, int32_t line, const PtoFaultDetail* detail) {
   FaultInfo info = CoreFault(*ctx, line);
   info.op = detail && detail->op ? detail->op : "";
   info.message = detail ? FormatDetail(*detail) : "fault";
-  Abort(std::move(info));
+  throw KernelAbort{std::move(info)};
 }
 
 // loc=True: the text starts with the kernel's file:line.
@@ -58,17 +56,11 @@ void PrintCallback(PtoCoreCtx* ctx, int32_t line, const char* fmt, const PtoArg*
 
 void AssertCallback(PtoCoreCtx* ctx, int32_t line, const char* fmt, const PtoArg* args, int32_t nargs,
                     int32_t /*flags: the fault names its line anyway*/) {
-  FaultInfo info = CoreFault(*ctx, line);
-  info.op = "pto_assert";
-  info.message = "assertion failed: " + FormatKernelText(fmt, args, nargs);
-  Abort(std::move(info));
+  AbortCore(*ctx, line, "pto_assert", "assertion failed: " + FormatKernelText(fmt, args, nargs));
 }
 
 [[noreturn]] void NotMixed(PtoCoreCtx* ctx, int32_t line, const char* op) {
-  FaultInfo info = CoreFault(*ctx, line);
-  info.op = op;
-  info.message = "cross-core flags need a mixed kernel (both pl.section_cube() and pl.section_vector())";
-  Abort(std::move(info));
+  AbortCore(*ctx, line, op, "cross-core flags need a mixed kernel (both pl.section_cube() and pl.section_vector())");
 }
 
 void SetCrossCoreCallback(PtoCoreCtx* ctx, int32_t line, int32_t pipe, int32_t event_id, int32_t mode) {
@@ -109,6 +101,13 @@ FaultInfo CoreFault(const PtoCoreCtx& ctx, int line) {
   info.block = static_cast<const Core*>(ctx.runtime)->block;
   info.core = CoreName(ctx);
   return info;
+}
+
+void AbortCore(const PtoCoreCtx& ctx, int line, const char* op, std::string message) {
+  FaultInfo info = CoreFault(ctx, line);
+  info.op = op;
+  info.message = std::move(message);
+  throw KernelAbort{std::move(info)};
 }
 
 const PtoRuntimeApi& CoreApi() { return kCoreApi; }

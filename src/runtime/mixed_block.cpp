@@ -14,13 +14,6 @@ std::string PipeName(int pipe) {
   return std::string(ir::Name(ir::Pipe(pipe)));
 }
 
-[[noreturn]] void Abort(const PtoCoreCtx& ctx, int line, const char* op, std::string message) {
-  FaultInfo info = CoreFault(ctx, line);
-  info.op = op;
-  info.message = std::move(message);
-  throw KernelAbort{std::move(info)};
-}
-
 }  // namespace
 
 MixedBlock::MixedBlock() {
@@ -116,10 +109,10 @@ void MixedBlock::Suspend(Slot& slot) {
 
 void MixedBlock::CheckFlagArgs(PtoCoreCtx& ctx, int line, const char* op, int event, int mode) {
   if (mode != PTO_SYNC_INTRA_BLOCK) {
-    Abort(ctx, line, op, "sync_mode " + std::to_string(mode) + " is not supported; only INTRA_BLOCK is");
+    AbortCore(ctx, line, op, "sync_mode " + std::to_string(mode) + " is not supported; only INTRA_BLOCK is");
   }
   if (event < 0 || event >= CrossCoreFlags::kEvents) {
-    Abort(ctx, line, op, "event_id " + std::to_string(event) + " is out of range [0, 15]");
+    AbortCore(ctx, line, op, "event_id " + std::to_string(event) + " is out of range [0, 15]");
   }
 }
 
@@ -132,7 +125,7 @@ void MixedBlock::SetCrossCore(PtoCoreCtx& ctx, int line, int /*pipe*/, int event
   Suspend(slot);
   int full = flags_.Set(slot.index, event);
   if (full < 0) return;
-  Abort(ctx, line, "system.set_cross_core",
+  AbortCore(ctx, line, "system.set_cross_core",
         "event " + std::to_string(event) + " already has " + std::to_string(CrossCoreFlags::kMaxPending) +
             " pending sets that " + CrossCoreFlags::Name(full) +
             " has not waited for; the hardware counter holds at most 15");
