@@ -8,3 +8,4 @@
 #include "pypto_pro/data_movement.h"
 #include "pypto_pro/vector_ops.h"
 #include "pypto_pro/sync.h"
+#include "pypto_pro/debug.h"

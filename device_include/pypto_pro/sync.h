@@ -1,7 +1,9 @@
-// Synchronisation between the pipes of a core. The simulator runs each core's instructions in
-// program order, so every pipe dependency is already satisfied when an instruction starts: the
-// operations below have nothing to wait for and cost nothing in a plain kernel. They stay in the
-// generated code because they are what the hardware would execute (and what sanitizer mode checks).
+// Synchronisation between the pipes of a core, and between the cores of a mixed kernel's block.
+// The simulator runs each core's instructions in program order, so every pipe dependency is
+// already satisfied when an instruction starts: flags, mutexes and barriers between the pipes of
+// one core have nothing to wait for and cost nothing in a plain kernel. They stay in the generated
+// code because they are what the hardware would execute (and what sanitizer mode checks).
+// Cross-core flags do wait: the runtime suspends the core until its block's partner sets the flag.
 #pragma once
 
 #include "pypto_pro/tile.h"
@@ -27,6 +29,26 @@ inline void auto_mutex_lock(CoreCtx&, int, int /*pipe*/, const Tiles&... tiles) 
 template <typename... Tiles>
 inline void auto_mutex_unlock(CoreCtx&, int, int /*pipe*/, const Tiles&... tiles) {
   (void)MutexMask(tiles...);
+}
+
+// pl.system.sync_src / sync_dst: a flag from set_pipe to wait_pipe.
+inline void sync_src(CoreCtx&, int, int /*set_pipe*/, int /*wait_pipe*/, int /*event_id*/) {}
+inline void sync_dst(CoreCtx&, int, int /*set_pipe*/, int /*wait_pipe*/, int /*event_id*/) {}
+
+// pl.system.mutex_lock / mutex_unlock: a buffer mutex taken and released by one pipe.
+inline void mutex_lock(CoreCtx&, int, int /*pipe*/, int /*mutex_id*/) {}
+inline void mutex_unlock(CoreCtx&, int, int /*pipe*/, int /*mutex_id*/) {}
+
+// pl.system.bar_all, bar_v, bar_m, bar_mte1/2/3, bar_fix: wait until the pipe has drained.
+template <int kPipe>
+inline void pipe_barrier(CoreCtx&, int) {}
+
+// pl.system.set_cross_core / wait_cross_core between the AIC and the AIVs of a logical block.
+inline void set_cross_core(CoreCtx& ctx, int line, int pipe, int event_id, int mode) {
+  ctx.api->set_cross_core(&ctx, line, pipe, event_id, mode);
+}
+inline void wait_cross_core(CoreCtx& ctx, int line, int pipe, int event_id, int mode) {
+  ctx.api->wait_cross_core(&ctx, line, pipe, event_id, mode);
 }
 
 }  // namespace pto

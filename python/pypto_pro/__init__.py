@@ -12,12 +12,12 @@ running kernels on a simulated Ascend device on the host CPU.
 
 from pypto_pro import _C  # noqa: F401  (the compiled core; built by `make`)
 from pypto_pro import runtime
-from pypto_pro.errors import (CompilationError, CompileError, CompileTimeoutError, KernelFault, ParserError,
-                              ParserSyntaxError, ParserTypeError, ParserValueError, PyptoError, TileMemoryError,
-                              UndefinedVariableError, UnsupportedFeatureError)
+from pypto_pro.errors import (CompilationError, CompileError, CompileTimeoutError, KernelDeadlock, KernelFault,
+                              ParserError, ParserSyntaxError, ParserTypeError, ParserValueError, PyptoError,
+                              TileMemoryError, UndefinedVariableError, UnsupportedFeatureError)
 
 __all__ = [
     "runtime", "PyptoError", "CompilationError", "ParserError", "ParserSyntaxError", "ParserTypeError",
     "ParserValueError", "UndefinedVariableError", "UnsupportedFeatureError", "TileMemoryError", "CompileError",
-    "CompileTimeoutError", "KernelFault",
+    "CompileTimeoutError", "KernelFault", "KernelDeadlock",
 ]

@@ -110,3 +110,9 @@ class KernelFault(PyptoError, RuntimeError):
         self.line = line
         self.op = op
         self.detail = detail
+
+
+class KernelDeadlock(KernelFault):
+    """Every unfinished core of a mixed kernel's block waited for a cross-core flag no core would set.
+    The message lists each waiting core (AIC / AIV 0 / AIV 1 of block b), its source line and the
+    flag it waits for; `core` and `line` are those of the first one."""

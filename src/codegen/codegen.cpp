@@ -75,11 +75,6 @@ class KernelWriter {
 
   GeneratedSources Run() {
     kind_ = KernelKindOf(func_);
-    if (kind_ == KernelKind::kMixed) {
-      Fail(ErrorKind::kUnsupported, {},
-           std::string("kernel '") + func_.name +
-               "' has both vector and cube sections; mixed kernels arrive with the tile language, tier 1 (issue 4)");
-    }
     CollectDecls(func_.body);
     GeneratedSources out;
     out.kind = kind_;

@@ -19,6 +19,7 @@ std::vector<OpDef> BuildOps() {
   AddCubeOps(ops);
   AddSyncOps(ops);
   AddTileOps(ops);
+  AddDebugOps(ops);
   return ops;
 }
 
@@ -81,8 +82,7 @@ const std::vector<PlannedOp>& PlannedOps() {
           "argmax", "argmin", "row_expand_add", "row_expand_sub", "row_expand_mul", "row_expand_div",
           "row_expand_max", "row_expand_min", "col_expand_add", "col_expand_sub", "col_expand_mul",
           "col_expand_div", "col_expand_max", "col_expand_min", "expand_max", "expand_min", "expand_mul",
-          "expand_sub", "expand_div", "matmul", "matmul_acc", "printf", "pto_assert", "system.sync_src", "system.sync_dst", "system.mutex_lock", "system.mutex_unlock",
-          "system.bar_all", "system.set_cross_core", "system.wait_cross_core", "mutex"}) {
+          "expand_sub", "expand_div", "matmul", "matmul_acc"}) {
       out.push_back({name, kLanguageIssue});
     }
     for (std::string_view name :
@@ -234,6 +234,8 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
                  std::string(k.issue_area) + ")");
       }
       rest.erase(it);
+    } else if (k.required) {
+      Fail(ErrorKind::kType, span, callee + " is missing its '" + attr.name + "' keyword");
     } else if (it != rest.end()) {
       rest.erase(it);  // an explicit None: the default
     }
@@ -246,7 +248,9 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
     Fail(ErrorKind::kType, span, callee + " got an unexpected keyword " + Quote(rest.begin()->first) + "; it takes " +
                                      accepted);
   }
-  return OpCall(op, std::move(bound), std::move(attrs), span);
+  Stmt call = OpCall(op, std::move(bound), std::move(attrs), span);
+  if (op->check) op->check(*call);
+  return call;
 }
 
 }  // namespace pypto_pro::ir

@@ -10,7 +10,8 @@ namespace pypto_pro::ir {
 void AddTransferOps(std::vector<OpDef>& ops);  // ops_transfer.cpp: load/store, move
 void AddVectorOps(std::vector<OpDef>& ops);    // ops_vector.cpp: compute on Vec tiles
 void AddCubeOps(std::vector<OpDef>& ops);      // ops_cube.cpp: matmul
-void AddSyncOps(std::vector<OpDef>& ops);      // ops_sync.cpp: flags, mutexes, barriers, debug
+void AddSyncOps(std::vector<OpDef>& ops);      // ops_sync.cpp: flags, mutexes, barriers, cross-core flags
+void AddDebugOps(std::vector<OpDef>& ops);     // ops_debug.cpp: printf, pto_assert
 void AddTileOps(std::vector<OpDef>& ops);      // ops_tile.cpp: tile descriptors, element writes
 
 }  // namespace pypto_pro::ir

@@ -1,20 +1,149 @@
-// Synchronisation between pipes and cores, and debugging (LANGUAGE.md sections 5 and 6).
+// Synchronisation between pipes and cores (LANGUAGE.md section 6): flags between the pipes of a
+// core, buffer mutexes, pipe barriers, and the cross-core flags of mixed kernels.
+#include <algorithm>
+
 #include "op_tables.h"
+#include "pypto_pro/ir/stmt.h"
 
 namespace pypto_pro::ir {
+
+namespace {
+
+const std::vector<std::string_view> kPipes = {"MTE1", "MTE2", "MTE3", "M", "V", "S", "FIX", "ALL"};
+const std::vector<std::string_view> kSyncModes = {"INTER_BLOCK", "INTER_SUBBLOCK", "INTRA_BLOCK", "UNICAST_BLOCK"};
+constexpr int64_t kIntraBlock = 2;
+constexpr int64_t kEventIds = 16;  // flags between pipes and between cores
+constexpr int64_t kMutexIds = 32;
+
+// Pipe options hold ir::Pipe values (the choices are in Pipe order) and print as pto::kPipe<name>.
+KwargSpec PipeKwarg(std::string_view name) {
+  KwargSpec k{name, AttrKind::kEnum, 0, kPipes, true, {}, "pto::kPipe"};
+  k.required = true;
+  return k;
+}
+
+KwargSpec IdKwarg(std::string_view name, int64_t count) {
+  KwargSpec k;
+  k.name = name;
+  k.kind = AttrKind::kInt;
+  k.min_value = 0;
+  k.max_value = count - 1;
+  k.required = true;
+  return k;
+}
+
+OpDef SyncOp(std::string_view name, std::string_view device_fn, std::vector<KwargSpec> kwargs,
+             void (*check)(const StmtNode&), std::string_view doc) {
+  OpDef op{name, Pipe::kS, PipeRule::kFixed, WindowRule::kNone, {}, false, kAllSupportedDTypes, "", device_fn,
+           std::move(kwargs), doc};
+  op.check = check;
+  return op;
+}
+
+int64_t AttrValue(const StmtNode& call, std::string_view name) {
+  for (const Attr& a : call.attrs) {
+    if (a.name == name) return a.value;
+  }
+  Fail(ErrorKind::kInternal, call.span, "pl." + std::string(call.op->name) + " has no option '" + std::string(name) + "'");
+}
+
+// Rejects the pipes `pipe_kwarg` may not name on this op, listing the ones it may.
+void RequirePipe(const StmtNode& call, std::string_view pipe_kwarg, std::initializer_list<Pipe> refused) {
+  Pipe pipe = Pipe(AttrValue(call, pipe_kwarg));
+  if (std::find(refused.begin(), refused.end(), pipe) == refused.end()) return;
+  std::string allowed;
+  for (size_t p = 0; p < kPipes.size(); ++p) {
+    if (std::find(refused.begin(), refused.end(), Pipe(p)) != refused.end()) continue;
+    allowed += (allowed.empty() ? "" : ", ") + std::string(kPipes[p]);
+  }
+  Fail(ErrorKind::kValue, call.span,
+       "pl." + std::string(call.op->name) + "(): " + std::string(pipe_kwarg) + "=" + std::string(Name(pipe)) +
+           " is not a pipe it can use; use one of " + allowed);
+}
+
+// sync_src / sync_dst order two different concrete pipes.
+void CheckFlag(const StmtNode& call) {
+  RequirePipe(call, "set_pipe", {Pipe::kALL});
+  RequirePipe(call, "wait_pipe", {Pipe::kALL});
+  if (AttrValue(call, "set_pipe") == AttrValue(call, "wait_pipe")) {
+    Fail(ErrorKind::kValue, call.span,
+         "pl." + std::string(call.op->name) + "(): set_pipe and wait_pipe are both " +
+             std::string(Name(Pipe(AttrValue(call, "set_pipe")))) + "; a flag orders two different pipes",
+         "instructions of one pipe already run in order; use pl.system.bar_* to wait for a pipe to drain");
+  }
+}
+
+void CheckMutex(const StmtNode& call) { RequirePipe(call, "pipe", {Pipe::kALL}); }
+
+void CheckCrossCoreMode(const StmtNode& call) {
+  int64_t mode = AttrValue(call, "sync_mode");
+  if (mode == kIntraBlock) return;
+  Fail(ErrorKind::kUnsupported, call.span,
+       "pl." + std::string(call.op->name) + "(sync_mode=pl.CrossCoreSyncMode." + std::string(kSyncModes[size_t(mode)]) +
+           ") is not implemented yet (the tile language, tier 2); INTRA_BLOCK synchronises the cube and vector "
+           "cores of a logical block");
+}
+
+// The AIC's set reaches both AIVs and each AIV's set reaches the AIC; the set side names the pipe
+// whose earlier instructions must finish first, which the scalar and ALL pipes cannot be.
+void CheckSetCrossCore(const StmtNode& call) {
+  RequirePipe(call, "pipe", {Pipe::kS, Pipe::kALL});
+  CheckCrossCoreMode(call);
+}
+
+void CheckWaitCrossCore(const StmtNode& call) {
+  RequirePipe(call, "pipe", {Pipe::kALL});
+  CheckCrossCoreMode(call);
+}
+
+}  // namespace
 
 void AddSyncOps(std::vector<OpDef>& ops) {
   // auto_mutex: lock / unlock, on the pipe of the guarded op, every TileGroup mutex id its tile
   // operands carry.
-  const std::vector<std::string_view> pipes = {"MTE1", "MTE2", "MTE3", "M", "V", "S", "FIX", "ALL"};
   for (auto [name, fn, doc] : {std::tuple{"auto_mutex_lock", "pto::auto_mutex_lock", "lock the tiles' mutex ids"},
                                std::tuple{"auto_mutex_unlock", "pto::auto_mutex_unlock", "unlock them"}}) {
     OpDef op{name, Pipe::kS, PipeRule::kFixed, WindowRule::kNone,
              {{"tiles", OperandKind::kTiles, Access::kRead, kAnyTileMemory}},
-             false, kAllSupportedDTypes, "", fn, {KwargSpec{"pipe", AttrKind::kEnum, 0, pipes, true, {}, "pto::kPipe"}}, doc};
+             false, kAllSupportedDTypes, "", fn, {KwargSpec{"pipe", AttrKind::kEnum, 0, kPipes, true, {}, "pto::kPipe"}}, doc};
     op.internal = true;
     ops.push_back(op);
   }
+
+  auto flag_kwargs = [] {
+    return std::vector<KwargSpec>{PipeKwarg("set_pipe"), PipeKwarg("wait_pipe"), IdKwarg("event_id", kEventIds)};
+  };
+  ops.push_back(SyncOp("system.sync_src", "pto::sync_src", flag_kwargs(), &CheckFlag,
+                       "set_pipe raises flag event_id once its earlier instructions are done"));
+  ops.push_back(SyncOp("system.sync_dst", "pto::sync_dst", flag_kwargs(), &CheckFlag,
+                       "wait_pipe waits for flag event_id raised by set_pipe"));
+
+  auto mutex_kwargs = [] { return std::vector<KwargSpec>{PipeKwarg("pipe"), IdKwarg("mutex_id", kMutexIds)}; };
+  ops.push_back(SyncOp("system.mutex_lock", "pto::mutex_lock", mutex_kwargs(), &CheckMutex,
+                       "pipe takes buffer mutex mutex_id, waiting while another pipe holds it"));
+  ops.push_back(SyncOp("system.mutex_unlock", "pto::mutex_unlock", mutex_kwargs(), &CheckMutex,
+                       "pipe releases buffer mutex mutex_id"));
+
+  for (auto [name, fn, doc] : {
+           std::tuple{"system.bar_all", "pto::pipe_barrier<pto::kPipeALL>", "wait until every pipe has drained"},
+           std::tuple{"system.bar_v", "pto::pipe_barrier<pto::kPipeV>", "wait until the vector pipe has drained"},
+           std::tuple{"system.bar_m", "pto::pipe_barrier<pto::kPipeM>", "wait until the cube pipe has drained"},
+           std::tuple{"system.bar_mte1", "pto::pipe_barrier<pto::kPipeMTE1>", "wait until MTE1 has drained"},
+           std::tuple{"system.bar_mte2", "pto::pipe_barrier<pto::kPipeMTE2>", "wait until MTE2 has drained"},
+           std::tuple{"system.bar_mte3", "pto::pipe_barrier<pto::kPipeMTE3>", "wait until MTE3 has drained"},
+           std::tuple{"system.bar_fix", "pto::pipe_barrier<pto::kPipeFIX>", "wait until FIX has drained"},
+       }) {
+    ops.push_back(SyncOp(name, fn, {}, nullptr, doc));
+  }
+
+  auto cross_core_kwargs = [] {
+    return std::vector<KwargSpec>{PipeKwarg("pipe"), IdKwarg("event_id", kEventIds),
+                                  KwargSpec{"sync_mode", AttrKind::kEnum, kIntraBlock, kSyncModes, true, {}, "PTO_SYNC_"}};
+  };
+  ops.push_back(SyncOp("system.set_cross_core", "pto::set_cross_core", cross_core_kwargs(), &CheckSetCrossCore,
+                       "signal event_id to the other side of the logical block (AIC -> both AIVs, AIV -> AIC)"));
+  ops.push_back(SyncOp("system.wait_cross_core", "pto::wait_cross_core", cross_core_kwargs(), &CheckWaitCrossCore,
+                       "wait for event_id from the other side (the AIC waits for both AIVs)"));
 }
 
 }  // namespace pypto_pro::ir

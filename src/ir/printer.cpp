@@ -21,6 +21,28 @@ std::string FloatText(double v) {
   return s;
 }
 
+// A Python string literal: printf formats end in newlines, which must not break the IR's lines.
+std::string Quoted(const std::string& text) {
+  std::string out = "'";
+  for (unsigned char c : text) {
+    switch (c) {
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\'': out += "\\'"; break;
+      case '\\': out += "\\\\"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02x", c);
+          out += buf;
+        } else {
+          out += char(c);
+        }
+    }
+  }
+  return out + "'";
+}
+
 std::string PrintOperand(const Expr& e) {
   std::string s = Print(e);
   return e->kind == ExprKind::kBinary ? "(" + s + ")" : s;
@@ -95,7 +117,7 @@ std::string Print(const Stmt& s, int indent) {
         os << ", " << attr.name << "=";
         const KwargSpec* spec = s->op->FindKwarg(attr.name);
         if (attr.is_string) {
-          os << "'" << attr.text << "'";
+          os << Quoted(attr.text);
         } else if (spec && spec->kind == AttrKind::kEnum && attr.value >= 0 &&
                    attr.value < int64_t(spec->choices.size())) {
           os << spec->choices[size_t(attr.value)];

@@ -54,6 +54,7 @@ class Verifier {
     if (!func_.body) Fail(ErrorKind::kInternal, {}, "kernel '" + func_.name + "' has no body");
     VisitStmt(func_.body);
     CheckSectionPlacement();
+    CheckCrossCoreSync();
   }
 
  private:
@@ -352,6 +353,24 @@ class Verifier {
       walk(s->orelse, section);
     };
     walk(func_.body, -1);
+  }
+
+  // Cross-core flags pair the cube core of a logical block with its two vector cores: a kernel
+  // without both kinds of section has no partner to signal, and its wait would never return.
+  void CheckCrossCoreSync() {
+    const StmtNode* first = nullptr;
+    ForEachStmt(func_.body, [&](const StmtNode& s) {
+      if (!first && s.kind == StmtKind::kOp &&
+          (s.op->name == "system.set_cross_core" || s.op->name == "system.wait_cross_core")) {
+        first = &s;
+      }
+    });
+    KernelKind kind = KernelKindOf(func_);
+    if (!first || kind == KernelKind::kMixed) return;
+    Fail(ErrorKind::kSyntax, first->span,
+         "pl." + std::string(first->op->name) + " synchronises the cube and vector cores of a mixed kernel, but '" +
+             func_.name + "' is a " + Name(kind) + " kernel",
+         "a kernel with both 'with pl.section_cube():' and 'with pl.section_vector():' runs 1 AIC + 2 AIV per block");
   }
 
   const Function& func_;

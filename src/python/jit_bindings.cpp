@@ -55,7 +55,7 @@ void BindJit(py::module_& m) {
       kw["line"] = f.line;
       kw["op"] = f.op;
       kw["detail"] = f.message;
-      RaisePython("KernelFault", py::make_tuple(e.what()), kw);
+      RaisePython(f.deadlock ? "KernelDeadlock" : "KernelFault", py::make_tuple(e.what()), kw);
     }
   });
 

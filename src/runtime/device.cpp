@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <memory>
-#include <sstream>
 
+#include "arena.h"
+#include "core.h"
+#include "mixed_block.h"
 #include "pypto_pro/support/arch.h"
 #include "pypto_pro/support/config.h"
 
@@ -13,64 +13,14 @@ namespace pypto_pro::runtime {
 
 namespace {
 
-// Thrown by the fault callback through the kernel's frames; caught by the block runner.
-struct KernelAbort {
-  FaultInfo info;
-};
-
-// The local memories of one host thread, sized for the largest arch; a block uses the prefix its
-// arch has. Blocks on one thread run one after another, so they can share it like a core does.
-class Arena {
- public:
-  Arena() {
-    size_t offset = 0;
-    for (size_t m = 0; m < PTO_MEM_COUNT; ++m) {
-      uint32_t largest = 0;
-      for (std::string_view name : ArchNames()) largest = std::max(largest, FindArch(name)->capacity[m]);
-      offsets_[m] = offset;
-      offset += (largest + 4095) / 4096 * 4096;
-    }
-    size_ = offset;
-    memory_.reset(static_cast<uint8_t*>(std::aligned_alloc(4096, size_)));
-    if (!memory_) throw std::bad_alloc();
-  }
-  uint8_t* base(size_t memory) { return memory_.get() + offsets_[memory]; }
-
- private:
-  struct Free {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<uint8_t, Free> memory_;
-  size_t offsets_[PTO_MEM_COUNT] = {};
-  size_t size_ = 0;
-};
-
+// The local memories of one host thread: blocks of a vector- or cube-only kernel on one thread run
+// one after another, so they can share them like a core does.
 Arena& ThreadArena() {
   thread_local Arena arena;
   return arena;
 }
 
 inline void CpuRelax() { __builtin_ia32_pause(); }
-
-std::string FormatDetail(const PtoFaultDetail& d) {
-  std::ostringstream os;
-  os << (d.message ? d.message : "fault");
-  auto list = [&](const int64_t* v) {
-    os << "[";
-    for (int i = 0; i < d.rank && i < PTO_FAULT_MAX_RANK; ++i) os << (i ? ", " : "") << v[i];
-    os << "]";
-  };
-  if (d.rank > 0) {
-    if (d.tensor) os << ": tensor '" << d.tensor << "' of shape ";
-    else os << ": size ";
-    list(d.shape);
-    os << ", offsets ";
-    list(d.offsets);
-    os << ", window ";
-    list(d.extent);
-  }
-  return os.str();
-}
 
 }  // namespace
 
@@ -89,22 +39,6 @@ struct Device::Job {
   std::condition_variable cv;
 };
 
-void Device::FaultCallback(PtoCoreCtx* ctx, int32_t line, const PtoFaultDetail* detail) {
-  FaultInfo info;
-  info.line = line;
-  info.block = ctx->block_idx;
-  info.core = std::string(ctx->core_type == PTO_CORE_AIC ? "AIC " : "AIV ") + std::to_string(ctx->block_idx);
-  info.op = detail && detail->op ? detail->op : "";
-  info.message = detail ? FormatDetail(*detail) : "fault";
-  throw KernelAbort{std::move(info)};
-}
-
-namespace {
-int64_t SubmitUnavailable(void*, const PtoKernelDesc*, const void*, uint32_t, uint32_t) { return -1; }
-// The API blocks see: faults only (blocks cannot launch kernels).
-const PtoRuntimeApi kBlockApi = {PTO_ABI_VERSION, &SubmitUnavailable, &Device::FaultCallback};
-}  // namespace
-
 Device& Device::Get() {
   static Device* device = new Device();
   return *device;
@@ -120,40 +54,55 @@ Device::Device() {
   }
 }
 
-void Device::RunBlocks(Job& job) {
-  Arena& arena = ThreadArena();
-  PtoCoreCtx ctx{};
-  ctx.api = &kBlockApi;
-  ctx.core_type = job.core_type;
-  ctx.block_num = job.blocks;
-  ctx.subblock_idx = 0;
-  ctx.subblock_num = 1;
-  ctx.runtime = &job;
-  for (size_t m = 0; m < PTO_MEM_COUNT; ++m) {
-    ctx.mem[m] = arena.base(m);
-    ctx.mem_size[m] = job.arch->capacity[m];
-  }
+// Claims blocks of `job` until none are left and runs each with `run(block)`, which returns its
+// fault. After a fault the launch is abandoned: the remaining blocks are claimed but not run.
+template <typename RunBlock>
+void Device::ClaimBlocks(Job& job, RunBlock run) {
   for (;;) {
     int block = job.next.fetch_add(1, std::memory_order_relaxed);
     if (block >= job.blocks) break;
-    if (job.faults.load(std::memory_order_relaxed) == 0) {  // after a fault the launch is abandoned
-      ctx.block_idx = block;
-      try {
-        job.desc->entry(&ctx, job.args);
-      } catch (KernelAbort& abort) {
-        if (job.faults.fetch_add(1) == 0) job.first_fault = std::move(abort.info);
-      } catch (const std::exception& e) {
-        if (job.faults.fetch_add(1) == 0) {
-          job.first_fault.block = block;
-          job.first_fault.message = std::string("internal error: ") + e.what();
-        }
-      }
+    if (job.faults.load(std::memory_order_relaxed) == 0) {
+      std::optional<FaultInfo> fault = run(block);
+      if (fault && job.faults.fetch_add(1) == 0) job.first_fault = std::move(*fault);
     }
     if (job.done.fetch_add(1, std::memory_order_acq_rel) + 1 == job.blocks) {
       std::lock_guard<std::mutex> lock(job.mutex);
       job.cv.notify_all();
     }
   }
+}
+
+void Device::RunBlocks(Job& job) {
+  if (job.desc->kind == PTO_KERNEL_MIXED) {
+    MixedBlock& mixed = MixedBlock::ForThisThread();
+    ClaimBlocks(job, [&](int block) { return mixed.Run(*job.desc, job.args, *job.arch, block, job.blocks); });
+    return;
+  }
+  Core core;
+  core.desc = job.desc;
+  PtoCoreCtx ctx{};
+  ctx.api = &CoreApi();
+  ctx.core_type = job.core_type;
+  ctx.block_num = job.blocks;
+  ctx.subblock_idx = 0;
+  ctx.subblock_num = 1;
+  ctx.runtime = &core;
+  ThreadArena().Attach(ctx, *job.arch);
+  ClaimBlocks(job, [&](int block) -> std::optional<FaultInfo> {
+    ctx.block_idx = block;
+    core.block = block;
+    std::optional<FaultInfo> fault;
+    try {
+      job.desc->entry(&ctx, job.args);
+    } catch (KernelAbort& abort) {
+      fault = std::move(abort.info);
+    } catch (const std::exception& e) {
+      fault = CoreFault(ctx, 0);
+      fault->message = std::string("internal error: ") + e.what();
+    }
+    if (!core.output.empty()) core.output.Flush(OutputPrefix(ctx));
+    return fault;
+  });
 }
 
 void Device::HelperLoop() {
@@ -185,7 +134,8 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
   job.arch = FindArch(desc.arch ? desc.arch : "");
   if (!job.arch) job.arch = &DefaultArch();
   job.core_type = desc.kind == PTO_KERNEL_CUBE ? PTO_CORE_AIC : PTO_CORE_AIV;
-  int cores = job.core_type == PTO_CORE_AIC ? job.arch->aic_cores : job.arch->aiv_cores;
+  // A mixed kernel's logical block takes one AIC (and two of the twice as many AIVs).
+  int cores = desc.kind != PTO_KERNEL_VECTOR ? job.arch->aic_cores : job.arch->aiv_cores;
   job.blocks = int(std::min<uint32_t>(std::max<uint32_t>(block_dim, 1), uint32_t(cores)));
 
   bool parallel = job.blocks > 1 && num_threads_ > 1;

@@ -79,7 +79,10 @@ struct KwargSpec {
   std::string_view cpp_prefix = {};        // kEnum: kernel.cpp names value X as <prefix>X ("pto::kPipe")
   int64_t min_value = INT64_MIN;           // kInt: the accepted range (event ids 0..15, mutex ids 0..31)
   int64_t max_value = INT64_MAX;
+  bool required = false;                   // keyword-only without a default (event_id=, pipe=)
 };
+
+struct StmtNode;
 
 struct OpDef {
   std::string_view name;         // unique id; ops users call are named as in the public API
@@ -95,6 +98,9 @@ struct OpDef {
   std::string_view doc;
   bool internal = false;         // inserted by passes only; not callable from kernels
   std::string_view public_name = {};  // the pl name when it differs from `name` (dispatch targets)
+  // Rules that relate several operands or options (a printf format and its arguments, two pipes
+  // that must differ). BuildOpCall runs it on the finished call; it throws CompileDiagnostic.
+  void (*check)(const StmtNode& call) = nullptr;
 
   // The pipe this op runs on, given its tile operands' memories.
   Pipe PipeFor(const std::vector<MemorySpace>& tile_memories) const;
@@ -125,7 +131,6 @@ struct KwargValue {
 // Builds the statement for `pl.<name>(args..., **kwargs)`: picks the scalar form for a scalar last
 // operand, follows dispatch/operand keywords to the op they select, fills every attribute (defaults
 // included) in declaration order, and checks values. Throws CompileDiagnostic at `span`.
-struct StmtNode;
 std::shared_ptr<const StmtNode> BuildOpCall(const std::string& name, std::vector<Expr> args,
                                             const std::map<std::string, KwargValue>& kwargs, Span span);
 

@@ -1,5 +1,6 @@
 // The simulated AI Core array: runs the blocks of a launch on a pool of host threads, each block
-// with its own core context and local-memory arenas of the kernel's arch sizes.
+// with its own core context and local-memory arenas of the kernel's arch sizes. A mixed kernel's
+// logical block (1 AIC + 2 AIV) runs its three cores as fibers on one thread (MixedBlock).
 #pragma once
 
 #include <condition_variable>
@@ -24,14 +25,14 @@ class Device {
   std::optional<FaultInfo> Run(const PtoKernelDesc& desc, const void* args, uint32_t block_dim);
 
   int num_threads() const { return num_threads_; }
-  // PtoRuntimeApi::fault: device code calls it to abort the running block with a kernel fault.
-  static void FaultCallback(PtoCoreCtx* ctx, int32_t line, const PtoFaultDetail* detail);
 
  private:
   struct Job;
   Device();
   void HelperLoop();
   static void RunBlocks(Job& job);
+  template <typename RunBlock>
+  static void ClaimBlocks(Job& job, RunBlock run);
 
   int num_threads_;
   std::mutex mutex_;

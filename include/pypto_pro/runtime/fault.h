@@ -15,11 +15,12 @@ struct FaultInfo {
   std::string op;           // "load_tile"
   std::string message;      // what went wrong, with offsets/shape when it was a GM access
   int other_faults = 0;     // further blocks of the same launch that faulted
+  bool deadlock = false;    // every unfinished core of `block` waited; `message` lists them
 
   std::string Format() const;  // one readable paragraph
 };
 
-// Thrown by Stream::Synchronize for the first fault since the last synchronisation.
+// Thrown by Stream::Synchronize for the first fault (or deadlock) since the last synchronisation.
 class KernelFaultError : public std::runtime_error {
  public:
   explicit KernelFaultError(FaultInfo info) : std::runtime_error(info.Format()), info_(std::move(info)) {}

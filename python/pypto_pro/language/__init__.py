@@ -7,6 +7,7 @@ run here unchanged. Everything callable here is meaningful only inside a @pl.jit
 from __future__ import annotations
 
 import enum as _enum
+import types as _types
 
 from pypto_pro.language import pipeline, system
 from pypto_pro.language.builtins import top_level as _top_level
@@ -38,8 +39,15 @@ class RoundMode(_enum.Enum):
 
 
 class CrossCoreSyncMode(_enum.Enum):
-    INTRA_BLOCK = "INTRA_BLOCK"
+    """Who a cross-core flag pairs (modes 0..3 of the hardware; INTRA_BLOCK is the default)."""
     INTER_BLOCK = "INTER_BLOCK"
+    INTER_SUBBLOCK = "INTER_SUBBLOCK"
+    INTRA_BLOCK = "INTRA_BLOCK"
+    UNICAST_BLOCK = "UNICAST_BLOCK"
+
+
+# pl.mutex.mutex_lock / pl.mutex.mutex_unlock are pl.system.mutex_lock / mutex_unlock.
+mutex = _types.SimpleNamespace(mutex_lock=system.mutex_lock, mutex_unlock=system.mutex_unlock)
 
 
 __all__ = [name for name in globals() if not name.startswith("_")]

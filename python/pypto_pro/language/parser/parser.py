@@ -930,37 +930,39 @@ class KernelParser:
         return None
 
     def call_debug(self, func, node):
-        """pl.printf(fmt, *args) and pl.pto_assert(cond, fmt=None, *args): the format is a compile-time
-        string, the arguments run-time scalars."""
+        """pl.printf(fmt, *args, loc=False) and pl.pto_assert(cond, fmt=None, *args, loc=False): the
+        format is a compile-time string, the arguments run-time scalars; the registry checks the
+        format against them."""
         if any(isinstance(a, ast.Starred) for a in node.args):
             raise self.error(errors.UnsupportedFeatureError, node, "*args calls are not supported")
         values = [self.eval(a) for a in node.args]
         keywords = {k.arg: self.eval(k.value) for k in node.keywords}
+        loc = keywords.pop("loc", False)
+        if not isinstance(loc, bool):
+            raise self.error(errors.ParserTypeError, node, f"pl.{func.name}(loc=...) must be True or False")
         if func.name == "printf":
             if not values or not isinstance(values[0], str):
                 raise self.error(errors.ParserTypeError, node, "pl.printf needs a compile-time format string first")
-            if keywords:
-                raise self.error(errors.ParserTypeError, node, "pl.printf takes no keyword arguments")
             fmt, operands = values[0], []
             rest = values[1:]
         else:
             if not values:
                 raise self.error(errors.ParserTypeError, node, "pl.pto_assert needs a condition")
             cond, rest = values[0], values[1:]
-            fmt = keywords.pop("fmt", None)
+            fmt = keywords.pop("fmt", keywords.pop("format_str", None))
             if rest and isinstance(rest[0], str) and fmt is None:
                 fmt, rest = rest[0], rest[1:]
-            if keywords:
-                raise self.error(errors.ParserTypeError, node, f"pl.pto_assert got an unexpected keyword "
-                                                               f"'{next(iter(keywords))}'")
             if not isinstance(cond, Scalar):
                 if not cond:
                     raise self.error(errors.ParserValueError, node, f"pl.pto_assert fails at compile time: "
                                                                     f"{fmt or 'assertion failed'}")
                 return None
-            line, _ = self.span(node)
-            fmt = fmt if fmt is not None else f"assertion failed: {ast.unparse(node.args[0])}"
+            if fmt is None:  # the message is the condition's source text, which is no format
+                fmt = ast.unparse(node.args[0]).replace("%", "%%")
             operands = [cond.expr]
+        if keywords:
+            raise self.error(errors.ParserTypeError, node,
+                             f"pl.{func.name} got an unexpected keyword '{next(iter(keywords))}'")
         if not isinstance(fmt, str):
             raise self.error(errors.ParserTypeError, node, f"the format of pl.{func.name} must be a compile-time str")
         for v in rest:
@@ -969,7 +971,7 @@ class KernelParser:
                                  f"pl.{func.name} arguments must be scalars, got {self.describe(v)}")
         line, col = self.span(node)
         operands.append(ir.tuple([self.to_expr(v, node) for v in rest], line, col))
-        self.emit(ir.op(func.name, operands, {"fmt": fmt}, line, col))
+        self.emit(ir.op(func.name, operands, {"fmt": fmt, "loc": loc}, line, col))
         return None
 
     def op_keyword(self, value, node, what):

@@ -1,0 +1,45 @@
+// What the runtime keeps about the simulated core behind a PtoCoreCtx (PtoCoreCtx::runtime points
+// at its Core), and the callbacks device code reaches through PtoCoreCtx::api.
+#pragma once
+
+#include <string>
+
+#include "kernel_printf.h"
+#include "pypto_pro/abi.h"
+#include "pypto_pro/runtime/fault.h"
+
+namespace pypto_pro::runtime {
+
+class MixedBlock;
+
+struct Core {
+  const PtoKernelDesc* desc = nullptr;
+  int block = 0;                // the logical block (the same on the three cores of a mixed block)
+  MixedBlock* mixed = nullptr;  // the block's fibers and cross-core flags; null unless mixed
+  int slot = 0;                 // within a mixed block: 0 = AIC, 1 = AIV 0, 2 = AIV 1
+  KernelOutput output;          // pl.printf text of this core not printed yet
+};
+
+inline Core& CoreOf(PtoCoreCtx* ctx) { return *static_cast<Core*>(ctx->runtime); }
+
+// "AIV 3" / "AIC 0" in a vector- or cube-only kernel (block 3 is AIV 3); "AIC", "AIV 0" and
+// "AIV 1" in a mixed kernel, whose fault reports name the logical block separately.
+std::string CoreName(const PtoCoreCtx& ctx);
+// The prefix of the core's printed lines: "[block 3 AIV] ", "[block 3 AIV 1] ".
+std::string OutputPrefix(const PtoCoreCtx& ctx);
+// A fault of the core at `line`, with its block and core filled in.
+FaultInfo CoreFault(const PtoCoreCtx& ctx, int line);
+
+// Thrown by the runtime callbacks through the kernel's frames; caught where the core's program
+// started (the block loop of a plain kernel, the core's fiber in a mixed one).
+struct KernelAbort {
+  FaultInfo info;
+};
+
+// Ends the core's program with a fault of `op` at `line`.
+[[noreturn]] void AbortCore(const PtoCoreCtx& ctx, int line, const char* op, std::string message);
+
+// The callbacks of PtoCoreCtx::api: faults, printf, asserts, cross-core flags (not submit).
+const PtoRuntimeApi& CoreApi();
+
+}  // namespace pypto_pro::runtime

@@ -1,0 +1,115 @@
+// The runtime side of PtoCoreCtx::api: what device code calls to fault, print, assert and
+// synchronise with the other cores of its block.
+#include <sstream>
+
+#include "core.h"
+#include "mixed_block.h"
+
+namespace pypto_pro::runtime {
+
+namespace {
+
+bool IsMixed(const PtoCoreCtx& ctx) { return static_cast<const Core*>(ctx.runtime)->mixed != nullptr; }
+
+std::string FormatDetail(const PtoFaultDetail& d) {
+  std::ostringstream os;
+  os << (d.message ? d.message : "fault");
+  auto list = [&](const int64_t* v) {
+    os << "[";
+    for (int i = 0; i < d.rank && i < PTO_FAULT_MAX_RANK; ++i) os << (i ? ", " : "") << v[i];
+    os << "]";
+  };
+  if (d.rank > 0) {
+    if (d.tensor) os << ": tensor '" << d.tensor << "' of shape ";
+    else os << ": size ";
+    list(d.shape);
+    os << ", offsets ";
+    list(d.offsets);
+    os << ", window ";
+    list(d.extent);
+  }
+  return os.str();
+}
+
+void FaultCallback(PtoCoreCtx* ctx, int32_t line, const PtoFaultDetail* detail) {
+  FaultInfo info = CoreFault(*ctx, line);
+  info.op = detail && detail->op ? detail->op : "";
+  info.message = detail ? FormatDetail(*detail) : "fault";
+  throw KernelAbort{std::move(info)};
+}
+
+// loc=True: the text starts with the kernel's file:line.
+std::string LocatedText(PtoCoreCtx* ctx, int32_t line, const char* fmt, const PtoArg* args, int32_t nargs,
+                        int32_t flags) {
+  std::string text;
+  if (flags & PTO_PRINT_LOC) {
+    const char* file = CoreOf(ctx).desc->source_file;
+    text = std::string(file ? file : "?") + ":" + std::to_string(line) + ": ";
+  }
+  return text + FormatKernelText(fmt, args, nargs);
+}
+
+void PrintCallback(PtoCoreCtx* ctx, int32_t line, const char* fmt, const PtoArg* args, int32_t nargs,
+                   int32_t flags) {
+  CoreOf(ctx).output.Write(OutputPrefix(*ctx), LocatedText(ctx, line, fmt, args, nargs, flags));
+}
+
+void AssertCallback(PtoCoreCtx* ctx, int32_t line, const char* fmt, const PtoArg* args, int32_t nargs,
+                    int32_t /*flags: the fault names its line anyway*/) {
+  AbortCore(*ctx, line, "pto_assert", "assertion failed: " + FormatKernelText(fmt, args, nargs));
+}
+
+[[noreturn]] void NotMixed(PtoCoreCtx* ctx, int32_t line, const char* op) {
+  AbortCore(*ctx, line, op, "cross-core flags need a mixed kernel (both pl.section_cube() and pl.section_vector())");
+}
+
+void SetCrossCoreCallback(PtoCoreCtx* ctx, int32_t line, int32_t pipe, int32_t event_id, int32_t mode) {
+  Core& core = CoreOf(ctx);
+  if (!core.mixed) NotMixed(ctx, line, "system.set_cross_core");
+  core.mixed->SetCrossCore(*ctx, line, pipe, event_id, mode);
+}
+
+void WaitCrossCoreCallback(PtoCoreCtx* ctx, int32_t line, int32_t pipe, int32_t event_id, int32_t mode) {
+  Core& core = CoreOf(ctx);
+  if (!core.mixed) NotMixed(ctx, line, "system.wait_cross_core");
+  core.mixed->WaitCrossCore(*ctx, line, pipe, event_id, mode);
+}
+
+int64_t SubmitUnavailable(void*, const PtoKernelDesc*, const void*, uint32_t, uint32_t) { return -1; }
+
+// Cores cannot launch kernels.
+const PtoRuntimeApi kCoreApi = {PTO_ABI_VERSION,     &SubmitUnavailable,   &FaultCallback,        &PrintCallback,
+                                &AssertCallback,     &SetCrossCoreCallback, &WaitCrossCoreCallback};
+
+}  // namespace
+
+std::string CoreName(const PtoCoreCtx& ctx) {
+  if (ctx.core_type == PTO_CORE_AIC) return IsMixed(ctx) ? "AIC" : "AIC " + std::to_string(ctx.block_idx);
+  return "AIV " + std::to_string(IsMixed(ctx) ? ctx.subblock_idx : ctx.block_idx);
+}
+
+std::string OutputPrefix(const PtoCoreCtx& ctx) {
+  std::string prefix = "[block " + std::to_string(static_cast<const Core*>(ctx.runtime)->block);
+  prefix += ctx.core_type == PTO_CORE_AIC ? " AIC" : " AIV";
+  if (IsMixed(ctx) && ctx.core_type == PTO_CORE_AIV) prefix += " " + std::to_string(ctx.subblock_idx);
+  return prefix + "] ";
+}
+
+FaultInfo CoreFault(const PtoCoreCtx& ctx, int line) {
+  FaultInfo info;
+  info.line = line;
+  info.block = static_cast<const Core*>(ctx.runtime)->block;
+  info.core = CoreName(ctx);
+  return info;
+}
+
+void AbortCore(const PtoCoreCtx& ctx, int line, const char* op, std::string message) {
+  FaultInfo info = CoreFault(ctx, line);
+  info.op = op;
+  info.message = std::move(message);
+  throw KernelAbort{std::move(info)};
+}
+
+const PtoRuntimeApi& CoreApi() { return kCoreApi; }
+
+}  // namespace pypto_pro::runtime

@@ -1,0 +1,185 @@
+#include "mixed_block.h"
+
+#include <memory>
+#include <string>
+
+#include "pypto_pro/ir/type.h"
+
+namespace pypto_pro::runtime {
+
+namespace {
+
+std::string PipeName(int pipe) {
+  if (pipe < 0 || pipe >= int(ir::Pipe::kCount)) return "?";
+  return std::string(ir::Name(ir::Pipe(pipe)));
+}
+
+}  // namespace
+
+MixedBlock::MixedBlock() {
+  for (int i = 0; i < CrossCoreFlags::kCores; ++i) {
+    slots_[i].owner = this;
+    slots_[i].index = i;
+  }
+}
+
+MixedBlock& MixedBlock::ForThisThread() {
+  thread_local std::unique_ptr<MixedBlock> block;
+  if (!block) block = std::make_unique<MixedBlock>();
+  return *block;
+}
+
+void MixedBlock::Program(void* raw) {
+  Slot& slot = *static_cast<Slot*>(raw);
+  MixedBlock& block = *slot.owner;
+  try {
+    block.desc_->entry(&slot.ctx, block.args_);
+  } catch (KernelAbort& abort) {
+    slot.fault = std::move(abort.info);
+  } catch (const Cancelled&) {
+    // The block was abandoned: another core faulted or the block deadlocked.
+  } catch (const std::exception& e) {
+    slot.fault = CoreFault(slot.ctx, 0);
+    slot.fault->message = std::string("internal error: ") + e.what();
+  } catch (...) {
+    slot.fault = CoreFault(slot.ctx, 0);
+    slot.fault->message = "internal error: an unknown exception left the kernel";
+  }
+  if (!slot.core.output.empty()) slot.core.output.Flush(OutputPrefix(slot.ctx));
+}
+
+std::optional<FaultInfo> MixedBlock::Run(const PtoKernelDesc& desc, const void* args, const ArchModel& arch,
+                                         int block, int blocks) {
+  desc_ = &desc;
+  args_ = args;
+  block_ = block;
+  cancelled_ = false;
+  flags_.Clear();
+  for (Slot& s : slots_) {
+    const bool aic = s.index == CrossCoreFlags::kAic;
+    const int subblock = aic ? 0 : s.index - CrossCoreFlags::kAiv0;
+    s.ctx = PtoCoreCtx{};
+    s.ctx.api = &CoreApi();
+    s.ctx.core_type = aic ? PTO_CORE_AIC : PTO_CORE_AIV;
+    s.ctx.block_idx = aic ? block : 2 * block + subblock;  // AIVs are numbered across the launch
+    s.ctx.block_num = blocks;
+    s.ctx.subblock_idx = subblock;
+    s.ctx.subblock_num = aic ? 1 : 2;
+    s.ctx.runtime = &s.core;
+    s.arena.Attach(s.ctx, arch);
+    s.core.desc = &desc;
+    s.core.block = block;
+    s.core.mixed = this;
+    s.core.slot = s.index;
+    s.waiting = false;
+    s.fault.reset();
+    s.fiber.Start(&Program, &s);
+  }
+
+  // Round robin: each core runs until it waits, yields or ends. Nothing runs concurrently, so the
+  // schedule (and therefore any printed output) is the same on every run.
+  std::optional<FaultInfo> fault;
+  for (;;) {
+    bool unfinished = false, ran = false;
+    for (Slot& s : slots_) {
+      if (s.fiber.idle()) continue;
+      unfinished = true;
+      if (s.waiting && !flags_.CanWait(s.index, s.wait.event)) continue;
+      s.fiber.Resume();
+      ran = true;
+      if (s.fault) {
+        fault = std::move(s.fault);
+        break;
+      }
+    }
+    if (fault || !unfinished) break;
+    if (!ran) {
+      fault = DeadlockReport();
+      break;
+    }
+  }
+  if (fault) Cancel();
+  return fault;
+}
+
+void MixedBlock::Suspend(Slot& slot) {
+  slot.fiber.Suspend();
+  if (cancelled_) throw Cancelled{};
+}
+
+void MixedBlock::CheckFlagArgs(PtoCoreCtx& ctx, int line, const char* op, int event, int mode) {
+  if (mode != PTO_SYNC_INTRA_BLOCK) {
+    AbortCore(ctx, line, op, "sync_mode " + std::to_string(mode) + " is not supported; only INTRA_BLOCK is");
+  }
+  if (event < 0 || event >= CrossCoreFlags::kEvents) {
+    AbortCore(ctx, line, op, "event_id " + std::to_string(event) + " is out of range [0, 15]");
+  }
+}
+
+void MixedBlock::SetCrossCore(PtoCoreCtx& ctx, int line, int /*pipe*/, int event, int mode) {
+  CheckFlagArgs(ctx, line, "system.set_cross_core", event, mode);
+  Slot& slot = SlotOf(ctx);
+  if (flags_.Set(slot.index, event) < 0) return;
+  // A full counter: the receivers may not have had their turn yet (on the hardware they run at the
+  // same time), so let every other core run once before calling it an overflow.
+  Suspend(slot);
+  int full = flags_.Set(slot.index, event);
+  if (full < 0) return;
+  AbortCore(ctx, line, "system.set_cross_core",
+        "event " + std::to_string(event) + " already has " + std::to_string(CrossCoreFlags::kMaxPending) +
+            " pending sets that " + CrossCoreFlags::Name(full) +
+            " has not waited for; the hardware counter holds at most 15");
+}
+
+void MixedBlock::WaitCrossCore(PtoCoreCtx& ctx, int line, int pipe, int event, int mode) {
+  CheckFlagArgs(ctx, line, "system.wait_cross_core", event, mode);
+  Slot& slot = SlotOf(ctx);
+  if (flags_.TryWait(slot.index, event)) return;
+  slot.waiting = true;
+  slot.wait = Wait{line, pipe, event};
+  do {
+    Suspend(slot);
+  } while (!flags_.TryWait(slot.index, event));
+  slot.waiting = false;
+}
+
+FaultInfo MixedBlock::DeadlockReport() const {
+  const std::string file = desc_->source_file ? desc_->source_file : "?";
+  const std::string where = " of block " + std::to_string(block_);
+  FaultInfo info;
+  info.deadlock = true;
+  info.block = block_;
+  info.op = "system.wait_cross_core";
+  info.message = "every unfinished core of block " + std::to_string(block_) +
+                 " waits for a cross-core flag that no other core will set:";
+  for (const Slot& s : slots_) {
+    std::string name = CrossCoreFlags::Name(s.index);
+    if (!s.waiting) {
+      info.message += "\n  " + name + where + " has finished";
+      continue;
+    }
+    if (info.core.empty()) {
+      info.core = name;
+      info.line = s.wait.line;
+    }
+    info.message += "\n  " + name + where + " at " + file + ":" + std::to_string(s.wait.line) +
+                    ": pl.system.wait_cross_core(pipe=" + PipeName(s.wait.pipe) +
+                    ", event_id=" + std::to_string(s.wait.event) + ") waits for " +
+                    flags_.DescribeWait(s.index, s.wait.event);
+  }
+  return info;
+}
+
+void MixedBlock::Cancel() {
+  cancelled_ = true;
+  for (Slot& s : slots_) {
+    if (s.fiber.idle()) continue;
+    if (s.fiber.started()) {
+      s.fiber.Resume();  // Suspend() throws Cancelled, which unwinds the core's frames
+    } else {
+      s.fiber.Discard();  // never ran: nothing to unwind, nothing printed
+    }
+  }
+}
+
+}  // namespace pypto_pro::runtime

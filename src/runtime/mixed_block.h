@@ -1,0 +1,71 @@
+// A logical block of a mixed kernel: the programs of its AIC and its two AIVs run as fibers on one
+// host thread, each core with its own local memories, sharing the block's cross-core flags. A core
+// that waits for a flag not yet set suspends and the next core that can run continues; when every
+// unfinished core waits, nothing can ever set a flag again and the block fails with a deadlock
+// report instead of hanging.
+#pragma once
+
+#include <optional>
+
+#include "arena.h"
+#include "core.h"
+#include "cross_core.h"
+#include "pypto_pro/runtime/fiber.h"
+
+namespace pypto_pro::runtime {
+
+class MixedBlock {
+ public:
+  MixedBlock();
+  MixedBlock(const MixedBlock&) = delete;
+  MixedBlock& operator=(const MixedBlock&) = delete;
+
+  // The fibers and arenas the mixed blocks of the calling thread run on (made on first use).
+  static MixedBlock& ForThisThread();
+
+  // Runs logical block `block` of a launch of `blocks` to its end. Returns the first fault of its
+  // cores (a failed check or pl.pto_assert), or a deadlock report.
+  std::optional<FaultInfo> Run(const PtoKernelDesc& desc, const void* args, const ArchModel& arch, int block,
+                               int blocks);
+
+  // The cross-core callbacks of the block's cores; called on the core's fiber.
+  void SetCrossCore(PtoCoreCtx& ctx, int line, int pipe, int event, int mode);
+  void WaitCrossCore(PtoCoreCtx& ctx, int line, int pipe, int event, int mode);
+
+ private:
+  struct Wait {
+    int line = 0;
+    int pipe = 0;
+    int event = 0;
+  };
+  struct Slot {
+    MixedBlock* owner = nullptr;
+    int index = 0;  // CrossCoreFlags::kAic, kAiv0, kAiv1
+    Fiber fiber;
+    Arena arena;
+    PtoCoreCtx ctx{};
+    Core core;
+    bool waiting = false;  // suspended in a wait whose flag is not set yet
+    Wait wait;
+    std::optional<FaultInfo> fault;
+  };
+  // Unwinds a suspended core when its block is abandoned.
+  struct Cancelled {};
+
+  static void Program(void* slot);
+  Slot& SlotOf(PtoCoreCtx& ctx) { return slots_[CoreOf(&ctx).slot]; }
+  // Suspends the core; throws Cancelled when the block was abandoned meanwhile.
+  void Suspend(Slot& slot);
+  void CheckFlagArgs(PtoCoreCtx& ctx, int line, const char* op, int event, int mode);
+  FaultInfo DeadlockReport() const;
+  void Cancel();
+
+  Slot slots_[CrossCoreFlags::kCores];
+  CrossCoreFlags flags_;
+  const PtoKernelDesc* desc_ = nullptr;
+  const void* args_ = nullptr;
+  int block_ = 0;
+  bool cancelled_ = false;
+};
+
+}  // namespace pypto_pro::runtime

@@ -1,0 +1,375 @@
+"""Mixed kernels (1 AIC + 2 AIV per logical block), cross-core flags, manual synchronisation and the
+debug ops pl.printf / pl.pto_assert (LANGUAGE.md sections 1, 5 "Debug" and 6; SIMULATOR.md
+"Execution")."""
+
+import inspect
+import re
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import pypto_pro
+import pypto_pro.language as pl
+from pypto_pro import errors
+
+ROWS, COLS = 32, 128  # one fp32 tile: 16 KiB of UB
+TILE = pl.TileType(shape=[ROWS, COLS], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Vec)
+
+
+def line_of(fn, text):
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+def sync():
+    pypto_pro.runtime.synchronize()
+
+
+# ---- mixed kernels: numbers, indices, handshakes ----
+
+@pl.jit
+def scale_add(x: pl.Tensor[[pl.DYNAMIC, COLS], pl.DT_FP32], y: pl.Tensor[[pl.DYNAMIC, COLS], pl.DT_FP32],
+              z: pl.Tensor[[pl.DYNAMIC, COLS], pl.DT_FP32]):
+    a = pl.make_tile_group(type=TILE, addrs=0x0000, mutex_ids=[0, 1])
+    b = pl.make_tile_group(type=TILE, addrs=0x8000, mutex_ids=[2, 3])
+    with pl.section_cube():
+        pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id=0)    # start the two AIVs...
+        pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=1)   # ...and wait until both are done
+    with pl.section_vector():
+        pl.system.wait_cross_core(pipe=pl.PipeType.MTE2, event_id=0)
+        for i in pl.range(pl.get_block_idx(), x.shape[0] // ROWS, pl.get_block_num() * pl.get_subblock_num()):
+            ta, tb = a.next(), b.next()
+            pl.load_tile(ta, x, [i, 0])
+            pl.load_tile(tb, y, [i, 0])
+            pl.mul(ta, ta, 2.0)
+            pl.add(tb, ta, tb)
+            pl.store_tile(z, tb, [i, 0])
+        pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=1)
+
+
+@pytest.mark.parametrize("block_dim", [1, 2, 3, 8, 24, 40])
+def test_mixed_kernel_numbers(block_dim):
+    # 48 row tiles: with block_dim b the 2b AIVs stride over them (40 is clamped to a5's 32 AICs).
+    x = torch.randn(48 * ROWS, COLS)
+    y = torch.randn_like(x)
+    z = torch.full_like(x, float("nan"))
+    scale_add[None, block_dim](x, y, z)
+    sync()
+    torch.testing.assert_close(z, 2 * x + y, rtol=1e-6, atol=1e-6)
+
+
+@pl.jit
+def identity(ones: pl.Tensor[[1, 8], pl.DT_FP32], out: pl.Tensor[[pl.DYNAMIC, 32], pl.DT_FP32]):
+    t = pl.make_tile(pl.TileType(shape=[1, 8], dtype=pl.DT_FP32), addr=0)
+    v = pl.make_tile(pl.TileType(shape=[1, 8], dtype=pl.DT_FP32), addr=0x100)
+    with pl.section_cube():
+        pass
+    with pl.section_vector():
+        row = pl.get_block_idx()
+        pl.load(t, ones, [0, 0])
+        pl.mul(v, t, pl.get_block_idx())
+        pl.store(out, v, [row, 0])
+        pl.mul(v, t, pl.get_block_num())
+        pl.store(out, v, [row, 8])
+        pl.mul(v, t, pl.get_subblock_idx())
+        pl.store(out, v, [row, 16])
+        pl.mul(v, t, pl.get_subblock_num())
+        pl.store(out, v, [row, 24])
+
+
+@pytest.mark.parametrize("block_dim", [1, 5, 32, 33])
+def test_vector_indices_of_a_mixed_kernel(block_dim):
+    blocks = min(block_dim, 32)
+    out = torch.full((64, 32), -1.0)
+    identity[None, block_dim](torch.ones(1, 8), out)
+    sync()
+    seen = out[:, ::8]  # one column per builtin
+    aivs = torch.arange(2 * blocks, dtype=torch.float32)
+    assert torch.equal(seen[:2 * blocks, 0], aivs)                                   # flattened over AIVs
+    assert torch.equal(seen[:2 * blocks, 1], torch.full((2 * blocks,), float(blocks)))  # logical blocks
+    assert torch.equal(seen[:2 * blocks, 2], aivs % 2)
+    assert torch.equal(seen[:2 * blocks, 3], torch.full((2 * blocks,), 2.0))
+    assert bool((out[2 * blocks:] == -1).all())  # no other AIV ran
+
+
+def make_relay(flags):
+    """AIV 1 of each block writes 3x into the GM workspace; AIV 0 reads it back and stores 3x + 1.
+    With flags, AIV 1 signals the AIC, which waits for both AIVs and then releases them."""
+
+    def relay(x: pl.Tensor[[pl.DYNAMIC, COLS], pl.DT_FP32], ws: pl.Tensor[[pl.DYNAMIC, COLS], pl.DT_FP32],
+              out: pl.Tensor[[pl.DYNAMIC, COLS], pl.DT_FP32]):
+        t = pl.make_tile(TILE, addr=0)
+        with pl.section_cube():
+            if flags:
+                pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=1)
+                pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id=2)
+        with pl.section_vector():
+            blk = pl.get_block_idx() // pl.get_subblock_num()
+            if pl.get_subblock_idx() == 1:
+                pl.load_tile(t, x, [blk, 0])
+                pl.mul(t, t, 3.0)
+                pl.store_tile(ws, t, [blk, 0])
+            if flags:
+                pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=1)
+                pl.system.wait_cross_core(pipe=pl.PipeType.MTE2, event_id=2)
+            if pl.get_subblock_idx() == 0:
+                pl.load_tile(t, ws, [blk, 0])
+                pl.add(t, t, 1.0)
+                pl.store_tile(out, t, [blk, 0])
+
+    return pl.jit(relay, name="relay_flags" if flags else "relay_unsynchronised")
+
+
+def test_cross_core_flags_order_gm_data_between_cores():
+    x = torch.randn(6 * ROWS, COLS)
+    ws, out = torch.zeros_like(x), torch.zeros_like(x)
+    make_relay(True)[None, 6](x, ws, out)
+    sync()
+    torch.testing.assert_close(out, 3 * x + 1)
+    kernel_cpp = (Path("build") / "relay_flags__a5" / "tk_none" / "kernel.cpp").read_text()
+    assert "PTO_KERNEL_MIXED" in kernel_cpp and "if (ctx.core_type == PTO_CORE_AIC)" in kernel_cpp
+
+
+def test_without_flags_the_reader_runs_first():
+    # The control for the test above: the cores of a block are scheduled AIC, AIV 0, AIV 1, so
+    # without the handshake AIV 0 reads the workspace before AIV 1 has written it.
+    x = torch.randn(6 * ROWS, COLS)
+    ws, out = torch.zeros_like(x), torch.zeros_like(x)
+    make_relay(False)[None, 6](x, ws, out)
+    sync()
+    assert torch.equal(out, torch.ones_like(x))
+
+
+@pl.jit
+def deadlock(x: pl.Tensor[[ROWS, COLS], pl.DT_FP32]):
+    with pl.section_cube():
+        pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=3)  # cube waits first
+        pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id=4)
+    with pl.section_vector():
+        pl.system.wait_cross_core(pipe=pl.PipeType.MTE2, event_id=4)  # vector waits first
+        pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=3)
+
+
+def test_deadlock_is_reported_with_every_waiting_core_and_the_stream_stays_usable():
+    stream = pypto_pro.runtime.Stream()
+    x = torch.zeros(ROWS, COLS)
+    deadlock[stream, 4](x)  # compiles, then queues
+    start = time.monotonic()
+    with pytest.raises(pypto_pro.KernelDeadlock) as info:
+        stream.synchronize()
+    assert time.monotonic() - start < 1.0
+    err = info.value
+    assert isinstance(err, pypto_pro.KernelFault)
+    cube_line = line_of(deadlock.fn, "event_id=3)  # cube waits first")
+    vector_line = line_of(deadlock.fn, "event_id=4)  # vector waits first")
+    b = err.block
+    assert 0 <= b < 4
+    assert (err.kernel, err.core, err.line) == ("deadlock", "AIC", cube_line)
+    message = str(err)
+    assert message.startswith(f"kernel 'deadlock' deadlocked in block {b}: every unfinished core of block {b} "
+                              f"waits for a cross-core flag"), message
+    file = Path(__file__).name
+    assert re.search(rf"AIC of block {b} at \S*{file}:{cube_line}: pl.system.wait_cross_core\(pipe=FIX, "
+                     rf"event_id=3\) waits for AIV 0 and AIV 1 to set event 3", message), message
+    for aiv in (0, 1):
+        assert re.search(rf"AIV {aiv} of block {b} at \S*{file}:{vector_line}: pl.system.wait_cross_core\("
+                         rf"pipe=MTE2, event_id=4\) waits for the AIC to set event 4", message), message
+
+    stream.synchronize()  # the deadlock was reported once and cleared
+    src = torch.randn(8 * ROWS, COLS)
+    y, z = torch.zeros_like(src), torch.empty_like(src)
+    scale_add[stream, 4](src, y, z)
+    stream.synchronize()
+    torch.testing.assert_close(z, 2 * src)
+
+
+def test_cross_core_flags_need_a_mixed_kernel():
+    def body(x: pl.Tensor[[ROWS, COLS], pl.DT_FP32]):
+        with pl.section_vector():
+            pl.system.wait_cross_core(pipe=pl.PipeType.V, event_id=0)
+
+    with pytest.raises(errors.ParserSyntaxError) as info:
+        pl.jit(body)[None, 1](torch.zeros(ROWS, COLS))
+    assert "synchronises the cube and vector cores of a mixed kernel, but 'body' is a vector kernel" in str(info.value)
+    assert info.value.lineno == line_of(body, "wait_cross_core")
+
+
+# ---- manual synchronisation ----
+
+@pl.jit(auto_mutex=False)
+def manual_sync(x: pl.Tensor[[pl.DYNAMIC, COLS], pl.DT_FP32], z: pl.Tensor[[pl.DYNAMIC, COLS], pl.DT_FP32]):
+    a = pl.make_tile(TILE, addr=0)
+    c = pl.make_tile(TILE, addr=0x4000)
+    with pl.section_vector():
+        for i in pl.range(pl.get_block_idx(), x.shape[0] // ROWS, pl.get_block_num()):
+            pl.system.bar_all()
+            pl.system.mutex_lock(pipe=pl.PipeType.MTE2, mutex_id=0)
+            pl.load_tile(a, x, [i, 0])
+            pl.system.mutex_unlock(pipe=pl.PipeType.MTE2, mutex_id=0)
+            pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=0)
+            pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=0)
+            pl.mul(c, a, 2.0)
+            pl.system.bar_v()
+            pl.system.sync_src(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=15)
+            pl.system.sync_dst(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=15)
+            pl.mutex.mutex_lock(pipe=pl.PipeType.MTE3, mutex_id=31)
+            pl.store_tile(z, c, [i, 0])
+            pl.mutex.mutex_unlock(pipe=pl.PipeType.MTE3, mutex_id=31)
+            pl.system.bar_mte3()
+
+
+def test_manual_sync_ops_are_in_the_ir_and_kernel_cpp(monkeypatch):
+    monkeypatch.setenv("PYPTO_PRO_DUMP_IR", "1")
+    x = torch.randn(4 * ROWS, COLS)
+    z = torch.empty_like(x)
+    manual_sync[None, 3](x, z)
+    sync()
+    torch.testing.assert_close(z, 2 * x)
+    inst = Path("build") / "manual_sync__a5" / "tk_none"
+    ir_text = (inst / "ir_0_parse.txt").read_text()
+    for op in ("system.bar_all", "system.mutex_lock", "system.sync_src", "system.sync_dst", "system.bar_v",
+               "system.mutex_unlock", "system.bar_mte3"):
+        assert op in ir_text, op
+    kernel_cpp = (inst / "kernel.cpp").read_text()
+    line = line_of(manual_sync.fn, "event_id=15)")
+    assert f"pto::sync_src(ctx, {line}, pto::kPipeV, pto::kPipeMTE3, 15);" in kernel_cpp
+    assert "pto::mutex_lock(ctx, " in kernel_cpp and "pto::kPipeMTE3, 31);" in kernel_cpp
+    assert "pto::pipe_barrier<pto::kPipeALL>(ctx, " in kernel_cpp
+
+
+def kernel_from_source(directory, src):
+    """A kernel function defined in its own file (the parser reads a kernel's source from its file)."""
+    path = directory / "case.py"
+    path.write_text(src)
+    namespace = {"pl": pl}
+    exec(compile(src, str(path), "exec"), namespace)  # noqa: S102 - each case is its own kernel
+    return namespace["body"]
+
+
+@pytest.mark.parametrize("call, cls, message", [
+    ("pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=16)",
+     errors.ParserTypeError, "pl.system.sync_src(): event_id=16 is out of range [0, 15]"),
+    ("pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=-1)",
+     errors.ParserTypeError, "pl.system.sync_dst(): event_id=-1 is out of range [0, 15]"),
+    ("pl.system.mutex_lock(pipe=pl.PipeType.MTE2, mutex_id=32)",
+     errors.ParserTypeError, "pl.system.mutex_lock(): mutex_id=32 is out of range [0, 31]"),
+    ("pl.mutex.mutex_unlock(pipe=pl.PipeType.MTE2, mutex_id=40)",
+     errors.ParserTypeError, "pl.system.mutex_unlock(): mutex_id=40 is out of range [0, 31]"),
+    ("pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id=16)",
+     errors.ParserTypeError, "pl.system.set_cross_core(): event_id=16 is out of range [0, 15]"),
+    ("pl.system.sync_src(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3)",
+     errors.ParserTypeError, "pl.system.sync_src() is missing its 'event_id' keyword"),
+    ("pl.system.sync_src(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.V, event_id=1)",
+     errors.ParserValueError, "set_pipe and wait_pipe are both V; a flag orders two different pipes"),
+    ("pl.system.mutex_lock(pipe=pl.PipeType.ALL, mutex_id=1)",
+     errors.ParserValueError, "pl.system.mutex_lock(): pipe=ALL is not a pipe it can use; use one of MTE1, MTE2, "
+                              "MTE3, M, V, S, FIX"),
+    ("pl.system.set_cross_core(pipe=pl.PipeType.S, event_id=1)",
+     errors.ParserValueError, "pipe=S is not a pipe it can use; use one of MTE1, MTE2, MTE3, M, V, FIX"),
+    ("pl.system.wait_cross_core(pipe=pl.PipeType.V, event_id=1, sync_mode=pl.CrossCoreSyncMode.INTER_BLOCK)",
+     errors.UnsupportedFeatureError, "sync_mode=pl.CrossCoreSyncMode.INTER_BLOCK) is not implemented yet"),
+])
+def test_sync_op_options_are_checked_at_compile_time(tmp_path, call, cls, message):
+    body = kernel_from_source(tmp_path, "def body(x: pl.Tensor[[32, 128], pl.DT_FP32]):\n"
+                                        "    with pl.section_cube():\n"
+                                        "        pass\n"
+                                        "    with pl.section_vector():\n"
+                                        f"        {call}\n")
+    with pytest.raises(cls) as info:
+        pl.jit(body)[None, 1](torch.zeros(ROWS, COLS))
+    assert message in info.value.message, info.value.message
+    assert info.value.lineno == 5 and "^" in str(info.value)
+
+
+# ---- printf ----
+
+@pl.jit
+def chatty(x: pl.Tensor[[ROWS, COLS], pl.DT_FP32]):
+    with pl.section_cube():
+        pl.printf("cube %d of %d\n", pl.get_block_idx(), pl.get_block_num())
+        pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id=0)
+    with pl.section_vector():
+        pl.system.wait_cross_core(pipe=pl.PipeType.MTE2, event_id=0)
+        for i in pl.range(3):
+            pl.printf("step %d: aiv %x, %.2f%%", i, pl.get_block_idx(), 12.5)  # the line goes on...
+            pl.printf(" done\n")                                                   # ...and ends here
+        pl.printf("last", loc=True)  # no newline: printed when the core ends
+
+
+def test_printf_lines_are_whole_and_in_order_per_core(capfd, monkeypatch):
+    monkeypatch.setenv("PYPTO_PRO_DUMP_IR", "1")
+    chatty[None, 3](torch.zeros(ROWS, COLS))
+    sync()
+    ir_text = (Path("build") / "chatty__a5" / "tk_none" / "ir_0_parse.txt").read_text()
+    assert "printf([get_block_idx(), get_block_num()], fmt='cube %d of %d\\n', loc=False)" in ir_text, ir_text
+    out = capfd.readouterr().out.splitlines()
+    assert len(out) == 3 * (1 + 2 * 4), out
+    per_core = {}
+    for line in out:
+        core, text = re.fullmatch(r"\[(block \d (?:AIC|AIV [01]))\] (.*)", line).groups()
+        per_core.setdefault(core, []).append(text)
+    loc = f"{Path(__file__).name}:{line_of(chatty.fn, 'loc=True')}: last"
+    for b in range(3):
+        assert per_core[f"block {b} AIC"] == [f"cube {b} of 3"]
+        for s in (0, 1):
+            texts = per_core[f"block {b} AIV {s}"]
+            assert texts[:3] == [f"step {i}: aiv {2 * b + s:x}, 12.50% done" for i in range(3)]
+            assert texts[3].endswith(loc), texts[3]
+
+
+@pytest.mark.parametrize("call, cls, message", [
+    ('pl.printf("%s", 1)', errors.ParserValueError, "unsupported conversion '%s'; supported: %d %i %u %x %f"),
+    ('pl.printf("%ld", 1)', errors.ParserValueError, "unsupported conversion '%l'"),
+    ('pl.printf("%d %d", 1)', errors.ParserTypeError, "the format has 2 conversion(s) but 1 argument(s) follow it"),
+    ('pl.printf("%f", pl.get_block_idx())', errors.ParserTypeError, "argument 1 is int32 but its conversion '%f' "
+                                                                    "needs an fp32 scalar"),
+    ('pl.printf("%5d", 1.5)', errors.ParserTypeError, "conversion '%5d' needs an integer or bool scalar"),
+    ('pl.printf("%.f", 1.5)', errors.ParserValueError, "needs digits after the '.'"),
+    ('pl.pto_assert(pl.get_block_idx(), "x")', errors.ParserTypeError,
+     "pl.pto_assert: the condition must be a bool scalar (a comparison), got int32"),
+])
+def test_debug_formats_are_checked_at_compile_time(tmp_path, call, cls, message):
+    body = kernel_from_source(tmp_path, "def body(x: pl.Tensor[[32, 128], pl.DT_FP32]):\n"
+                                        "    with pl.section_vector():\n"
+                                        f"        {call}\n")
+    with pytest.raises(cls) as info:
+        pl.jit(body)[None, 1](torch.zeros(ROWS, COLS))
+    assert message in info.value.message, info.value.message
+    assert info.value.lineno == 3
+
+
+# ---- pto_assert ----
+
+@pl.jit
+def checked(x: pl.Tensor[[ROWS, COLS], pl.DT_FP32], limit: pl.DT_INT32):
+    with pl.section_vector():
+        b = pl.get_block_idx()
+        pl.printf("block %d checks %d\n", b, limit)
+        pl.pto_assert(b != limit + 10)
+        pl.pto_assert(b < limit, "block %d is not below the limit %d", b, limit)
+
+
+def test_pto_assert_passes_silently(capfd):
+    checked[None, 4](torch.zeros(ROWS, COLS), 10)
+    sync()
+    lines = sorted(capfd.readouterr().out.splitlines())
+    assert lines == [f"[block {b} AIV] block {b} checks 10" for b in range(4)]
+
+
+def test_failed_pto_assert_is_a_kernel_fault_with_its_message():
+    x = torch.zeros(ROWS, COLS)
+    checked[None, 4](x, 3)  # only block 3 fails
+    with pytest.raises(pypto_pro.KernelFault) as info:
+        sync()
+    err = info.value
+    line = line_of(checked.fn, '"block %d is not below the limit %d"')
+    assert (err.kernel, err.block, err.core, err.line, err.op) == ("checked", 3, "AIV 3", line, "pto_assert")
+    assert str(err) == (f"kernel 'checked' faulted in block 3 (AIV 3) at {err.source_file}:{line} in "
+                        f"pl.pto_assert: assertion failed: block 3 is not below the limit 3")
+    assert err.source_file.endswith("test_mixed.py")
+
+    checked[None, 1](x, -10)  # the first assert: its message is the condition
+    with pytest.raises(pypto_pro.KernelFault, match=r"in pl.pto_assert: assertion failed: b != limit \+ 10$"):
+        sync()
