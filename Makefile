@@ -29,5 +29,9 @@ test-python: build
 
 test: test-cpp test-python
 
+bench: build
+	@cmake --build $(BUILD) --target bench_matmul
+	$(BUILD)/bench_matmul
+
 clean:
 	rm -rf $(BUILD) build python/pypto_pro/_C*.so
