@@ -6,7 +6,7 @@
 // registers while k runs. bf16 inputs use the native bf16 dot product (vdpbf16ps: two products per
 // lane and instruction, exact like an FMA since bf16 x bf16 fits fp32) when the host has it.
 // int8 products are exact in fp32 and so are sums of up to 2^24 / 2^14 = 1024 of them, so int8 runs
-// on the fp32 path in k blocks of at most 1024 that are added in int32.
+// on the fp32 path in k blocks of kKC (<= 1024) whose sums are added in int32.
 // No <immintrin.h>: it costs ~250 ms per kernel compile; the builtins below do not.
 #pragma once
 
@@ -44,6 +44,8 @@ namespace detail {
 
 inline f32x16 Broadcast(float x) { return f32x16{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
 
+// Fused where the host has it; the portable form rounds twice (kernels compile as ISO C++, which
+// does not contract a * b + c).
 inline f32x16 Fma(f32x16 a, f32x16 b, f32x16 c) {
 #if defined(__AVX512F__)
   return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)0xffff, 4);

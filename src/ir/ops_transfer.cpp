@@ -69,6 +69,10 @@ void CheckMove(const StmtNode& call) {
          what + "a move from " + std::string(Name(src.dtype)) + " " + std::string(Name(src.memory)) + " to " +
              std::string(Name(dst.memory)) + " writes " + allowed + ", not " + std::string(Name(dst.dtype)));
   }
+  if (Is(dst, MemorySpace::kBias) && dst.Rows() != 1) {
+    Fail(ErrorKind::kType, OperandSpan(call, 0),
+         what + "the bias table holds one row: 'dst_tile' is " + ShapeText(dst));
+  }
   if (from_mat && to_l0 && (dst.Rows() != src.Rows() || dst.Cols() != src.Cols())) {
     Fail(ErrorKind::kType, OperandSpan(call, 0),
          what + "a move out of Mat keeps the shape: 'src_tile' is " + ShapeText(src) + " but 'dst_tile' is " +

@@ -231,6 +231,9 @@ TEST(CubeVerifier, MovePathsDtypesAndCores) {
                  "pl.move: there is no data path from Left to Mat");
   ExpectRejected(k.With({Call("move", {Ref(right), Ref(mat)})}), ErrorKind::kType,
                  "pl.move: a move out of Mat keeps the shape: 'src_tile' is [16, 32] but 'dst_tile' is [32, 16]");
+  ir::Var tall_bias = k.Tile("tall_bias", 16, 32, DataType::kFP32, MemorySpace::kBias);
+  ExpectRejected(k.With({Call("move", {Ref(tall_bias), Ref(mat)})}), ErrorKind::kType,
+                 "pl.move: the bias table holds one row: 'dst_tile' is [16, 32]");
   ExpectRejected(k.With({Call("move", {Ref(vec_int), Ref(acc)})}), ErrorKind::kType,
                  "pl.move: a move from fp32 Acc to Vec writes fp32, fp16 or bf16, not int32");
   // Vec -> Mat is the vector core's MTE3; Acc -> Vec the cube core's fixpipe.
