@@ -13,10 +13,22 @@ constexpr std::string_view kTier2 = "the tile language, tier 2";
 bool Is(const TileType& t, MemorySpace m) { return t.memory == m; }
 
 // The dtypes the fixpipe writes an accumulator as without quantisation: fp32 as fp32, fp16 or
-// bf16 (rounded to nearest even); int32 as int32.
+// bf16 (rounded to nearest even); int32 as int32. Accumulators are fp32 or int32.
 bool FixpipeConverts(DataType from, DataType to) {
   if (from == DataType::kFP32) return to == DataType::kFP32 || to == DataType::kFP16 || to == DataType::kBF16;
   return from == DataType::kInt32 && to == DataType::kInt32;
+}
+
+std::string FixpipeTargets(DataType from) {
+  if (from == DataType::kFP32) return "fp32, fp16 or bf16";
+  if (from == DataType::kInt32) return "int32";
+  return "nothing (accumulators are fp32 or int32)";
+}
+
+// Mat -> Bias: the bias table holds fp32 (widened from fp16/bf16) or int32.
+DataType BiasTableType(DataType from) {
+  if (from == DataType::kFP32 || from == DataType::kFP16 || from == DataType::kBF16) return DataType::kFP32;
+  return from == DataType::kInt32 ? DataType::kInt32 : DataType::kCount;
 }
 
 // store / store_tile: a Vec tile has the tensor's dtype; an Acc tile goes through the fixpipe.
@@ -27,9 +39,9 @@ void CheckStore(const StmtNode& call) {
   if (Is(tile, MemorySpace::kAcc)) {
     if (!FixpipeConverts(tile.dtype, tensor)) {
       Fail(ErrorKind::kType, OperandSpan(call, 0),
-           what + "an " + std::string(Name(tile.dtype)) + " Acc tile stores to " +
-               (tile.dtype == DataType::kFP32 ? "fp32, fp16 or bf16" : "int32") + " tensors, not " +
-               std::string(Name(tensor)) + " (quantising stores arrive with " + std::string(kTier2) + ")");
+           what + "an " + std::string(Name(tile.dtype)) + " Acc tile stores to " + FixpipeTargets(tile.dtype) +
+               " tensors, not " + std::string(Name(tensor)) + " (quantising stores arrive with " +
+               std::string(kTier2) + ")");
     }
   } else if (tile.dtype != tensor) {
     Fail(ErrorKind::kType, OperandSpan(call, 1),
@@ -57,12 +69,12 @@ void CheckMove(const StmtNode& call) {
   std::string allowed = std::string(Name(src.dtype));
   if (Is(src, MemorySpace::kAcc)) {
     dtype_ok = FixpipeConverts(src.dtype, dst.dtype);
-    allowed = src.dtype == DataType::kFP32 ? "fp32, fp16 or bf16" : "int32";
-  } else if (Is(dst, MemorySpace::kBias)) {  // the bias table holds the accumulator's type
-    dtype_ok = dst.dtype == DataType::kFP32
-                   ? src.dtype == DataType::kFP32 || src.dtype == DataType::kFP16 || src.dtype == DataType::kBF16
-                   : dst.dtype == DataType::kInt32 && src.dtype == DataType::kInt32;
-    allowed = src.dtype == DataType::kInt32 ? "int32" : "fp32";
+    allowed = FixpipeTargets(src.dtype);
+  } else if (Is(dst, MemorySpace::kBias)) {
+    DataType table = BiasTableType(src.dtype);
+    dtype_ok = dst.dtype == table;
+    allowed = table == DataType::kCount ? "nothing (the bias table takes fp32, fp16, bf16 or int32)"
+                                        : std::string(Name(table));
   }
   if (!dtype_ok) {
     Fail(ErrorKind::kType, OperandSpan(call, 0),

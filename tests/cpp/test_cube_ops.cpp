@@ -231,6 +231,10 @@ TEST(CubeVerifier, MovePathsDtypesAndCores) {
                  "pl.move: there is no data path from Left to Mat");
   ExpectRejected(k.With({Call("move", {Ref(right), Ref(mat)})}), ErrorKind::kType,
                  "pl.move: a move out of Mat keeps the shape: 'src_tile' is [16, 32] but 'dst_tile' is [32, 16]");
+  ir::Var int8_row = k.Tile("int8_row", 1, 32, DataType::kInt8, MemorySpace::kMat);
+  ExpectRejected(k.With({Call("move", {Ref(bias), Ref(int8_row)})}), ErrorKind::kType,
+                 "pl.move: a move from int8 Mat to Bias writes nothing (the bias table takes fp32, fp16, bf16 or "
+                 "int32), not fp32");
   ir::Var tall_bias = k.Tile("tall_bias", 16, 32, DataType::kFP32, MemorySpace::kBias);
   ExpectRejected(k.With({Call("move", {Ref(tall_bias), Ref(mat)})}), ErrorKind::kType,
                  "pl.move: the bias table holds one row: 'dst_tile' is [16, 32]");
