@@ -31,6 +31,7 @@ test: test-cpp test-python
 
 bench: build
 	@PYPTO_PRO_BENCH_DEPS=1 scripts/install_deps.sh
+	@cmake --build $(BUILD) --target bench_matmul
 	$(PYTHON) benchmarks/bench.py
 
 clean:

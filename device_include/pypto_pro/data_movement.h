@@ -1,6 +1,7 @@
 // GM <-> tile transfers (pl.load / load_tile on MTE2, pl.store / store_tile on MTE3 or FIX).
 // The tile's valid window moves; every transfer is bounds-checked against the tensor first, so an
-// out-of-bounds access is a kernel fault that corrupts nothing.
+// out-of-bounds access is a kernel fault that corrupts nothing. A store from an Acc tile goes
+// through the fixpipe, which writes an fp32 accumulator as fp32, fp16 or bf16 (nearest even).
 #pragma once
 
 #include "pypto_pro/tile.h"
@@ -13,7 +14,6 @@ namespace detail {
 template <typename TileT, typename T, int N>
 inline T* CheckedWindow(CoreCtx& ctx, int line, const char* op, const TileT& tile, const GmTensor<T, N>& gm,
                         const Idx<N>& off) {
-  static_assert(__is_same(typename TileT::Elem, T), "tile and tensor dtypes differ");
   const int64_t rows = tile.valid_rows, cols = tile.valid_cols;
   bool ok = rows >= 0 && cols >= 0 && rows <= TileT::kRows && cols <= TileT::kCols;
   int64_t linear = 0;
@@ -41,12 +41,29 @@ inline T* CheckedWindow(CoreCtx& ctx, int line, const char* op, const TileT& til
   return gm.data + linear;
 }
 
+// Stores from Acc convert like the fixpipe; every other transfer keeps the dtype.
+template <typename TileT, typename T>
+constexpr bool kStorable = __is_same(typename TileT::Elem, T) ||
+                           (TileT::kMem == kAcc && __is_same(typename TileT::Elem, float) && kIsFloatLike<T>);
+
 template <typename TileT, int N>
 inline Idx<N> TileOffsets(const Idx<N>& tile_idx) {
   Idx<N> off = tile_idx;
   off.v[N - 1] *= TileT::kCols;
   if (N >= 2) off.v[N - 2] *= TileT::kRows;
   return off;
+}
+
+// Copy2D with a dtype conversion: fp32 <-> fp16/bf16 rounds to nearest even, 16 lanes at a time.
+template <typename TD, typename TS>
+inline void ConvertCopy2D(TD* dst, int64_t dst_stride, const TS* src, int64_t src_stride, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    TD* d = dst + r * dst_stride;
+    const TS* s = src + r * src_stride;
+    const int64_t vectors = cols / 16 * 16;
+    for (int64_t c = 0; c < vectors; c += 16) Store16(d + c, Load16(s + c));
+    for (int64_t c = vectors; c < cols; ++c) d[c] = FromFloat<TD>(ToFloat(s[c]));
+  }
 }
 
 template <typename T>
@@ -78,16 +95,28 @@ inline void CopyFromGm(T* dst, int64_t dst_stride, const T* src, int64_t src_str
   }
 }
 
+// The tile -> GM copy of a store: plain, or converted on the fixpipe.
+template <typename TileT, typename T>
+inline void StoreWindow(T* to, int64_t stride, const TileT& src) {
+  if constexpr (__is_same(typename TileT::Elem, T)) {
+    Copy2D(to, stride, src.data, TileT::kCols, src.valid_rows, src.valid_cols);
+  } else {
+    ConvertCopy2D(to, stride, src.data, TileT::kCols, src.valid_rows, src.valid_cols);
+  }
+}
+
 }  // namespace detail
 
 template <typename TileT, typename T, int N>
 inline void load(CoreCtx& ctx, int line, TileT& dst, const GmTensor<T, N>& src, Idx<N> offsets) {
+  static_assert(__is_same(typename TileT::Elem, T), "tile and tensor dtypes differ");
   const T* from = detail::CheckedWindow(ctx, line, "load", dst, src, offsets);
   detail::CopyFromGm(dst.data, TileT::kCols, from, N >= 2 ? src.stride[N - 2] : 0, dst.valid_rows, dst.valid_cols);
 }
 
 template <typename TileT, typename T, int N>
 inline void load_tile(CoreCtx& ctx, int line, TileT& dst, const GmTensor<T, N>& src, Idx<N> tile_idx) {
+  static_assert(__is_same(typename TileT::Elem, T), "tile and tensor dtypes differ");
   Idx<N> offsets = detail::TileOffsets<TileT>(tile_idx);
   const T* from = detail::CheckedWindow(ctx, line, "load_tile", dst, src, offsets);
   detail::CopyFromGm(dst.data, TileT::kCols, from, N >= 2 ? src.stride[N - 2] : 0, dst.valid_rows, dst.valid_cols);
@@ -95,15 +124,17 @@ inline void load_tile(CoreCtx& ctx, int line, TileT& dst, const GmTensor<T, N>& 
 
 template <typename TileT, typename T, int N>
 inline void store(CoreCtx& ctx, int line, const GmTensor<T, N>& dst, const TileT& src, Idx<N> offsets) {
+  static_assert(detail::kStorable<TileT, T>, "this tile cannot be stored to a tensor of this dtype");
   T* to = detail::CheckedWindow(ctx, line, "store", src, dst, offsets);
-  detail::Copy2D(to, N >= 2 ? dst.stride[N - 2] : 0, src.data, TileT::kCols, src.valid_rows, src.valid_cols);
+  detail::StoreWindow(to, N >= 2 ? dst.stride[N - 2] : 0, src);
 }
 
 template <typename TileT, typename T, int N>
 inline void store_tile(CoreCtx& ctx, int line, const GmTensor<T, N>& dst, const TileT& src, Idx<N> tile_idx) {
   Idx<N> offsets = detail::TileOffsets<TileT>(tile_idx);
+  static_assert(detail::kStorable<TileT, T>, "this tile cannot be stored to a tensor of this dtype");
   T* to = detail::CheckedWindow(ctx, line, "store_tile", src, dst, offsets);
-  detail::Copy2D(to, N >= 2 ? dst.stride[N - 2] : 0, src.data, TileT::kCols, src.valid_rows, src.valid_cols);
+  detail::StoreWindow(to, N >= 2 ? dst.stride[N - 2] : 0, src);
 }
 
 }  // namespace pto

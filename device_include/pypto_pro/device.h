@@ -7,5 +7,6 @@
 #include "pypto_pro/tile.h"
 #include "pypto_pro/data_movement.h"
 #include "pypto_pro/vector_ops.h"
+#include "pypto_pro/cube_ops.h"
 #include "pypto_pro/sync.h"
 #include "pypto_pro/debug.h"

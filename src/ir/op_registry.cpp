@@ -127,15 +127,18 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
     if (k.kind != AttrKind::kDispatch && k.kind != AttrKind::kOperand) continue;
     auto it = rest.find(std::string(k.name));
     if (k.kind == AttrKind::kOperand) {
-      if (it == rest.end() || it->second.kind == KwargValue::Kind::kNone) {
-        if (it != rest.end()) rest.erase(it);
-        continue;
+      const bool positional = args.size() == op->operands.size() + 1;
+      const bool by_keyword = it != rest.end() && it->second.kind != KwargValue::Kind::kNone;
+      if (positional && by_keyword) Fail(ErrorKind::kType, span, callee + " got '" + std::string(k.name) + "' twice");
+      if (it != rest.end() && !by_keyword) rest.erase(it);
+      if (!positional && !by_keyword) continue;
+      if (by_keyword) {
+        if (it->second.kind != KwargValue::Kind::kExpr) {
+          Fail(ErrorKind::kType, span, callee + ": '" + std::string(k.name) + "' must be a tile");
+        }
+        args.push_back(it->second.e);
+        rest.erase(it);
       }
-      if (it->second.kind != KwargValue::Kind::kExpr) {
-        Fail(ErrorKind::kType, span, callee + ": '" + std::string(k.name) + "' must be a tile");
-      }
-      args.push_back(it->second.e);
-      rest.erase(it);
       op = FindOp(k.choices[0]);
       break;
     }
@@ -197,6 +200,16 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
     if (given) {
       const KwargValue& v = it->second;
       std::string what = callee + ": " + attr.name;
+      auto planned = [&] {
+        Fail(ErrorKind::kUnsupported, span,
+             "pl." + std::string(op->PublicName()) + "(" + attr.name + "=...) is not implemented yet (" +
+                 std::string(k.issue_area) + ")");
+      };
+      // A planned option holds only its default; a value it cannot even parse (a scale, an offset
+      // list) is some other setting.
+      bool parses = k.kind == AttrKind::kEnum || k.kind == AttrKind::kString ? v.kind == KwargValue::Kind::kString
+                                                                             : v.kind == KwargValue::Kind::kInt;
+      if (!k.implemented && !parses) planned();
       switch (k.kind) {
         case AttrKind::kInt:
           if (v.kind != KwargValue::Kind::kInt) Fail(ErrorKind::kType, span, what + " must be a compile-time int");
@@ -228,11 +241,7 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
           break;
         default: break;
       }
-      if (!k.implemented && attr.value != k.default_value) {
-        Fail(ErrorKind::kUnsupported, span,
-             "pl." + std::string(op->PublicName()) + "(" + attr.name + "=...) is not implemented yet (" +
-                 std::string(k.issue_area) + ")");
-      }
+      if (!k.implemented && attr.value != k.default_value) planned();
       rest.erase(it);
     } else if (k.required) {
       Fail(ErrorKind::kType, span, callee + " is missing its '" + attr.name + "' keyword");
@@ -248,9 +257,7 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
     Fail(ErrorKind::kType, span, callee + " got an unexpected keyword " + Quote(rest.begin()->first) + "; it takes " +
                                      accepted);
   }
-  Stmt call = OpCall(op, std::move(bound), std::move(attrs), span);
-  if (op->check) op->check(*call);
-  return call;
+  return OpCall(op, std::move(bound), std::move(attrs), span);  // the verifier runs op->check
 }
 
 }  // namespace pypto_pro::ir

@@ -144,7 +144,7 @@ class Verifier {
 
   void VisitOp(const StmtNode& s) {
     const OpDef& op = *s.op;
-    std::string where = "pl." + std::string(op.name);
+    std::string where = "pl." + std::string(op.PublicName());
     if (s.args.size() != op.operands.size()) {
       Fail(ErrorKind::kType, s.span,
            where + " takes " + std::to_string(op.operands.size()) + " operands, got " + std::to_string(s.args.size()));
@@ -221,6 +221,7 @@ class Verifier {
       if (!first_data) first_data = arg.get();
     }
     CheckShapes(s, where, tensor);
+    if (op.check) op.check(s);
   }
 
   void CheckShapes(const StmtNode& s, const std::string& where, const ExprNode* tensor) {
@@ -309,7 +310,8 @@ class Verifier {
     }
   }
 
-  // Ops on Vec tiles run on vector cores, ops on cube memories on cube cores.
+  // Ops on Vec tiles run on vector cores, ops on cube memories on cube cores; a move runs on the
+  // core that owns its pipe (CoreSides).
   void CheckSectionPlacement() {
     bool has_sections = false;
     ForEachStmt(func_.body, [&](const StmtNode& s) { has_sections |= s.kind == StmtKind::kSection; });
@@ -321,30 +323,32 @@ class Verifier {
         return;
       }
       if (s->kind == StmtKind::kOp && s->op->window != WindowRule::kNone) {  // descriptors go anywhere
-        for (MemorySpace m : TileMemories(*s)) {
-          bool cube = IsCubeMemory(m);
-          std::string op = "pl." + std::string(s->op->name);
+        for (const CoreSide& side : CoreSides(*s)) {
+          bool cube = side.cube;
+          std::string op = "pl." + std::string(s->op->PublicName());
           if (section < 0 && !has_sections) {
             if (first_side && *first_side != cube) {
               Fail(ErrorKind::kSyntax, s->span,
-                   op + " uses a " + std::string(Name(m)) + " tile while the kernel also uses " +
-                       (cube ? "Vec" : "cube") + " memory; a kernel without sections runs on one kind of core",
+                   op + " uses " + side.what + " while the kernel also uses " + (cube ? "Vec" : "cube") +
+                       " memory; a kernel without sections runs on one kind of core",
                    "put vector code in 'with pl.section_vector():' and cube code in 'with pl.section_cube():'");
             }
             first_side = cube;
           }
           if (section < 0 && has_sections) {
-            Fail(ErrorKind::kSyntax, s->span,
-                 op + " on a " + std::string(Name(m)) + " tile is outside any section",
+            Fail(ErrorKind::kSyntax, s->span, op + " on " + side.what + " is outside any section",
                  std::string("put it inside 'with pl.section_") + (cube ? "cube" : "vector") + "():'");
           }
           if (section == int(SectionKind::kVector) && cube) {
-            Fail(ErrorKind::kType, s->span, op + " uses a " + std::string(Name(m)) +
-                                                " tile inside pl.section_vector(); vector cores only reach Vec memory");
+            Fail(ErrorKind::kType, s->span,
+                 op + " uses " + side.what + " inside pl.section_vector(); " +
+                     (side.is_move ? "the move runs on the cube core" : "vector cores only reach Vec memory"));
           }
           if (section == int(SectionKind::kCube) && !cube) {
             Fail(ErrorKind::kType, s->span,
-                 op + " uses a Vec tile inside pl.section_cube(); cube cores reach Mat/Left/Right/Acc memory");
+                 op + " uses " + side.what + " inside pl.section_cube(); " +
+                     (side.is_move ? "the move runs on the vector core"
+                                   : "cube cores reach Mat/Left/Right/Acc memory"));
           }
         }
       }
@@ -381,6 +385,22 @@ class Verifier {
 
 }  // namespace
 
+std::vector<CoreSide> CoreSides(const StmtNode& s) {
+  std::vector<MemorySpace> memories = TileMemories(s);
+  if (s.op->pipe_rule == PipeRule::kByMove && memories.size() == 2) {
+    // Mat -> L0 (MTE1) and Acc -> Vec (the fixpipe) are the cube core's; Vec -> Mat (MTE3) and the
+    // V-pipe paths are the vector core's.
+    Pipe pipe = s.op->PipeFor(memories);
+    bool cube = pipe == Pipe::kMTE1 || pipe == Pipe::kFIX;
+    return {{cube, true,
+             "a move from " + std::string(Name(memories[1])) + " to " + std::string(Name(memories[0])) + " (pipe " +
+                 std::string(Name(pipe)) + ")"}};
+  }
+  std::vector<CoreSide> sides;
+  for (MemorySpace m : memories) sides.push_back({IsCubeMemory(m), false, "a " + std::string(Name(m)) + " tile"});
+  return sides;
+}
+
 std::vector<MemorySpace> TileMemories(const StmtNode& s) {
   std::vector<MemorySpace> out;
   for (const Expr& arg : s.args) {
@@ -399,7 +419,7 @@ KernelKind KernelKindOf(const Function& func) {
       (s.section == SectionKind::kVector ? vector : cube) = true;
     }
     if (s.kind == StmtKind::kOp) {
-      for (MemorySpace m : TileMemories(s)) (IsCubeMemory(m) ? cube_mem : vec_mem) = true;
+      for (const CoreSide& side : CoreSides(s)) (side.cube ? cube_mem : vec_mem) = true;
     }
   });
   if (!any_section) {

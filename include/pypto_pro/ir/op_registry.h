@@ -54,8 +54,9 @@ enum class WindowRule : uint8_t {
   kNone,          // no tile data (sync ops)
   kDestination,   // compute ops: the destination's valid window
   kTransferTile,  // load/store: the tile operand's valid window
-  kSource,        // reductions: the source's valid window
+  kSource,        // reductions and moves: the source's valid window
   kElement,       // one element at a linear offset (setval), whatever the window
+  kMatmul,        // matmul: lhs valid rows x rhs valid cols of the destination, over lhs valid cols of k
 };
 
 // Keyword options of an op: compile-time values stored as op attributes, passed to the device
@@ -66,7 +67,8 @@ enum class AttrKind : uint8_t {
   kEnum,      // a member of a pl enum, stored as its index in `choices`
   kString,    // a compile-time string (printf formats, assert messages)
   kDispatch,  // selects another op by value: `choices[value]` is the op used (sum(..., dim=1))
-  kOperand,   // an optional operand: when given, `choices[0]` is the op used, with it appended
+  kOperand,   // an optional operand (by keyword or positionally after the operands): when given,
+              // `choices[0]` is the op used, with it appended
 };
 
 struct KwargSpec {
@@ -84,6 +86,10 @@ struct KwargSpec {
 
 struct StmtNode;
 
+// Static checks of one op that the operand table cannot express (matmul shapes, the dtype
+// conversions of a data path). Throws CompileDiagnostic at the offending operand or statement.
+using OpCheck = void (*)(const StmtNode& call);
+
 struct OpDef {
   std::string_view name;         // unique id; ops users call are named as in the public API
   Pipe pipe;
@@ -98,9 +104,9 @@ struct OpDef {
   std::string_view doc;
   bool internal = false;         // inserted by passes only; not callable from kernels
   std::string_view public_name = {};  // the pl name when it differs from `name` (dispatch targets)
-  // Rules that relate several operands or options (a printf format and its arguments, two pipes
-  // that must differ). BuildOpCall runs it on the finished call; it throws CompileDiagnostic.
-  void (*check)(const StmtNode& call) = nullptr;
+  // Rules the operand table cannot express (matmul shapes, a printf format and its arguments, two
+  // pipes that must differ); the verifier runs it after the generic operand checks.
+  OpCheck check = nullptr;
 
   // The pipe this op runs on, given its tile operands' memories.
   Pipe PipeFor(const std::vector<MemorySpace>& tile_memories) const;
@@ -129,8 +135,9 @@ struct KwargValue {
 };
 
 // Builds the statement for `pl.<name>(args..., **kwargs)`: picks the scalar form for a scalar last
-// operand, follows dispatch/operand keywords to the op they select, fills every attribute (defaults
-// included) in declaration order, and checks values. Throws CompileDiagnostic at `span`.
+// operand, follows dispatch/operand keywords to the op they select (an optional operand may also be
+// the next positional argument), fills every attribute (defaults included) in declaration order, and
+// checks values. Throws CompileDiagnostic at `span`.
 std::shared_ptr<const StmtNode> BuildOpCall(const std::string& name, std::vector<Expr> args,
                                             const std::map<std::string, KwargValue>& kwargs, Span span);
 

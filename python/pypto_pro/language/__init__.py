@@ -12,8 +12,9 @@ import types as _types
 from pypto_pro.language import pipeline, system
 from pypto_pro.language.builtins import top_level as _top_level
 from pypto_pro.language.jit import JitFunction, TilingKeyField, jit
-from pypto_pro.language.types import (DN, DTYPES, DYNAMIC, ND, NZ, STATIC, ZN, AtomicType, DataType, MemorySpace,
-                                      PipeType, Tensor, TensorLayout, TileType)
+from pypto_pro.language.types import (DN, DTYPES, DYNAMIC, ND, NZ, STATIC, ZN, AccPhase, AccToVecMode, AtomicType,
+                                      DataType, MemorySpace, PipeType, ReluPreMode, STPhase, Tensor, TensorLayout,
+                                      TileType)
 
 globals().update(_top_level())
 for _dtype in DTYPES.values():

@@ -99,6 +99,32 @@ class AtomicType(enum.Enum):
     AtomicAdd = "AtomicAdd"
 
 
+class AccToVecMode(enum.Enum):
+    """Which UB an Acc -> Vec move writes (pl.move(..., acc_to_vec_mode=))."""
+    SingleModeVec0 = "SingleModeVec0"
+    SingleModeVec1 = "SingleModeVec1"
+    DualModeSplitM = "DualModeSplitM"
+    DualModeSplitN = "DualModeSplitN"
+
+
+class ReluPreMode(enum.Enum):
+    """ReLU fused into an Acc -> Vec move or an Acc -> GM store (relu_pre_mode=)."""
+    NormalRelu = "NormalRelu"
+
+
+class AccPhase(enum.Enum):
+    """matmul / matmul_acc phase=: the unit_flag handshake between the cube and the fixpipe."""
+    Partial = "Partial"
+    Final = "Final"
+
+
+class STPhase(enum.Enum):
+    """store / store_tile phase=: the fixpipe side of the unit_flag handshake."""
+    Unspecified = "Unspecified"
+    Partial = "Partial"
+    Final = "Final"
+
+
 # Default layout per memory when TileType(layout=None) (the a5 column of the public TileType table).
 _DEFAULT_LAYOUT = {
     MemorySpace.Vec: ND, MemorySpace.Mat: NZ, MemorySpace.Left: NZ, MemorySpace.Right: ZN, MemorySpace.Acc: NZ,

@@ -1,0 +1,96 @@
+// Cube ops: pl.matmul / matmul_acc (pipe M) and pl.move between tiles. Cube tiles keep a logical
+// row-major store (SIMULATOR.md): move, matmul and store give the hardware's results without
+// emulating the NZ/ZN fractal byte order.
+#pragma once
+
+#include "pypto_pro/data_movement.h"
+#include "pypto_pro/gemm.h"
+#include "pypto_pro/tile.h"
+
+namespace pto {
+
+namespace detail {
+
+// The cube unit takes M and K from the left matrix and N from the right one (the right tile's valid
+// rows are not consulted), each in [1, 4095]; a window outside its tile is a kernel fault.
+template <typename TL, typename TR>
+inline void CheckMatmulWindow(CoreCtx& ctx, int line, const char* op, const TL& lhs, const TR& rhs) {
+  const int32_t m = lhs.valid_rows, k = lhs.valid_cols, n = rhs.valid_cols;
+  const bool ok = m >= 1 && k >= 1 && n >= 1 && m <= TL::kRows && k <= TL::kCols && n <= TR::kCols && m <= 4095 &&
+                  k <= 4095 && n <= 4095;
+  if (__builtin_expect(!ok, 0)) {
+    PtoFaultDetail d{};
+    d.op = op;
+    d.message = "the matmul window [M, K, N] (lhs valid rows and cols, rhs valid cols) is empty, exceeds its tiles "
+                "or exceeds 4095";
+    d.rank = 3;
+    const int64_t window[3] = {m, k, n}, shape[3] = {TL::kRows, TL::kCols, TR::kCols};
+    for (int i = 0; i < 3; ++i) {
+      d.extent[i] = window[i];
+      d.shape[i] = shape[i];
+    }
+    Fault(ctx, line, d);
+  }
+}
+
+template <typename TD, typename TL, typename TR>
+constexpr bool kMatmulShapes = TL::kRows == TD::kRows && TL::kCols == TR::kRows && TR::kCols == TD::kCols;
+
+template <typename TD, typename TL, typename TR>
+inline void Matmul(CoreCtx& ctx, int line, const char* op, TD& dst, const TL& lhs, const TR& rhs,
+                   gemm::Init<typename TD::Elem> init) {
+  static_assert(kMatmulShapes<TD, TL, TR>, "matmul shapes: lhs [M, K] x rhs [K, N] -> dst [M, N]");
+  CheckMatmulWindow(ctx, line, op, lhs, rhs);
+  gemm::Gemm(lhs.valid_rows, rhs.valid_cols, lhs.valid_cols, lhs.data, TL::kCols, rhs.data, TR::kCols, dst.data,
+             TD::kCols, init);
+}
+
+}  // namespace detail
+
+// dst[:M, :N] = lhs[:M, :K] x rhs[:K, :N]
+template <typename TD, typename TL, typename TR>
+inline void matmul(CoreCtx& ctx, int line, TD& dst, const TL& lhs, const TR& rhs) {
+  detail::Matmul(ctx, line, "matmul", dst, lhs, rhs, {});
+}
+
+// dst[:M, :N] = lhs x rhs + bias[0, :N] on every row
+template <typename TD, typename TL, typename TR, typename TB>
+inline void matmul_bias(CoreCtx& ctx, int line, TD& dst, const TL& lhs, const TR& rhs, const TB& bias) {
+  static_assert(TB::kCols == TD::kCols && __is_same(typename TB::Elem, typename TD::Elem), "bias: one per column");
+  detail::Matmul(ctx, line, "matmul", dst, lhs, rhs, {bias.data, 0});
+}
+
+// dst[:M, :N] = acc[:M, :N] + lhs x rhs; dst may be acc itself
+template <typename TD, typename TA, typename TL, typename TR>
+inline void matmul_acc(CoreCtx& ctx, int line, TD& dst, const TA& acc, const TL& lhs, const TR& rhs) {
+  static_assert(TA::kRows == TD::kRows && TA::kCols == TD::kCols, "matmul_acc: acc has the shape of dst");
+  detail::Matmul(ctx, line, "matmul_acc", dst, lhs, rhs, {acc.data, TA::kCols});
+}
+
+// Copies the source's valid window to the top-left of the destination (whose own valid window is
+// left as it is), converting fp32 accumulators to fp16/bf16 on Acc -> Vec and fp16/bf16 to fp32 on
+// Mat -> Bias. A window that does not fit the destination is a kernel fault.
+template <typename TD, typename TS>
+inline void move(CoreCtx& ctx, int line, TD& dst, const TS& src) {
+  const int32_t rows = src.valid_rows, cols = src.valid_cols;
+  if (__builtin_expect(rows < 0 || cols < 0 || rows > TS::kRows || cols > TS::kCols || rows > TD::kRows ||
+                           cols > TD::kCols,
+                       0)) {
+    PtoFaultDetail d{};
+    d.op = "move";
+    d.message = "the source's valid window does not fit the source or the destination tile";
+    d.rank = 2;
+    d.extent[0] = rows;
+    d.extent[1] = cols;
+    d.shape[0] = TD::kRows < TS::kRows ? TD::kRows : TS::kRows;
+    d.shape[1] = TD::kCols < TS::kCols ? TD::kCols : TS::kCols;
+    Fault(ctx, line, d);
+  }
+  if constexpr (__is_same(typename TD::Elem, typename TS::Elem)) {
+    detail::Copy2D(dst.data, TD::kCols, src.data, TS::kCols, rows, cols);
+  } else {
+    detail::ConvertCopy2D(dst.data, TD::kCols, src.data, TS::kCols, rows, cols);
+  }
+}
+
+}  // namespace pto

@@ -1,0 +1,331 @@
+// The arithmetic of the cube unit: C[m, n] = init + A[m, k] x B[k, n] on row-major arrays, with
+// fp16/bf16/fp32 inputs accumulated in fp32 and int8 inputs accumulated exactly in int32.
+//
+// It is the hot loop of every cube kernel, so it is a register-blocked GEMM: panels of A and B are
+// packed (and converted to fp32) into thread-local buffers, and a kMR x kNR tile of C lives in
+// registers while k runs. bf16 inputs use the native bf16 dot product (vdpbf16ps: two products per
+// lane and instruction, exact like an FMA since bf16 x bf16 fits fp32) when the host has it.
+// int8 products are exact in fp32 and so are sums of up to 2^24 / 2^14 = 1024 of them, so int8 runs
+// on the fp32 path in k blocks of kKC (<= 1024) whose sums are added in int32.
+// No <immintrin.h>: it costs ~250 ms per kernel compile; the builtins below do not.
+#pragma once
+
+#include <stdint.h>
+
+#include "pypto_pro/numeric.h"
+
+namespace pto::gemm {
+
+typedef int32_t i32x16 __attribute__((vector_size(64)));
+typedef int8_t i8x16 __attribute__((vector_size(16)));
+typedef short i16x32 __attribute__((vector_size(64)));
+
+constexpr int kMR = 8;         // rows of the register tile
+constexpr int kNV = 2;         // 16-lane vectors across its columns
+constexpr int kNR = 16 * kNV;  // columns of the register tile
+constexpr int kKC = 256;       // k per packed block: one A panel (8 KiB) and one B panel (32 KiB) fit L1
+constexpr int kNC = 128;       // columns per packed block of B (128 KiB, in L2)
+static_assert(kKC % 2 == 0 && kKC <= 1024, "int8 sums of kKC products must stay exact in fp32");
+
+// The builtin's name and operand types differ between compilers (and clang 17 changed them again).
+#if defined(__AVX512BF16__) && (!defined(__clang__) || __clang_major__ < 17)
+#define PTO_GEMM_BF16_DOT 1
+#endif
+
+// Where the result starts from: nothing, a row vector broadcast over the rows (bias), or a matrix
+// (the accumulator of matmul_acc, possibly C itself).
+template <typename TC>
+struct Init {
+  const TC* data = nullptr;
+  int64_t row_stride = 0;  // 0: every row of C adds the same row
+};
+
+namespace detail {
+
+inline f32x16 Broadcast(float x) { return f32x16{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
+
+// Fused where the host has it; the portable form rounds twice (kernels compile as ISO C++, which
+// does not contract a * b + c).
+inline f32x16 Fma(f32x16 a, f32x16 b, f32x16 c) {
+#if defined(__AVX512F__)
+  return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)0xffff, 4);
+#else
+  return a * b + c;
+#endif
+}
+
+// 16 consecutive elements as fp32.
+template <typename T>
+inline f32x16 LoadAsFloat(const T* p) {
+  if constexpr (__is_same(T, int8_t)) {
+    i8x16 raw;
+    __builtin_memcpy(&raw, p, sizeof raw);
+    return __builtin_convertvector(raw, f32x16);
+  } else {
+    return Load16(p);
+  }
+}
+
+template <typename T>
+inline float ToFloat1(T x) {
+  if constexpr (__is_same(T, int8_t)) return float(x);
+  else return ToFloat(x);
+}
+
+// The fp32 path packs k-major panels of fp32: A as ap[p * kMR + i], B as bp[p * kNR + j].
+template <typename T>
+inline void PackA(float* __restrict ap, const T* a, int64_t lda, int mr, int kc) {
+  for (int i = 0; i < mr; ++i) {
+    const T* row = a + i * lda;
+    int p = 0;
+    for (; p + 16 <= kc; p += 16) {
+      f32x16 v = LoadAsFloat(row + p);
+#pragma GCC unroll 16
+      for (int l = 0; l < 16; ++l) ap[(p + l) * kMR + i] = v[l];
+    }
+    for (; p < kc; ++p) ap[p * kMR + i] = ToFloat1(row[p]);
+  }
+  for (int i = mr; i < kMR; ++i) {
+    for (int p = 0; p < kc; ++p) ap[p * kMR + i] = 0.0f;
+  }
+}
+
+template <typename T>
+inline void PackB(float* __restrict bp, const T* b, int64_t ldb, int kc, int nc) {
+  for (int j0 = 0; j0 < nc; j0 += kNR) {
+    const int w = nc - j0 < kNR ? nc - j0 : kNR;
+    float* panel = bp + int64_t(j0) * kc;
+    for (int p = 0; p < kc; ++p) {
+      const T* row = b + p * ldb + j0;
+      float* out = panel + p * kNR;
+      if (w == kNR) {
+#pragma GCC unroll 4
+        for (int v = 0; v < kNV; ++v) Store16(out + 16 * v, LoadAsFloat(row + 16 * v));
+      } else {
+        for (int j = 0; j < kNR; ++j) out[j] = j < w ? ToFloat1(row[j]) : 0.0f;
+      }
+    }
+  }
+}
+
+struct Tile {
+  f32x16 v[kMR][kNV];
+};
+
+// acc = sum over p < kc of A[:, p] x B[p, :] on packed fp32 panels.
+inline Tile KernelFma(int kc, const float* __restrict ap, const float* __restrict bp) {
+  Tile t;
+#pragma GCC unroll 8
+  for (int i = 0; i < kMR; ++i) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) t.v[i][v] = f32x16{};
+  }
+  for (int p = 0; p < kc; ++p) {
+    f32x16 b[kNV];
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) __builtin_memcpy(&b[v], bp + 16 * v, sizeof(f32x16));
+#pragma GCC unroll 8
+    for (int i = 0; i < kMR; ++i) {
+      const f32x16 a = Broadcast(ap[i]);
+#pragma GCC unroll 4
+      for (int v = 0; v < kNV; ++v) t.v[i][v] = Fma(a, b[v], t.v[i][v]);
+    }
+    ap += kMR;
+    bp += kNR;
+  }
+  return t;
+}
+
+#if PTO_GEMM_BF16_DOT
+// acc[l] += a.bf16[2l] * b.bf16[2l] + a.bf16[2l + 1] * b.bf16[2l + 1]
+inline f32x16 DotBf16(f32x16 acc, u32x16 a, u32x16 b) {
+#if defined(__clang__)
+  return __builtin_ia32_dpbf16ps_512(acc, (i32x16)a, (i32x16)b);
+#else
+  return __builtin_ia32_dpbf16ps_v16sf(acc, (i16x32)a, (i16x32)b);
+#endif
+}
+
+// The bf16 path packs pairs of consecutive k as one 32-bit word (low half = even k):
+// A as ap[q * kMR + i], B as bp[q * kNR + j] for q = p / 2; an odd k is padded with zeros.
+inline void PackPairsA(uint32_t* __restrict ap, const bfloat16* a, int64_t lda, int mr, int kc) {
+  const int pairs = (kc + 1) / 2;
+  for (int i = 0; i < mr; ++i) {
+    const bfloat16* row = a + i * lda;
+    for (int q = 0; q < kc / 2; ++q) {
+      uint32_t word;
+      __builtin_memcpy(&word, row + 2 * q, sizeof word);
+      ap[q * kMR + i] = word;
+    }
+    if (kc % 2) ap[(pairs - 1) * kMR + i] = row[kc - 1].bits;
+  }
+  for (int i = mr; i < kMR; ++i) {
+    for (int q = 0; q < pairs; ++q) ap[q * kMR + i] = 0;
+  }
+}
+
+inline void PackPairsB(uint32_t* __restrict bp, const bfloat16* b, int64_t ldb, int kc, int nc) {
+  const int pairs = (kc + 1) / 2;
+  for (int j0 = 0; j0 < nc; j0 += kNR) {
+    const int w = nc - j0 < kNR ? nc - j0 : kNR;
+    uint32_t* panel = bp + int64_t(j0) * pairs;
+    for (int q = 0; q < pairs; ++q) {
+      const bfloat16* even = b + 2 * q * ldb + j0;
+      const bfloat16* odd = 2 * q + 1 < kc ? even + ldb : nullptr;
+      uint32_t* out = panel + q * kNR;
+      if (w == kNR && odd) {
+#pragma GCC unroll 4
+        for (int v = 0; v < kNV; ++v) {
+          u16x16 lo, hi;
+          __builtin_memcpy(&lo, even + 16 * v, sizeof lo);
+          __builtin_memcpy(&hi, odd + 16 * v, sizeof hi);
+          u32x16 word = __builtin_convertvector(lo, u32x16) | (__builtin_convertvector(hi, u32x16) << 16);
+          __builtin_memcpy(out + 16 * v, &word, sizeof word);
+        }
+      } else {
+        for (int j = 0; j < kNR; ++j) {
+          uint32_t lo = j < w ? even[j].bits : 0, hi = j < w && odd ? odd[j].bits : 0;
+          out[j] = lo | (hi << 16);
+        }
+      }
+    }
+  }
+}
+
+inline Tile KernelBf16Dot(int kc, const uint32_t* __restrict ap, const uint32_t* __restrict bp) {
+  Tile t;
+#pragma GCC unroll 8
+  for (int i = 0; i < kMR; ++i) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) t.v[i][v] = f32x16{};
+  }
+  const int pairs = (kc + 1) / 2;
+  for (int q = 0; q < pairs; ++q) {
+    u32x16 b[kNV];
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) __builtin_memcpy(&b[v], bp + 16 * v, sizeof(u32x16));
+#pragma GCC unroll 8
+    for (int i = 0; i < kMR; ++i) {
+      const uint32_t w = ap[i];
+      const u32x16 a = {w, w, w, w, w, w, w, w, w, w, w, w, w, w, w, w};
+#pragma GCC unroll 4
+      for (int v = 0; v < kNV; ++v) t.v[i][v] = DotBf16(t.v[i][v], a, b[v]);
+    }
+    ap += kMR;
+    bp += kNR;
+  }
+  return t;
+}
+#endif
+
+// Writes rows [0, mr) x cols [0, nr) of the register tile to C: the first k block adds `init`, the
+// others add what C already holds. int32 results add in unsigned arithmetic: they wrap like the
+// device's accumulator instead of being undefined.
+template <typename TC>
+inline void StoreTile(const Tile& t, TC* c, int64_t ldc, int mr, int nr, bool first, const Init<TC>& init,
+                      int64_t row0, int64_t col0) {
+  for (int i = 0; i < mr; ++i) {
+    TC* out = c + i * ldc;
+    const TC* base = !first ? out : init.data ? init.data + (row0 + i) * init.row_stride + col0 : nullptr;
+    if (nr == kNR) {
+#pragma GCC unroll 4
+      for (int v = 0; v < kNV; ++v) {
+        if constexpr (__is_same(TC, float)) {
+          f32x16 sum = t.v[i][v];
+          if (base) sum += Load16(base + 16 * v);
+          Store16(out + 16 * v, sum);
+        } else {
+          u32x16 sum = (u32x16)__builtin_convertvector(t.v[i][v], i32x16);
+          if (base) {
+            u32x16 prior;
+            __builtin_memcpy(&prior, base + 16 * v, sizeof prior);
+            sum += prior;
+          }
+          __builtin_memcpy(out + 16 * v, &sum, sizeof sum);
+        }
+      }
+    } else {
+      for (int j = 0; j < nr; ++j) {
+        const float x = t.v[i][j / 16][j % 16];
+        if constexpr (__is_same(TC, float)) {
+          out[j] = base ? base[j] + x : x;
+        } else {
+          out[j] = TC(uint32_t(int32_t(x)) + (base ? uint32_t(base[j]) : 0u));
+        }
+      }
+    }
+  }
+}
+
+// Per-thread packing buffers: a cube core runs one matmul at a time, and host threads run cores.
+struct Scratch {
+  alignas(64) float a[kMR * kKC];
+  alignas(64) float b[kKC * kNC];
+};
+
+inline Scratch& ThreadScratch() {
+  static thread_local Scratch scratch;
+  return scratch;
+}
+
+}  // namespace detail
+
+// C[m, n] = init + A[m, k] x B[k, n]. TIn: half, bfloat16, float (TC float) or int8_t (TC int32_t).
+// C may be init.data itself (matmul_acc in place); it must not overlap A or B.
+template <typename TIn, typename TC>
+inline void Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, int64_t ldb, TC* c, int64_t ldc,
+                 Init<TC> init = {}) {
+  static_assert(__is_same(TC, float) ? !__is_same(TIn, int8_t) : (__is_same(TC, int32_t) && __is_same(TIn, int8_t)),
+                "fp16/bf16/fp32 accumulate in fp32, int8 in int32");
+  using namespace detail;
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {  // an empty sum: C = init
+    Tile zero{};
+    for (int i0 = 0; i0 < m; i0 += kMR) {
+      for (int j0 = 0; j0 < n; j0 += kNR) {
+        StoreTile(zero, c + i0 * ldc + j0, ldc, m - i0 < kMR ? m - i0 : kMR, n - j0 < kNR ? n - j0 : kNR, true, init,
+                  i0, j0);
+      }
+    }
+    return;
+  }
+  Scratch& s = ThreadScratch();
+  for (int j0 = 0; j0 < n; j0 += kNC) {
+    const int nc = n - j0 < kNC ? n - j0 : kNC;
+    for (int k0 = 0; k0 < k; k0 += kKC) {
+      const int kc = k - k0 < kKC ? k - k0 : kKC;
+#if PTO_GEMM_BF16_DOT
+      constexpr bool kDot = __is_same(TIn, bfloat16);
+#else
+      constexpr bool kDot = false;
+#endif
+      if constexpr (kDot) {
+        PackPairsB(reinterpret_cast<uint32_t*>(s.b), b + k0 * ldb + j0, ldb, kc, nc);
+      } else {
+        PackB(s.b, b + k0 * ldb + j0, ldb, kc, nc);
+      }
+      const int64_t panel_stride = kDot ? int64_t(kNR) * ((kc + 1) / 2) : int64_t(kNR) * kc;
+      for (int i0 = 0; i0 < m; i0 += kMR) {
+        const int mr = m - i0 < kMR ? m - i0 : kMR;
+        const TIn* a_block = a + i0 * lda + k0;
+#if PTO_GEMM_BF16_DOT
+        if constexpr (kDot) PackPairsA(reinterpret_cast<uint32_t*>(s.a), a_block, lda, mr, kc);
+#endif
+        if constexpr (!kDot) PackA(s.a, a_block, lda, mr, kc);
+        for (int jr = 0; jr < nc; jr += kNR) {
+          const float* panel = s.b + (jr / kNR) * panel_stride;
+          Tile t;
+#if PTO_GEMM_BF16_DOT
+          if constexpr (kDot) {
+            t = KernelBf16Dot(kc, reinterpret_cast<const uint32_t*>(s.a), reinterpret_cast<const uint32_t*>(panel));
+          }
+#endif
+          if constexpr (!kDot) t = KernelFma(kc, s.a, panel);
+          StoreTile(t, c + i0 * ldc + j0 + jr, ldc, mr, nc - jr < kNR ? nc - jr : kNR, k0 == 0, init, i0, j0 + jr);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace pto::gemm

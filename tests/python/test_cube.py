@@ -1,0 +1,415 @@
+"""Cube kernels: matmul / matmul_acc / bias against torch, moves between tiles, stores from Acc, the
+matmul example at several shapes and block_dims, and the located errors of misuse."""
+
+import importlib.util
+import inspect
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import pypto_pro
+import pypto_pro.language as pl
+from pypto_pro import errors
+
+M = pl.MemorySpace
+TORCH = {pl.DT_FP16: torch.float16, pl.DT_BF16: torch.bfloat16, pl.DT_FP32: torch.float32, pl.DT_INT8: torch.int8,
+         pl.DT_INT32: torch.int32}
+
+
+def sync():
+    pypto_pro.runtime.synchronize()
+
+
+def acc_dtype(dtype):
+    return pl.DT_INT32 if dtype is pl.DT_INT8 else pl.DT_FP32
+
+
+def random(shape, dtype, gen, large=False):
+    if dtype is pl.DT_INT8:
+        low, high = (-128, -99) if large else (-128, 128)
+        return torch.randint(low, high, shape, generator=gen, dtype=torch.int8)
+    return torch.randn(shape, generator=gen).to(TORCH[dtype])
+
+
+def reference(a, b):
+    """What the cube computes: fp16/bf16/fp32 products summed in fp32, int8 ones exactly."""
+    if a.dtype == torch.int8:
+        return torch.from_numpy(a.numpy().astype(np.int64) @ b.numpy().astype(np.int64))
+    return a.float() @ b.float()
+
+
+def check(out, ref, dtype):
+    if dtype is pl.DT_INT8:
+        assert out.dtype == torch.int32
+        assert torch.equal(out.long(), ref), (out.long() - ref).abs().max()
+    else:
+        tol = 1e-3 if dtype is pl.DT_FP32 else 1e-2
+        torch.testing.assert_close(out, ref, rtol=tol, atol=tol)
+
+
+def matmul_kernel(dtype, shape, valid=None, k_steps=1, bias=None):
+    """C[:m, :n] = sum over k_steps of A[:m, k-th :k] x B[k-th :k, :n] (+ bias[:n], given
+    "positional"-ly or by "keyword"), with
+    tiles of `shape` = (M, K, N) whose valid windows are `valid` = (m, k, n). The first step is a
+    matmul; the next ones accumulate in place, the last one into a second Acc tile."""
+    tm, tk, tn = shape
+    m, k, n = valid or shape
+    acc_t = acc_dtype(dtype)
+
+    def kernel(a: pl.Tensor[[m, k * k_steps], dtype], b: pl.Tensor[[k * k_steps, n], dtype],
+               bias_in: pl.Tensor[[1, tn], pl.DT_FP16], c: pl.Tensor[[m, n], acc_t]):
+        a_mat = pl.make_tile(pl.TileType(shape=[tm, tk], dtype=dtype, target_memory=M.Mat, valid_shape=[m, k]),
+                             addr=0x0)
+        b_mat = pl.make_tile(pl.TileType(shape=[tk, tn], dtype=dtype, target_memory=M.Mat, valid_shape=[k, n]),
+                             addr=0x20000)
+        left = pl.make_tile(pl.TileType(shape=[tm, tk], dtype=dtype, target_memory=M.Left, valid_shape=[m, k]),
+                            addr=0x0)
+        right = pl.make_tile(pl.TileType(shape=[tk, tn], dtype=dtype, target_memory=M.Right, valid_shape=[k, n]),
+                             addr=0x0)
+        acc_type = pl.TileType(shape=[tm, tn], dtype=acc_t, target_memory=M.Acc, valid_shape=[m, n])
+        acc = pl.make_tile(acc_type, addr=0x0)
+        acc2 = pl.make_tile(acc_type, addr=0x10000)
+        bias_mat = pl.make_tile(pl.TileType(shape=[1, tn], dtype=pl.DT_FP16, target_memory=M.Mat), addr=0x40000)
+        bias_l0 = pl.make_tile(pl.TileType(shape=[1, tn], dtype=pl.DT_FP32, target_memory=M.Bias), addr=0x0)
+        with pl.section_cube():
+            for step in pl.range(k_steps):
+                pl.load(a_mat, a, [0, step * k])
+                pl.load(b_mat, b, [step * k, 0])
+                pl.move(left, a_mat)
+                pl.move(right, b_mat)
+                if step == 0:
+                    if bias == "positional":
+                        pl.load(bias_mat, bias_in, [0, 0])
+                        pl.move(bias_l0, bias_mat)        # fp16 -> fp32 on the way into the bias table
+                        pl.matmul(acc, left, right, bias_l0)
+                    elif bias == "keyword":
+                        pl.load(bias_mat, bias_in, [0, 0])
+                        pl.move(bias_l0, bias_mat)
+                        pl.matmul(acc, left, right, bias=bias_l0)
+                    else:
+                        pl.matmul(acc, left, right)
+                elif step < k_steps - 1:
+                    pl.matmul_acc(acc, acc, left, right)
+                else:
+                    pl.matmul_acc(acc2, acc, left, right)
+            if k_steps > 1:
+                pl.store(c, acc2, [0, 0])
+            else:
+                pl.store(c, acc, [0, 0])
+
+    return pl.jit(kernel, name=f"mm_{dtype.name}_{tm}x{tk}x{tn}_{m}x{k}x{n}_{k_steps}{'_' + bias if bias else ''}")
+
+
+def run_matmul(dtype, shape, valid=None, k_steps=1, bias=None, seed=0):
+    m, k, n = valid or shape
+    gen = torch.Generator().manual_seed(seed)
+    a = random((m, k * k_steps), dtype, gen, large=k_steps > 1)
+    b = random((k * k_steps, n), dtype, gen, large=k_steps > 1)
+    bias_in = torch.randn(1, shape[2], generator=gen).half()
+    c = torch.full((m, n), -7, dtype=TORCH[acc_dtype(dtype)])
+    matmul_kernel(dtype, shape, valid, k_steps, bias)[None, 1](a, b, bias_in, c)
+    sync()
+    ref = reference(a, b)
+    if bias:
+        ref = ref + bias_in[:, :n].float()
+    return c, ref
+
+
+DTYPES = [pl.DT_FP16, pl.DT_BF16, pl.DT_FP32, pl.DT_INT8]
+IDS = lambda v: getattr(v, "name", str(v))  # noqa: E731
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=IDS)
+@pytest.mark.parametrize("shape, valid", [((128, 128, 128), None), ((48, 64, 80), (37, 50, 71))],
+                         ids=["full", "tails"])
+def test_matmul_matches_torch(dtype, shape, valid):
+    c, ref = run_matmul(dtype, shape, valid)
+    check(c, ref, dtype)
+
+
+@pytest.mark.parametrize("dtype", [pl.DT_FP16, pl.DT_BF16, pl.DT_INT8], ids=IDS)
+def test_matmul_acc_accumulates_k_blocks(dtype):
+    # int8: K = 3 x 512 products of -128..-100 sum past 2^24, where fp32 stops holding every integer.
+    shape = (32, 512, 48) if dtype is pl.DT_INT8 else (64, 96, 32)
+    c, ref = run_matmul(dtype, shape, k_steps=3)
+    check(c, ref, dtype)
+    if dtype is pl.DT_INT8:
+        assert ref.min() > 2 ** 24 and (ref % 2 == 1).any()
+
+
+@pytest.mark.parametrize("bias", ["positional", "keyword"])
+def test_matmul_bias_moves_fp16_into_the_bias_table(bias):
+    c, ref = run_matmul(pl.DT_FP16, (64, 32, 48), (61, 32, 40), bias=bias)
+    check(c, ref, pl.DT_FP16)
+
+
+def test_bias_given_twice_is_refused():
+    lt, rt, at = tiles()
+
+    def body(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+        l, r, acc = pl.make_tile(lt, addr=0), pl.make_tile(rt, addr=0), pl.make_tile(at, addr=0)
+        bias = pl.make_tile(pl.TileType(shape=[1, 16], dtype=pl.DT_FP32, target_memory=M.Bias), addr=0)
+        with pl.section_cube():
+            pl.matmul(acc, l, r, bias, bias=bias)
+
+    expect_error(body, errors.ParserTypeError, "pl.matmul(acc, l, r, bias, bias=bias)",
+                 "pl.matmul() got 'bias' twice")
+
+
+# ---- stores from Acc: the fixpipe converts fp32 to fp16/bf16 ----
+
+@pytest.mark.parametrize("out_dtype", [pl.DT_FP16, pl.DT_BF16], ids=IDS)
+def test_store_from_acc_converts(out_dtype):
+    def kernel(a: pl.Tensor[[32, 64], pl.DT_FP16], b: pl.Tensor[[64, 48], pl.DT_FP16],
+               c: pl.Tensor[[32, 48], out_dtype]):
+        am = pl.make_tile(pl.TileType(shape=[32, 64], dtype=pl.DT_FP16, target_memory=M.Mat), addr=0)
+        bm = pl.make_tile(pl.TileType(shape=[64, 48], dtype=pl.DT_FP16, target_memory=M.Mat), addr=0x8000)
+        l = pl.make_tile(pl.TileType(shape=[32, 64], dtype=pl.DT_FP16, target_memory=M.Left), addr=0)
+        r = pl.make_tile(pl.TileType(shape=[64, 48], dtype=pl.DT_FP16, target_memory=M.Right), addr=0)
+        acc = pl.make_tile(pl.TileType(shape=[32, 48], dtype=pl.DT_FP32, target_memory=M.Acc), addr=0)
+        with pl.section_cube():
+            pl.load(am, a, [0, 0])
+            pl.load(bm, b, [0, 0])
+            pl.move(l, am)
+            pl.move(r, bm)
+            pl.matmul(acc, l, r)
+            pl.store_tile(c, acc, [0, 0])
+
+    gen = torch.Generator().manual_seed(3)
+    a, b = torch.randn(32, 64, generator=gen).half(), torch.randn(64, 48, generator=gen).half()
+    c = torch.zeros(32, 48, dtype=TORCH[out_dtype])
+    pl.jit(kernel, name=f"store_acc_{out_dtype.name}")[None, 1](a, b, c)
+    sync()
+    ref = a.float() @ b.float()
+    # One rounding of the fp32 sum: equal to torch's rounding of its own fp32 sum within one ulp.
+    torch.testing.assert_close(c.float(), ref.to(TORCH[out_dtype]).float(), rtol=1e-2, atol=1e-2)
+    assert (c.float() != ref).any()  # really rounded, not fp32 bits reinterpreted
+
+
+# ---- moves between Vec and Mat (vector core), Vec -> Vec ----
+
+def test_move_vec_to_mat_and_back():
+    def kernel(x: pl.Tensor[[64, 64], pl.DT_FP32], y: pl.Tensor[[64, 64], pl.DT_FP32],
+               z: pl.Tensor[[64, 64], pl.DT_FP32]):
+        v_in = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP32), addr=0)
+        v_out = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP32), addr=0x4000)
+        v_copy = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP32, valid_shape=[40, 24]), addr=0x8000)
+        mat = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP32, target_memory=M.Mat), addr=0x100)
+        with pl.section_vector():
+            pl.load(v_in, x, [0, 0])
+            pl.move(mat, v_in)        # UB -> L1 (MTE3)
+            pl.move(v_out, mat)       # L1 -> UB (V)
+            pl.store(y, v_out, [0, 0])
+            pl.load(v_copy, x, [8, 16])
+            pl.move(v_out, v_copy)    # UB -> UB: the source's 40x24 window
+            pl.store(z, v_out, [0, 0])
+
+    x = torch.randn(64, 64)
+    y = torch.zeros(64, 64)
+    z = torch.zeros(64, 64)
+    pl.jit(kernel)[None, 1](x, y, z)
+    sync()
+    assert torch.equal(y, x)
+    assert torch.equal(z[:40, :24], x[8:48, 16:40])
+    assert torch.equal(z[40:], x[40:]) and torch.equal(z[:40, 24:], x[:40, 24:])  # the rest is the earlier copy
+
+
+def test_move_acc_to_vec_runs_in_a_cube_kernel():
+    """Acc -> Vec is the cube core's fixpipe writing UB; its numbers are checked in
+    tests/cpp/test_cube_ops.cpp (reading UB back needs a mixed kernel)."""
+    def kernel(c: pl.Tensor[[16, 32], pl.DT_FP32]):
+        acc = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_FP32, target_memory=M.Acc), addr=0)
+        vec = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_FP16), addr=0)
+        with pl.section_cube():
+            pl.move(vec, acc, acc_to_vec_mode=pl.AccToVecMode.SingleModeVec0)
+            pl.store(c, acc, [0, 0])
+
+    jit = pl.jit(kernel)
+    jit[None, 1](torch.zeros(16, 32))
+    sync()
+    assert jit.cache_info()["compiles"] == 1
+
+
+# ---- the example kernel ----
+
+def load_example():
+    path = Path(__file__).resolve().parents[2] / "examples" / "matmul.py"
+    spec = importlib.util.spec_from_file_location("matmul_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+EXAMPLE = load_example()
+
+
+@pytest.mark.parametrize("m, n", [(256, 256), (640, 384), (2048, 2048)])
+@pytest.mark.parametrize("block_dim", [1, 7, 32, 48])
+def test_example_matmul(m, n, block_dim):
+    gen = torch.Generator().manual_seed(m + n)
+    a = torch.randn(m, 128, generator=gen).half()
+    b = torch.randn(128, n, generator=gen).half()
+    c = torch.full((m, n), float("nan"))
+    EXAMPLE.matmul_kernel[None, block_dim](a, b, c)
+    sync()
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-2, atol=1e-2)
+    assert EXAMPLE.matmul_kernel.cache_info()["compiles"] == 1  # DYNAMIC dims: one instance for all
+
+
+# ---- errors point at the offending line ----
+
+def line_of(fn, text):
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+def expect_error(body, exc_type, text, message):
+    with pytest.raises(exc_type) as info:
+        pl.jit(body)[None, 1](torch.zeros(16, 16))
+    err = info.value
+    assert isinstance(err, errors.CompilationError)
+    assert message in err.message, err.message
+    assert err.lineno == line_of(body, text), str(err)
+    return err
+
+
+def tiles(dtype=pl.DT_FP16, acc_t=pl.DT_FP32, k=16):
+    left = pl.TileType(shape=[16, k], dtype=dtype, target_memory=M.Left)
+    right = pl.TileType(shape=[k, 16], dtype=dtype, target_memory=M.Right)
+    acc = pl.TileType(shape=[16, 16], dtype=acc_t, target_memory=M.Acc)
+    return left, right, acc
+
+
+def test_matmul_into_a_vec_tile_is_refused():
+    lt, rt, _ = tiles()
+
+    def body(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+        l, r = pl.make_tile(lt, addr=0), pl.make_tile(rt, addr=0)
+        v = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0)
+        with pl.section_cube():
+            pl.matmul(v, l, r)
+
+    expect_error(body, errors.ParserTypeError, "pl.matmul(v, l, r)",
+                 "pl.matmul operand 'dst_tile' must be a tile in Acc memory, got Tile[[16, 16], fp32, Vec]")
+
+
+def test_k_mismatch_is_refused():
+    lt, _, at = tiles(k=32)
+    _, rt, _ = tiles(k=16)
+
+    def body(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+        l, r, acc = pl.make_tile(lt, addr=0), pl.make_tile(rt, addr=0), pl.make_tile(at, addr=0)
+        with pl.section_cube():
+            pl.matmul(acc, l, r)
+
+    expect_error(body, errors.ParserTypeError, "pl.matmul(acc, l, r)",
+                 "pl.matmul: K mismatch: 'lhs_tile' is [16, 32] (K = 32) but 'rhs_tile' is [16, 16] (K = 16)")
+
+
+def test_wrong_dtypes_are_refused():
+    lt, rt, at = tiles(dtype=pl.DT_INT8, acc_t=pl.DT_FP32)
+
+    def body(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+        l, r, acc = pl.make_tile(lt, addr=0), pl.make_tile(rt, addr=0), pl.make_tile(at, addr=0)
+        with pl.section_cube():
+            pl.matmul_acc(acc, acc, l, r)
+
+    expect_error(body, errors.ParserTypeError, "pl.matmul_acc(acc, acc, l, r)",
+                 "pl.matmul_acc: int8 inputs accumulate in int32, but 'dst_tile' is fp32")
+
+    lt16, rt16, at16 = tiles(acc_t=pl.DT_FP16)
+
+    def body16(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+        l, r, acc = pl.make_tile(lt16, addr=0), pl.make_tile(rt16, addr=0), pl.make_tile(at16, addr=0)
+        with pl.section_cube():
+            pl.matmul(acc, l, r)
+
+    expect_error(body16, errors.ParserTypeError, "pl.matmul(acc, l, r)",
+                 "pl.matmul operand 'dst_tile' has dtype fp16, which pl.matmul does not support there")
+
+    def body_store(c: pl.Tensor[[16, 16], pl.DT_INT32]):
+        acc = pl.make_tile(at, addr=0)
+        with pl.section_cube():
+            pl.store(c, acc, [0, 0])
+
+    with pytest.raises(errors.ParserTypeError) as info:
+        pl.jit(body_store)[None, 1](torch.zeros(16, 16, dtype=torch.int32))
+    assert "an fp32 Acc tile stores to fp32, fp16 or bf16 tensors, not int32" in info.value.message
+
+
+def test_moves_check_path_dtype_shape_and_core():
+    def no_path(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+        l = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP16, target_memory=M.Left), addr=0)
+        m = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP16, target_memory=M.Mat), addr=0)
+        with pl.section_cube():
+            pl.move(m, l)
+
+    expect_error(no_path, errors.ParserTypeError, "pl.move(m, l)",
+                 "pl.move: there is no data path from Left to Mat")
+
+    def acc_to_int8(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+        acc = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=M.Acc), addr=0)
+        v = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_INT8), addr=0)
+        with pl.section_cube():
+            pl.move(v, acc)
+
+    expect_error(acc_to_int8, errors.ParserTypeError, "pl.move(v, acc)",
+                 "a move from fp32 Acc to Vec writes fp32, fp16 or bf16, not int8")
+
+    def reshaping(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+        m = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_FP16, target_memory=M.Mat), addr=0)
+        l = pl.make_tile(pl.TileType(shape=[32, 16], dtype=pl.DT_FP16, target_memory=M.Left), addr=0)
+        with pl.section_cube():
+            pl.move(l, m)
+
+    expect_error(reshaping, errors.ParserTypeError, "pl.move(l, m)",
+                 "a move out of Mat keeps the shape: 'src_tile' is [16, 32] but 'dst_tile' is [32, 16]")
+
+    def wrong_core(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+        m = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=M.Mat), addr=0)
+        v = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0)
+        with pl.section_cube():
+            pl.move(m, v)
+
+    expect_error(wrong_core, errors.ParserTypeError, "pl.move(m, v)",
+                 "pl.move uses a move from Vec to Mat (pipe MTE3) inside pl.section_cube(); the move runs on the "
+                 "vector core")
+
+
+def test_planned_options_name_their_tier():
+    lt, rt, at = tiles()
+
+    def phase(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+        l, r, acc = pl.make_tile(lt, addr=0), pl.make_tile(rt, addr=0), pl.make_tile(at, addr=0)
+        with pl.section_cube():
+            pl.matmul(acc, l, r, phase=pl.AccPhase.Final)
+
+    expect_error(phase, errors.UnsupportedFeatureError, "phase=pl.AccPhase.Final",
+                 "pl.matmul(phase=...) is not implemented yet")
+
+    def relu(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+        acc = pl.make_tile(at, addr=0)
+        v = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0)
+        with pl.section_cube():
+            pl.move(v, acc, relu_pre_mode=pl.ReluPreMode.NormalRelu)
+
+    expect_error(relu, errors.UnsupportedFeatureError, "relu_pre_mode=",
+                 "pl.move(relu_pre_mode=...) is not implemented yet (the tile language, tier 2)")
+
+    def scale(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+        acc = pl.make_tile(at, addr=0)
+        with pl.section_cube():
+            pl.store(c, acc, [0, 0], scale=2.0)
+
+    expect_error(scale, errors.UnsupportedFeatureError, "scale=2.0",
+                 "pl.store(scale=...) is not implemented yet (the tile language, tier 2)")
+
+
+@pytest.mark.parametrize("dtype", [pl.DT_FP16, pl.DT_BF16, pl.DT_INT8], ids=IDS)
+def test_portable_matmul_without_avx512(dtype, monkeypatch):
+    """Hosts without AVX-512 (or F16C) get the portable paths of the GEMM routine and conversions."""
+    monkeypatch.setenv("PYPTO_PRO_CXXFLAGS", "-mno-avx512f -mno-f16c")
+    c, ref = run_matmul(dtype, (48, 64, 80), (37, 50, 71), seed=9)
+    check(c, ref, dtype)
