@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <semaphore>
 #include <thread>
 #include <sstream>
@@ -53,6 +55,22 @@ ProcessResult RunCompilerBounded(const std::vector<std::string>& cmd, const fs::
   return RunProcess(cmd, dir, timeout);
 }
 
+// SHA-256 over the device headers' names and contents (a few dozen KiB: well under a millisecond).
+std::string DeviceHeadersDigest() {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& entry : fs::recursive_directory_iterator(DeviceIncludeDir(), ec)) {
+    if (entry.is_regular_file()) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  std::string all;
+  for (const fs::path& file : files) {
+    std::ifstream in(file, std::ios::binary);
+    all += file.string() + '\0' + std::string(std::istreambuf_iterator<char>(in), {}) + '\0';
+  }
+  return Sha256Hex(all);
+}
+
 }  // namespace
 
 std::vector<std::string> CompilerCommand() {
@@ -100,7 +118,11 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   }
   for (const auto& [relative, content] : options.extra_files) WriteFileAtomic(inst->dir / relative, content);
   std::vector<std::string> cmd = CompilerCommand();
-  std::string fingerprint = sources.kernel_cpp + '\0' + sources.call_kernel_cpp + '\0' + sources.tiling_header + '\0';
+  // The library's name covers everything that shapes its code, device headers included: a kernel
+  // compiled against other headers (another checkout, an edited header) must not reuse the name of
+  // one already loaded in this process or written by another.
+  std::string fingerprint = sources.kernel_cpp + '\0' + sources.call_kernel_cpp + '\0' + sources.tiling_header + '\0' +
+                            DeviceHeadersDigest() + '\0';
   for (const std::string& part : cmd) fingerprint += part + ' ';
   std::string so_name = "call_kernel_" + Sha256Hex(fingerprint).substr(0, 12) + ".so";
   inst->library = fs::absolute(inst->dir / so_name);

@@ -163,3 +163,33 @@ def test_host_compiler_failure_keeps_the_sources(tmp_path, monkeypatch):
     monkeypatch.delenv("PYPTO_PRO_CXXFLAGS")
     run_add(kernel)  # the next launch tries again
     assert not (inst_dir / "compile.log").exists()
+
+
+def test_edited_device_headers_give_a_new_library(tmp_path, monkeypatch):
+    """The library name covers the device headers: a kernel compiled against edited headers must not
+    get the already-loaded library of the same sources."""
+    import shutil
+    from pathlib import Path
+
+    headers = tmp_path / "inc"
+    shutil.copytree(Path(pypto_pro.__file__).resolve().parents[2] / "device_include", headers)
+    monkeypatch.setenv("PYPTO_PRO_DEVICE_INCLUDE", str(headers))
+    monkeypatch.chdir(tmp_path)
+
+    def run():
+        @pl.jit(name="edited_headers")
+        def k(x: pl.Tensor[[16], pl.DT_FP32]):
+            t = pl.make_tile(pl.TileType(shape=[16], dtype=pl.DT_FP32), addr=0)
+            with pl.section_vector():
+                pl.load(t, x, [0])
+                pl.adds(t, t, 1.0)
+                pl.store(x, t, [0])
+        x = torch.zeros(16)
+        k[None, 1](x)
+        pypto_pro.runtime.synchronize()
+        return x[0].item()
+
+    assert run() == 1.0
+    ops = next(headers.rglob("vector_ops.h"))
+    ops.write_text(ops.read_text().replace("PTO_SCALAR_OP(adds, AddF)", "PTO_SCALAR_OP(adds, SubF)"))
+    assert run() == -1.0
