@@ -182,7 +182,15 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
            op->Signature() + " is missing its '" + std::string(op->operands[i].name) + "' argument");
     }
   }
-  if (!op->scalar_form.empty() && bound.back()->type.IsScalar()) op = FindOp(op->scalar_form);
+  if (!op->scalar_form.empty()) {
+    const OpDef* scalar_op = FindOp(op->scalar_form);
+    for (size_t i = 0; i < bound.size() && i < scalar_op->operands.size(); ++i) {
+      if (scalar_op->operands[i].kind == OperandKind::kScalar && bound[i]->type.IsScalar()) {
+        op = scalar_op;
+        break;
+      }
+    }
+  }
 
   // Options: every one, in declaration order, defaults included.
   std::vector<Attr> attrs;
