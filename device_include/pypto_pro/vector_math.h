@@ -108,7 +108,9 @@ inline f32x16 Log16(f32x16 x) {
 }
 
 // The fp32 value of `v` rounded to T (round to nearest even): fused ops round every intermediate
-// result to the element type, like the separate instructions the hardware issues.
+// result to the element type, like the separate instructions the hardware issues. For fp32 the
+// empty asm makes the value opaque, so the compiler cannot contract x * y + z into one FMA (C++
+// compiles with -ffp-contract=fast by default), which would round once instead of twice.
 template <typename T>
 inline f32x16 RoundTo(f32x16 v) {
   if constexpr (kIsNarrowFloat<T>) {
@@ -116,6 +118,11 @@ inline f32x16 RoundTo(f32x16 v) {
     Store16(tmp, v);
     return Load16(tmp);
   } else {
+#if defined(__AVX512F__)
+    __asm__("" : "+v"(v));
+#else
+    __asm__("" : "+m"(v));
+#endif
     return v;
   }
 }
