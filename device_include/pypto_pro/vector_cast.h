@@ -109,8 +109,8 @@ inline u32x16 HalfBits(f32x16 v) {
 
 template <typename T, RoundMode M>
 inline void StoreRounded16(T* p, f32x16 v) {
-  if constexpr (__is_same(T, float)) {
-    Store16(p, v);
+  if constexpr (__is_same(T, float) || M == RoundMode::CAST_RINT || M == RoundMode::CAST_NONE) {
+    Store16(p, v);  // round to nearest even: the conversion instructions
   } else {
     u32x16 bits;
     if constexpr (__is_same(T, half)) bits = HalfBits<M>(v);

@@ -15,11 +15,7 @@
 #include "ir_test_util.h"
 #include "pypto_pro/ir/verifier.h"
 
-// The 64-byte vector types draw an ABI note without AVX-512; nothing crosses a binary here.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wpsabi"
 #include "pypto_pro/device.h"
-#pragma GCC diagnostic pop
 
 namespace pypto_pro {
 namespace {
