@@ -120,6 +120,7 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
     Fail(ErrorKind::kUndefined, span, "pl." + name + " is not an op of the tile language");
   }
   std::string callee = "pl." + name + "()";
+  const OpDef* called = op;
 
   // Keywords that choose another op: dispatch values (sum(..., dim=1)) and optional operands.
   std::map<std::string, KwargValue> rest = kwargs;
@@ -158,7 +159,8 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
     }
   }
 
-  // Operands given by keyword take their place by name.
+  // Operands given by keyword take their place by name: the chosen op's, or those of the op called
+  // (maximum(out, lhs=src, rhs=tmp, dim=0) binds row_max's src and tmp).
   std::vector<Expr> bound(op->operands.size());
   if (args.size() > bound.size()) {
     Fail(ErrorKind::kType, span,
@@ -168,6 +170,7 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
   for (size_t i = 0; i < args.size(); ++i) bound[i] = args[i];
   for (size_t i = 0; i < op->operands.size(); ++i) {
     auto it = rest.find(std::string(op->operands[i].name));
+    if (it == rest.end() && i < called->operands.size()) it = rest.find(std::string(called->operands[i].name));
     if (it == rest.end()) continue;
     if (bound[i]) Fail(ErrorKind::kType, span, callee + " got '" + std::string(op->operands[i].name) + "' twice");
     const KwargValue& v = it->second;

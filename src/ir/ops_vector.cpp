@@ -101,6 +101,7 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
   ops.push_back(Unary("rsqrt", kHalfOrFloat, "pto::rsqrt", "out = 1 / sqrt(src)"));
   ops.push_back(Unary("recip", kHalfOrFloat, "pto::recip", "out = 1 / src"));
   ops.push_back(Unary("relu", kHalfOrFloat | Bit(D::kInt32), "pto::relu", "out = max(src, 0)"));
+  // The docs also allow Mat tiles; their layout belongs to the cube ops, so Vec only for now.
   ops.push_back(VecOp("expands", WindowRule::kDestination, {Out(), ScalarIn("scalar")}, kNumericDTypes,
                       "pto::expands", "every element of out = scalar"));
 }
@@ -132,6 +133,7 @@ void AddFusedOps(std::vector<OpDef>& ops) {
                       "pto::fused_mul_add", "out = lhs * out + rhs"));
   ops.push_back(VecOp("fused_mul_add_relu", WindowRule::kDestination, {InOut(), In("a"), In("b")}, kBits16Or32,
                       "pto::fused_mul_add_relu", "out = relu(out * a + b)"));
+  // The docs want alpha in src's dtype; kernels have no fp16 scalars, so the device rounds it to src's.
   OpDef axpy = VecOp("axpy", WindowRule::kDestination,
                      {InOut("out", kHalfOrFloat), In("src", ShapeRole::kSame, kHalfOrFloat), ScalarIn("alpha")},
                      kHalfOrFloat, "pto::axpy", "out = alpha * src + out");
@@ -224,14 +226,14 @@ void AddReductionOps(std::vector<OpDef>& ops) {
   // argmax/argmin: INT32/UINT32 indices; tmp like src (docs).
   const uint32_t col_arg_dtypes = kInts8To32 | kFloatDTypes;
   for (auto [name, col_name, fn, col_fn, doc] :
-       {std::tuple{"argmax", "col_argmax", "pto::argmax", "pto::col_argmax", "index of the first max (dim=0: per row)"},
-        std::tuple{"argmin", "col_argmin", "pto::argmin", "pto::col_argmin", "index of the first min (dim=0: per row)"}}) {
+       {std::tuple{"argmax", "col_argmax", "pto::argmax", "pto::col_argmax", "index of the first max of each row"},
+        std::tuple{"argmin", "col_argmin", "pto::argmin", "pto::col_argmin", "index of the first min of each row"}}) {
     OpDef op = VecOp(name, WindowRule::kSource, {Out("out", col, kIndex), In("src"), In("tmp")}, kHalfOrFloat, fn,
                      doc);
     op.kwargs = {DimDispatch(0, name, col_name)};
     ops.push_back(op);
     ops.push_back(Variant(VecOp(col_name, WindowRule::kSource, {Out("out", row, kIndex), In("src"), In("tmp")},
-                                col_arg_dtypes, col_fn, doc),
+                                col_arg_dtypes, col_fn, "dim=1: the row index for each column"),
                           name));
   }
 }
@@ -269,7 +271,7 @@ void AddBroadcastOps(std::vector<OpDef>& ops) {
     OpDef expand = row_op;
     expand.name = n.expand;
     expand.operands[2].name = "scalar";
-    expand.doc = "dim=0: the [R, 1] tile scalar broadcast along rows; dim=1: a [1, C] tile along columns";
+    expand.doc = "dim=0: row_expand_* with an [R, 1] tile; dim=1: col_expand_* with a [1, C] tile";
     expand.kwargs = {DimDispatch(0, n.row_op, n.col_op)};
     ops.push_back(expand);
   }

@@ -72,6 +72,13 @@ KwargValue Int(int64_t v) {
   return k;
 }
 
+KwargValue Operand(ir::Expr e) {
+  KwargValue k;
+  k.kind = KwargValue::Kind::kExpr;
+  k.e = std::move(e);
+  return k;
+}
+
 KwargValue Str(const std::string& s) {
   KwargValue k;
   k.kind = KwargValue::Kind::kString;
@@ -166,6 +173,15 @@ TEST(VectorDispatch, DimSelectsTheRowOrColumnOp) {
   EXPECT_EQ(Call("argmin", {idx, src, tmp}, {{"dim", Int(1)}})->op->name, "col_argmin");
   EXPECT_EQ(Call("expand_max", {src, src, col})->op->name, "row_expand_max");
   EXPECT_EQ(Call("expand_div", {src, src, row}, {{"dim", Int(1)}})->op->name, "col_expand_div");
+  // Operands by keyword: the called op's names (maximum's lhs/rhs, expand_*'s scalar) or the chosen op's.
+  ir::Stmt by_name = Call("maximum", {col}, {{"lhs", Operand(src)}, {"rhs", Operand(tmp)}, {"dim", Int(0)}});
+  EXPECT_EQ(by_name->op->name, "row_max");
+  EXPECT_EQ(by_name->args[1], src);
+  EXPECT_EQ(by_name->args[2], tmp);
+  EXPECT_EQ(Call("expand_mul", {src, src}, {{"scalar", Operand(row)}, {"dim", Int(1)}})->args[2], row);
+  ir::Stmt all_by_name =
+      Call("sum", {}, {{"out", Operand(row)}, {"src", Operand(src)}, {"tmp", Operand(tmp)}, {"dim", Int(1)}});
+  EXPECT_EQ(all_by_name->args[0], row);
   // The dispatch keyword is consumed: the chosen op carries no attribute for it.
   EXPECT_TRUE(Call("sum", {row, src, tmp}, {{"dim", Int(1)}})->attrs.empty());
   try {
@@ -280,7 +296,8 @@ TEST(VectorVerifier, RejectsDtypes) {
   ExpectRejected(k, Call("select", {f, f, f, f, f}), ErrorKind::kType, "pl.select operand 'mask' has dtype fp32");
   ExpectRejected(k, Call("select", {bf, u8, bf, ir::FloatConst(1.0), f}), ErrorKind::kType,
                  "pl.select operand 'out' has dtype bf16");
-  ExpectRejected(k, Call("axpy", {bf, bf, ir::FloatConst(1.0)}), ErrorKind::kType, "pl.axpy operand 'out' has dtype bf16");
+  ExpectRejected(k, Call("axpy", {bf, bf, ir::FloatConst(1.0)}), ErrorKind::kType,
+                 "pl.axpy operand 'out' has dtype bf16");
   ir::Expr h = k.Tile("h", 8, 16, DataType::kFP16);
   ExpectRejected(k, Call("axpy", {h, f, ir::FloatConst(1.0)}), ErrorKind::kType,
                  "pl.axpy: 'src' is fp32 but 'out' is fp16; they must match, or be fp16 -> fp32");
