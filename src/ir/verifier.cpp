@@ -342,7 +342,7 @@ class Verifier {
       if (s->kind == StmtKind::kOp) {
         for (MemorySpace m : TileMemories(*s)) {
           bool cube = IsCubeMemory(m);
-          std::string op = "pl." + std::string(s->op->name);
+          std::string op = "pl." + std::string(s->op->PublicName());
           if (section < 0 && !has_sections) {
             if (first_side && *first_side != cube) {
               Fail(ErrorKind::kSyntax, s->span,
