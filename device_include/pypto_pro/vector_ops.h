@@ -1,91 +1,147 @@
-// Vector-pipe compute ops on Vec tiles. Each works on the destination's valid window; rows are
-// processed as flat runs so the compiler vectorises them (fp16/bf16 16 lanes at a time via fp32).
+// Element-wise vector-pipe ops on Vec tiles: binary, scalar forms, unary, fused, fill. Each works
+// on the destination's valid window; rows are processed as flat runs, and fp16/bf16/fp32 elements
+// 16 lanes at a time in fp32 (fp16/bf16 rounded back after every op, like the hardware and torch).
 #pragma once
 
 #include "pypto_pro/tile.h"
+#include "pypto_pro/vector_math.h"
 
 namespace pto {
 
 namespace detail {
 
-// d[i] = f(a[i], b[i]) for i < n, with fp16/bf16 computed in fp32 and rounded per op.
-template <typename T, typename F>
-inline void MapBinary(T* d, const T* a, const T* b, int64_t n, F f) {
-  if constexpr (kIsNarrowFloat<T>) {
+// A zero-padded copy of the last n < 16 elements of a run, so tails use the 16-lane code too.
+template <typename T>
+struct Lanes {
+  T v[16];
+};
+template <typename T>
+inline Lanes<T> PaddedTail(const T* p, int64_t n) {
+  Lanes<T> t{};
+  __builtin_memcpy(t.v, p, size_t(n) * sizeof(T));
+  return t;
+}
+
+// d[i] = f(s[i]...) for i < n. Float-like elements go through f on f32x16 lanes (stored with
+// round to nearest even), integers element by element; `d` may be one of the sources.
+template <typename TD, typename F, typename... TS>
+inline void Map(TD* d, int64_t n, F f, const TS*... s) {
+  if constexpr (kIsFloatLike<TD>) {
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) Store16(d + i, f(Load16(a + i), Load16(b + i)));
-    for (; i < n; ++i) d[i] = FromFloat<T>(f(ToFloat(a[i]), ToFloat(b[i])));
+    for (; i + 16 <= n; i += 16) Store16(d + i, f(Load16(s + i)...));
+    if (i < n) {
+      TD out[16];
+      Store16(out, f(Load16(PaddedTail(s + i, n - i).v)...));
+      __builtin_memcpy(d + i, out, size_t(n - i) * sizeof(TD));
+    }
   } else {
-    for (int64_t i = 0; i < n; ++i) d[i] = T(f(a[i], b[i]));
+    for (int64_t i = 0; i < n; ++i) d[i] = TD(f(s[i]...));
   }
 }
 
-// d[i] = f(a[i], s) for i < n; the scalar is first rounded to the element type like the device does.
-template <typename T, typename S, typename F>
-inline void MapScalar(T* d, const T* a, S s, int64_t n, F f) {
-  if constexpr (kIsNarrowFloat<T>) {
-    const float sf = ToFloat(FromFloat<T>(float(s)));
-    const f32x16 sv = sf - f32x16{};
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) Store16(d + i, f(Load16(a + i), sv));
-    for (; i < n; ++i) d[i] = FromFloat<T>(f(ToFloat(a[i]), sf));
-  } else {
-    const T st = T(s);
-    for (int64_t i = 0; i < n; ++i) d[i] = T(f(a[i], st));
-  }
+// A scalar operand as an element of type T (a float scalar on an integer tile truncates).
+template <typename T, typename S>
+inline T AsElem(S s) {
+  if constexpr (kIsFloatLike<T>) return FromFloat<T>(float(s));
+  else return T(s);
 }
 
-// Runs `row(dst, a, b, n)` over the destination's valid window: one flat run when rows are full.
-template <typename TD, typename Row>
-inline void ForWindow(TD& dst, Row row) {
-  const int64_t rows = dst.valid_rows, cols = dst.valid_cols;
+// A scalar operand as the op computes with it: rounded to T first, like the device does.
+template <typename T, typename S>
+inline auto ScalarAs(S s) {
+  if constexpr (kIsFloatLike<T>) return Splat(ToFloat(AsElem<T>(s)));
+  else return T(s);
+}
+
+// The exact value of an element, as ops compare and combine it: fp16/bf16 as fp32.
+template <typename T>
+inline auto Exact(T v) {
+  if constexpr (kIsNarrowFloat<T>) return ToFloat(v);
+  else return v;
+}
+
+// The value of `v` rounded to T, for the intermediate results of fused ops (integers wrap at the end).
+template <typename T, typename V>
+inline V Round(V v) {
+  if constexpr (__is_same(V, f32x16)) return RoundTo<T>(v);
+  else return v;
+}
+
+// Runs `run(offset, n)` over the valid window of `tile`: one flat run when rows are full.
+template <typename TileT, typename Run>
+inline void ForWindow(TileT& tile, Run run) {
+  const int64_t rows = tile.valid_rows, cols = tile.valid_cols;
   if (rows <= 0 || cols <= 0) return;
-  if (cols == TD::kCols) {
-    row(0, rows * cols);
+  if (cols == TileT::kCols) {
+    run(0, rows * cols);
   } else {
-    for (int64_t r = 0; r < rows; ++r) row(r * TD::kCols, cols);
+    for (int64_t r = 0; r < rows; ++r) run(r * TileT::kCols, cols);
   }
 }
 
 template <typename T>
-inline void CheckNoZeroDivisor(CoreCtx& ctx, int line, const T* b, int64_t n) {
+inline void CheckNoZeroDivisor(CoreCtx& ctx, int line, const char* op, const T* b, int64_t n) {
   if constexpr (!kIsFloatLike<T>) {
     for (int64_t i = 0; i < n; ++i) {
-      if (b[i] == T(0)) Fault(ctx, line, "div", "integer division by zero in a tile");
+      if (b[i] == T(0)) Fault(ctx, line, op, "integer division by zero in a tile");
     }
   }
 }
 
 template <typename T>
-inline T DivInt(T a, T b) {
-  if (b == T(-1)) {
-    T r;
-    __builtin_sub_overflow(T(0), a, &r);
-    return r;
-  }
-  return a / b;
+inline T WrapNeg(T a) {
+  T r;
+  __builtin_sub_overflow(T(0), a, &r);
+  return r;
 }
+
+template <typename T>
+inline T DivInt(T a, T b) {
+  return b == T(-1) ? WrapNeg(a) : T(a / b);  // INT_MIN / -1 wraps like the device instead of trapping
+}
+
+template <typename V>
+constexpr bool kIsLanes = __is_same(V, f32x16);
 
 struct AddF { template <typename V> V operator()(V a, V b) const { return a + b; } };
 struct SubF { template <typename V> V operator()(V a, V b) const { return a - b; } };
 struct MulF { template <typename V> V operator()(V a, V b) const { return a * b; } };
 struct DivF {
   template <typename V> V operator()(V a, V b) const {
-    if constexpr (__is_same(V, f32x16) || __is_same(V, float) || __is_same(V, double)) return a / b;
+    if constexpr (kIsLanes<V>) return a / b;
     else return DivInt(a, b);
   }
 };
 struct MaxF { template <typename V> V operator()(V a, V b) const { return a > b ? a : b; } };
 struct MinF { template <typename V> V operator()(V a, V b) const { return a < b ? a : b; } };
 
+struct NegF {
+  template <typename V> V operator()(V a) const {
+    if constexpr (kIsLanes<V>) return -a;
+    else return WrapNeg(a);
+  }
+};
+struct AbsF {
+  template <typename V> V operator()(V a) const {
+    if constexpr (kIsLanes<V>) return Abs16(a);
+    else return a < V(0) ? WrapNeg(a) : a;
+  }
+};
+// NaN stays NaN, like torch.relu.
+struct ReluF { template <typename V> V operator()(V a) const { return a < V{} ? V{} : a; } };
+struct ExpF { f32x16 operator()(f32x16 a) const { return Exp16(a); } };
+struct LogF { f32x16 operator()(f32x16 a) const { return Log16(a); } };
+struct SqrtF { f32x16 operator()(f32x16 a) const { return Sqrt16(a); } };
+// 1 / sqrt(x) with both steps rounded, as torch.rsqrt computes it.
+struct RsqrtF { f32x16 operator()(f32x16 a) const { return 1.0f / Sqrt16(a); } };
+struct RecipF { f32x16 operator()(f32x16 a) const { return 1.0f / a; } };
+
 template <typename F, typename TD, typename TA, typename TB>
 inline void Binary(CoreCtx& ctx, int line, TD& dst, const TA& a, const TB& b) {
-  using T = typename TD::Elem;
   ForWindow(dst, [&](int64_t off, int64_t n) {
-    if constexpr (__is_same(F, DivF)) CheckNoZeroDivisor(ctx, line, b.data + off, n);
-    MapBinary(dst.data + off, a.data + off, b.data + off, n, F{});
+    if constexpr (__is_same(F, DivF)) CheckNoZeroDivisor(ctx, line, "div", b.data + off, n);
+    Map(dst.data + off, n, F{}, a.data + off, b.data + off);
   });
-  (void)sizeof(T);
 }
 
 template <typename F, typename TD, typename TA, typename S>
@@ -94,7 +150,15 @@ inline void Scalar(CoreCtx& ctx, int line, TD& dst, const TA& a, S s) {
   if constexpr (__is_same(F, DivF) && !kIsFloatLike<T>) {
     if (T(s) == T(0)) Fault(ctx, line, "divs", "integer division by zero");
   }
-  ForWindow(dst, [&](int64_t off, int64_t n) { MapScalar(dst.data + off, a.data + off, s, n, F{}); });
+  const auto sv = ScalarAs<T>(s);
+  ForWindow(dst, [&](int64_t off, int64_t n) {
+    Map(dst.data + off, n, [&](auto x) { return F{}(x, decltype(x)(sv)); }, a.data + off);
+  });
+}
+
+template <typename F, typename TD, typename TS>
+inline void Unary(TD& dst, const TS& src) {
+  ForWindow(dst, [&](int64_t off, int64_t n) { Map(dst.data + off, n, F{}, src.data + off); });
 }
 
 }  // namespace detail
@@ -109,6 +173,11 @@ inline void Scalar(CoreCtx& ctx, int line, TD& dst, const TA& a, S s) {
   inline void name(CoreCtx& ctx, int line, TD& dst, const TA& a, S s) {          \
     detail::Scalar<detail::functor>(ctx, line, dst, a, s);                       \
   }
+#define PTO_UNARY_OP(name, functor)                                              \
+  template <typename TD, typename TS>                                            \
+  inline void name(CoreCtx&, int, TD& dst, const TS& src) {                      \
+    detail::Unary<detail::functor>(dst, src);                                    \
+  }
 
 PTO_BINARY_OP(add, AddF)
 PTO_BINARY_OP(sub, SubF)
@@ -122,8 +191,92 @@ PTO_SCALAR_OP(muls, MulF)
 PTO_SCALAR_OP(divs, DivF)
 PTO_SCALAR_OP(maxs, MaxF)
 PTO_SCALAR_OP(mins, MinF)
+PTO_UNARY_OP(neg, NegF)
+PTO_UNARY_OP(abs, AbsF)
+PTO_UNARY_OP(relu, ReluF)
+PTO_UNARY_OP(exp, ExpF)
+PTO_UNARY_OP(log, LogF)
+PTO_UNARY_OP(sqrt, SqrtF)
+PTO_UNARY_OP(rsqrt, RsqrtF)
+PTO_UNARY_OP(recip, RecipF)
 
 #undef PTO_BINARY_OP
 #undef PTO_SCALAR_OP
+#undef PTO_UNARY_OP
+
+// expands: every element of the window becomes `s` (as the element type).
+template <typename TD, typename S>
+inline void expands(CoreCtx&, int, TD& dst, S s) {
+  const auto v = detail::AsElem<typename TD::Elem>(s);
+  detail::ForWindow(dst, [&](int64_t off, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) dst.data[off + i] = v;
+  });
+}
+
+// add_relu / sub_relu issue the add (sub) into lhs and then the relu into out, as the public docs
+// describe: lhs is overwritten with the intermediate sum.
+template <typename TD, typename TA, typename TB>
+inline void add_relu(CoreCtx& ctx, int line, TD& dst, TA& lhs, const TB& rhs) {
+  add(ctx, line, lhs, lhs, rhs);
+  relu(ctx, line, dst, lhs);
+}
+template <typename TD, typename TA, typename TB>
+inline void sub_relu(CoreCtx& ctx, int line, TD& dst, TA& lhs, const TB& rhs) {
+  sub(ctx, line, lhs, lhs, rhs);
+  relu(ctx, line, dst, lhs);
+}
+
+// out = a + b + c, rounded after each add.
+template <typename TD, typename TA, typename TB, typename TC>
+inline void addc(CoreCtx&, int, TD& dst, const TA& a, const TB& b, const TC& c) {
+  using T = typename TD::Elem;
+  detail::ForWindow(dst, [&](int64_t off, int64_t n) {
+    detail::Map(dst.data + off, n, [](auto x, auto y, auto z) { return detail::Round<T>(x + y) + z; },
+                a.data + off, b.data + off, c.data + off);
+  });
+}
+
+// out = lhs * rhs + out
+template <typename TD, typename TA, typename TB>
+inline void mul_add_dst(CoreCtx&, int, TD& dst, const TA& lhs, const TB& rhs) {
+  using T = typename TD::Elem;
+  detail::ForWindow(dst, [&](int64_t off, int64_t n) {
+    detail::Map(dst.data + off, n, [](auto x, auto y, auto acc) { return detail::Round<T>(x * y) + acc; },
+                lhs.data + off, rhs.data + off, dst.data + off);
+  });
+}
+
+// out = lhs * out + rhs
+template <typename TD, typename TA, typename TB>
+inline void fused_mul_add(CoreCtx&, int, TD& dst, const TA& lhs, const TB& rhs) {
+  using T = typename TD::Elem;
+  detail::ForWindow(dst, [&](int64_t off, int64_t n) {
+    detail::Map(dst.data + off, n, [](auto x, auto acc, auto y) { return detail::Round<T>(x * acc) + y; },
+                lhs.data + off, dst.data + off, rhs.data + off);
+  });
+}
+
+// out = relu(out * a + b)
+template <typename TD, typename TA, typename TB>
+inline void fused_mul_add_relu(CoreCtx&, int, TD& dst, const TA& a, const TB& b) {
+  using T = typename TD::Elem;
+  detail::ForWindow(dst, [&](int64_t off, int64_t n) {
+    detail::Map(dst.data + off, n,
+                [](auto acc, auto x, auto y) { return detail::ReluF{}(detail::Round<T>(acc * x) + y); },
+                dst.data + off, a.data + off, b.data + off);
+  });
+}
+
+// out = alpha * src + out. alpha is taken as src's element type; the product and the sum are rounded
+// to out's type (exact for the fp16 -> fp32 widening form).
+template <typename TD, typename TS, typename S>
+inline void axpy(CoreCtx&, int, TD& dst, const TS& src, S alpha) {
+  using T = typename TD::Elem;
+  const auto a = detail::ScalarAs<typename TS::Elem>(alpha);
+  detail::ForWindow(dst, [&](int64_t off, int64_t n) {
+    detail::Map(dst.data + off, n, [&](auto x, auto acc) { return detail::Round<T>(decltype(x)(a) * x) + acc; },
+                src.data + off, dst.data + off);
+  });
+}
 
 }  // namespace pto

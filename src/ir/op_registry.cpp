@@ -120,6 +120,7 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
     Fail(ErrorKind::kUndefined, span, "pl." + name + " is not an op of the tile language");
   }
   std::string callee = "pl." + name + "()";
+  const OpDef* called = op;
 
   // Keywords that choose another op: dispatch values (sum(..., dim=1)) and optional operands.
   std::map<std::string, KwargValue> rest = kwargs;
@@ -161,7 +162,8 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
     }
   }
 
-  // Operands given by keyword take their place by name.
+  // Operands given by keyword take their place by name: the chosen op's, or those of the op called
+  // (maximum(out, lhs=src, rhs=tmp, dim=0) binds row_max's src and tmp).
   std::vector<Expr> bound(op->operands.size());
   if (args.size() > bound.size()) {
     Fail(ErrorKind::kType, span,
@@ -171,6 +173,7 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
   for (size_t i = 0; i < args.size(); ++i) bound[i] = args[i];
   for (size_t i = 0; i < op->operands.size(); ++i) {
     auto it = rest.find(std::string(op->operands[i].name));
+    if (it == rest.end() && i < called->operands.size()) it = rest.find(std::string(called->operands[i].name));
     if (it == rest.end()) continue;
     if (bound[i]) Fail(ErrorKind::kType, span, callee + " got '" + std::string(op->operands[i].name) + "' twice");
     const KwargValue& v = it->second;
@@ -185,7 +188,15 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
            op->Signature() + " is missing its '" + std::string(op->operands[i].name) + "' argument");
     }
   }
-  if (!op->scalar_form.empty() && bound.back()->type.IsScalar()) op = FindOp(op->scalar_form);
+  if (!op->scalar_form.empty()) {
+    const OpDef* scalar_op = FindOp(op->scalar_form);
+    for (size_t i = 0; i < bound.size() && i < scalar_op->operands.size(); ++i) {
+      if (scalar_op->operands[i].kind == OperandKind::kScalar && bound[i]->type.IsScalar()) {
+        op = scalar_op;
+        break;
+      }
+    }
+  }
 
   // Options: every one, in declaration order, defaults included.
   std::vector<Attr> attrs;

@@ -131,8 +131,8 @@ void AddTransferOps(std::vector<OpDef>& ops) {
   // CheckMove decides which memory pairs are data paths; the pipe follows the path
   // (PipeRule::kByMove), OpDef::pipe covers the rest (Vec -> Vec).
   OpDef move{"move", Pipe::kV, PipeRule::kByMove, WindowRule::kSource,
-             {{"dst_tile", OperandKind::kTile, Access::kWrite, kAnyTileMemory, kAllSupportedDTypes},
-              {"src_tile", OperandKind::kTile, Access::kRead, kAnyTileMemory, kAllSupportedDTypes}},
+             {{"dst_tile", OperandKind::kTile, Access::kWrite, kAnyTileMemory, kAllSupportedDTypes, ShapeRole::kAny},
+              {"src_tile", OperandKind::kTile, Access::kRead, kAnyTileMemory, kAllSupportedDTypes, ShapeRole::kAny}},
              false, kAllSupportedDTypes, "", "pto::move",
              {KwargSpec{"offset", AttrKind::kInt, 0, {}, false, kTier2},
               KwargSpec{"acc_to_vec_mode", AttrKind::kEnum, 0,

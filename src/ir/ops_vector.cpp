@@ -1,42 +1,290 @@
-// Compute on Vec tiles, pipe V (LANGUAGE.md section 5).
+// Compute on Vec tiles, pipe V (LANGUAGE.md section 5). Operand names, dtypes and shape rules
+// follow the public API reference of each op; where it is silent, the entry says what was chosen.
+#include <initializer_list>
+#include <string>
+#include <tuple>
+
 #include "op_tables.h"
+#include "pypto_pro/ir/stmt.h"
 
 namespace pypto_pro::ir {
 
 namespace {
 
+constexpr uint32_t Bits(std::initializer_list<DataType> dtypes) {
+  uint32_t bits = 0;
+  for (DataType d : dtypes) bits |= Bit(d);
+  return bits;
+}
+
+using D = DataType;
+constexpr uint32_t kInts8To32 = Bits({D::kInt8, D::kInt16, D::kInt32, D::kUInt8, D::kUInt16, D::kUInt32});
+constexpr uint32_t kHalfOrFloat = Bits({D::kFP16, D::kFP32});
+// "b16/b32" in the docs: the 16- and 32-bit element types.
+constexpr uint32_t kBits16Or32 = Bits({D::kInt16, D::kUInt16, D::kInt32, D::kUInt32, D::kFP16, D::kBF16, D::kFP32});
+constexpr uint32_t kMask = Bit(D::kUInt8);
+constexpr uint32_t kIndex = Bits({D::kInt32, D::kUInt32});
+
+OperandSpec Out(std::string_view name = "out", ShapeRole shape = ShapeRole::kSame, uint32_t dtypes = 0) {
+  return {name, OperandKind::kTile, Access::kWrite, kVecOnly, dtypes, shape};
+}
+OperandSpec InOut(std::string_view name = "out", uint32_t dtypes = 0) {
+  return {name, OperandKind::kTile, Access::kReadWrite, kVecOnly, dtypes};
+}
+OperandSpec In(std::string_view name, ShapeRole shape = ShapeRole::kSame, uint32_t dtypes = 0) {
+  return {name, OperandKind::kTile, Access::kRead, kVecOnly, dtypes, shape};
+}
+OperandSpec ScalarIn(std::string_view name) { return {name, OperandKind::kScalar, Access::kRead}; }
+// A scratch tile the public signature requires and no implementation touches.
+OperandSpec UnusedTmp() { return In("tmp", ShapeRole::kAny, kAllSupportedDTypes); }
+
+OpDef VecOp(std::string_view name, WindowRule window, std::vector<OperandSpec> operands, uint32_t dtypes,
+            std::string_view device_fn, std::string_view doc) {
+  return OpDef{name, Pipe::kV, PipeRule::kFixed, window, std::move(operands), true, dtypes, "", device_fn, {}, doc};
+}
+
+// A variant reached through a dispatch keyword or a scalar operand: callable only by `public_name`.
+OpDef Variant(OpDef op, std::string_view public_name) {
+  op.public_name = public_name;
+  return op;
+}
+
+KwargSpec DimDispatch(int64_t default_value, std::string_view row_op, std::string_view col_op) {
+  return KwargSpec{"dim", AttrKind::kDispatch, default_value, {row_op, col_op}};
+}
+
+std::string DtypeName(const Expr& e) { return std::string(Name(e->type.dtype)); }
+
+// ---- element-wise ----
+
 OpDef Elementwise(std::string_view name, std::string_view scalar_form, std::string_view device_fn,
                   std::string_view doc) {
-  return OpDef{name, Pipe::kV, PipeRule::kFixed, WindowRule::kDestination,
-               {{"out", OperandKind::kTile, Access::kWrite, kVecOnly},
-                {"lhs", OperandKind::kTile, Access::kRead, kVecOnly},
-                {"rhs", OperandKind::kTile, Access::kRead, kVecOnly}},
-               true, kNumericDTypes, scalar_form, device_fn, {}, doc};
+  OpDef op = VecOp(name, WindowRule::kDestination, {Out(), In("lhs"), In("rhs")}, kNumericDTypes, device_fn, doc);
+  op.scalar_form = scalar_form;
+  return op;
 }
 
 OpDef ElementwiseScalar(std::string_view name, std::string_view device_fn, std::string_view doc) {
-  return OpDef{name, Pipe::kV, PipeRule::kFixed, WindowRule::kDestination,
-               {{"out", OperandKind::kTile, Access::kWrite, kVecOnly},
-                {"lhs", OperandKind::kTile, Access::kRead, kVecOnly},
-                {"scalar", OperandKind::kScalar, Access::kRead}},
-               true, kNumericDTypes, "", device_fn, {}, doc};
+  return VecOp(name, WindowRule::kDestination, {Out(), In("lhs"), ScalarIn("scalar")}, kNumericDTypes, device_fn,
+               doc);
 }
 
-}  // namespace
+OpDef Unary(std::string_view name, uint32_t dtypes, std::string_view device_fn, std::string_view doc) {
+  return VecOp(name, WindowRule::kDestination, {Out(), In("src")}, dtypes, device_fn, doc);
+}
 
-void AddVectorOps(std::vector<OpDef>& ops) {
+void AddElementwiseOps(std::vector<OpDef>& ops) {
+  OpDef maximum = Elementwise("maximum", "maxs", "pto::maximum", "out = max(lhs, rhs); dim=0/1: row/column max");
+  maximum.kwargs = {DimDispatch(-1, "row_max", "col_max")};  // no dim: element-wise
+  OpDef minimum = Elementwise("minimum", "mins", "pto::minimum", "out = min(lhs, rhs); dim=0/1: row/column min");
+  minimum.kwargs = {DimDispatch(-1, "row_min", "col_min")};
   ops.push_back(Elementwise("add", "adds", "pto::add", "out = lhs + rhs"));
   ops.push_back(Elementwise("sub", "subs", "pto::sub", "out = lhs - rhs"));
   ops.push_back(Elementwise("mul", "muls", "pto::mul", "out = lhs * rhs"));
   ops.push_back(Elementwise("div", "divs", "pto::div", "out = lhs / rhs"));
-  ops.push_back(Elementwise("maximum", "maxs", "pto::maximum", "out = max(lhs, rhs)"));
-  ops.push_back(Elementwise("minimum", "mins", "pto::minimum", "out = min(lhs, rhs)"));
+  ops.push_back(maximum);
+  ops.push_back(minimum);
   ops.push_back(ElementwiseScalar("adds", "pto::adds", "out = lhs + scalar"));
   ops.push_back(ElementwiseScalar("subs", "pto::subs", "out = lhs - scalar"));
   ops.push_back(ElementwiseScalar("muls", "pto::muls", "out = lhs * scalar"));
   ops.push_back(ElementwiseScalar("divs", "pto::divs", "out = lhs / scalar"));
   ops.push_back(ElementwiseScalar("maxs", "pto::maxs", "out = max(lhs, scalar)"));
   ops.push_back(ElementwiseScalar("mins", "pto::mins", "out = min(lhs, scalar)"));
+
+  const uint32_t floats = kFloatDTypes;
+  ops.push_back(Unary("neg", Bits({D::kInt16, D::kInt32, D::kInt64}) | floats, "pto::neg", "out = -src"));
+  ops.push_back(Unary("abs", Bits({D::kInt8, D::kInt16, D::kInt32}) | kHalfOrFloat, "pto::abs", "out = |src|"));
+  // exp/log/sqrt: "b16/b32" and "b8..b64" in the docs; only the float types give them a meaning.
+  ops.push_back(Unary("exp", floats, "pto::exp", "out = e^src"));
+  ops.push_back(Unary("log", floats, "pto::log", "out = ln(src)"));
+  ops.push_back(Unary("sqrt", floats, "pto::sqrt", "out = sqrt(src)"));
+  ops.push_back(Unary("rsqrt", kHalfOrFloat, "pto::rsqrt", "out = 1 / sqrt(src)"));
+  ops.push_back(Unary("recip", kHalfOrFloat, "pto::recip", "out = 1 / src"));
+  ops.push_back(Unary("relu", kHalfOrFloat | Bit(D::kInt32), "pto::relu", "out = max(src, 0)"));
+  // The docs also allow Mat tiles; their layout belongs to the cube ops, so Vec only for now.
+  ops.push_back(VecOp("expands", WindowRule::kDestination, {Out(), ScalarIn("scalar")}, kNumericDTypes,
+                      "pto::expands", "every element of out = scalar"));
+}
+
+// ---- fused ----
+
+void AxpyCheck(const StmtNode& s) {
+  const Expr& out = s.args[0];
+  const Expr& src = s.args[1];
+  bool widening = src->type.dtype == D::kFP16 && out->type.dtype == D::kFP32;
+  if (src->type.dtype != out->type.dtype && !widening) {
+    Fail(ErrorKind::kType, s.span,
+         "pl.axpy: 'src' is " + DtypeName(src) + " but 'out' is " + DtypeName(out) +
+             "; they must match, or be fp16 -> fp32 (the widening form)");
+  }
+}
+
+void AddFusedOps(std::vector<OpDef>& ops) {
+  // add_relu / sub_relu write the intermediate sum into lhs (public docs), so lhs is written too.
+  ops.push_back(VecOp("add_relu", WindowRule::kDestination, {Out(), InOut("lhs"), In("rhs")},
+                      kHalfOrFloat | Bit(D::kInt32), "pto::add_relu", "lhs = lhs + rhs; out = relu(lhs)"));
+  ops.push_back(VecOp("sub_relu", WindowRule::kDestination, {Out(), InOut("lhs"), In("rhs")}, kHalfOrFloat,
+                      "pto::sub_relu", "lhs = lhs - rhs; out = relu(lhs)"));
+  ops.push_back(VecOp("addc", WindowRule::kDestination, {Out(), In("a"), In("b"), In("c")}, kBits16Or32,
+                      "pto::addc", "out = a + b + c"));
+  ops.push_back(VecOp("mul_add_dst", WindowRule::kDestination, {InOut(), In("lhs"), In("rhs")},
+                      kBits16Or32 | Bits({D::kInt64, D::kUInt64}), "pto::mul_add_dst", "out = lhs * rhs + out"));
+  ops.push_back(VecOp("fused_mul_add", WindowRule::kDestination, {InOut(), In("lhs"), In("rhs")}, kBits16Or32,
+                      "pto::fused_mul_add", "out = lhs * out + rhs"));
+  ops.push_back(VecOp("fused_mul_add_relu", WindowRule::kDestination, {InOut(), In("a"), In("b")}, kBits16Or32,
+                      "pto::fused_mul_add_relu", "out = relu(out * a + b)"));
+  // The docs want alpha in src's dtype; kernels have no fp16 scalars, so the device rounds it to src's.
+  OpDef axpy = VecOp("axpy", WindowRule::kDestination,
+                     {InOut("out", kHalfOrFloat), In("src", ShapeRole::kSame, kHalfOrFloat), ScalarIn("alpha")},
+                     kHalfOrFloat, "pto::axpy", "out = alpha * src + out");
+  axpy.check = AxpyCheck;
+  ops.push_back(axpy);
+}
+
+// ---- conversion, compare, select ----
+
+// pl.RoundMode's members, in the order of pto::RoundMode (device_include/pypto_pro/vector_cast.h).
+const std::vector<std::string_view>& RoundModes() {
+  static const std::vector<std::string_view> modes = {"CAST_RINT",  "CAST_ROUND", "CAST_FLOOR", "CAST_CEIL",
+                                                      "CAST_TRUNC", "CAST_ODD",   "CAST_NONE"};
+  return modes;
+}
+
+void CastCheck(const StmtNode& s) {
+  for (const Attr& attr : s.attrs) {
+    if (attr.name != "mode" || RoundModes()[size_t(attr.value)] != "CAST_ODD") continue;
+    const Expr& out = s.args[0];
+    const Expr& src = s.args[1];
+    if (src->type.dtype != D::kFP32 || out->type.dtype != D::kFP16) {
+      Fail(ErrorKind::kValue, s.span,
+           "pl.cast: mode=pl.RoundMode.CAST_ODD is only defined for fp32 -> fp16, not " + DtypeName(src) + " -> " +
+               DtypeName(out));
+    }
+  }
+}
+
+void AddConversionOps(std::vector<OpDef>& ops) {
+  OpDef cast = VecOp("cast", WindowRule::kDestination,
+                     {Out("out", ShapeRole::kSame, kNumericDTypes), In("src", ShapeRole::kSame, kNumericDTypes)},
+                     kNumericDTypes, "pto::cast", "out = src converted to out's dtype, rounded by mode");
+  cast.same_dtype = false;
+  cast.kwargs = {KwargSpec{"mode", AttrKind::kEnum, 1, RoundModes(), true, {}, "pto::RoundMode::"}};
+  cast.check = CastCheck;
+  ops.push_back(cast);
+
+  // Compares: a bit-packed UINT8 mask of lhs's shape (format in device_include/pypto_pro/vector_compare.h).
+  for (auto [name, scalar_name, fn, scalar_fn, doc] :
+       {std::tuple{"eq", "eq_scalar", "pto::eq", "pto::eq_scalar", "mask bit = lhs == rhs"},
+        std::tuple{"ne", "ne_scalar", "pto::ne", "pto::ne_scalar", "mask bit = lhs != rhs"},
+        std::tuple{"lt", "lt_scalar", "pto::lt", "pto::lt_scalar", "mask bit = lhs < rhs"},
+        std::tuple{"le", "le_scalar", "pto::le", "pto::le_scalar", "mask bit = lhs <= rhs"},
+        std::tuple{"gt", "gt_scalar", "pto::gt", "pto::gt_scalar", "mask bit = lhs > rhs"},
+        std::tuple{"ge", "ge_scalar", "pto::ge", "pto::ge_scalar", "mask bit = lhs >= rhs"}}) {
+    OpDef op = VecOp(name, WindowRule::kDestination, {Out("out", ShapeRole::kSame, kMask), In("lhs"), In("rhs")},
+                     kNumericDTypes, fn, doc);
+    op.scalar_form = scalar_name;
+    ops.push_back(op);
+    ops.push_back(Variant(VecOp(scalar_name, WindowRule::kDestination,
+                                {Out("out", ShapeRole::kSame, kMask), In("lhs"), ScalarIn("rhs")}, kNumericDTypes,
+                                scalar_fn, doc),
+                          name));
+  }
+
+  OpDef select = VecOp("select", WindowRule::kDestination,
+                       {Out(), In("mask", ShapeRole::kSame, kMask), In("lhs"), In("rhs"), UnusedTmp()},
+                       kNumericDTypes, "pto::select", "out = mask ? lhs : rhs");
+  select.scalar_form = "select_scalar";
+  ops.push_back(select);
+  ops.push_back(Variant(VecOp("select_scalar", WindowRule::kDestination,
+                              {Out(), In("mask", ShapeRole::kSame, kMask), In("lhs"), ScalarIn("rhs"), UnusedTmp()},
+                              kNumericDTypes & ~Bit(D::kBF16), "pto::select_scalar", "out = mask ? lhs : rhs"),
+                        "select"));
+}
+
+// ---- reductions (the source's valid window) ----
+
+void AddReductionOps(std::vector<OpDef>& ops) {
+  // dtypes per the docs of sum (dim=0 / dim=1) and of maximum/minimum's reduction form; max/min
+  // want tmp like src, sum never reads it.
+  const uint32_t row_sum_dtypes = Bits({D::kInt16, D::kInt32, D::kInt64, D::kUInt64, D::kFP16, D::kFP32});
+  const uint32_t row_extreme_dtypes = kInts8To32 | kHalfOrFloat;
+  auto reduce = [](std::string_view name, ShapeRole out, uint32_t dtypes, OperandSpec tmp, std::string_view fn,
+                   std::string_view doc) {
+    return VecOp(name, WindowRule::kSource, {Out("out", out), In("src"), tmp}, dtypes, fn, doc);
+  };
+  const ShapeRole col = ShapeRole::kColumn, row = ShapeRole::kRow;
+  ops.push_back(reduce("row_sum", col, row_sum_dtypes, UnusedTmp(), "pto::row_sum", "out[r] = sum of row r"));
+  ops.push_back(reduce("row_max", col, row_extreme_dtypes, In("tmp"), "pto::row_max", "out[r] = max of row r"));
+  ops.push_back(reduce("row_min", col, row_extreme_dtypes, In("tmp"), "pto::row_min", "out[r] = min of row r"));
+  ops.push_back(reduce("col_sum", row, kNumericDTypes, UnusedTmp(), "pto::col_sum", "out[c] = sum of column c"));
+  ops.push_back(reduce("col_max", row, kNumericDTypes, In("tmp"), "pto::col_max", "out[c] = max of column c"));
+  ops.push_back(reduce("col_min", row, kNumericDTypes, In("tmp"), "pto::col_min", "out[c] = min of column c"));
+  OpDef sum = reduce("sum", col, row_sum_dtypes, UnusedTmp(), "pto::row_sum", "dim=0: row_sum; dim=1: col_sum");
+  sum.kwargs = {DimDispatch(0, "row_sum", "col_sum")};
+  ops.push_back(sum);
+
+  // argmax/argmin: INT32/UINT32 indices; tmp like src (docs).
+  const uint32_t col_arg_dtypes = kInts8To32 | kFloatDTypes;
+  for (auto [name, col_name, fn, col_fn, doc] :
+       {std::tuple{"argmax", "col_argmax", "pto::argmax", "pto::col_argmax", "index of the first max of each row"},
+        std::tuple{"argmin", "col_argmin", "pto::argmin", "pto::col_argmin", "index of the first min of each row"}}) {
+    OpDef op = VecOp(name, WindowRule::kSource, {Out("out", col, kIndex), In("src"), In("tmp")}, kHalfOrFloat, fn,
+                     doc);
+    op.kwargs = {DimDispatch(0, name, col_name)};
+    ops.push_back(op);
+    ops.push_back(Variant(VecOp(col_name, WindowRule::kSource, {Out("out", row, kIndex), In("src"), In("tmp")},
+                                col_arg_dtypes, col_fn, "dim=1: the row index for each column"),
+                          name));
+  }
+}
+
+// ---- broadcasts (the destination's valid window) ----
+
+struct BroadcastNames {
+  std::string_view row_op, row_fn, row_doc, col_op, col_fn, col_doc, expand;  // expand: "" if not public
+};
+
+void AddBroadcastOps(std::vector<OpDef>& ops) {
+  // No public page for row_expand_* / col_expand_*: they are expand_*(dim=0 / dim=1), whose dtypes they take.
+  const uint32_t dtypes = kInts8To32 | kFloatDTypes;
+  const BroadcastNames table[] = {
+      {"row_expand_add", "pto::row_expand_add", "out[r, c] = src[r, c] + col[r]", "col_expand_add",
+       "pto::col_expand_add", "out[r, c] = src[r, c] + row[c]", ""},
+      {"row_expand_sub", "pto::row_expand_sub", "out[r, c] = src[r, c] - col[r]", "col_expand_sub",
+       "pto::col_expand_sub", "out[r, c] = src[r, c] - row[c]", "expand_sub"},
+      {"row_expand_mul", "pto::row_expand_mul", "out[r, c] = src[r, c] * col[r]", "col_expand_mul",
+       "pto::col_expand_mul", "out[r, c] = src[r, c] * row[c]", "expand_mul"},
+      {"row_expand_div", "pto::row_expand_div", "out[r, c] = src[r, c] / col[r]", "col_expand_div",
+       "pto::col_expand_div", "out[r, c] = src[r, c] / row[c]", "expand_div"},
+      {"row_expand_max", "pto::row_expand_max", "out[r, c] = max(src[r, c], col[r])", "col_expand_max",
+       "pto::col_expand_max", "out[r, c] = max(src[r, c], row[c])", "expand_max"},
+      {"row_expand_min", "pto::row_expand_min", "out[r, c] = min(src[r, c], col[r])", "col_expand_min",
+       "pto::col_expand_min", "out[r, c] = min(src[r, c], row[c])", "expand_min"},
+  };
+  for (const BroadcastNames& n : table) {
+    OpDef row_op = VecOp(n.row_op, WindowRule::kDestination, {Out(), In("src"), In("col", ShapeRole::kColumn)},
+                         dtypes, n.row_fn, n.row_doc);
+    ops.push_back(row_op);
+    ops.push_back(VecOp(n.col_op, WindowRule::kDestination, {Out(), In("src"), In("row", ShapeRole::kRow)}, dtypes,
+                        n.col_fn, n.col_doc));
+    if (n.expand.empty()) continue;
+    OpDef expand = row_op;
+    expand.name = n.expand;
+    expand.operands[2].name = "scalar";
+    expand.doc = "dim=0: row_expand_* with an [R, 1] tile; dim=1: col_expand_* with a [1, C] tile";
+    expand.kwargs = {DimDispatch(0, n.row_op, n.col_op)};
+    ops.push_back(expand);
+  }
+}
+
+}  // namespace
+
+void AddVectorOps(std::vector<OpDef>& ops) {
+  AddElementwiseOps(ops);
+  AddFusedOps(ops);
+  AddConversionOps(ops);
+  AddReductionOps(ops);
+  AddBroadcastOps(ops);
 }
 
 }  // namespace pypto_pro::ir

@@ -4,6 +4,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 
 namespace pypto_pro::ir {
 
@@ -18,6 +19,14 @@ std::string MemoryList(uint32_t mask) {
   std::string s;
   for (uint32_t m = 0; m < uint32_t(MemorySpace::kCount); ++m) {
     if (mask & (1u << m)) s += (s.empty() ? "" : " or ") + std::string(Name(MemorySpace(m)));
+  }
+  return s;
+}
+
+std::string DTypeList(uint32_t mask) {
+  std::string s;
+  for (uint32_t d = 0; d < uint32_t(DataType::kCount); ++d) {
+    if (mask & (1u << d)) s += (s.empty() ? "" : ", ") + std::string(Name(DataType(d)));
   }
   return s;
 }
@@ -150,7 +159,8 @@ class Verifier {
            where + " takes " + std::to_string(op.operands.size()) + " operands, got " + std::to_string(s.args.size()));
     }
     const ExprNode* tensor = nullptr;
-    const ExprNode* first_data = nullptr;
+    const ExprNode* first_data = nullptr;  // the operand the others of a same-dtype op must match
+    std::string_view first_data_name;
     for (size_t i = 0; i < s.args.size(); ++i) {
       const OperandSpec& spec = op.operands[i];
       const Expr& arg = s.args[i];
@@ -209,16 +219,20 @@ class Verifier {
       uint32_t allowed = spec.dtypes ? spec.dtypes : op.dtypes;
       if (!(allowed & Bit(arg->type.dtype))) {
         Fail(ErrorKind::kType, span, name + " has dtype " + std::string(Name(arg->type.dtype)) +
-                                         ", which " + where + " does not support there");
+                                         ", which " + where + " does not support there (it takes " +
+                                         DTypeList(allowed) + ")");
       }
       if (spec.dtypes) continue;  // an operand with its own dtype rule (masks, indices, casts)
       if (op.same_dtype && first_data && first_data->type.dtype != arg->type.dtype) {
         Fail(ErrorKind::kType, span,
              where + ": dtype mismatch: operand '" + std::string(spec.name) + "' is " +
-                 std::string(Name(arg->type.dtype)) + " but '" + std::string(op.operands[0].name) + "' is " +
+                 std::string(Name(arg->type.dtype)) + " but '" + std::string(first_data_name) + "' is " +
                  std::string(Name(first_data->type.dtype)));
       }
-      if (!first_data) first_data = arg.get();
+      if (!first_data) {
+        first_data = arg.get();
+        first_data_name = spec.name;
+      }
     }
     CheckShapes(s, where, tensor);
     if (op.check) op.check(s);
@@ -253,19 +267,47 @@ class Verifier {
                  std::to_string(given) + " entries");
       }
     }
-    if (op.window == WindowRule::kDestination) {
-      const TileType* first = nullptr;
-      for (size_t i = 0; i < s.args.size(); ++i) {
-        if (!s.args[i]->type.IsTile()) continue;
-        const TileType& t = *s.args[i]->type.tile;
-        if (first && first->shape != t.shape) {
-          Fail(ErrorKind::kType, s.args[i]->span.valid() ? s.args[i]->span : s.span,
-               where + ": operand '" + std::string(op.operands[i].name) + "' has shape " + t.ToString() +
-                   " but '" + std::string(op.operands[0].name) + "' is " + first->ToString());
-        }
-        if (!first) first = &t;
+    if (op.window == WindowRule::kDestination || op.window == WindowRule::kSource) CheckTileShapes(s, where);
+  }
+
+  // Each tile operand against the reference shape (the first kSame tile) by its ShapeRole.
+  void CheckTileShapes(const StmtNode& s, const std::string& where) {
+    const OpDef& op = *s.op;
+    const TileType* ref = nullptr;
+    std::string_view ref_name;
+    for (size_t i = 0; i < s.args.size(); ++i) {
+      if (op.operands[i].kind != OperandKind::kTile || op.operands[i].shape != ShapeRole::kSame) continue;
+      const TileType& t = *s.args[i]->type.tile;
+      if (ref && ref->shape != t.shape) {
+        Fail(ErrorKind::kType, ArgSpan(s, i),
+             where + ": operand '" + std::string(op.operands[i].name) + "' has shape " + t.ToString() + " but '" +
+                 std::string(ref_name) + "' is " + ref->ToString());
+      }
+      if (!ref) {
+        ref = &t;
+        ref_name = op.operands[i].name;
       }
     }
+    if (!ref) return;
+    for (size_t i = 0; i < s.args.size(); ++i) {
+      const OperandSpec& spec = op.operands[i];
+      if (spec.kind != OperandKind::kTile || (spec.shape != ShapeRole::kColumn && spec.shape != ShapeRole::kRow)) {
+        continue;
+      }
+      const TileType& t = *s.args[i]->type.tile;
+      bool column = spec.shape == ShapeRole::kColumn;
+      int64_t rows = column ? ref->Rows() : 1, cols = column ? 1 : ref->Cols();
+      if (t.shape.size() != 2 || t.shape[0] != rows || t.shape[1] != cols) {
+        Fail(ErrorKind::kType, ArgSpan(s, i),
+             where + ": operand '" + std::string(spec.name) + "' must have shape [" + std::to_string(rows) + ", " +
+                 std::to_string(cols) + "] (one value per " + (column ? "row" : "column") + " of '" +
+                 std::string(ref_name) + "' " + ref->ToString() + "), got " + t.ToString());
+      }
+    }
+  }
+
+  static Span ArgSpan(const StmtNode& s, size_t i) {
+    return s.args[i]->span.valid() ? s.args[i]->span : s.span;
   }
 
   void VisitDeclTiles(const StmtNode& s) {

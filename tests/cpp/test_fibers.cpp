@@ -179,7 +179,9 @@ TEST(MixedBlocks, EveryCoreWaitingIsADeadlockReport) {
   EXPECT_EQ(fault->kernel, "wait_first");
   EXPECT_EQ(fault->core, "AIC");
   EXPECT_EQ(fault->line, 7);
-  EXPECT_EQ(fault->other_faults, 0);  // the launch stops at the first deadlocked block
+  // The launch stops after the first deadlocked block; blocks already running on other pool threads
+  // may deadlock too, at most one per thread.
+  EXPECT_LT(fault->other_faults, Device::Get().num_threads());
   const std::string b = std::to_string(fault->block);
   EXPECT_EQ(fault->message,
             "every unfinished core of block " + b + " waits for a cross-core flag that no other core will set:\n"

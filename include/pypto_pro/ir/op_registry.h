@@ -34,12 +34,22 @@ constexpr uint32_t kAllSupportedDTypes = (1u << uint32_t(DataType::kFP32)) * 2 -
 constexpr uint32_t kNumericDTypes = kAllSupportedDTypes & ~Bit(DataType::kBool);
 constexpr uint32_t kFloatDTypes = Bit(DataType::kFP16) | Bit(DataType::kBF16) | Bit(DataType::kFP32);
 
+// How a tile operand's shape relates to the op's reference shape: that of its first kSame tile.
+// The verifier checks these for compute ops (window rule kDestination or kSource).
+enum class ShapeRole : uint8_t {
+  kSame,    // exactly the reference shape
+  kColumn,  // [R, 1]: one value per row of the reference (row reductions and broadcasts)
+  kRow,     // [1, C]: one value per column of the reference (column reductions and broadcasts)
+  kAny,     // unconstrained: scratch tiles the implementation never reads
+};
+
 struct OperandSpec {
   std::string_view name;  // the keyword name in the public API ("out", "lhs", "src_tensor", ...)
   OperandKind kind;
   Access access;
   uint32_t memories = 0;  // kTile: allowed memory spaces
   uint32_t dtypes = 0;    // kTile/kTensor: element dtypes accepted; 0 = the op's `dtypes`
+  ShapeRole shape = ShapeRole::kSame;
 };
 
 // How the op's pipe is chosen.
@@ -104,8 +114,8 @@ struct OpDef {
   std::string_view doc;
   bool internal = false;         // inserted by passes only; not callable from kernels
   std::string_view public_name = {};  // the pl name when it differs from `name` (dispatch targets)
-  // Rules the operand table cannot express (matmul shapes, a printf format and its arguments, two
-  // pipes that must differ); the verifier runs it after the generic operand checks.
+  // Rules the operand table cannot express (matmul shapes, cast's rounding modes, a printf format
+  // and its arguments, two pipes that must differ); the verifier runs it after the generic checks.
   OpCheck check = nullptr;
 
   // The pipe this op runs on, given its tile operands' memories.
@@ -134,10 +144,10 @@ struct KwargValue {
   Expr e;
 };
 
-// Builds the statement for `pl.<name>(args..., **kwargs)`: picks the scalar form for a scalar last
-// operand, follows dispatch/operand keywords to the op they select (an optional operand may also be
-// the next positional argument), fills every attribute (defaults included) in declaration order, and
-// checks values. Throws CompileDiagnostic at `span`.
+// Builds the statement for `pl.<name>(args..., **kwargs)`: picks the scalar form when a scalar is given
+// where the scalar form takes one, follows dispatch/operand keywords to the op they select (an optional
+// operand may also be the next positional argument), fills every attribute (defaults included) in
+// declaration order, and checks values. Throws CompileDiagnostic at `span`.
 std::shared_ptr<const StmtNode> BuildOpCall(const std::string& name, std::vector<Expr> args,
                                             const std::map<std::string, KwargValue>& kwargs, Span span);
 

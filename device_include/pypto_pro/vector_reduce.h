@@ -1,0 +1,213 @@
+// Reductions over the source's valid window: each row to one value of an [R, 1] tile (row_*,
+// argmax/argmin with dim=0), or each column to one value of a [1, C] tile (col_*, dim=1).
+//
+// Sums of fp16/bf16/fp32 accumulate in fp32 and round once (the hardware's accumulation order is
+// not public; one rounding matches torch's CPU reductions); integer sums wrap modulo 2^bits. An
+// empty window leaves `out` unchanged. The `tmp` tiles of the public signatures are never used.
+#pragma once
+
+#include "pypto_pro/vector_ops.h"
+
+namespace pto {
+
+namespace detail {
+
+template <typename F>
+inline float ReduceLanes(f32x16 v, F f) {
+  float lanes[16];
+  __builtin_memcpy(lanes, &v, sizeof lanes);
+  for (int width = 8; width >= 1; width /= 2) {
+    for (int i = 0; i < width; ++i) lanes[i] = f(lanes[i], lanes[i + width]);
+  }
+  return lanes[0];
+}
+
+// The sum of n elements, in fp32 for float-like T (16 lanes), else modulo 2^64.
+template <typename T>
+inline auto SumRun(const T* p, int64_t n) {
+  if constexpr (kIsFloatLike<T>) {
+    f32x16 acc{};
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) acc += Load16(p + i);
+    if (i < n) acc += Load16(PaddedTail(p + i, n - i).v);
+    return ReduceLanes(acc, [](float a, float b) { return a + b; });
+  } else {
+    uint64_t acc = 0;
+    for (int64_t i = 0; i < n; ++i) acc += uint64_t(p[i]);
+    return acc;
+  }
+}
+
+// max (F = MaxF) or min (MinF) of n > 0 elements, exact.
+template <typename F, typename T>
+inline T ExtremeRun(const T* p, int64_t n) {
+  if constexpr (kIsFloatLike<T>) {
+    f32x16 acc = Splat(ToFloat(p[0]));
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) acc = F{}(acc, Load16(p + i));
+    if (i < n) {
+      Lanes<T> tail;
+      for (T& v : tail.v) v = p[0];  // padding that cannot change the result
+      __builtin_memcpy(tail.v, p + i, size_t(n - i) * sizeof(T));
+      acc = F{}(acc, Load16(tail.v));
+    }
+    return FromFloat<T>(ReduceLanes(acc, [](float a, float b) { return F{}(a, b); }));
+  } else {
+    T acc = p[0];
+    for (int64_t i = 1; i < n; ++i) acc = F{}(acc, p[i]);
+    return acc;
+  }
+}
+
+template <typename TO, typename TS, typename RowFn>
+inline void ForEachRow(TO& out, const TS& src, RowFn row_fn) {
+  const int64_t rows = src.valid_rows, cols = src.valid_cols;
+  if (rows <= 0 || cols <= 0) return;
+  for (int64_t r = 0; r < rows; ++r) out.data[r * TO::kCols] = row_fn(src.data + r * TS::kCols, cols);
+}
+
+// Column sums of float-like tiles: fp32 accumulators for 256 columns at a time.
+template <typename TO, typename TS>
+inline void ColumnSumsFloat(TO& out, const TS& src, int64_t rows, int64_t cols) {
+  using T = typename TS::Elem;
+  constexpr int64_t kChunk = 256;
+  for (int64_t c0 = 0; c0 < cols; c0 += kChunk) {
+    const int64_t n = cols - c0 < kChunk ? cols - c0 : kChunk;
+    f32x16 acc[kChunk / 16] = {};
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* row = src.data + r * TS::kCols + c0;
+      int64_t j = 0;
+      for (; j + 16 <= n; j += 16) acc[j / 16] += Load16(row + j);
+      if (j < n) acc[j / 16] += Load16(PaddedTail(row + j, n - j).v);
+    }
+    for (int64_t j = 0; j < n; j += 16) {
+      T rounded[16];
+      Store16(rounded, acc[j / 16]);
+      __builtin_memcpy(out.data + c0 + j, rounded, size_t(n - j < 16 ? n - j : 16) * sizeof(T));
+    }
+  }
+}
+
+// out[c] = F(out[c], row[c]) over the rows, starting from row 0.
+template <typename F, typename TO, typename TS>
+inline void ColumnFold(TO& out, const TS& src, int64_t rows, int64_t cols) {
+  __builtin_memmove(out.data, src.data, size_t(cols) * sizeof(typename TS::Elem));
+  for (int64_t r = 1; r < rows; ++r) Map(out.data, cols, F{}, out.data, src.data + r * TS::kCols);
+}
+
+template <typename F, typename TO, typename TS>
+inline void ColumnReduce(TO& out, const TS& src) {
+  const int64_t rows = src.valid_rows, cols = src.valid_cols;
+  if (rows <= 0 || cols <= 0) return;
+  if constexpr (__is_same(F, AddF) && kIsFloatLike<typename TS::Elem>) ColumnSumsFloat(out, src, rows, cols);
+  else ColumnFold<F>(out, src, rows, cols);
+}
+
+// Index of the first greatest (F = GtF-like `better`) element of each row.
+template <typename Better, typename TO, typename TS>
+inline void RowArgExtreme(TO& out, const TS& src, Better better) {
+  using I = typename TO::Elem;
+  ForEachRow(out, src, [&](const typename TS::Elem* row, int64_t n) {
+    auto best = Exact(row[0]);
+    int64_t index = 0;
+    for (int64_t c = 1; c < n; ++c) {
+      auto v = Exact(row[c]);
+      if (better(v, best)) {
+        best = v;
+        index = c;
+      }
+    }
+    return I(index);
+  });
+}
+
+// Row index of the first greatest element of each column, 256 columns at a time.
+template <typename Better, typename TO, typename TS>
+inline void ColArgExtreme(TO& out, const TS& src, Better better) {
+  using T = typename TS::Elem;
+  using I = typename TO::Elem;
+  const int64_t rows = src.valid_rows, cols = src.valid_cols;
+  if (rows <= 0 || cols <= 0) return;
+  constexpr int64_t kChunk = 256;
+  for (int64_t c0 = 0; c0 < cols; c0 += kChunk) {
+    const int64_t n = cols - c0 < kChunk ? cols - c0 : kChunk;
+    decltype(Exact(T{})) best[kChunk];
+    I index[kChunk];
+    for (int64_t j = 0; j < n; ++j) {
+      best[j] = Exact(src.data[c0 + j]);
+      index[j] = 0;
+    }
+    for (int64_t r = 1; r < rows; ++r) {
+      const T* row = src.data + r * TS::kCols + c0;
+      for (int64_t j = 0; j < n; ++j) {
+        auto v = Exact(row[j]);
+        bool take = better(v, best[j]);
+        best[j] = take ? v : best[j];
+        index[j] = take ? I(r) : index[j];
+      }
+    }
+    __builtin_memcpy(out.data + c0, index, size_t(n) * sizeof(I));
+  }
+}
+
+struct Greater { template <typename V> bool operator()(V a, V b) const { return a > b; } };
+struct Less { template <typename V> bool operator()(V a, V b) const { return a < b; } };
+
+}  // namespace detail
+
+template <typename TO, typename TS, typename TT>
+inline void row_sum(CoreCtx&, int, TO& out, const TS& src, TT&) {
+  using T = typename TS::Elem;
+  detail::ForEachRow(out, src, [](const T* row, int64_t n) {
+    if constexpr (kIsFloatLike<T>) return FromFloat<T>(detail::SumRun(row, n));
+    else return T(detail::SumRun(row, n));
+  });
+}
+
+template <typename TO, typename TS, typename TT>
+inline void row_max(CoreCtx&, int, TO& out, const TS& src, TT&) {
+  detail::ForEachRow(out, src, [](const auto* row, int64_t n) { return detail::ExtremeRun<detail::MaxF>(row, n); });
+}
+
+template <typename TO, typename TS, typename TT>
+inline void row_min(CoreCtx&, int, TO& out, const TS& src, TT&) {
+  detail::ForEachRow(out, src, [](const auto* row, int64_t n) { return detail::ExtremeRun<detail::MinF>(row, n); });
+}
+
+template <typename TO, typename TS, typename TT>
+inline void col_sum(CoreCtx&, int, TO& out, const TS& src, TT&) {
+  detail::ColumnReduce<detail::AddF>(out, src);
+}
+
+template <typename TO, typename TS, typename TT>
+inline void col_max(CoreCtx&, int, TO& out, const TS& src, TT&) {
+  detail::ColumnReduce<detail::MaxF>(out, src);
+}
+
+template <typename TO, typename TS, typename TT>
+inline void col_min(CoreCtx&, int, TO& out, const TS& src, TT&) {
+  detail::ColumnReduce<detail::MinF>(out, src);
+}
+
+// argmax / argmin: the index of the first extreme element (like torch and numpy).
+template <typename TO, typename TS, typename TT>
+inline void argmax(CoreCtx&, int, TO& out, const TS& src, TT&) {
+  detail::RowArgExtreme(out, src, detail::Greater{});
+}
+
+template <typename TO, typename TS, typename TT>
+inline void argmin(CoreCtx&, int, TO& out, const TS& src, TT&) {
+  detail::RowArgExtreme(out, src, detail::Less{});
+}
+
+template <typename TO, typename TS, typename TT>
+inline void col_argmax(CoreCtx&, int, TO& out, const TS& src, TT&) {
+  detail::ColArgExtreme(out, src, detail::Greater{});
+}
+
+template <typename TO, typename TS, typename TT>
+inline void col_argmin(CoreCtx&, int, TO& out, const TS& src, TT&) {
+  detail::ColArgExtreme(out, src, detail::Less{});
+}
+
+}  // namespace pto
