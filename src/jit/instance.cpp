@@ -74,9 +74,10 @@ std::string DeviceHeadersDigest() {
 }  // namespace
 
 std::vector<std::string> CompilerCommand() {
-  // -fwrapv: scalar int arithmetic wraps like the device's; -march=native: the JIT runs where it compiles.
+  // -fwrapv: scalar int arithmetic wraps like the device's; -ffp-contract=off: a * b + c rounds twice,
+  // as two device ops do (fused ops use explicit FMAs); -march=native: the JIT runs where it compiles.
   std::vector<std::string> cmd = {GetEnv("PYPTO_PRO_CXX"), "-std=c++20", "-O3", "-march=native", "-fPIC",
-                                  "-shared", "-pipe", "-fwrapv", "-fno-math-errno", "-fvisibility=hidden",
+                                  "-shared", "-pipe", "-fwrapv", "-ffp-contract=off", "-fno-math-errno", "-fvisibility=hidden",
                                   "-I" + DeviceIncludeDir()};
   for (std::string& flag : SplitFlags(GetEnv("PYPTO_PRO_CXXFLAGS"))) cmd.push_back(std::move(flag));
   return cmd;

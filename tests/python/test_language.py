@@ -285,3 +285,20 @@ def test_kernel_without_sections_runs_on_vector_cores():
     sync()
     assert torch.equal(y, x + 1)
     assert plain.instances()[0].kind == "vector"
+
+
+def test_scalar_multiply_add_rounds_twice():
+    """f * g - h is two device ops: the product is rounded before the subtraction (no FMA)."""
+    @pl.jit
+    def fma_free(y: pl.Tensor[[1, 16], pl.DT_FP32], f: pl.DT_FP32, g: pl.DT_FP32, h: pl.DT_FP32):
+        t = pl.make_tile(pl.TileType(shape=[1, 16], dtype=pl.DT_FP32), addr=0)
+        with pl.section_vector():
+            pl.expands(t, 0.0)
+            pl.adds(t, t, f * g - h)
+            pl.store(y, t, [0, 0])
+
+    y = torch.full((1, 16), 7.0)
+    one = 1 + 2.0 ** -12
+    fma_free[None, 1](y, one, one, 1 + 2.0 ** -11)
+    sync()
+    assert torch.equal(y, torch.zeros(1, 16))
