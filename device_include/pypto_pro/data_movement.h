@@ -10,19 +10,36 @@ namespace pto {
 
 namespace detail {
 
-// The tile's rows map to tensor axis N-2 and its columns to axis N-1 (rows = 1 for a 1-D tensor).
+// Which tensor axes a tile's rows and columns run along: load's order= ([rows, cols]); by default
+// the last two (rows = -1: a 1-D tensor, the tile has one row). A descending pair transposes.
+struct Axes {
+  int rows;
+  int cols;
+};
+
+template <int N>
+constexpr Axes DecodeOrder(int order) {
+  return order < 0 ? Axes{N - 2, N - 1} : Axes{order >> 8, order & 0xff};
+}
+
+template <int N>
+inline int64_t WindowExtent(const Axes& axes, int axis, int64_t rows, int64_t cols) {
+  return axis == axes.cols ? cols : (axis == axes.rows ? rows : 1);
+}
+
+// Checks the tile's valid window at `off` against the tensor; returns the window's first element.
 template <typename TileT, typename T, int N>
 inline T* CheckedWindow(CoreCtx& ctx, int line, const char* op, const TileT& tile, const GmTensor<T, N>& gm,
-                        const Idx<N>& off) {
+                        const Idx<N>& off, Axes axes = DecodeOrder<N>(-1)) {
   const int64_t rows = tile.valid_rows, cols = tile.valid_cols;
   bool ok = rows >= 0 && cols >= 0 && rows <= TileT::kRows && cols <= TileT::kCols;
   int64_t linear = 0;
   for (int i = 0; i < N; ++i) {
-    int64_t extent = i == N - 1 ? cols : (i == N - 2 ? rows : 1);
+    int64_t extent = WindowExtent<N>(axes, i, rows, cols);
     ok = ok && off.v[i] >= 0 && off.v[i] + extent <= gm.shape[i];
     linear += off.v[i] * gm.stride[i];
   }
-  if (N == 1) ok = ok && rows <= 1;
+  if (axes.rows < 0) ok = ok && rows <= 1;
   if (__builtin_expect(!ok, 0)) {
     PtoFaultDetail d{};
     d.op = op;
@@ -33,7 +50,7 @@ inline T* CheckedWindow(CoreCtx& ctx, int line, const char* op, const TileT& til
     d.rank = N;
     for (int i = 0; i < N && i < PTO_FAULT_MAX_RANK; ++i) {
       d.offsets[i] = off.v[i];
-      d.extent[i] = i == N - 1 ? cols : (i == N - 2 ? rows : 1);
+      d.extent[i] = WindowExtent<N>(axes, i, rows, cols);
       d.shape[i] = gm.shape[i];
     }
     Fault(ctx, line, d);
@@ -46,11 +63,12 @@ template <typename TileT, typename T>
 constexpr bool kStorable = __is_same(typename TileT::Elem, T) ||
                            (TileT::kMem == kAcc && __is_same(typename TileT::Elem, float) && kIsFloatLike<T>);
 
+// load_tile / store_tile: tile indices times the tile's shape along the axes it spans.
 template <typename TileT, int N>
-inline Idx<N> TileOffsets(const Idx<N>& tile_idx) {
+inline Idx<N> TileOffsets(const Idx<N>& tile_idx, Axes axes = DecodeOrder<N>(-1)) {
   Idx<N> off = tile_idx;
-  off.v[N - 1] *= TileT::kCols;
-  if (N >= 2) off.v[N - 2] *= TileT::kRows;
+  off.v[axes.cols] *= TileT::kCols;
+  if (axes.rows >= 0) off.v[axes.rows] *= TileT::kRows;
   return off;
 }
 
@@ -95,6 +113,33 @@ inline void CopyFromGm(T* dst, int64_t dst_stride, const T* src, int64_t src_str
   }
 }
 
+// A window whose columns are not contiguous in GM (order= picking a non-last axis for the columns,
+// e.g. a transposed load): gathered in 16 x 16 blocks so both sides stay in cache.
+template <typename T>
+inline void GatherFromGm(T* dst, int64_t dst_stride, const T* src, int64_t row_step, int64_t col_step, int64_t rows,
+                         int64_t cols) {
+  constexpr int64_t kBlock = 16;
+  for (int64_t r0 = 0; r0 < rows; r0 += kBlock) {
+    for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
+      const int64_t r1 = r0 + kBlock < rows ? r0 + kBlock : rows, c1 = c0 + kBlock < cols ? c0 + kBlock : cols;
+      for (int64_t c = c0; c < c1; ++c) {
+        for (int64_t r = r0; r < r1; ++r) dst[r * dst_stride + c] = src[r * row_step + c * col_step];
+      }
+    }
+  }
+}
+
+// GM -> tile for a load along `axes`.
+template <typename TileT, typename T, int N>
+inline void LoadWindow(TileT& dst, const T* from, const GmTensor<T, N>& src, Axes axes) {
+  const int64_t row_step = axes.rows >= 0 ? src.stride[axes.rows] : 0, col_step = src.stride[axes.cols];
+  if (col_step == 1) {
+    CopyFromGm(dst.data, TileT::kCols, from, row_step, dst.valid_rows, dst.valid_cols);
+  } else {
+    GatherFromGm(dst.data, TileT::kCols, from, row_step, col_step, dst.valid_rows, dst.valid_cols);
+  }
+}
+
 // The tile -> GM copy of a store: plain, or converted on the fixpipe.
 template <typename TileT, typename T>
 inline void StoreWindow(T* to, int64_t stride, const TileT& src) {
@@ -107,19 +152,22 @@ inline void StoreWindow(T* to, int64_t stride, const TileT& src) {
 
 }  // namespace detail
 
+// order: DecodeOrder's encoding of the order= option (-1: the last two axes).
 template <typename TileT, typename T, int N>
-inline void load(CoreCtx& ctx, int line, TileT& dst, const GmTensor<T, N>& src, Idx<N> offsets) {
+inline void load(CoreCtx& ctx, int line, int order, TileT& dst, const GmTensor<T, N>& src, Idx<N> offsets) {
   static_assert(__is_same(typename TileT::Elem, T), "tile and tensor dtypes differ");
-  const T* from = detail::CheckedWindow(ctx, line, "load", dst, src, offsets);
-  detail::CopyFromGm(dst.data, TileT::kCols, from, N >= 2 ? src.stride[N - 2] : 0, dst.valid_rows, dst.valid_cols);
+  const detail::Axes axes = detail::DecodeOrder<N>(order);
+  const T* from = detail::CheckedWindow(ctx, line, "load", dst, src, offsets, axes);
+  detail::LoadWindow(dst, from, src, axes);
 }
 
 template <typename TileT, typename T, int N>
-inline void load_tile(CoreCtx& ctx, int line, TileT& dst, const GmTensor<T, N>& src, Idx<N> tile_idx) {
+inline void load_tile(CoreCtx& ctx, int line, int order, TileT& dst, const GmTensor<T, N>& src, Idx<N> tile_idx) {
   static_assert(__is_same(typename TileT::Elem, T), "tile and tensor dtypes differ");
-  Idx<N> offsets = detail::TileOffsets<TileT>(tile_idx);
-  const T* from = detail::CheckedWindow(ctx, line, "load_tile", dst, src, offsets);
-  detail::CopyFromGm(dst.data, TileT::kCols, from, N >= 2 ? src.stride[N - 2] : 0, dst.valid_rows, dst.valid_cols);
+  const detail::Axes axes = detail::DecodeOrder<N>(order);
+  Idx<N> offsets = detail::TileOffsets<TileT>(tile_idx, axes);
+  const T* from = detail::CheckedWindow(ctx, line, "load_tile", dst, src, offsets, axes);
+  detail::LoadWindow(dst, from, src, axes);
 }
 
 template <typename TileT, typename T, int N>

@@ -313,15 +313,22 @@ class KernelWriter {
   // device_fn(ctx, line, attrs..., operands...)
   void EmitOp(const StmtNode& s, int indent) {
     std::string call = std::string(s.op->device_fn) + "(ctx, " + std::to_string(s.span.line);
-    for (const Attr& attr : s.attrs) {
-      const KwargSpec* spec = s.op->FindKwarg(attr.name);
+    // Every implemented option in declaration order (a default when the IR carries none), so each
+    // device function has one signature however the statement was built.
+    for (const KwargSpec& spec : s.op->kwargs) {
+      if (!spec.implemented || spec.kind == AttrKind::kDispatch || spec.kind == AttrKind::kOperand) continue;
+      Attr attr;
+      attr.value = spec.default_value;
+      attr.is_string = spec.kind == AttrKind::kString;
+      for (const Attr& given : s.attrs) {
+        if (given.name == spec.name) attr = given;
+      }
       if (attr.is_string) {
         call += ", " + CString(attr.text);
-      } else if (spec && spec->kind == AttrKind::kEnum && attr.value >= 0 &&
-                 attr.value < int64_t(spec->choices.size())) {
-        std::string choice(spec->choices[size_t(attr.value)]);
-        call += spec->cpp_prefix.empty() ? ", " + std::to_string(attr.value) + " /*" + choice + "*/"
-                                         : ", " + std::string(spec->cpp_prefix) + choice;
+      } else if (spec.kind == AttrKind::kEnum && attr.value >= 0 && attr.value < int64_t(spec.choices.size())) {
+        std::string choice(spec.choices[size_t(attr.value)]);
+        call += spec.cpp_prefix.empty() ? ", " + std::to_string(attr.value) + " /*" + choice + "*/"
+                                        : ", " + std::string(spec.cpp_prefix) + choice;
       } else {
         call += ", " + std::to_string(attr.value);
       }

@@ -250,6 +250,23 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
           if (v.kind != KwargValue::Kind::kString) Fail(ErrorKind::kType, span, what + " must be a string");
           attr.text = v.s;
           break;
+        case AttrKind::kAxes: {
+          int rank = 0;
+          for (const Expr& arg : bound) {
+            if (arg->type.IsTensor()) rank = int(arg->type.tensor->dims.size());
+          }
+          bool ok = v.kind == KwargValue::Kind::kExpr && v.e->kind == ExprKind::kTuple && v.e->operands.size() == 2 &&
+                    v.e->operands[0]->IsIntConst() && v.e->operands[1]->IsIntConst();
+          int64_t rows = ok ? v.e->operands[0]->int_value : -1, cols = ok ? v.e->operands[1]->int_value : -1;
+          if (!ok || rows == cols || rows < 0 || cols < 0 || rows >= rank || cols >= rank) {
+            Fail(ErrorKind::kValue, span,
+                 what + " must name two different axes of the " + std::to_string(rank) +
+                     "-D tensor, like [" + std::to_string(std::max(rank - 2, 0)) + ", " + std::to_string(rank - 1) +
+                     "] (rows, columns; a descending pair transposes)");
+          }
+          attr.value = rows << 8 | cols;
+          break;
+        }
         default: break;
       }
       if (!k.implemented && attr.value != k.default_value) planned();

@@ -106,7 +106,7 @@ OpDef Transfer(std::string_view name, bool is_load, bool by_tile_index, std::str
     op.operands = {{"dst_tile", OperandKind::kTile, Access::kWrite, kLoadDst},
                    {"src_tensor", OperandKind::kTensor, Access::kRead},
                    {index_name, OperandKind::kOffsets, Access::kRead}};
-    op.kwargs = {later("order")};
+    op.kwargs = {KwargSpec{"order", AttrKind::kAxes, -1}};
   } else {
     // The tile's dtype is checked against the tensor's by CheckStore: Acc tiles convert.
     op.operands = {{"dst_tensor", OperandKind::kTensor, Access::kWrite},

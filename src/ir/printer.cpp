@@ -113,14 +113,21 @@ std::string Print(const Stmt& s, int indent) {
     case StmtKind::kOp: {
       os << pad << s->op->name << "(";
       for (size_t i = 0; i < s->args.size(); ++i) os << (i ? ", " : "") << Print(s->args[i]);
+      bool first = s->args.empty();
       for (const Attr& attr : s->attrs) {
-        os << ", " << attr.name << "=";
         const KwargSpec* spec = s->op->FindKwarg(attr.name);
+        // Defaults of optional keywords go unsaid; required ones (ids, pipes) always show.
+        if (spec && !spec->required && !attr.is_string && attr.value == spec->default_value) continue;
+        os << (first ? "" : ", ") << attr.name << "=";
+        first = false;
         if (attr.is_string) {
           os << Quoted(attr.text);
         } else if (spec && spec->kind == AttrKind::kEnum && attr.value >= 0 &&
                    attr.value < int64_t(spec->choices.size())) {
           os << spec->choices[size_t(attr.value)];
+        } else if (spec && spec->kind == AttrKind::kAxes) {
+          if (attr.value < 0) os << "None";
+          else os << "[" << (attr.value >> 8) << ", " << (attr.value & 0xff) << "]";
         } else if (spec && spec->kind == AttrKind::kBool) {
           os << (attr.value ? "True" : "False");
         } else {

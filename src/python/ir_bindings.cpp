@@ -122,6 +122,7 @@ const char* AttrKindName(AttrKind kind) {
     case AttrKind::kString: return "str";
     case AttrKind::kDispatch: return "dispatch";
     case AttrKind::kOperand: return "operand";
+    case AttrKind::kAxes: return "axes";
   }
   return "?";
 }

@@ -71,9 +71,9 @@ TEST(Codegen, AddKernelSources) {
   const std::string& kernel = src.kernel_cpp;
   EXPECT_TRUE(Contains(kernel, "#include \"pypto_pro/device.h\"")) << kernel;
   // Every op passes its source line, so a fault can name it.
-  EXPECT_TRUE(Contains(kernel, "pto::load_tile(ctx, " + std::to_string(test_util::kLineLoadX) + ", *v_ta, t_x, "))
+  EXPECT_TRUE(Contains(kernel, "pto::load_tile(ctx, " + std::to_string(test_util::kLineLoadX) + ", -1, *v_ta, t_x, "))
       << kernel;
-  EXPECT_TRUE(Contains(kernel, "pto::load_tile(ctx, " + std::to_string(test_util::kLineLoadY) + ", *v_tb, t_y, "))
+  EXPECT_TRUE(Contains(kernel, "pto::load_tile(ctx, " + std::to_string(test_util::kLineLoadY) + ", -1, *v_tb, t_y, "))
       << kernel;
   EXPECT_TRUE(Contains(kernel, "pto::add(ctx, " + std::to_string(test_util::kLineAdd) + ", *v_tc, *v_ta, *v_tb);"))
       << kernel;

@@ -189,3 +189,61 @@ def test_helper_errors_point_at_the_helper():
 
     with pytest.raises(pypto_pro.ParserTypeError, match=r"scale_tile\(\): missing a required argument: 'factor'"):
         wrong_args[None, 1](np.zeros(8, np.float32))
+
+
+# ---- order= on loads ----
+
+@pl.jit
+def transposed(x: pl.Tensor[[48, 32], pl.DT_FP32], y: pl.Tensor[[32, 48], pl.DT_FP32]):
+    t = pl.make_tile(pl.TileType(shape=[32, 48], dtype=pl.DT_FP32), addr=0)
+    with pl.section_vector():
+        pl.load(t, x, [0, 0], order=[1, 0])       # a descending pair transposes
+        pl.store(y, t, [0, 0])
+
+
+def test_load_order_transposes():
+    x = torch.randn(48, 32)
+    y = torch.zeros(32, 48)
+    transposed[None, 1](x, y)
+    sync()
+    assert torch.equal(y, x.T)
+
+
+@pl.jit
+def bsnd_head(q: pl.Tensor[[2, 64, 4, 16], pl.DT_FP16], out: pl.Tensor[[2, 4, 64, 16], pl.DT_FP16]):
+    t = pl.make_tile(pl.TileType(shape=[32, 16], dtype=pl.DT_FP16), addr=0)
+    with pl.section_vector():
+        for b in pl.range(2):
+            for n in pl.range(4):
+                for s in pl.range(2):
+                    pl.load_tile(t, q, [b, s, n, 0], order=[1, 3])   # rows along S, columns along D
+                    pl.store_tile(out, t, [b, n, s, 0])
+
+
+def test_load_tile_order_picks_axes_of_a_4d_tensor():
+    q = torch.randn(2, 64, 4, 16).half()
+    out = torch.zeros(2, 4, 64, 16).half()
+    bsnd_head[None, 1](q, out)
+    sync()
+    assert torch.equal(out, q.permute(0, 2, 1, 3))
+
+
+@pytest.mark.parametrize("order, message", [("[0, 0]", "must name two different axes of the 2-D tensor"),
+                                            ("[0, 2]", "must name two different axes"),
+                                            ("[0]", "must name two different axes")])
+def test_load_order_errors(order, message, tmp_path):
+    src = tmp_path / "k.py"
+    src.write_text(
+        "import pypto_pro.language as pl\n"
+        "@pl.jit\n"
+        "def k(x: pl.Tensor[[8, 8], pl.DT_FP32]):\n"
+        "    t = pl.make_tile(pl.TileType(shape=[8, 8], dtype=pl.DT_FP32), addr=0)\n"
+        "    with pl.section_vector():\n"
+        f"        pl.load(t, x, [0, 0], order={order})\n")
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("order_kernel", src)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with pytest.raises(pypto_pro.ParserValueError, match=message) as info:
+        module.k[None, 1](np.zeros((8, 8), np.float32))
+    assert info.value.lineno == 6

@@ -303,7 +303,7 @@ def test_printf_lines_are_whole_and_in_order_per_core(capfd, monkeypatch):
     chatty[None, 3](torch.zeros(ROWS, COLS))
     sync()
     ir_text = (Path("build") / "chatty__a5" / "tk_none" / "ir_0_parse.txt").read_text()
-    assert "printf([get_block_idx(), get_block_num()], fmt='cube %d of %d\\n', loc=False)" in ir_text, ir_text
+    assert "printf([get_block_idx(), get_block_num()], fmt='cube %d of %d\\n')" in ir_text, ir_text
     out = capfd.readouterr().out.splitlines()
     assert len(out) == 3 * (1 + 2 * 4), out
     per_core = {}

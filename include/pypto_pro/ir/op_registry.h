@@ -79,6 +79,7 @@ enum class AttrKind : uint8_t {
   kDispatch,  // selects another op by value: `choices[value]` is the op used (sum(..., dim=1))
   kOperand,   // an optional operand (by keyword or positionally after the operands): when given,
               // `choices[0]` is the op used, with it appended
+  kAxes,      // two tensor axes [rows, cols] (load order=): stored as rows << 8 | cols, -1 = the last two
 };
 
 struct KwargSpec {
