@@ -12,7 +12,6 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
-from pypto_pro import _C
 
 K = 128           # A is [M, K], B is [K, N]
 N = 1024
@@ -20,8 +19,6 @@ M_TILE = 16       # rows of S per cube band
 N_TILE = 256      # columns of S per matmul (a [128, 256] fp16 B tile fills L0B's 64 KiB)
 VEC_ROWS = M_TILE // 2  # rows per vector core
 
-# The ops this example needs beyond the mixed-kernel machinery.
-REQUIRED_OPS = ("matmul", "move", "row_max", "row_expand_sub", "exp", "row_sum", "row_expand_div")
 
 
 @pl.jit(auto_mutex=True)
@@ -82,11 +79,6 @@ def fused_softmax_matmul(a: pl.Tensor[[pl.DYNAMIC, K], pl.DT_FP16],
             pl.store_tile(out, s, [rows, 0])
 
 
-def missing_ops():
-    built = set(_C.ir.op_names())
-    return [op for op in REQUIRED_OPS if op not in built]
-
-
 def run(m=48, block_dim=3, seed=0):
     """Returns (out, reference) for A [m, 128] and B [128, 1024] fp16."""
     torch.manual_seed(seed)
@@ -100,11 +92,6 @@ def run(m=48, block_dim=3, seed=0):
 
 
 def main():
-    missing = missing_ops()
-    if missing:
-        print("fused_softmax_matmul needs " + ", ".join(f"pl.{op}" for op in missing) +
-              ", not built yet; skipped")
-        return
     for block_dim in (1, 3):
         out, ref = run(block_dim=block_dim)
         err = (out - ref).abs().max().item()

@@ -1,0 +1,95 @@
+"""The examples of examples/ against torch references, on the shapes the tile-language issue lists
+(the add and matmul examples are covered by test_add_kernel.py and test_cube.py)."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+import pypto_pro
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SHAPES = [(2048, 64), (1000, 200), (777, 300), (100, 512), (2049, 100)]
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def softmax():
+    return load("softmax")
+
+
+@pytest.fixture(scope="module")
+def layernorm():
+    return load("layernorm")
+
+
+@pytest.fixture(scope="module")
+def fused():
+    return load("fused_softmax_matmul")
+
+
+@pytest.fixture(scope="module")
+def attention():
+    return load("flash_attention")
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("block_dim", [1, 7, 64])
+def test_softmax(softmax, shape, block_dim):
+    torch.manual_seed(shape[0])
+    x = torch.randn(shape) * 4
+    y = softmax.softmax(x, block_dim=block_dim)
+    pypto_pro.runtime.synchronize()
+    torch.testing.assert_close(y, torch.softmax(x, dim=-1), rtol=1e-3, atol=1e-3)
+
+
+def test_softmax_refuses_too_many_columns(softmax):
+    softmax.softmax(torch.zeros(16, 513))
+    with pytest.raises(pypto_pro.KernelFault, match="softmax_kernel handles at most 512 columns, got 513"):
+        pypto_pro.runtime.synchronize()
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("block_dim", [1, 64])
+def test_layernorm(layernorm, shape, block_dim):
+    torch.manual_seed(shape[1])
+    x = torch.randn(shape) * 3 + 1
+    gamma, beta = torch.randn(shape[1]), torch.randn(shape[1])
+    y = layernorm.layernorm(x, gamma, beta, block_dim=block_dim)
+    pypto_pro.runtime.synchronize()
+    ref = torch.nn.functional.layer_norm(x, (shape[1],), gamma, beta, eps=1e-5)
+    torch.testing.assert_close(y, ref, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("m, block_dim", [(48, 1), (48, 3), (96, 2), (48, 32)])
+def test_fused_softmax_matmul(fused, m, block_dim):
+    out, ref = fused.run(m=m, block_dim=block_dim, seed=m)
+    torch.testing.assert_close(out, ref, rtol=1e-2, atol=1e-2)
+    torch.testing.assert_close(out.sum(dim=-1), torch.ones(m), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("b, s, causal, block_dim", [(1, 512, False, 1), (1, 512, True, 5), (2, 1024, True, 32),
+                                                     (2, 512, False, 24), (1, 2048, False, 32)])
+def test_flash_attention(attention, b, s, causal, block_dim):
+    torch.manual_seed(s + b)
+    q, k, v = (torch.randn(b, s, 2, 128).half() for _ in range(3))
+    out = attention.attention(q, k, v, causal, block_dim=block_dim)
+    pypto_pro.runtime.synchronize()
+    ref = attention.reference(q, k, v, causal)
+    torch.testing.assert_close(out.float(), ref, rtol=5e-3, atol=5e-3)
+
+
+def test_flash_attention_causal_and_full_are_two_instances(attention):
+    kernel = attention.flash_attention
+    dirs = {s["tiling_key"]["Causal"] for s in kernel.signatures()}
+    assert dirs == {0, 1} and kernel.cache_info()["compiles"] == 2
+    codes = {s["tiling_key"]["Causal"]: (Path(s["dir"]) / "kernel.cpp").read_text() for s in kernel.signatures()}
+    # The mask branch exists only in the causal instance: Causal is a constant, its dead branch is gone.
+    assert ", t_mask, " in codes[1] and ", t_mask, " not in codes[0]
