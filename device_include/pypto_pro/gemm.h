@@ -14,6 +14,11 @@
 
 #include "pypto_pro/numeric.h"
 
+// Kernels compile at -O1 (first launches are faster); this routine needs -O3's unrolling and
+// scheduling to keep its register tile in registers.
+#pragma GCC push_options
+#pragma GCC optimize("O3")
+
 namespace pto::gemm {
 
 typedef int32_t i32x16 __attribute__((vector_size(64)));
@@ -329,3 +334,5 @@ inline void Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
 }
 
 }  // namespace pto::gemm
+
+#pragma GCC pop_options
