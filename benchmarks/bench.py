@@ -18,12 +18,14 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "examples"))
 
 
 def median_time(fn, repeat=7, number=1, warmup=1):
@@ -124,22 +126,120 @@ def section_launch():
     return {"rows": rows}
 
 
-def section_compile():
-    import importlib
+def _first_launch(kernel, launch):
+    """Seconds of a first launch (parse -> IR -> passes -> codegen -> compile -> load -> run) and
+    its per-phase breakdown in ms."""
     import pypto_pro
+    start = time.perf_counter()
+    launch()
+    pypto_pro.runtime.synchronize()
+    seconds = time.perf_counter() - start
+    stats = kernel.compile_stats()[-1]
+    return seconds, ", ".join(f"{k[:-3]} {v:.0f}" for k, v in stats.items() if k.endswith("_ms"))
+
+
+def _timed_threads(fns):
+    """Seconds to run every fn in a thread of its own, all started together."""
+    import threading
+    threads = [threading.Thread(target=fn) for fn in fns]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return time.perf_counter() - start
+
+
+def section_compile():
     import numpy as np
+    import torch
+    import pypto_pro
+    import kernels
+    from matmul import matmul_kernel
 
     rows = []
-    start = time.perf_counter()
-    kernels = importlib.import_module("kernels")
     x = np.ones((128, 128), np.float16)
-    kernels.add_fp16_example[None, 1](x, x, np.zeros_like(x))
-    pypto_pro.runtime.synchronize()
-    first = time.perf_counter() - start
-    (stats,) = kernels.add_fp16_example.compile_stats()
-    breakdown = ", ".join(f"{k[:-3]} {v:.0f}" for k, v in stats.items() if k.endswith("_ms"))
-    rows.append({"name": "first launch of the add example (ms: " + breakdown + ")", "ours": first, "unit": "ms",
+    z = np.zeros_like(x)
+    seconds, phases = _first_launch(kernels.add_fp16_example, lambda: kernels.add_fp16_example[None, 1](x, x, z))
+    rows.append({"name": f"first launch, add example (ms: {phases})", "ours": seconds, "unit": "ms",
                  "target": 0.150})
+    a = torch.ones(256, 128, dtype=torch.float16)
+    b = torch.ones(128, 256, dtype=torch.float16)
+    c = torch.empty(256, 256)
+    seconds, phases = _first_launch(matmul_kernel, lambda: matmul_kernel[None, 4](a, b, c))
+    rows.append({"name": f"first launch, matmul example (ms: {phases})", "ours": seconds, "unit": "ms",
+                 "target": 0.400})
+
+    # Eight TilingKey instances: one launch after the other vs eight launches from eight threads.
+    x = np.ones((64, 64), np.float32)
+    outs = [np.zeros_like(x) for _ in range(8)]
+
+    def launch(kernel, mode):
+        kernel[None, 1, {"Mode": mode}](x, outs[mode % 8])
+        pypto_pro.runtime.synchronize()
+
+    start = time.perf_counter()
+    for mode in range(8):
+        launch(kernels.eight_modes_serial, mode)
+    serial = time.perf_counter() - start
+    concurrent = _timed_threads([lambda m=m: launch(kernels.eight_modes_concurrent, m) for m in range(8)])
+    for mode in range(8):
+        assert np.allclose(outs[mode], np.exp(x + mode)), mode
+    rows.append({"name": f"8 TilingKey instances, concurrent launches ({concurrent / serial:.2f}x serial)",
+                 "ours": concurrent, "peers": {"serial launches": serial}, "unit": "ms",
+                 "target": 0.6 * serial})
+
+    # Compile and launch cost against the number of instances a kernel holds.
+    compile_ms = []
+    for mode in range(64):
+        launch(kernels.sixty_four_modes, mode)
+        compile_ms.append(kernels.sixty_four_modes.compile_stats()[-1]["compile_ms"])
+    rows.append({"name": "compile of the 64th TilingKey instance vs the first (ms, compile phase)",
+                 "ours": statistics.median(compile_ms[-8:]) / 1e3,
+                 "peers": {"first instances": statistics.median(compile_ms[:8]) / 1e3}, "unit": "ms"})
+    return {"rows": rows}
+
+
+def section_instances():
+    """Launch cost does not grow with the shapes or TilingKey instances a kernel has seen."""
+    import numpy as np
+    import pypto_pro
+    import kernels
+
+    stream = pypto_pro.runtime.Stream()
+    x = np.ones((64, 128), np.float32)
+    z = np.zeros_like(x)
+    n = 1000
+
+    def burst(fn):
+        def run():
+            for _ in range(n):
+                fn()
+            stream.synchronize()
+        return median_time(run, repeat=7) / n
+
+    rows = []
+    add = kernels.add_kernel[stream, 1]
+    after_one = burst(lambda: add(x, x, z))
+    for rows_count in range(1, 1001):   # 1000 DYNAMIC shapes: still one instance
+        xs = np.ones((rows_count * 64 % 8192 or 64, 128), np.float32)
+        add(xs, xs, np.empty_like(xs))
+    stream.synchronize()
+    assert len(kernels.add_kernel.compile_stats()) == 1
+    after_many = burst(lambda: add(x, x, z))
+    rows.append({"name": "launch+sync after 1000 DYNAMIC shapes (peer: after 1)", "ours": after_many,
+                 "peers": {"after 1 shape": after_one}, "unit": "us"})
+
+    y = np.zeros((64, 64), np.float32)
+    x64 = np.ones((64, 64), np.float32)
+    kernels.sixty_four_modes[stream, 1, {"Mode": 0}](x64, y)
+    one = burst(lambda: kernels.sixty_four_modes[stream, 1, {"Mode": 0}](x64, y))
+    for mode in range(1, 64):
+        kernels.sixty_four_modes[stream, 1, {"Mode": mode}](x64, y)
+    stream.synchronize()
+    many = burst(lambda: kernels.sixty_four_modes[stream, 1, {"Mode": 0}](x64, y))
+    rows.append({"name": "launch+sync with 64 TilingKey instances (peer: with 1)", "ours": many,
+                 "peers": {"with 1 instance": one}, "unit": "us"})
     return {"rows": rows}
 
 
@@ -175,20 +275,145 @@ def section_add():
     return {"rows": rows}
 
 
+def section_matmul():
+    import torch
+    import pypto_pro
+    import kernels
+    from matmul import matmul_kernel
+
+    threads = pypto_pro.runtime.device_threads()
+    torch.set_num_threads(threads)
+    stream = pypto_pro.runtime.Stream()
+    rows = []
+    torch.manual_seed(0)
+    cases = [("matmul example fp16->fp32, 2048x128x2048", matmul_kernel, 2048, 128, 2048, torch.float16),
+             ("K-loop matmul fp16->fp32, 1024x1024x1024", kernels.matmul_k_loop, 1024, 1024, 1024, torch.float16),
+             ("K-loop matmul bf16->fp32, 1024x1024x1024", kernels.matmul_k_loop_bf16, 1024, 1024, 1024,
+              torch.bfloat16)]
+    for label, kernel, m, k, n, dtype in cases:
+        a = torch.randn(m, k).to(dtype)
+        b = torch.randn(k, n).to(dtype)
+        c = torch.empty(m, n)
+        launch = kernel[stream, 32]
+
+        def ours():
+            launch(a, b, c)
+            stream.synchronize()
+
+        ours()
+        ref = a.float() @ b.float()
+        assert torch.allclose(c, ref, rtol=1e-3, atol=1e-2), (c - ref).abs().max()
+        af, bf = a.float(), b.float()
+        peers = {f"torch fp32 matmul ({threads} thr)": median_time(lambda: torch.mm(af, bf), repeat=3)}
+        if dtype == torch.bfloat16:
+            cb = torch.empty(m, n, dtype=torch.bfloat16)
+            peers["torch bf16 matmul (oneDNN)"] = median_time(lambda: torch.mm(a, b, out=cb))
+        rows.append({"name": label, "ours": median_time(ours), "peers": peers, "unit": "ms", "flops": 2 * m * n * k})
+    return {"rows": rows}
+
+
+def section_vector():
+    import torch
+    import pypto_pro
+    from softmax import softmax_kernel
+    from layernorm import layernorm_kernel
+    from flash_attention import attention, reference
+
+    threads = pypto_pro.runtime.device_threads()
+    torch.set_num_threads(threads)
+    stream = pypto_pro.runtime.Stream()
+    torch.manual_seed(0)
+    rows = []
+    # The kernels write into preallocated outputs: what is measured is the kernel, not the allocator
+    # (a fresh 8 MiB tensor per call can cost more page faults than the kernel itself).
+    x = torch.randn(4096, 512) * 3
+    y = torch.empty_like(x)
+    softmax = softmax_kernel[stream, 64]
+    softmax(x, y)
+    stream.synchronize()
+    assert torch.allclose(y, torch.softmax(x, -1), rtol=1e-4, atol=1e-6)
+    rows.append({"name": "softmax example, 4096x512 fp32",
+                 "ours": median_time(lambda: (softmax(x, y), stream.synchronize()), repeat=15),
+                 "peers": {f"torch.softmax ({threads} thr)": median_time(lambda: torch.softmax(x, -1), repeat=15)},
+                 "unit": "ms"})
+    gamma, beta = torch.randn(1, 512), torch.randn(1, 512)
+    layernorm = layernorm_kernel[stream, 64]
+    layernorm(x, gamma, beta, y, 1e-5)
+    stream.synchronize()
+    ref = torch.nn.functional.layer_norm(x, (512,), gamma[0], beta[0])
+    assert torch.allclose(y, ref, rtol=1e-4, atol=1e-4)
+    rows.append({"name": "layernorm example, 4096x512 fp32",
+                 "ours": median_time(lambda: (layernorm(x, gamma, beta, y, 1e-5), stream.synchronize()), repeat=15),
+                 "peers": {f"F.layer_norm ({threads} thr)":
+                           median_time(lambda: torch.nn.functional.layer_norm(x, (512,), gamma[0], beta[0]),
+                                       repeat=15)},
+                 "unit": "ms"})
+    q, k, v = (torch.randn(1, 2048, 2, 128).half() for _ in range(3))
+    out = attention(q, k, v, False, stream)
+    stream.synchronize()
+    assert torch.allclose(out.float(), reference(q, k, v, False), atol=2e-2)
+    rows.append({"name": "flash attention example, b=1 n=2 s=2048 d=128",
+                 "ours": median_time(lambda: (attention(q, k, v, False, stream), stream.synchronize())),
+                 "peers": {"torch fp32 softmax(q@kT)@v": median_time(lambda: reference(q, k, v, False), repeat=3)},
+                 "unit": "ms", "flops": 4 * 2 * 2048 * 2048 * 128})
+    return {"rows": rows}
+
+
+def section_throughput():
+    """Child of section_scaling: add and matmul throughput with the thread count it was started with."""
+    import torch
+    import pypto_pro
+    import kernels
+    from matmul import matmul_kernel
+
+    stream = pypto_pro.runtime.Stream()
+    x = torch.randn(4096, 4096)
+    z = torch.empty_like(x)
+    a = torch.randn(2048, 128).half()
+    b = torch.randn(128, 2048).half()
+    c = torch.empty(2048, 2048)
+    add, mm = kernels.add_kernel[stream, 64], matmul_kernel[stream, 32]
+    return {"threads": pypto_pro.runtime.device_threads(),
+            "add": median_time(lambda: (add(x, x, z), stream.synchronize())),
+            "matmul": median_time(lambda: (mm(a, b, c), stream.synchronize()))}
+
+
+def section_scaling():
+    one = run_section("throughput", {"PYPTO_PRO_NUM_THREADS": "1"})
+    two = run_section("throughput", {"PYPTO_PRO_NUM_THREADS": "2"})
+    if "error" in one or "error" in two:
+        raise RuntimeError(one.get("error") or two.get("error"))
+    rows = []
+    for name, target in [("matmul", 1.8), ("add", 1.5)]:
+        speedup = one[name] / two[name]
+        rows.append({"name": f"{name} 2 threads vs 1: {speedup:.2f}x (target {target}x: "
+                             f"{'met' if speedup >= target else 'not met'})",
+                     "ours": two[name], "peers": {"1 thread": one[name]}, "unit": "ms"})
+    return {"rows": rows}
+
+
 SECTIONS = {
     "machine": section_machine,
     "launch": section_launch,
     "compile": section_compile,
+    "instances": section_instances,
     "add": section_add,
+    "vector": section_vector,
+    "matmul": section_matmul,
+    "scaling": section_scaling,
 }
+CHILD_ONLY = {"throughput": section_throughput}
 
 
 # ---- driver ----
 
-def run_section(name):
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
-    proc = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True, text=True, env=env,
-                          cwd=os.environ.get("PYPTO_PRO_BENCH_DIR", "/tmp"))
+def run_section(name, extra_env=None):
+    """Runs one section in a fresh process with artefacts in a fresh directory (first launches
+    really compile)."""
+    with tempfile.TemporaryDirectory(prefix="pypto_pro_bench_") as work:
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), ASCEND_WORK_PATH=work, **(extra_env or {}))
+        proc = subprocess.run([sys.executable, __file__, "--child", name], capture_output=True, text=True, env=env,
+                              cwd=work)
     if proc.returncode != 0:
         return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"}
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -243,7 +468,7 @@ def main():
     parser.add_argument("--json", action="store_true", help="print raw results as JSON")
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(SECTIONS[args.child]()))
+        print(json.dumps({**SECTIONS, **CHILD_ONLY}[args.child]()))
         return
     results = {}
     for name in ["machine"] + [s for s in args.sections.split(",") if s != "machine"]:

@@ -35,3 +35,70 @@ def wide_kernel(a: pl.Tensor[[64, 64], pl.DT_FP32], b: pl.Tensor[[64, 64], pl.DT
     with pl.section_vector():
         pl.load(t, a, [0, 0])
         pl.store(h, t, [0, 0])
+
+
+def _matmul_k_loop(dtype):
+    def matmul_k_loop(a: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], dtype], b: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], dtype],
+                      c: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP32]):
+        """C = A @ B for any K (a multiple of 128): one 128x128 output tile per step, accumulated over
+        128-deep k slices with matmul_acc in L0C."""
+        t128 = 128
+        a_mat = pl.make_tile_group(type=pl.TileType(shape=[t128, t128], dtype=dtype, target_memory=pl.MemorySpace.Mat),
+                                   addrs=0x00000, mutex_ids=[0, 1])
+        b_mat = pl.make_tile_group(type=pl.TileType(shape=[t128, t128], dtype=dtype, target_memory=pl.MemorySpace.Mat),
+                                   addrs=0x10000, mutex_ids=[2, 3])
+        left = pl.make_tile_group(type=pl.TileType(shape=[t128, t128], dtype=dtype, target_memory=pl.MemorySpace.Left),
+                                  addrs=0x0, mutex_ids=[4, 5])
+        right = pl.make_tile_group(type=pl.TileType(shape=[t128, t128], dtype=dtype,
+                                                    target_memory=pl.MemorySpace.Right),
+                                   addrs=0x0, mutex_ids=[6, 7])
+        acc = pl.make_tile(pl.TileType(shape=[t128, t128], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Acc),
+                           addr=0)
+        with pl.section_cube():
+            col_tiles = c.shape[1] // t128
+            k_tiles = a.shape[1] // t128
+            for t in pl.range(pl.get_block_idx(), c.shape[0] // t128 * col_tiles, pl.get_block_num()):
+                i = t // col_tiles
+                j = t % col_tiles
+                for kk in pl.range(k_tiles):
+                    ta, tb, tl, tr = a_mat.next(), b_mat.next(), left.next(), right.next()
+                    pl.load_tile(ta, a, [i, kk])
+                    pl.load_tile(tb, b, [kk, j])
+                    pl.move(tl, ta)
+                    pl.move(tr, tb)
+                    if kk == 0:
+                        pl.matmul(acc, tl, tr)
+                    else:
+                        pl.matmul_acc(acc, acc, tl, tr)
+                pl.store_tile(c, acc, [i, j])
+    return matmul_k_loop
+
+
+matmul_k_loop = pl.jit(_matmul_k_loop(pl.DT_FP16), name="bench_matmul_k_loop_fp16")
+matmul_k_loop_bf16 = pl.jit(_matmul_k_loop(pl.DT_BF16), name="bench_matmul_k_loop_bf16")
+
+
+class EightModes:
+    Mode = pl.TilingKeyField(bits=3, values=[0, 1, 2, 3, 4, 5, 6, 7])
+
+
+def _eight_modes(x: pl.Tensor[[64, 64], pl.DT_FP32], y: pl.Tensor[[64, 64], pl.DT_FP32]):
+    """Eight TilingKey instances of one small kernel: what compiling them concurrently costs."""
+    t = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP32), addr=0)
+    with pl.section_vector():
+        pl.load(t, x, [0, 0])
+        pl.adds(t, t, Mode * 1.0)
+        pl.exp(t, t)
+        pl.store(y, t, [0, 0])
+
+
+# The same kernel twice under two names: one compiles its instances serially, one concurrently.
+eight_modes_serial = pl.jit(_eight_modes, name="bench_eight_modes_serial", tiling_key=EightModes)
+eight_modes_concurrent = pl.jit(_eight_modes, name="bench_eight_modes_concurrent", tiling_key=EightModes)
+
+
+class SixtyFourModes:
+    Mode = pl.TilingKeyField(bits=6, values=list(range(64)))
+
+
+sixty_four_modes = pl.jit(_eight_modes, name="bench_sixty_four_modes", tiling_key=SixtyFourModes)

@@ -26,11 +26,19 @@ inline float ReduceLanes(f32x16 v, F f) {
 template <typename T>
 inline auto SumRun(const T* p, int64_t n) {
   if constexpr (kIsFloatLike<T>) {
-    f32x16 acc{};
+    // Four independent accumulators: one would make the loop wait on the add latency.
+    f32x16 a0{}, a1{}, a2{}, a3{};
     int64_t i = 0;
-    for (; i + 16 <= n; i += 16) acc += Load16(p + i);
-    if (i < n) acc += Load16(PaddedTail(p + i, n - i).v);
-    return ReduceLanes(acc, [](float a, float b) { return a + b; });
+    for (; i + 64 <= n; i += 64) {
+      a0 += Load16(p + i);
+      a1 += Load16(p + i + 16);
+      a2 += Load16(p + i + 32);
+      a3 += Load16(p + i + 48);
+    }
+    for (; i + 16 <= n; i += 16) a0 += Load16(p + i);
+    if (i < n) a1 += Load16(PaddedTail(p + i, n - i).v);
+    f32x16 total = (a0 + a1) + (a2 + a3);
+    return ReduceLanes(total, [](float a, float b) { return a + b; });
   } else {
     uint64_t acc = 0;
     for (int64_t i = 0; i < n; ++i) acc += uint64_t(p[i]);
@@ -43,7 +51,15 @@ template <typename F, typename T>
 inline T ExtremeRun(const T* p, int64_t n) {
   if constexpr (kIsFloatLike<T>) {
     f32x16 acc = Splat(ToFloat(p[0]));
+    f32x16 a1 = acc, a2 = acc, a3 = acc;  // independent chains, as in SumRun
     int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+      acc = F{}(acc, Load16(p + i));
+      a1 = F{}(a1, Load16(p + i + 16));
+      a2 = F{}(a2, Load16(p + i + 32));
+      a3 = F{}(a3, Load16(p + i + 48));
+    }
+    acc = F{}(F{}(acc, a1), F{}(a2, a3));
     for (; i + 16 <= n; i += 16) acc = F{}(acc, Load16(p + i));
     if (i < n) {
       Lanes<T> tail;
