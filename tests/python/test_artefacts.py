@@ -1,5 +1,6 @@
 """The artefact tree of JIT.md section 5, IR dumps and introspection."""
 
+import logging
 import os
 import re
 
@@ -140,13 +141,19 @@ def test_static_dims_make_one_instance_per_value(tmp_path, monkeypatch):
     assert "for (int64_t it0 = lo0; it0 < hi0; it0 += st0)" in code and "t_x.shape[0]" not in code
 
 
-def test_compile_stats_cover_every_phase():
-    kernel = make_add_kernel()
-    run_add(kernel)
+def test_compile_stats_cover_every_phase(caplog):
+    kernel = make_add_kernel(name="add_stats")
+    with caplog.at_level(logging.DEBUG, logger="pypto_pro.jit"):
+        run_add(kernel)
     (stats,) = kernel.compile_stats()
     for phase in ("parse_ms", "passes_ms", "codegen_ms", "write_ms", "compile_ms", "load_ms"):
         assert stats[phase] >= 0.0
     assert stats["compile_ms"] > 1.0  # the host compiler really ran
+    # The same breakdown as one DEBUG log line per compiled instance.
+    (record,) = [r for r in caplog.records if r.name == "pypto_pro.jit"]
+    message = record.getMessage()
+    assert message.startswith("compiled add_stats in ") and f"compile {stats['compile_ms']:.1f} ms" in message
+    assert all(f"{phase} " in message for phase in ("parse", "passes", "codegen", "write", "load"))
 
 
 def test_host_compiler_failure_keeps_the_sources(tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 
@@ -14,6 +15,8 @@ from pypto_pro.language import diagnostics
 from pypto_pro.language.tiling_data import TilingDataSpec, is_tiling_data_class
 from pypto_pro.language.types import DTYPES, DataType, TensorAnnotation
 from pypto_pro.runtime.tilingkey import TilingKeyField, TilingKeySchema
+
+_log = logging.getLogger("pypto_pro.jit")
 
 _ARCH_ENV = "PYPTOPRO_JIT_ARCH"
 _DIM_CODES = {"static": -1, "dynamic": -2, "rest": -3}
@@ -252,6 +255,9 @@ class JitFunction(_C.KernelBase):
         except _C.Diagnostic as diag:
             raise diagnostics.from_core(diag, self.kernel_name, self.spec.fn) from None
         inst.set_parse_ms(parse_ms)
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug("compiled %s in %s: %s", self.kernel_name, inst_dir,
+                       ", ".join(f"{k[:-3]} {v:.1f} ms" for k, v in inst.stats.items()))
         self._signatures.append({"dir": str(inst_dir), "static_dims": {k: v for k, v in shapes.items() if v},
                                  "tiling_key": tk_values or None,
                                  "datatype": {p: d for p, d in dt_binding.items()} or None})
