@@ -30,6 +30,8 @@ class PyStream {
   void Retire();
   // Waits (GIL released) and raises KernelFault for a fault since the last synchronisation.
   void Synchronize();
+  // Retire() on every live stream (after pypto_pro.runtime.synchronize()). Must hold the GIL.
+  static void RetireAll();
 
  private:
   std::unique_ptr<runtime::Stream> owned_;

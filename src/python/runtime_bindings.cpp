@@ -1,15 +1,31 @@
 // pypto_pro._C runtime objects: streams, events, synchronisation.
 #include <chrono>
+#include <vector>
 
 #include "bindings.h"
 #include "pypto_pro/runtime/device.h"
 
 namespace pypto_pro::python {
 
-PyStream::PyStream() : owned_(std::make_unique<runtime::Stream>()), stream_(owned_.get()) {}
-PyStream::PyStream(runtime::Stream* shared) : stream_(shared) {}
+namespace {
+std::vector<PyStream*>& LiveStreams() {  // guarded by the GIL
+  static auto* streams = new std::vector<PyStream*>;
+  return *streams;
+}
+}  // namespace
+
+PyStream::PyStream() : owned_(std::make_unique<runtime::Stream>()), stream_(owned_.get()) {
+  LiveStreams().push_back(this);
+}
+PyStream::PyStream(runtime::Stream* shared) : stream_(shared) { LiveStreams().push_back(this); }
+
+void PyStream::RetireAll() {
+  // By index: a released object's finaliser may create or destroy streams.
+  for (size_t i = 0; i < LiveStreams().size(); ++i) LiveStreams()[i]->Retire();
+}
 
 PyStream::~PyStream() {
+  std::erase(LiveStreams(), this);
   if (owned_) {
     py::gil_scoped_release release;
     owned_.reset();  // drains the queue first
@@ -97,7 +113,7 @@ void BindRuntime(py::module_& m) {
         }
       }
     }
-    DefaultPyStream().Retire();
+    PyStream::RetireAll();
     if (first) std::rethrow_exception(first);
   });
   m.def("device_threads", [] { return runtime::Device::Get().num_threads(); });

@@ -2,6 +2,7 @@
 events (issue 2)."""
 
 import inspect
+import sys
 
 import numpy as np
 import pytest
@@ -163,6 +164,19 @@ def test_temporaries_stay_alive_until_the_launch_ran():
         add[None, 8](torch.full((1024, 1024), float(i)), torch.ones(1024, 1024), out)
     pypto_pro.runtime.synchronize()
     assert torch.equal(out, torch.full_like(out, 20.0))
+
+
+def test_device_synchronize_releases_what_every_stream_held():
+    add = make_add_kernel(pl.DT_FP32, (64, 128))
+    stream = Stream()
+    x = torch.ones(128, 128)
+    out = torch.zeros_like(x)
+    before = sys.getrefcount(x)
+    add[stream, 1](x, x, out)
+    assert sys.getrefcount(x) > before  # the queued launch holds its arguments
+    pypto_pro.runtime.synchronize()  # not stream.synchronize(): every stream's launches are done
+    assert sys.getrefcount(x) == before
+    assert torch.equal(out, 2 * x)
 
 
 def test_streams_run_concurrently_and_independently():
