@@ -1166,3 +1166,33 @@ def test_memories_and_arguments_are_checked():
 
     compile_error(scalar_tile_for_expands, "pl.expands(a, a)", errors.ParserTypeError,
                   "pl.expands operand 'scalar' must be a scalar")
+
+
+@pl.jit
+def exp_rows(x: pl.Tensor[[pl.DYNAMIC, 1024], pl.DT_FP32], z: pl.Tensor[[pl.DYNAMIC, 1024], pl.DT_FP32]):
+    t = pl.make_tile(pl.TileType(shape=[8, 1024], dtype=pl.DT_FP32), addr=0)
+    with pl.section_vector():
+        for i in pl.range(pl.get_block_idx(), x.shape[0] // 8, pl.get_block_num()):
+            pl.load_tile(t, x, [i, 0])
+            pl.exp(t, t)
+            pl.store_tile(z, t, [i, 0])
+
+
+def test_exp_is_within_one_ulp_over_the_whole_fp32_range():
+    specials = [np.inf, -np.inf, np.nan, 0.0, -0.0, 88.72, 88.73, 1e-30, -1e-30, -87.3, -103.0, -200.0]
+    x = np.concatenate([np.linspace(-110, 95, 8 * 1024 * 16, dtype=np.float32),
+                        np.array(specials + [0.0] * (8 * 1024 - len(specials)), np.float32)]).reshape(-1, 1024)
+    z = np.empty_like(x)
+    exp_rows[None, 4](x, z)
+    pypto_pro.runtime.synchronize()
+    ref = np.exp(x.astype(np.float64))
+    with np.errstate(over="ignore"):
+        ref32 = ref.astype(np.float32)
+    normal = np.isfinite(ref32) & (ref32 >= np.finfo(np.float32).tiny)
+    ulps = np.abs(z[normal] - ref[normal]) / np.spacing(ref32[normal])
+    assert ulps.max() <= 1.0, f"exp is off by {ulps.max():.2f} ulp at x = {x[normal][ulps.argmax()]}"
+    tiny = (ref32 < np.finfo(np.float32).tiny) & (ref32 >= 0)  # subnormal results: within one subnormal step
+    assert np.all(np.abs(z[tiny] - ref[tiny]) <= 1.5e-45)
+    tail = z.ravel()[-8 * 1024:]  # the specials, in order
+    assert tail[0] == np.inf and tail[1] == 0.0 and np.isnan(tail[2]) and tail[3] == 1.0 and tail[4] == 1.0
+    assert tail[6] == np.inf and tail[11] == 0.0  # overflow to inf, underflow to zero
