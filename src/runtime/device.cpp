@@ -7,6 +7,7 @@
 #include "core.h"
 #include "mixed_block.h"
 #include "pypto_pro/support/arch.h"
+#include "pypto_pro/runtime/spin.h"
 #include "pypto_pro/support/config.h"
 
 namespace pypto_pro::runtime {
@@ -19,8 +20,6 @@ Arena& ThreadArena() {
   thread_local Arena arena;
   return arena;
 }
-
-inline void CpuRelax() { __builtin_ia32_pause(); }
 
 }  // namespace
 
@@ -108,6 +107,9 @@ void Device::RunBlocks(Job& job) {
 void Device::HelperLoop() {
   for (;;) {
     Job* job = nullptr;
+    // A short spin catches back-to-back launches; helpers that spun longer would take CPU time from
+    // the launching thread between launches.
+    SpinUntil([&] { return job_count_.load(std::memory_order_relaxed) > 0; }, std::chrono::microseconds(50));
     {
       std::unique_lock<std::mutex> lock(mutex_);
       work_cv_.wait(lock, [&] { return !jobs_.empty(); });
@@ -118,6 +120,7 @@ void Device::HelperLoop() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       jobs_.erase(std::remove(jobs_.begin(), jobs_.end(), job), jobs_.end());
+      job_count_.store(int(jobs_.size()), std::memory_order_relaxed);
     }
     {
       std::lock_guard<std::mutex> lock(job->mutex);
@@ -142,6 +145,7 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
   if (parallel) {
     std::lock_guard<std::mutex> lock(mutex_);
     jobs_.push_back(&job);
+    job_count_.store(int(jobs_.size()), std::memory_order_relaxed);
     work_cv_.notify_all();
   }
   RunBlocks(job);
@@ -149,9 +153,10 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
     {
       std::lock_guard<std::mutex> lock(mutex_);
       jobs_.erase(std::remove(jobs_.begin(), jobs_.end(), &job), jobs_.end());
+      job_count_.store(int(jobs_.size()), std::memory_order_relaxed);
     }
     // Helpers may still be finishing blocks, or about to leave RunBlocks.
-    for (int spin = 0; spin < 4000 && (job.done.load() < job.blocks || job.helpers.load() > 0); ++spin) CpuRelax();
+    SpinUntil([&] { return job.done.load() >= job.blocks && job.helpers.load() == 0; });
     std::unique_lock<std::mutex> lock(job.mutex);
     job.cv.wait(lock, [&] { return job.done.load() >= job.blocks && job.helpers.load() == 0; });
   }

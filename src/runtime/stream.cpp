@@ -4,16 +4,11 @@
 #include <cstring>
 
 #include "pypto_pro/runtime/device.h"
+#include "pypto_pro/runtime/spin.h"
 
 namespace pypto_pro::runtime {
 
 namespace {
-
-// Spinning before sleeping keeps launch -> worker and worker -> synchronize hand-offs in the
-// microsecond range; a full futex sleep/wake costs tens of microseconds.
-constexpr int kSpinIterations = 2000;
-
-inline void CpuRelax() { __builtin_ia32_pause(); }
 
 std::mutex& RegistryMutex() {
   static std::mutex* m = new std::mutex();
@@ -112,9 +107,7 @@ uint64_t Stream::Push(Item&& item) {
 
 void Stream::WorkerLoop() {
   for (;;) {
-    for (int i = 0; i < kSpinIterations && submitted() == completed(); ++i) {
-      CpuRelax();
-    }
+    SpinUntil([&] { return submitted() != completed(); });
     Item item;
     {
       std::unique_lock<std::mutex> lock(mutex_);
@@ -155,8 +148,7 @@ void Stream::Execute(Item& item) {
 }
 
 void Stream::WaitFor(uint64_t seq) {
-  for (int i = 0; i < kSpinIterations && completed() < seq; ++i) CpuRelax();
-  if (completed() >= seq) return;
+  if (SpinUntil([&] { return completed() >= seq; })) return;
   std::unique_lock<std::mutex> lock(mutex_);
   ++waiters_;
   done_cv_.wait(lock, [&] { return completed() >= seq; });

@@ -3,6 +3,7 @@
 // logical block (1 AIC + 2 AIV) runs its three cores as fibers on one thread (MixedBlock).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -38,6 +39,7 @@ class Device {
   std::mutex mutex_;
   std::condition_variable work_cv_;
   std::vector<Job*> jobs_;  // launches with blocks left; guarded by mutex_
+  std::atomic<int> job_count_{0};  // jobs_.size(), for helpers spinning without the mutex
   std::vector<std::thread> helpers_;
 };
 
