@@ -11,7 +11,7 @@
 #pragma once
 
 #include <cstdint>
-#include <unordered_map>
+#include <map>
 #include <vector>
 
 #include "sanitizer_findings.h"
@@ -66,7 +66,7 @@ class CoreSync {
   int slot_ = 0;
   VectorClock clocks_[kPipes];
   Mutex mutexes_[kMutexes];
-  std::unordered_map<int, Flag> flags_;
+  std::map<int, Flag> flags_;  // ordered: end-of-kernel findings come in a stable order
 };
 
 // The cross-core flags of a mixed block (INTRA_BLOCK): the AIC's set reaches both AIVs, an AIV's set
