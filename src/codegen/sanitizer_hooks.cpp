@@ -116,8 +116,16 @@ std::string DataGuard(const StmtNode& s, const std::vector<std::string>& operand
     if (op.operands[i].kind == OperandKind::kTile && tile < 0) tile = int(i);
     if (op.operands[i].kind == OperandKind::kOffsets) offsets = int(i);
   }
-  std::vector<std::string> accesses;
+  // Reads first: an in-place op that races reports the read-after-write, the hazard that matters.
+  std::vector<size_t> order;
   for (size_t i = 0; i < s.args.size(); ++i) {
+    if (op.operands[i].access == Access::kRead) order.push_back(i);
+  }
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    if (op.operands[i].access != Access::kRead) order.push_back(i);
+  }
+  std::vector<std::string> accesses;
+  for (size_t i : order) {
     const OperandSpec& spec = op.operands[i];
     const std::string mode = ModeOf(spec.access);
     if (spec.kind == OperandKind::kTile && windows[i]) {
