@@ -140,5 +140,39 @@ TEST(AutoMutex, DescriptorsUngroupedTilesAndRepeatsAreSkipped) {
       << after;
 }
 
+TEST(AutoMutex, ElementReadsAreTheScalarPipes) {
+  ir::Function func;
+  func.name = "elements";
+  ir::Var x = test_util::AddTensorParam(func, "x", ir::DataType::kFP32, {test_util::FixedDim(8), test_util::FixedDim(8)});
+  ir::TileType tt = MakeTileType(8, 8);
+  ir::Var g = MakeTileGroup(func, "g", tt, 0, {{5}, {6}});
+  ir::Var t = MakeTileVar(func, "t", tt), u = MakeTileVar(func, "u", tt);
+  ir::Var v = test_util::MakeScalarVar(func, "v", ir::DataType::kFP32);
+  auto element = [&](const ir::Var& tile, int offset) { return ir::Element(tile, ir::IntConst(offset)); };
+  func.body = ir::Seq({
+      ir::DeclTiles(g, test_util::At(1)),
+      ir::SelectTile(t, g, ir::SelectMode::kIndex, ir::IntConst(0), test_util::At(2)),
+      ir::SelectTile(u, g, ir::SelectMode::kIndex, ir::IntConst(1), test_util::At(2)),
+      Op("load", {Ref(t), Ref(x), Zeros()}, 3),
+      ir::Assign(v, element(t, 3), test_util::At(4)),
+      Op("adds", {Ref(u), Ref(t), element(t, 0)}, 5),
+      Op("setval", {Ref(u), ir::IntConst(1), element(t, 2)}, 6),
+  });
+  const std::string after = AfterAutoMutex(func);
+  EXPECT_NE(after.find("auto_mutex_lock([t], pipe=S)\n"
+                       "v = getval(t, 3)\n"
+                       "auto_mutex_unlock([t], pipe=S)\n"
+                       "auto_mutex_lock([t], pipe=S)\n"
+                       "auto_mutex_lock([u, t], pipe=V)\n"
+                       "adds(u, t, getval(t, 0))\n"
+                       "auto_mutex_unlock([u, t], pipe=V)\n"
+                       "auto_mutex_unlock([t], pipe=S)\n"
+                       "auto_mutex_lock([u, t], pipe=S)\n"
+                       "setval(u, 1, getval(t, 2))\n"
+                       "auto_mutex_unlock([u, t], pipe=S)\n"),
+            std::string::npos)
+      << after;
+}
+
 }  // namespace
 }  // namespace pypto_pro

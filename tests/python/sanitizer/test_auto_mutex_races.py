@@ -150,3 +150,29 @@ def test_ids_two_operands_share_are_locked_once():
     x, y = torch.randn(32, 128), torch.zeros(32, 128)
     assert findings_of(lambda: shared_slot[None, 1](x, y)) == []
     assert torch.equal(y, x + x)
+
+
+def first_element(x: pl.Tensor[[32, 128], pl.DT_FP32], y: pl.Tensor[[32, 128], pl.DT_FP32]):
+    g = pl.make_tile_group(type=pl.TileType(shape=[32, 128], dtype=pl.DT_FP32), addrs=0, mutex_ids=[0])
+    h = pl.make_tile_group(type=pl.TileType(shape=[32, 128], dtype=pl.DT_FP32), addrs=0x4000, mutex_ids=[1])
+    with pl.section_vector():
+        t, u = g.current(), h.current()
+        pl.load(t, x, [0, 0])
+        pl.muls(t, t, 2.0)
+        scale = t[0, 0]  # the scalar pipe reads what V wrote
+        pl.muls(u, t, scale)
+        pl.store(y, u, [0, 0])
+
+
+@pytest.mark.parametrize("auto_mutex", [True, False])
+def test_element_reads_are_ordered_on_the_scalar_pipe(auto_mutex):
+    kernel = pl.jit(first_element, sanitizer=True, auto_mutex=auto_mutex, name=f"first_element_{auto_mutex}")
+    x, y = torch.randn(32, 128), torch.zeros(32, 128)
+    findings = findings_of(lambda: kernel[None, 1](x, y))
+    if auto_mutex:
+        assert findings == []
+        assert torch.equal(y, (2 * x) * (2 * x[0, 0]))
+    else:
+        reads = [f for f in findings if f.line == line_of(first_element, "scale = t[0, 0]")]
+        assert len(reads) == 1 and reads[0].kind == "PIPE_RACE"
+        assert reads[0].message.startswith("read-after-write: S reads tile 't'")
