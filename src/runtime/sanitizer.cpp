@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <exception>
 #include <fstream>
 #include <memory>
 
@@ -122,13 +121,18 @@ void End(PtoCoreCtx* ctx, int32_t completed) {
   SanitizerLaunch& launch = *b.launch;
   c->ended = true;
   if (!completed) b.cut_short = true;
-  if (!b.cut_short) c->sync.Finish(c->findings);
-  Flush(*c, launch, c->findings, c->name);
-  const bool all_ended = std::all_of(b.core, b.core + b.cores, [](const CoreState& s) { return s.ended; });
-  if (b.cores == san::kCoreSlots && all_ended && !b.cut_short) {
-    san::Findings by_slot[san::kCoreSlots];
-    b.cross.Finish(by_slot);
-    for (int s = 0; s < b.cores; ++s) Flush(b.core[s], launch, by_slot[s], b.core[s].name);
+  // Called from the kernel's scope guard, maybe while a fault unwinds it: nothing may escape.
+  try {
+    if (!b.cut_short) c->sync.Finish(c->findings);
+    Flush(*c, launch, c->findings, c->name);
+    const bool all_ended = std::all_of(b.core, b.core + b.cores, [](const CoreState& s) { return s.ended; });
+    if (b.cores == san::kCoreSlots && all_ended && !b.cut_short) {
+      san::Findings by_slot[san::kCoreSlots];
+      b.cross.Finish(by_slot);
+      for (int s = 0; s < b.cores; ++s) Flush(b.core[s], launch, by_slot[s], b.core[s].name);
+    }
+  } catch (...) {
+    // Out of memory while formatting findings: the core's checks are lost, the process is not.
   }
 }
 
