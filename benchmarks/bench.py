@@ -386,6 +386,36 @@ def section_scaling():
     return {"rows": rows}
 
 
+def section_sanitizer():
+    import torch
+    import pypto_pro
+    import pypto_pro.language as pl
+    from kernels import add_fp16_example
+
+    torch.set_num_threads(pypto_pro.runtime.device_threads())
+    stream = pypto_pro.runtime.Stream()
+    x = torch.randn(2048, 1024, dtype=torch.float16)
+    y = torch.randn_like(x)
+    z = torch.empty_like(x)
+    checked = pl.jit(add_fp16_example.fn, sanitizer=True, name="bench_add_fp16_sanitized")
+
+    def run(kernel):
+        start = time.perf_counter()
+        kernel[stream, 64](x, y, z)
+        stream.synchronize()
+        return time.perf_counter() - start
+
+    run(add_fp16_example)
+    run(checked)
+    # Interleaved, so a busy neighbour on the machine slows both alike.
+    samples = [(run(add_fp16_example), run(checked)) for _ in range(21)]
+    plain = statistics.median(p for p, _ in samples)
+    sanitized = statistics.median(c for _, c in samples)
+    assert torch.equal(z, x + y)
+    return {"rows": [{"name": "add fp16 2048x1024 with sanitizer=True, vs the plain launch (budget 20x)",
+                      "ours": sanitized, "peers": {"plain launch": plain}, "unit": "ms", "target": 20 * plain}]}
+
+
 SECTIONS = {
     "machine": section_machine,
     "launch": section_launch,
@@ -395,6 +425,7 @@ SECTIONS = {
     "vector": section_vector,
     "matmul": section_matmul,
     "scaling": section_scaling,
+    "sanitizer": section_sanitizer,
 }
 CHILD_ONLY = {"throughput": section_throughput}
 

@@ -25,6 +25,12 @@ HALF = T // 2  # query rows per vector core
 S_READY, P_READY, O_READY = 0, 1, 2
 
 
+def handed_over(tile_type, addr, mutex_id):
+    """A tile one pipe fills and another reads (GM -> L1 -> L0 -> Acc -> GM, GM -> UB -> GM): a
+    one-slot group with a mutex id of its own, so auto_mutex orders the pipes that share it."""
+    return pl.make_tile_group(type=tile_type, addrs=addr, mutex_ids=[mutex_id]).current()
+
+
 class AttentionKey:
     Causal = TilingKeyField(bits=1, values=[0, 1])
 
@@ -39,29 +45,29 @@ def flash_attention(q: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16],
                     p_ws: pl.Tensor[[pl.DYNAMIC, T], pl.DT_FP16],
                     o_ws: pl.Tensor[[pl.DYNAMIC, D], pl.DT_FP32],
                     seq: pl.DT_INT32, scale: pl.DT_FP32):
-    # Cube tiles (L1 / L0A / L0B / L0C).
+    # Cube tiles (L1 / L0A / L0B / L0C), each passed between two pipes.
     mat16 = pl.TileType(shape=[T, T], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Mat)
-    q_mat = pl.make_tile(mat16, addr=0x00000)
-    k_mat = pl.make_tile(mat16, addr=0x08000)      # Kᵀ: a transposed load
-    p_mat = pl.make_tile(mat16, addr=0x10000)
-    v_mat = pl.make_tile(mat16, addr=0x18000)
+    q_mat = handed_over(mat16, 0x00000, 0)
+    k_mat = handed_over(mat16, 0x08000, 1)         # Kᵀ: a transposed load
+    p_mat = handed_over(mat16, 0x10000, 2)
+    v_mat = handed_over(mat16, 0x18000, 3)
     left16 = pl.TileType(shape=[T, T], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Left)
     right16 = pl.TileType(shape=[T, T], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Right)
-    q_left = pl.make_tile(left16, addr=0x0000)
-    p_left = pl.make_tile(left16, addr=0x8000)
-    k_right = pl.make_tile(right16, addr=0x0000)
-    v_right = pl.make_tile(right16, addr=0x8000)
+    q_left = handed_over(left16, 0x0000, 4)
+    p_left = handed_over(left16, 0x8000, 5)
+    k_right = handed_over(right16, 0x0000, 6)
+    v_right = handed_over(right16, 0x8000, 7)
     acc32 = pl.TileType(shape=[T, T], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Acc)
-    s_acc = pl.make_tile(acc32, addr=0x00000)
-    o_acc = pl.make_tile(acc32, addr=0x10000)
-    # Vector tiles (UB of each AIV): 64 query rows.
+    s_acc = handed_over(acc32, 0x00000, 8)
+    o_acc = handed_over(acc32, 0x10000, 9)
+    # Vector tiles (UB of each AIV): 64 query rows. Those only the vector pipe touches need no mutex.
     rows32 = pl.TileType(shape=[HALF, T], dtype=pl.DT_FP32)
-    s_ub = pl.make_tile(rows32, addr=0x00000)
-    o_ub = pl.make_tile(rows32, addr=0x08000)
+    s_ub = handed_over(rows32, 0x00000, 10)
+    o_ub = handed_over(rows32, 0x08000, 11)
     acc_ub = pl.make_tile(rows32, addr=0x10000)
     tmp_ub = pl.make_tile(rows32, addr=0x18000)
-    mask_ub = pl.make_tile(rows32, addr=0x20000)
-    p16_ub = pl.make_tile(pl.TileType(shape=[HALF, T], dtype=pl.DT_FP16), addr=0x28000)
+    mask_ub = handed_over(rows32, 0x20000, 12)
+    p16_ub = handed_over(pl.TileType(shape=[HALF, T], dtype=pl.DT_FP16), 0x28000, 13)
     col = pl.TileType(shape=[HALF, 1], dtype=pl.DT_FP32, layout=pl.DN)
     m_old = pl.make_tile(col, addr=0x2C000)
     m_new = pl.make_tile(col, addr=0x2C100)

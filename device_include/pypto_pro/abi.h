@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#define PTO_ABI_VERSION 2
+#define PTO_ABI_VERSION 3
 #define PTO_MEM_COUNT 8  /* indexed like ir::MemorySpace: DDR Vec Mat Left Right Acc Bias Scaling */
 #define PTO_FAULT_MAX_RANK 8
 
@@ -56,7 +56,58 @@ typedef struct PtoKernelDesc {
   const char* source_file;
   const char* arch;
   PtoKernelEntry entry;
+  /* Sanitizer mode: the report file each launch appends its findings to; NULL in a plain kernel. */
+  const char* sanitizer_report;
 } PtoKernelDesc;
+
+/* ---- sanitizer mode (pl.jit(sanitizer=True)): what an instrumented kernel tells the runtime ---- */
+
+enum { PTO_SAN_READ = 1, PTO_SAN_WRITE = 2 }; /* access modes; an in-place operand has both */
+
+/* The bytes one operand of an op touches: `rows` rows `row_stride` bytes apart, each made of `runs`
+ * runs of `width` bytes `run_stride` apart (a transposed GM window has one-element runs). */
+typedef struct PtoSanAccess {
+  const uint8_t* base;
+  int64_t rows, row_stride;
+  int64_t runs, run_stride;
+  int64_t width;
+  const uint8_t* origin; /* GM: the tensor's data, offsets in reports count from it (tiles: the arena) */
+  const char* name;      /* the tensor parameter or tile variable */
+  int32_t mode;          /* PTO_SAN_READ | PTO_SAN_WRITE */
+  int32_t memory;        /* indexed like PtoCoreCtx::mem: 0 (DDR) for GM */
+  int32_t in_bounds;     /* 0: the access leaves its tensor or tile, `fault` says how; nothing else is set */
+  PtoFaultDetail fault;
+} PtoSanAccess;
+
+/* Synchronisation events, in the order of the pl ops they come from. */
+enum {
+  PTO_SAN_FLAG_SET = 0,    /* sync_src: pipe sets flag `id` towards pipe `other` */
+  PTO_SAN_FLAG_WAIT = 1,   /* sync_dst: pipe waits for flag `id` set by pipe `other` */
+  PTO_SAN_LOCK = 2,        /* mutex_lock / auto_mutex_lock: pipe takes every mutex of the bit set `id` */
+  PTO_SAN_UNLOCK = 3,      /* mutex_unlock / auto_mutex_unlock: pipe releases them */
+  PTO_SAN_BARRIER = 4,     /* bar_*: pipe (or every pipe for ALL) drains */
+  PTO_SAN_CROSS_SET = 5,   /* set_cross_core: pipe signals event `id` to the other side of the block */
+  PTO_SAN_CROSS_WAIT = 6,  /* wait_cross_core: pipe has received event `id` */
+  PTO_SAN_AUTO_MUTEX = 8   /* or'ed into LOCK / UNLOCK when auto_mutex inserted them */
+};
+
+typedef struct PtoSanitizerApi {
+  /* The core starts the kernel: `args` names the launch. `pipes` holds, a bit per pipe, the pipes the
+   * kernel's code can touch tiles (byte 0) and GM (byte 1) with on an AIV, and the same for an AIC
+   * (bytes 2 and 3). */
+  void (*begin)(struct PtoCoreCtx* ctx, const void* args, uint32_t pipes);
+  /* The core's program has ended; `completed` is 0 when it was cut short by a fault. */
+  void (*end)(struct PtoCoreCtx* ctx, int32_t completed);
+  /* An op on `pipe` touches `accesses`. Returns 0 when one of them is out of bounds: the op is skipped. */
+  int32_t (*access)(struct PtoCoreCtx* ctx, int32_t line, int32_t pipe, const PtoSanAccess* accesses, int32_t count);
+  /* A synchronisation event PTO_SAN_* of `pipe` (with `other` pipe and `id` as the event says). */
+  void (*sync)(struct PtoCoreCtx* ctx, int32_t line, int32_t event, int32_t pipe, int32_t other, uint32_t id);
+  /* A tile group (or tile) is placed: slot i covers [addrs[i], addrs[i] + bytes) of memory `memory`. */
+  void (*declare)(struct PtoCoreCtx* ctx, int32_t line, const char* name, int32_t decl, int32_t memory,
+                  const uint32_t* addrs, int32_t slots, uint32_t bytes);
+  /* pl.set_validshape to a shape outside the tile: reported, and the window is left as it was. */
+  void (*bad_shape)(struct PtoCoreCtx* ctx, int32_t line, const PtoFaultDetail* detail);
+} PtoSanitizerApi;
 
 typedef struct PtoRuntimeApi {
   uint32_t abi_version;
@@ -75,6 +126,8 @@ typedef struct PtoRuntimeApi {
    * A wait without a pending set suspends the core until another core of its block sets the flag. */
   void (*set_cross_core)(struct PtoCoreCtx* ctx, int32_t line, int32_t pipe, int32_t event_id, int32_t mode);
   void (*wait_cross_core)(struct PtoCoreCtx* ctx, int32_t line, int32_t pipe, int32_t event_id, int32_t mode);
+  /* The callbacks of sanitizer-mode kernels. */
+  const PtoSanitizerApi* sanitizer;
 } PtoRuntimeApi;
 
 /* Every stream object the runtime hands to call_kernel starts with this header. */

@@ -14,10 +14,11 @@ from pypto_pro import _C  # noqa: F401  (the compiled core; built by `make`)
 from pypto_pro import runtime
 from pypto_pro.errors import (CompilationError, CompileError, CompileTimeoutError, KernelDeadlock, KernelFault,
                               ParserError, ParserSyntaxError, ParserTypeError, ParserValueError, PyptoError,
-                              TileMemoryError, UndefinedVariableError, UnsupportedFeatureError)
+                              SanitizerError, SanitizerFinding, TileMemoryError, UndefinedVariableError,
+                              UnsupportedFeatureError)
 
 __all__ = [
     "runtime", "PyptoError", "CompilationError", "ParserError", "ParserSyntaxError", "ParserTypeError",
     "ParserValueError", "UndefinedVariableError", "UnsupportedFeatureError", "TileMemoryError", "CompileError",
-    "CompileTimeoutError", "KernelFault", "KernelDeadlock",
+    "CompileTimeoutError", "KernelFault", "KernelDeadlock", "SanitizerError", "SanitizerFinding",
 ]

@@ -2,10 +2,13 @@
 
 Compile-time errors point at the user's kernel source (file:line:col, the line and a caret);
 launch-time argument errors are plain TypeError / ValueError naming the parameter; faults of a
-running kernel are raised as KernelFault by the next synchronisation of its stream.
+running kernel are raised as KernelFault by the next synchronisation of its stream, and what a
+sanitizer-mode kernel (pl.jit(sanitizer=True)) found as SanitizerError.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 
 class PyptoError(Exception):
@@ -116,3 +119,33 @@ class KernelDeadlock(KernelFault):
     """Every unfinished core of a mixed kernel's block waited for a cross-core flag no core would set.
     The message lists each waiting core (AIC / AIV 0 / AIV 1 of block b), its source line and the
     flag it waits for; `core` and `line` are those of the first one."""
+
+
+@dataclass(frozen=True)
+class SanitizerFinding:
+    """One defect a sanitizer-mode launch found: every hit of one kind at one source line."""
+
+    kind: str      # "PIPE_RACE", "GM_OUT_OF_BOUNDS", "TILE_OUT_OF_BOUNDS", "TILE_OVERLAP", ...
+    message: str   # what happened, as of the first hit
+    hint: str      # how to fix it, in one line
+    kernel: str
+    file: str
+    line: int
+    hits: int      # how often the launch hit it (over all blocks and cores)
+    block: int     # where it was first hit
+    core: str      # "AIV 3", or "AIC" / "AIV 0" / "AIV 1" of `block` in a mixed kernel
+
+
+class SanitizerError(KernelFault):
+    """A launch of a pl.jit(sanitizer=True) kernel found defects (out-of-bounds accesses, overlapping
+    tiles, unpaired mutexes or flags, pipe races). `findings` lists them (SanitizerFinding); they are
+    also in `report`, the pypto_sanitizer_report.txt of the kernel's instance directory. `line`,
+    `core` and `block` are those of the first finding."""
+
+    def __init__(self, message, *, kernel=None, source_file=None, findings=(), report=None):
+        self.findings = [SanitizerFinding(**f) for f in findings]
+        first = self.findings[0] if self.findings else None
+        super().__init__(message, kernel=kernel, source_file=source_file,
+                         line=first.line if first else None, core=first.core if first else None,
+                         block=first.block if first else None)
+        self.report = report

@@ -100,12 +100,12 @@ void CheckWaitCrossCore(const StmtNode& call) {
 
 void AddSyncOps(std::vector<OpDef>& ops) {
   // auto_mutex: lock / unlock, on the pipe of the guarded op, every TileGroup mutex id its tile
-  // operands carry.
+  // operands carry. The pipe is always printed (a required option), MTE1 included.
   for (auto [name, fn, doc] : {std::tuple{"auto_mutex_lock", "pto::auto_mutex_lock", "lock the tiles' mutex ids"},
                                std::tuple{"auto_mutex_unlock", "pto::auto_mutex_unlock", "unlock them"}}) {
     OpDef op{name, Pipe::kS, PipeRule::kFixed, WindowRule::kNone,
              {{"tiles", OperandKind::kTiles, Access::kRead, kAnyTileMemory}},
-             false, kAllSupportedDTypes, "", fn, {KwargSpec{"pipe", AttrKind::kEnum, 0, kPipes, true, {}, "pto::kPipe"}}, doc};
+             false, kAllSupportedDTypes, "", fn, {PipeKwarg("pipe")}, doc};
     op.internal = true;
     ops.push_back(op);
   }

@@ -108,7 +108,15 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   inst->stats.passes_ms = MsSince(t0);
 
   t0 = std::chrono::steady_clock::now();
-  codegen::GeneratedSources sources = codegen::Generate(func, *arch);
+  codegen::CodegenOptions codegen_options;
+  if (options.sanitizer) {
+    // Each process starts its own report: instances are never shared between processes.
+    inst->sanitizer_report = fs::absolute(inst->dir / "pypto_sanitizer_report.txt");
+    codegen_options.sanitizer_report = inst->sanitizer_report.string();
+    std::error_code ignored;
+    fs::remove(inst->sanitizer_report, ignored);
+  }
+  codegen::GeneratedSources sources = codegen::Generate(func, *arch, codegen_options);
   inst->kind = sources.kind;
   inst->num_slots = int(func.params.size()) + func.NumDynamicDims();
   inst->stats.codegen_ms = MsSince(t0);

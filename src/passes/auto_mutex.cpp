@@ -3,6 +3,9 @@
 // RAW/WAR hazard on a slot (MTE2 -> V -> MTE3, MTE1 -> M -> FIX) and gives N-buffering without
 // manual flags. A tile selected by a run-time cursor carries its slot's ids, so the lock takes
 // "a choice over the candidates" at run time; an id shared by two operands is locked once.
+// Element reads (pl.getval, tile[i, j]) in an op's operands or an assignment are the scalar pipe's:
+// they are bracketed on S. Those in conditions and loop bounds are left to the user (a lock cannot
+// bracket a condition evaluated again on every iteration).
 #include <set>
 
 #include "pypto_pro/ir/verifier.h"
@@ -42,33 +45,68 @@ std::set<int> GuardedTiles(const Function& func) {
   return guarded;
 }
 
+// Tiles collected once each, in order of first use.
+struct TileList {
+  std::vector<Expr> tiles;
+  std::set<int> seen;
+  void Add(const Var& var, Span span) {
+    if (seen.insert(var->id).second) tiles.push_back(VarRef(var, span));
+  }
+};
+
+// Guarded tiles whose elements `e` reads (pl.getval, tile[i, j]): the scalar pipe reads them.
+void ElementReads(const Expr& e, const std::set<int>& guarded, TileList& out) {
+  if (!e) return;
+  if (e->kind == ExprKind::kElement && e->var->type.IsTile() && guarded.count(e->var->id)) out.Add(e->var, e->span);
+  for (const Expr& operand : e->operands) ElementReads(operand, guarded, out);
+}
+
+// lock(tiles) on `pipe`, then `s` (its statements, when it is already bracketed), then unlock.
+Stmt Bracket(const Stmt& s, const std::vector<Expr>& tiles, Pipe pipe) {
+  Attr pipe_attr;
+  pipe_attr.name = "pipe";
+  pipe_attr.value = int64_t(pipe);
+  std::vector<Stmt> stmts = {OpCall(FindOp("auto_mutex_lock"), {Tuple(tiles, s->span)}, {pipe_attr}, s->span)};
+  if (s->kind == StmtKind::kSeq) stmts.insert(stmts.end(), s->stmts.begin(), s->stmts.end());
+  else stmts.push_back(s);
+  stmts.push_back(OpCall(FindOp("auto_mutex_unlock"), {Tuple(tiles, s->span)}, {pipe_attr}, s->span));
+  return Seq(std::move(stmts), s->span);
+}
+
+// An op on its pipe with the guarded tiles among its operands (descriptor ops such as
+// set_validshape move no data: nothing to order), inside the scalar pipe's lock of the guarded
+// tiles its scalar operands read elements of. An assignment reading tile elements: the latter only.
+Stmt Guard(const Stmt& s, const std::set<int>& guarded) {
+  TileList own, reads;
+  Pipe pipe = Pipe::kS;
+  if (s->kind == StmtKind::kOp) {
+    if (s->op->window != WindowRule::kNone) {
+      for (const Expr& arg : s->args) {
+        if (arg->type.IsTile() && arg->kind == ExprKind::kVar && guarded.count(arg->var->id)) own.Add(arg->var, arg->span);
+      }
+      pipe = s->op->PipeFor(TileMemories(*s));
+    }
+    for (const Expr& arg : s->args) ElementReads(arg, guarded, reads);
+  } else {
+    ElementReads(s->value, guarded, reads);
+  }
+  if (pipe == Pipe::kS) {  // one lock on the scalar pipe covers both
+    for (const Expr& tile : reads.tiles) own.Add(tile->var, tile->span);
+    reads = TileList{};
+  }
+  Stmt out = own.tiles.empty() ? s : Bracket(s, own.tiles, pipe);
+  return reads.tiles.empty() ? out : Bracket(out, reads.tiles, Pipe::kS);
+}
+
 Stmt Rewrite(const Stmt& s, const std::set<int>& guarded) {
   if (!s) return s;
-  // Descriptor ops (set_validshape) move no data: nothing to order.
-  if (s->kind == StmtKind::kOp && !s->op->internal && s->op->window != WindowRule::kNone) {
-    std::vector<Expr> tiles;
-    std::set<int> seen;
-    for (const Expr& arg : s->args) {
-      if (arg->type.IsTile() && arg->kind == ExprKind::kVar && guarded.count(arg->var->id) &&
-          seen.insert(arg->var->id).second) {
-        tiles.push_back(arg);
-      }
-    }
-    if (tiles.empty()) return s;
-    Attr pipe_attr;
-    pipe_attr.name = "pipe";
-    pipe_attr.value = int64_t(s->op->PipeFor(TileMemories(*s)));
-    std::vector<Attr> pipe = {pipe_attr};
-    Stmt lock = OpCall(FindOp("auto_mutex_lock"), {Tuple(tiles, s->span)}, pipe, s->span);
-    Stmt unlock = OpCall(FindOp("auto_mutex_unlock"), {Tuple(tiles, s->span)}, pipe, s->span);
-    return Seq({lock, s, unlock}, s->span);
-  }
+  if ((s->kind == StmtKind::kOp && !s->op->internal) || s->kind == StmtKind::kAssign) return Guard(s, guarded);
   if (s->stmts.empty() && !s->body && !s->orelse) return s;
   auto node = CopyNode(s);
   std::vector<Stmt> children;
   for (const Stmt& child : s->stmts) {
     Stmt rewritten = Rewrite(child, guarded);
-    if (rewritten != child && rewritten->kind == StmtKind::kSeq && child->kind == StmtKind::kOp) {
+    if (rewritten != child && rewritten->kind == StmtKind::kSeq && child->kind != StmtKind::kSeq) {
       children.insert(children.end(), rewritten->stmts.begin(), rewritten->stmts.end());
     } else {
       children.push_back(rewritten);

@@ -45,6 +45,28 @@ void BindJit(py::module_& m) {
       kw["instance_dir"] = e.dir.string();
       kw["log"] = e.log;
       RaisePython("CompileError", py::make_tuple(e.what()), kw);
+    } catch (const runtime::SanitizerError& e) {
+      const runtime::FaultInfo& f = e.info();
+      py::list findings;
+      for (const runtime::SanitizerFinding& s : f.findings) {
+        py::dict d;
+        d["kind"] = s.kind;
+        d["message"] = s.message;
+        d["hint"] = s.hint;
+        d["kernel"] = s.kernel;
+        d["file"] = s.file;
+        d["line"] = s.line;
+        d["hits"] = s.hits;
+        d["block"] = s.block;
+        d["core"] = s.core;
+        findings.append(d);
+      }
+      py::dict kw;
+      kw["kernel"] = f.kernel;
+      kw["source_file"] = f.source_file;
+      kw["findings"] = findings;
+      kw["report"] = f.report;
+      RaisePython("SanitizerError", py::make_tuple(e.what()), kw);
     } catch (const runtime::KernelFaultError& e) {
       const runtime::FaultInfo& f = e.info();
       py::dict kw;
@@ -64,6 +86,11 @@ void BindJit(py::module_& m) {
       .def_property_readonly("dir", [](const jit::Instance& i) { return i.dir; })
       .def_property_readonly("library", [](const jit::Instance& i) { return i.library; })
       .def_property_readonly("kind", [](const jit::Instance& i) { return std::string(ir::Name(i.kind)); })
+      .def_property_readonly("sanitizer_report",
+                             [](const jit::Instance& i) -> py::object {
+                               if (i.sanitizer_report.empty()) return py::none();
+                               return py::cast(i.sanitizer_report);
+                             })
       .def_property_readonly("stats",
                              [](const jit::Instance& i) {
                                py::dict d;
@@ -83,26 +110,30 @@ void BindJit(py::module_& m) {
   m.def(
       "build_instance",
       [](const PyFunction& function, const std::string& arch, const std::filesystem::path& dir, double timeout,
-         bool auto_mutex, bool dump_ir, const std::map<std::string, std::string>& extra_files) {
+         bool auto_mutex, bool dump_ir, const std::map<std::string, std::string>& extra_files, bool sanitizer) {
         ir::Function func = *function.func;  // passes transform a copy
         jit::CompileOptions options;
         options.arch = arch;
         options.instance_dir = dir;
         options.timeout_seconds = timeout;
         options.auto_mutex = auto_mutex;
+        options.sanitizer = sanitizer;
         options.dump_ir = dump_ir;
         options.extra_files.assign(extra_files.begin(), extra_files.end());
         py::gil_scoped_release release;
         return jit::BuildInstance(std::move(func), options);
       },
       py::arg("function"), py::arg("arch"), py::arg("instance_dir"), py::arg("timeout"), py::arg("auto_mutex"),
-      py::arg("dump_ir"), py::arg("extra_files") = std::map<std::string, std::string>{});
+      py::arg("dump_ir"), py::arg("extra_files") = std::map<std::string, std::string>{},
+      py::arg("sanitizer") = false);
 
   m.def(
       "instance_dir",
       [](const std::string& name, const std::string& arch, const std::string& static_signature,
-         const std::string& datatype_json, std::optional<uint64_t> tiling_key, std::optional<int> rank) {
+         const std::string& datatype_json, std::optional<uint64_t> tiling_key, std::optional<int> rank,
+         bool sanitizer) {
         jit::InstanceKey key;
+        key.sanitizer = sanitizer;
         key.kernel_name = name;
         key.arch = arch;
         key.static_signature = static_signature;
@@ -115,7 +146,7 @@ void BindJit(py::module_& m) {
         return jit::InstanceDir(key);
       },
       py::arg("name"), py::arg("arch"), py::arg("static_signature") = "", py::arg("datatype_json") = "",
-      py::arg("tiling_key") = py::none(), py::arg("rank") = py::none());
+      py::arg("tiling_key") = py::none(), py::arg("rank") = py::none(), py::arg("sanitizer") = false);
   m.def("artefact_root", &jit::ArtefactRoot);
   m.def("compiler_command", &jit::CompilerCommand);
 

@@ -11,6 +11,9 @@
 namespace pypto_pro::runtime {
 
 class MixedBlock;
+namespace san {
+struct CoreState;
+}
 
 struct Core {
   const PtoKernelDesc* desc = nullptr;
@@ -18,6 +21,7 @@ struct Core {
   MixedBlock* mixed = nullptr;  // the block's fibers and cross-core flags; null unless mixed
   int slot = 0;                 // within a mixed block: 0 = AIC, 1 = AIV 0, 2 = AIV 1
   KernelOutput output;          // pl.printf text of this core not printed yet
+  san::CoreState* sanitizer = nullptr;  // sanitizer mode: this core's checks (sanitizer.h)
 };
 
 inline Core& CoreOf(PtoCoreCtx* ctx) { return *static_cast<Core*>(ctx->runtime); }
@@ -27,6 +31,8 @@ inline Core& CoreOf(PtoCoreCtx* ctx) { return *static_cast<Core*>(ctx->runtime);
 std::string CoreName(const PtoCoreCtx& ctx);
 // The prefix of the core's printed lines: "[block 3 AIV] ", "[block 3 AIV 1] ".
 std::string OutputPrefix(const PtoCoreCtx& ctx);
+// "GM access out of bounds: tensor 'x' of shape [...], offsets [...], window [...]".
+std::string FormatFaultDetail(const PtoFaultDetail& detail);
 // A fault of the core at `line`, with its block and core filled in.
 FaultInfo CoreFault(const PtoCoreCtx& ctx, int line);
 

@@ -4,6 +4,7 @@
 
 #include "core.h"
 #include "mixed_block.h"
+#include "sanitizer.h"
 
 namespace pypto_pro::runtime {
 
@@ -11,30 +12,10 @@ namespace {
 
 bool IsMixed(const PtoCoreCtx& ctx) { return static_cast<const Core*>(ctx.runtime)->mixed != nullptr; }
 
-std::string FormatDetail(const PtoFaultDetail& d) {
-  std::ostringstream os;
-  os << (d.message ? d.message : "fault");
-  auto list = [&](const int64_t* v) {
-    os << "[";
-    for (int i = 0; i < d.rank && i < PTO_FAULT_MAX_RANK; ++i) os << (i ? ", " : "") << v[i];
-    os << "]";
-  };
-  if (d.rank > 0) {
-    if (d.tensor) os << ": tensor '" << d.tensor << "' of shape ";
-    else os << ": size ";
-    list(d.shape);
-    os << ", offsets ";
-    list(d.offsets);
-    os << ", window ";
-    list(d.extent);
-  }
-  return os.str();
-}
-
 void FaultCallback(PtoCoreCtx* ctx, int32_t line, const PtoFaultDetail* detail) {
   FaultInfo info = CoreFault(*ctx, line);
   info.op = detail && detail->op ? detail->op : "";
-  info.message = detail ? FormatDetail(*detail) : "fault";
+  info.message = detail ? FormatFaultDetail(*detail) : "fault";
   throw KernelAbort{std::move(info)};
 }
 
@@ -78,10 +59,31 @@ void WaitCrossCoreCallback(PtoCoreCtx* ctx, int32_t line, int32_t pipe, int32_t 
 int64_t SubmitUnavailable(void*, const PtoKernelDesc*, const void*, uint32_t, uint32_t) { return -1; }
 
 // Cores cannot launch kernels.
-const PtoRuntimeApi kCoreApi = {PTO_ABI_VERSION,     &SubmitUnavailable,   &FaultCallback,        &PrintCallback,
-                                &AssertCallback,     &SetCrossCoreCallback, &WaitCrossCoreCallback};
+const PtoRuntimeApi kCoreApi = {PTO_ABI_VERSION,     &SubmitUnavailable,    &FaultCallback,
+                                &PrintCallback,      &AssertCallback,       &SetCrossCoreCallback,
+                                &WaitCrossCoreCallback, &kSanitizerApi};
 
 }  // namespace
+
+std::string FormatFaultDetail(const PtoFaultDetail& d) {
+  std::ostringstream os;
+  os << (d.message ? d.message : "fault");
+  auto list = [&](const int64_t* v) {
+    os << "[";
+    for (int i = 0; i < d.rank && i < PTO_FAULT_MAX_RANK; ++i) os << (i ? ", " : "") << v[i];
+    os << "]";
+  };
+  if (d.rank > 0) {
+    if (d.tensor) os << ": tensor '" << d.tensor << "' of shape ";
+    else os << ": size ";
+    list(d.shape);
+    os << ", offsets ";
+    list(d.offsets);
+    os << ", window ";
+    list(d.extent);
+  }
+  return os.str();
+}
 
 std::string CoreName(const PtoCoreCtx& ctx) {
   if (ctx.core_type == PTO_CORE_AIC) return IsMixed(ctx) ? "AIC" : "AIC " + std::to_string(ctx.block_idx);

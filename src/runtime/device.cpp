@@ -9,6 +9,7 @@
 #include "pypto_pro/support/arch.h"
 #include "pypto_pro/runtime/spin.h"
 #include "pypto_pro/support/config.h"
+#include "sanitizer.h"
 
 namespace pypto_pro::runtime {
 
@@ -141,6 +142,7 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
   int cores = desc.kind != PTO_KERNEL_VECTOR ? job.arch->aic_cores : job.arch->aiv_cores;
   job.blocks = int(std::min<uint32_t>(std::max<uint32_t>(block_dim, 1), uint32_t(cores)));
 
+  SanitizerLaunch sanitizer(desc, args);
   bool parallel = job.blocks > 1 && num_threads_ > 1;
   if (parallel) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -160,12 +162,12 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
     std::unique_lock<std::mutex> lock(job.mutex);
     job.cv.wait(lock, [&] { return job.done.load() >= job.blocks && job.helpers.load() == 0; });
   }
-  if (job.faults.load() == 0) return std::nullopt;
+  if (job.faults.load() == 0) return sanitizer.Finish(std::nullopt);
   FaultInfo fault = std::move(job.first_fault);
   fault.kernel = desc.name ? desc.name : "?";
   fault.source_file = desc.source_file ? desc.source_file : "?";
   fault.other_faults += job.faults.load() - 1;
-  return fault;
+  return sanitizer.Finish(std::move(fault));
 }
 
 }  // namespace pypto_pro::runtime

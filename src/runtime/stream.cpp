@@ -23,7 +23,8 @@ int64_t SubmitThunk(void* stream, const PtoKernelDesc* desc, const void* args, u
                      uint32_t block_dim);
 
 // call_kernel only submits; the callbacks of running cores come with PtoCoreCtx::api.
-const PtoRuntimeApi kStreamApi = {PTO_ABI_VERSION, &SubmitThunk, nullptr, nullptr, nullptr, nullptr, nullptr};
+const PtoRuntimeApi kStreamApi = {PTO_ABI_VERSION, &SubmitThunk, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                  nullptr};
 
 }  // namespace
 
@@ -162,7 +163,7 @@ void Stream::Synchronize() {
     std::lock_guard<std::mutex> lock(mutex_);
     fault.swap(sticky_fault_);
   }
-  if (fault) throw KernelFaultError(std::move(*fault));
+  if (fault) ThrowFault(std::move(*fault));
 }
 
 }  // namespace pypto_pro::runtime

@@ -17,7 +17,13 @@ struct GeneratedSources {
   ir::KernelKind kind = ir::KernelKind::kVector;
 };
 
-GeneratedSources Generate(const ir::Function& func, const ArchModel& arch);
+struct CodegenOptions {
+  // Sanitizer mode: instrument every op, tile declaration and element read (SIMULATOR.md "Sanitizer
+  // mode"), each launch appending its findings to this file. Empty: a plain kernel.
+  std::string sanitizer_report;
+};
+
+GeneratedSources Generate(const ir::Function& func, const ArchModel& arch, const CodegenOptions& options = {});
 
 // C++ storage type of a dtype in device code ("pto::half", "float", ...).
 std::string DeviceType(ir::DataType dtype);

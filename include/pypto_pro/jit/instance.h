@@ -22,6 +22,7 @@ struct CompileOptions {
   std::filesystem::path instance_dir;
   double timeout_seconds = 600;
   bool auto_mutex = true;
+  bool sanitizer = false;  // instrument the kernel; launches append to <instance_dir>/pypto_sanitizer_report.txt
   bool dump_ir = false;
   // More files to write, by path relative to instance_dir (e.g. "../datatype.json").
   std::vector<std::pair<std::string, std::string>> extra_files;
@@ -43,6 +44,7 @@ struct Instance {
   std::filesystem::path library;
   ir::KernelKind kind = ir::KernelKind::kVector;
   int num_slots = 0;  // launcher arguments after blockDim and stream
+  std::filesystem::path sanitizer_report;  // sanitizer mode only
   PackedLauncher launch = nullptr;
   const PtoKernelDesc* desc = nullptr;
   CompileStats stats;

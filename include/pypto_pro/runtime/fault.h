@@ -3,8 +3,23 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace pypto_pro::runtime {
+
+// One defect a sanitizer-mode launch found (SIMULATOR.md "Sanitizer mode"): every hit of one kind at
+// one source line, over all blocks and cores of the launch.
+struct SanitizerFinding {
+  std::string kind;     // "PIPE_RACE", "GM_OUT_OF_BOUNDS", ...
+  std::string message;  // what happened, as of the first hit
+  std::string hint;     // one line on how to fix it
+  std::string kernel;
+  std::string file;
+  int line = 0;
+  int hits = 1;
+  int block = -1;       // where it was first hit
+  std::string core;     // "AIV 3", "AIC", "AIV 1" (of `block` in a mixed kernel)
+};
 
 struct FaultInfo {
   std::string kernel;       // kernel name
@@ -16,6 +31,10 @@ struct FaultInfo {
   std::string message;      // what went wrong, with offsets/shape when it was a GM access
   int other_faults = 0;     // further blocks of the same launch that faulted
   bool deadlock = false;    // every unfinished core of `block` waited; `message` lists them
+  // Sanitizer mode: what the launch's checks found and the report file they were appended to. The
+  // fields above then describe a fault only when the launch also faulted (`message` is set).
+  std::vector<SanitizerFinding> findings;
+  std::string report;
 
   std::string Format() const;  // one readable paragraph
 };
@@ -29,5 +48,14 @@ class KernelFaultError : public std::runtime_error {
  private:
   FaultInfo info_;
 };
+
+// A sanitizer-mode launch found defects: info().findings lists them.
+class SanitizerError : public KernelFaultError {
+ public:
+  using KernelFaultError::KernelFaultError;
+};
+
+// Throws the error `info` calls for: SanitizerError when it carries findings, else KernelFaultError.
+[[noreturn]] void ThrowFault(FaultInfo info);
 
 }  // namespace pypto_pro::runtime

@@ -152,9 +152,6 @@ class JitFunction(_C.KernelBase):
         if pipeline is not None:
             raise NotImplementedError("pl.jit(pipeline=...): the automatic cube/vector pipeline transform is not "
                                       "implemented yet (LANGUAGE.md section 8, tier 2)")
-        if sanitizer:
-            raise NotImplementedError("pl.jit(sanitizer=True): sanitizer mode is not implemented yet "
-                                      "(auto_mutex and the sanitizer, issue 5)")
         self.fn = fn
         self.kernel_name = name or fn.__name__
         self.arch = arch  # None: resolved from PYPTOPRO_JIT_ARCH at the first launch, then fixed
@@ -240,7 +237,7 @@ class JitFunction(_C.KernelBase):
         dt_json = json.dumps({p: d.pl_name for p, d in sorted(dt_binding.items())}, separators=(",", ":")) \
             if dt_binding else ""
         inst_dir = _C.instance_dir(self.kernel_name, arch, static_sig, dt_json, tiling_key,
-                                   _distributed_rank())
+                                   _distributed_rank(), self.sanitizer)
         timeout = self.compile_timeout if self.compile_timeout is not None else float(
             _C.getenv("PYPTO_PRO_COMPILE_TIMEOUT"))
         dump_ir = _C.getenv("PYPTO_PRO_DUMP_IR").lower() in ("1", "true", "yes", "on")
@@ -251,7 +248,7 @@ class JitFunction(_C.KernelBase):
             extra_files["../datatype.json"] = json.dumps(binding, indent=2, sort_keys=True) + "\n"
         try:
             inst = _C.build_instance(func, arch, str(inst_dir), float(timeout), self.auto_mutex, dump_ir,
-                                     extra_files)
+                                     extra_files, self.sanitizer)
         except _C.Diagnostic as diag:
             raise diagnostics.from_core(diag, self.kernel_name, self.spec.fn) from None
         inst.set_parse_ms(parse_ms)

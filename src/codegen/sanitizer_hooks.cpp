@@ -1,0 +1,242 @@
+#include "sanitizer_hooks.h"
+
+#include <cctype>
+#include <functional>
+#include <optional>
+
+#include "pypto_pro/ir/verifier.h"
+
+namespace pypto_pro::codegen {
+
+using namespace ir;
+
+namespace {
+
+std::string Quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string PipeConstant(Pipe pipe) { return "pto::kPipe" + std::string(Name(pipe)); }
+
+int64_t AttrOr(const StmtNode& s, std::string_view name, int64_t fallback) {
+  for (const Attr& a : s.attrs) {
+    if (a.name == name) return a.value;
+  }
+  return fallback;
+}
+
+std::string ModeOf(Access access) {
+  switch (access) {
+    case Access::kRead: return "pto::san::kRead";
+    case Access::kWrite: return "pto::san::kWrite";
+    case Access::kReadWrite: return "pto::san::kRead | pto::san::kWrite";
+  }
+  return "pto::san::kRead";
+}
+
+std::string VarName(const Expr& e) { return e->var ? e->var->name : "?"; }
+
+// The window an operand is touched in, as C++ expressions of rows and columns.
+struct Window {
+  std::string rows, cols;
+};
+
+// Each tile operand's window under the op's window rule (OpDef::window), or nothing for an operand
+// the op does not touch (a scratch tile the implementation never reads).
+std::vector<std::optional<Window>> TileWindows(const StmtNode& s, const std::vector<std::string>& operands) {
+  const OpDef& op = *s.op;
+  std::vector<std::optional<Window>> out(s.args.size());
+  auto rows = [&](size_t i) { return "(" + operands[i] + ").valid_rows"; };
+  auto cols = [&](size_t i) { return "(" + operands[i] + ").valid_cols"; };
+  auto is_tile = [&](size_t i) { return op.operands[i].kind == OperandKind::kTile; };
+  switch (op.window) {
+    case WindowRule::kTransferTile:
+      for (size_t i = 0; i < out.size(); ++i) {
+        if (is_tile(i)) out[i] = Window{rows(i), cols(i)};
+      }
+      break;
+    case WindowRule::kDestination:
+    case WindowRule::kSource: {
+      // The reference: the destination, or the first tile read (the source).
+      size_t ref = 0;
+      if (op.window == WindowRule::kSource) {
+        while (ref < out.size() && !(is_tile(ref) && op.operands[ref].access == Access::kRead)) ++ref;
+      }
+      for (size_t i = 0; i < out.size(); ++i) {
+        if (!is_tile(i)) continue;
+        switch (op.operands[i].shape) {
+          case ShapeRole::kSame: out[i] = Window{rows(ref), cols(ref)}; break;
+          case ShapeRole::kColumn: out[i] = Window{rows(ref), "1"}; break;
+          case ShapeRole::kRow: out[i] = Window{"1", cols(ref)}; break;
+          case ShapeRole::kAny:
+            // A move's source and destination take the source's window; any other such operand is
+            // scratch the implementation never touches.
+            if (i == ref || op.operands[i].access != Access::kRead) out[i] = Window{rows(ref), cols(ref)};
+            break;
+        }
+      }
+      break;
+    }
+    case WindowRule::kMatmul: {
+      // M and K from the left matrix, N from the right one (the cube unit's reading).
+      std::string m, k, n;
+      for (size_t i = 0; i < out.size(); ++i) {
+        MemorySpace mem = s.args[i]->type.tile->memory;
+        if (mem == MemorySpace::kLeft) m = rows(i), k = cols(i);
+        if (mem == MemorySpace::kRight) n = cols(i);
+      }
+      for (size_t i = 0; i < out.size(); ++i) {
+        switch (s.args[i]->type.tile->memory) {
+          case MemorySpace::kLeft: out[i] = Window{m, k}; break;
+          case MemorySpace::kRight: out[i] = Window{k, n}; break;
+          case MemorySpace::kBias: out[i] = Window{"1", n}; break;
+          default: out[i] = Window{m, n}; break;
+        }
+      }
+      break;
+    }
+    case WindowRule::kElement:
+    case WindowRule::kNone: break;
+  }
+  return out;
+}
+
+// pto::san::Op(ctx, line, pipe, {accesses...}) for an op that moves or computes data.
+std::string DataGuard(const StmtNode& s, const std::vector<std::string>& operands, const std::string& line) {
+  const OpDef& op = *s.op;
+  const std::string name = Quoted(std::string(op.PublicName()));
+  const std::vector<std::optional<Window>> windows = TileWindows(s, operands);
+  int tile = -1, offsets = -1;
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    if (op.operands[i].kind == OperandKind::kTile && tile < 0) tile = int(i);
+    if (op.operands[i].kind == OperandKind::kOffsets) offsets = int(i);
+  }
+  // Reads first: an in-place op that races reports the read-after-write, the hazard that matters.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    if (op.operands[i].access == Access::kRead) order.push_back(i);
+  }
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    if (op.operands[i].access != Access::kRead) order.push_back(i);
+  }
+  std::vector<std::string> accesses;
+  for (size_t i : order) {
+    const OperandSpec& spec = op.operands[i];
+    const std::string mode = ModeOf(spec.access);
+    if (spec.kind == OperandKind::kTile && windows[i]) {
+      accesses.push_back("pto::san::Rect(" + operands[i] + ", " + mode + ", " + windows[i]->rows + ", " +
+                         windows[i]->cols + ", " + name + ", " + Quoted(VarName(s.args[i])) + ")");
+    } else if (spec.kind == OperandKind::kTensor && tile >= 0 && offsets >= 0) {
+      // Offsets are tile indices when the registry names them so (load_tile / store_tile).
+      const bool by_tile = op.operands[size_t(offsets)].name == "tile_idx";
+      accesses.push_back(std::string(by_tile ? "pto::san::GmTile(" : "pto::san::Gm(") + operands[i] + ", " + mode +
+                         ", " + operands[size_t(tile)] + ", " + operands[size_t(offsets)] + ", " +
+                         std::to_string(AttrOr(s, "order", -1)) + ", " + name + ")");
+    } else if (spec.kind == OperandKind::kContainer) {
+      // One element at the op's scalar offset (pl.setval's `offset`).
+      size_t offset = i + 1;
+      while (offset < s.args.size() && op.operands[offset].kind != OperandKind::kScalar) ++offset;
+      accesses.push_back("pto::san::Element(" + operands[i] + ", " + mode + ", int64_t(" + operands[offset] + "), " +
+                         name + ", " + Quoted(VarName(s.args[i])) + ")");
+    }
+  }
+  if (accesses.empty()) return "";
+  std::string list;
+  for (const std::string& a : accesses) list += (list.empty() ? "" : ", ") + a;
+  return "pto::san::Op(ctx, " + line + ", " + PipeConstant(op.PipeFor(TileMemories(s))) + ", {" + list + "})";
+}
+
+std::string SyncCall(const std::string& line, const char* event, Pipe pipe, Pipe other, const std::string& id) {
+  return std::string("pto::san::Sync(ctx, ") + line + ", " + event + ", " + PipeConstant(pipe) + ", " +
+         PipeConstant(other) + ", " + id + ")";
+}
+
+}  // namespace
+
+SanitizerHook HookFor(const StmtNode& s, const std::vector<std::string>& operands) {
+  const OpDef& op = *s.op;
+  const std::string line = std::to_string(s.span.line);
+  auto pipe = [&](std::string_view attr) { return Pipe(AttrOr(s, attr, 0)); };
+  auto id = [&](std::string_view attr) { return std::to_string(AttrOr(s, attr, 0)); };
+  const std::string_view name = op.name;
+  if (op.window != WindowRule::kNone) return {DataGuard(s, operands, line), ""};
+  if (name == "set_validshape") {
+    return {"pto::san::ValidShape(ctx, " + line + ", " + operands[0] + ", " + operands[1] + ")", ""};
+  }
+  if (name == "auto_mutex_lock" || name == "auto_mutex_unlock") {
+    std::string tiles;
+    for (size_t i = 0; i < operands.size(); ++i) tiles += ", " + operands[i];
+    return {"pto::san::AutoMutex(ctx, " + line + ", " + (name == "auto_mutex_lock" ? "PTO_SAN_LOCK" : "PTO_SAN_UNLOCK") +
+                ", " + PipeConstant(pipe("pipe")) + tiles + ")",
+            ""};
+  }
+  if (name == "system.sync_src") {
+    return {SyncCall(line, "PTO_SAN_FLAG_SET", pipe("set_pipe"), pipe("wait_pipe"), id("event_id")), ""};
+  }
+  if (name == "system.sync_dst") {
+    return {SyncCall(line, "PTO_SAN_FLAG_WAIT", pipe("wait_pipe"), pipe("set_pipe"), id("event_id")), ""};
+  }
+  if (name == "system.mutex_lock" || name == "system.mutex_unlock") {
+    return {SyncCall(line, name == "system.mutex_lock" ? "PTO_SAN_LOCK" : "PTO_SAN_UNLOCK", pipe("pipe"), pipe("pipe"),
+                     "1u << " + id("mutex_id")),
+            ""};
+  }
+  if (name.substr(0, 11) == "system.bar_") {
+    std::string suffix(name.substr(11));
+    for (char& c : suffix) c = char(std::toupper(static_cast<unsigned char>(c)));
+    const Pipe barrier = PipeFromName(suffix).value_or(Pipe::kALL);
+    return {SyncCall(line, "PTO_SAN_BARRIER", barrier, barrier, "0"), ""};
+  }
+  if (name == "system.set_cross_core") {
+    // Before the set: the clock must be queued when the receiving core's wait returns.
+    return {SyncCall(line, "PTO_SAN_CROSS_SET", pipe("pipe"), pipe("pipe"), id("event_id")), ""};
+  }
+  if (name == "system.wait_cross_core") {
+    // After the wait: its set has happened by then.
+    return {"", SyncCall(line, "PTO_SAN_CROSS_WAIT", pipe("pipe"), pipe("pipe"), id("event_id")) + ";"};
+  }
+  return {};
+}
+
+uint32_t SanitizerPipes(const Function& func) {
+  const KernelKind kind = KernelKindOf(func);
+  uint32_t aiv_tile = 0, aiv_gm = 0, aic_tile = 0, aic_gm = 0;
+  // `side`: -1 outside sections (both kinds of core in a mixed kernel), else the SectionKind.
+  auto add = [&](int side, uint32_t tile, uint32_t gm) {
+    const bool aiv = kind == KernelKind::kVector || (kind == KernelKind::kMixed && side != int(SectionKind::kCube));
+    const bool aic = kind == KernelKind::kCube || (kind == KernelKind::kMixed && side != int(SectionKind::kVector));
+    if (aiv) aiv_tile |= tile, aiv_gm |= gm;
+    if (aic) aic_tile |= tile, aic_gm |= gm;
+  };
+  const uint32_t scalar = 1u << uint32_t(Pipe::kS);
+  std::function<void(const Expr&, int)> expr = [&](const Expr& e, int side) {
+    if (!e) return;
+    if (e->kind == ExprKind::kElement) add(side, e->var->type.IsTile() ? scalar : 0, e->var->type.IsTile() ? 0 : scalar);
+    for (const Expr& child : e->operands) expr(child, side);
+  };
+  std::function<void(const Stmt&, int)> stmt = [&](const Stmt& s, int side) {
+    if (!s) return;
+    if (s->kind == StmtKind::kSection) side = int(s->section);
+    for (const Expr& e : {s->value, s->start, s->stop, s->step, s->cond}) expr(e, side);
+    for (const Expr& e : s->args) expr(e, side);
+    if (s->kind == StmtKind::kOp && s->op->window != WindowRule::kNone) {
+      const uint32_t pipe = 1u << uint32_t(s->op->PipeFor(TileMemories(*s)));
+      for (const Expr& arg : s->args) {
+        if (arg->type.IsTile()) add(side, pipe, 0);
+        if (arg->type.IsTensor()) add(side, 0, pipe);
+      }
+    }
+    for (const Stmt& child : s->stmts) stmt(child, side);
+    stmt(s->body, side);
+    stmt(s->orelse, side);
+  };
+  stmt(func.body, -1);
+  return aiv_tile | aiv_gm << 8 | aic_tile << 16 | aic_gm << 24;
+}
+
+}  // namespace pypto_pro::codegen

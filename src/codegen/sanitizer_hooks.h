@@ -1,0 +1,27 @@
+// Sanitizer-mode instrumentation (SIMULATOR.md "Sanitizer mode"), generated from the op registry:
+// the hook each op statement runs under (device_include/pypto_pro/sanitizer.h) and the pipes each
+// kind of core can reach memory with. Internal to src/codegen.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pypto_pro/ir/stmt.h"
+
+namespace pypto_pro::codegen {
+
+struct SanitizerHook {
+  std::string guard;  // the op runs only if this holds; empty: unconditionally
+  std::string after;  // a statement right after the op; empty: none
+};
+
+// The hook of op statement `s`, whose operand i the op call receives as `operands[i]` (tiles
+// dereferenced, scalars and offsets already evaluated into locals).
+SanitizerHook HookFor(const ir::StmtNode& s, const std::vector<std::string>& operands);
+
+// PtoSanitizerApi::begin's `pipes`: the pipes the kernel's code can touch tiles and GM with, on an
+// AIV (bytes 0 and 1) and on an AIC (bytes 2 and 3).
+uint32_t SanitizerPipes(const ir::Function& func);
+
+}  // namespace pypto_pro::codegen

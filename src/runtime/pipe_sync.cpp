@@ -1,0 +1,187 @@
+#include "pipe_sync.h"
+
+#include <string>
+
+#include "pypto_pro/ir/type.h"
+
+namespace pypto_pro::runtime::san {
+
+namespace {
+
+std::string PipeName(int pipe) { return std::string(ir::Name(ir::Pipe(pipe))); }
+
+std::string FlagText(const char* op, int set_pipe, int wait_pipe, int event) {
+  return std::string("pl.system.") + op + "(set_pipe=" + PipeName(set_pipe) + ", wait_pipe=" + PipeName(wait_pipe) +
+         ", event_id=" + std::to_string(event) + ")";
+}
+
+std::string MutexText(int pipe, int id, bool automatic) {
+  return "mutex " + std::to_string(id) + " on " + PipeName(pipe) + (automatic ? " (auto_mutex)" : "");
+}
+
+}  // namespace
+
+void CoreSync::Reset(int slot) {
+  slot_ = slot;
+  for (int p = 0; p < kPipes; ++p) {
+    clocks_[p] = VectorClock{};
+    clocks_[p].at[Thread(p)] = 1;
+  }
+  for (Mutex& m : mutexes_) m = Mutex{};
+  flags_.clear();
+}
+
+VectorClock CoreSync::Release(int pipe) {
+  VectorClock released = clocks_[pipe];
+  ++clocks_[pipe].at[Thread(pipe)];
+  return released;
+}
+
+void CoreSync::FlagSet(int line, int set_pipe, int wait_pipe, int event) {
+  Flag& flag = flags_[FlagKey(set_pipe, wait_pipe, event)];
+  VectorClock released = Release(set_pipe);
+  if (!flag.unset_waits.empty()) {
+    // Settles a wait that ran before it in program order; that wait ordered nothing here.
+    flag.unset_waits.erase(flag.unset_waits.begin());
+    return;
+  }
+  flag.pending.push_back({released, line});
+}
+
+void CoreSync::FlagWait(int line, int set_pipe, int wait_pipe, int event) {
+  Flag& flag = flags_[FlagKey(set_pipe, wait_pipe, event)];
+  if (flag.pending.empty()) {
+    flag.unset_waits.push_back(line);
+    return;
+  }
+  Acquire(wait_pipe, flag.pending.front().clock);
+  flag.pending.erase(flag.pending.begin());
+}
+
+void CoreSync::Lock(int line, int pipe, uint32_t ids, bool automatic, Findings& findings) {
+  const uint32_t bit = 1u << pipe;
+  for (int id = 0; id < kMutexes; ++id) {
+    if (!(ids >> id & 1)) continue;
+    Mutex& m = mutexes_[id];
+    if (m.holders & bit) {
+      const int first = m.lock_line[pipe];
+      findings.Add(Kind::kUnpairedMutexLock, first, [&] {
+        return MutexText(pipe, id, false) + " is locked here and locked again at line " + std::to_string(line) +
+               (automatic ? " (auto_mutex)" : "") + " before any unlock";
+      });
+    }
+    Acquire(pipe, m.released);
+    m.holders |= bit;
+    m.lock_line[pipe] = line;
+  }
+}
+
+void CoreSync::Unlock(int line, int pipe, uint32_t ids, bool automatic, Findings& findings) {
+  const uint32_t bit = 1u << pipe;
+  for (int id = 0; id < kMutexes; ++id) {
+    if (!(ids >> id & 1)) continue;
+    Mutex& m = mutexes_[id];
+    if (!(m.holders & bit)) {
+      findings.Add(Kind::kMutexUnlockBeforeLock, line, [&] {
+        return MutexText(pipe, id, automatic) + " is unlocked while " + PipeName(pipe) +
+               " does not hold it (never locked, or already unlocked)";
+      });
+      continue;
+    }
+    m.released.Join(clocks_[pipe]);
+    m.holders &= ~bit;
+  }
+  ++clocks_[pipe].at[Thread(pipe)];
+}
+
+void CoreSync::Barrier(int pipe) {
+  if (pipe == kPipeAll) {
+    VectorClock all;
+    for (const VectorClock& c : clocks_) all.Join(c);
+    for (int p = 0; p < kPipes; ++p) {
+      clocks_[p] = all;
+      ++clocks_[p].at[Thread(p)];
+    }
+    return;
+  }
+  for (int p = 0; p < kPipes; ++p) {
+    if (p != pipe) clocks_[p].Join(clocks_[pipe]);
+  }
+  ++clocks_[pipe].at[Thread(pipe)];
+}
+
+void CoreSync::Finish(Findings& findings) {
+  for (int id = 0; id < kMutexes; ++id) {
+    const Mutex& m = mutexes_[id];
+    for (int p = 0; p < kPipes; ++p) {
+      if (!(m.holders >> p & 1)) continue;
+      findings.Add(Kind::kUnpairedMutexLock, m.lock_line[p], [&] {
+        return MutexText(p, id, false) + " is locked here and never unlocked before the kernel ends";
+      });
+    }
+  }
+  for (const auto& [key, flag] : flags_) {
+    const int event = key % kEvents, wait_pipe = key / kEvents % kPipes, set_pipe = key / kEvents / kPipes;
+    for (const Flag::Set& set : flag.pending) {
+      findings.Add(Kind::kFlagNeverWaited, set.line, [&] {
+        return FlagText("sync_src", set_pipe, wait_pipe, event) +
+               " sets a flag that no sync_dst waits for before the kernel ends";
+      });
+    }
+    for (int line : flag.unset_waits) {
+      findings.Add(Kind::kFlagNeverSet, line, [&] {
+        return FlagText("sync_dst", set_pipe, wait_pipe, event) +
+               " waits for a flag that no sync_src set before it (on the hardware it waits forever)";
+      });
+    }
+  }
+}
+
+void CrossCoreClocks::Clear() {
+  for (auto& direction : queues_) {
+    for (auto& queue : direction) queue.clear();
+  }
+}
+
+void CrossCoreClocks::Set(CoreSync& from, int line, int pipe, int event) {
+  if (event < 0 || event >= CoreSync::kEvents) return;  // the runtime faults the core
+  VectorClock released = from.Release(pipe);
+  if (from.slot() == 0) {
+    queues_[0][event].push_back({released, line});
+    queues_[1][event].push_back({released, line});
+  } else {
+    queues_[1 + from.slot()][event].push_back({released, line});
+  }
+}
+
+void CrossCoreClocks::Wait(CoreSync& to, int pipe, int event) {
+  if (event < 0 || event >= CoreSync::kEvents) return;
+  auto take = [&](std::vector<Signal>& queue) {
+    if (queue.empty()) return;  // the runtime only returns from a wait that had its set
+    to.Acquire(pipe, queue.front().clock);
+    queue.erase(queue.begin());
+  };
+  if (to.slot() == 0) {
+    take(queues_[2][event]);
+    take(queues_[3][event]);
+  } else {
+    take(queues_[to.slot() - 1][event]);
+  }
+}
+
+void CrossCoreClocks::Finish(Findings* findings_by_slot) {
+  for (int direction = 0; direction < 4; ++direction) {
+    const int setter = direction < 2 ? 0 : direction - 1;
+    const char* receiver = direction == 0 ? "AIV 0" : direction == 1 ? "AIV 1" : "the AIC";
+    for (int event = 0; event < CoreSync::kEvents; ++event) {
+      for (const Signal& set : queues_[direction][event]) {
+        findings_by_slot[setter].Add(Kind::kFlagNeverWaited, set.line, [&] {
+          return "pl.system.set_cross_core(event_id=" + std::to_string(event) + ") signals " + receiver +
+                 ", which never waits for it before the kernel ends";
+        });
+      }
+    }
+  }
+}
+
+}  // namespace pypto_pro::runtime::san

@@ -1,0 +1,335 @@
+#include "sanitizer.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "core.h"
+#include "pypto_pro/ir/type.h"
+
+namespace pypto_pro::runtime {
+
+namespace {
+
+using san::BlockState;
+using san::CoreState;
+using san::Kind;
+
+// The launches running now, found by their argument block (each queued launch has its own).
+std::mutex& LaunchesMutex() {
+  static std::mutex* m = new std::mutex();
+  return *m;
+}
+std::vector<SanitizerLaunch*>& Launches() {
+  static std::vector<SanitizerLaunch*>* launches = new std::vector<SanitizerLaunch*>();
+  return *launches;
+}
+
+SanitizerLaunch* FindLaunch(const void* args) {
+  std::lock_guard<std::mutex> lock(LaunchesMutex());
+  for (SanitizerLaunch* l : Launches()) {
+    if (l->args() == args) return l;
+  }
+  return nullptr;
+}
+
+// The block state of the calling host thread (and of every fiber on it).
+BlockState& ThreadBlock() {
+  thread_local std::unique_ptr<BlockState> block;
+  if (!block) block = std::make_unique<BlockState>();
+  return *block;
+}
+
+CoreState* StateOf(PtoCoreCtx* ctx) { return static_cast<CoreState*>(CoreOf(ctx).sanitizer); }
+
+std::string PipeName(int pipe) {
+  if (pipe < 0 || pipe >= san::kPipes) return "?";
+  return std::string(ir::Name(ir::Pipe(pipe)));
+}
+
+std::string Hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Byte masks of `pipes` (see PtoSanitizerApi::begin) for one kind of core.
+struct PipeMasks {
+  uint32_t tile, gm;
+};
+PipeMasks MasksFor(uint32_t pipes, bool aic) {
+  const uint32_t shift = aic ? 16 : 0;
+  return {pipes >> shift & 0xff, pipes >> (shift + 8) & 0xff};
+}
+
+// A new logical block on this thread: every core of it starts knowing nothing, and the GM log's
+// population holds every pipe any of its cores may touch GM with, begun or not.
+void ResetBlock(BlockState& b, SanitizerLaunch& launch, const Core& core, uint32_t pipes) {
+  b.launch = &launch;
+  b.launch_id = launch.id();
+  b.block = core.block;
+  b.cores = core.mixed ? san::kCoreSlots : 1;
+  b.gm.Clear();
+  b.gm_population.clear();
+  b.cross.Clear();
+  b.cut_short = false;
+  for (int s = 0; s < b.cores; ++s) {
+    CoreState& c = b.core[s];
+    const bool aic = core.mixed ? s == 0 : core.desc->kind == PTO_KERNEL_CUBE;
+    const PipeMasks masks = MasksFor(pipes, aic);
+    c.block = &b;
+    c.slot = s;
+    c.sync.Reset(s);
+    c.arena.Clear();
+    c.decls.clear();
+    c.ended = false;
+    c.tile_population.clear();
+    for (int p = 0; p < san::kPipes; ++p) {
+      if (masks.tile >> p & 1) c.tile_population.push_back(&c.sync.ClockOf(p));
+      if (masks.gm >> p & 1) b.gm_population.push_back(&c.sync.ClockOf(p));
+    }
+  }
+}
+
+void Flush(CoreState& c, SanitizerLaunch& launch, san::Findings& findings, const std::string& core_name) {
+  if (!findings.empty()) launch.Add(findings.Take(c.block->block, core_name));
+}
+
+// ---- the callbacks ----
+
+void Begin(PtoCoreCtx* ctx, const void* args, uint32_t pipes) {
+  Core& core = CoreOf(ctx);
+  SanitizerLaunch* launch = FindLaunch(args);
+  if (!launch) {
+    core.sanitizer = nullptr;
+    return;
+  }
+  BlockState& b = ThreadBlock();
+  if (b.launch_id != launch->id() || b.block != core.block) ResetBlock(b, *launch, core, pipes);
+  CoreState& c = b.core[core.slot];
+  c.name = CoreName(*ctx);
+  core.sanitizer = &c;
+}
+
+void End(PtoCoreCtx* ctx, int32_t completed) {
+  CoreState* c = StateOf(ctx);
+  if (!c) return;
+  CoreOf(ctx).sanitizer = nullptr;
+  BlockState& b = *c->block;
+  SanitizerLaunch& launch = *b.launch;
+  c->ended = true;
+  if (!completed) b.cut_short = true;
+  // Called from the kernel's scope guard, maybe while a fault unwinds it: nothing may escape.
+  try {
+    if (!b.cut_short) c->sync.Finish(c->findings);
+    Flush(*c, launch, c->findings, c->name);
+    const bool all_ended = std::all_of(b.core, b.core + b.cores, [](const CoreState& s) { return s.ended; });
+    if (b.cores == san::kCoreSlots && all_ended && !b.cut_short) {
+      san::Findings by_slot[san::kCoreSlots];
+      b.cross.Finish(by_slot);
+      for (int s = 0; s < b.cores; ++s) Flush(b.core[s], launch, by_slot[s], b.core[s].name);
+    }
+  } catch (...) {
+    // Out of memory while formatting findings: the core's checks are lost, the process is not.
+  }
+}
+
+Kind OutOfBoundsKind(const PtoSanAccess& a) { return a.memory == 0 ? Kind::kGmOutOfBounds : Kind::kTileOutOfBounds; }
+
+std::string OutOfBoundsMessage(const PtoSanAccess& a) {
+  const char* op = a.fault.op ? a.fault.op : "?";
+  return "pl." + std::string(op) + ": " + FormatFaultDetail(a.fault) + " (the op was skipped)";
+}
+
+// "tile 'ta' (Vec bytes [0x0, 0x8000))" / "GM tensor 'x' (bytes [0x100, 0x200) of it)".
+std::string Where(const san::Access& a) {
+  std::string name = a.name ? a.name : "?";
+  std::string range = "[" + Hex(a.region.lo - a.origin) + ", " + Hex(a.region.hi - a.origin) + ")";
+  if (a.memory == 0) return "GM tensor '" + name + "' (bytes " + range + " of it)";
+  return "tile '" + name + "' (" + std::string(ir::Name(ir::MemorySpace(a.memory))) + " bytes " + range + ")";
+}
+
+std::string RaceMessage(const CoreState& c, const san::Access& now, bool now_reads, const san::Access& before) {
+  const int before_slot = before.thread / san::kPipes, before_pipe = before.thread % san::kPipes;
+  const int now_pipe = now.thread % san::kPipes;
+  const std::string kind = before.write ? (now_reads ? "read-after-write" : "write-after-write") : "write-after-read";
+  std::string other = PipeName(before_pipe);
+  if (before_slot != c.slot) other = c.block->core[before_slot].name + " " + other;
+  return kind + ": " + PipeName(now_pipe) + (now_reads ? " reads " : " writes ") + Where(now) + " that " + other +
+         (before.write ? " wrote" : " read") + " at line " + std::to_string(before.line) +
+         (before.name && now.name && std::string(before.name) != now.name ? " (as '" + std::string(before.name) + "')"
+                                                                           : "") +
+         ", and no flag, mutex or barrier orders " + other + " before " + PipeName(now_pipe);
+}
+
+int32_t OnAccess(PtoCoreCtx* ctx, int32_t line, int32_t pipe, const PtoSanAccess* accesses, int32_t count) {
+  CoreState* c = StateOf(ctx);
+  bool in_bounds = true;
+  for (int32_t i = 0; i < count; ++i) {
+    const PtoSanAccess& a = accesses[i];
+    if (a.in_bounds) continue;
+    in_bounds = false;
+    if (c) c->findings.Add(OutOfBoundsKind(a), line, [&] { return OutOfBoundsMessage(a); });
+  }
+  if (!in_bounds || !c || pipe < 0 || pipe >= san::kPipeAll) return in_bounds;
+  BlockState& b = *c->block;
+  const san::VectorClock& now = c->sync.ClockOf(pipe);
+  for (int32_t i = 0; i < count; ++i) {
+    const PtoSanAccess& a = accesses[i];
+    san::Access rec;
+    rec.region = san::Region::Make(reinterpret_cast<uintptr_t>(a.base), a.rows, a.row_stride, a.runs, a.run_stride,
+                                   a.width);
+    if (rec.region.empty()) continue;
+    rec.thread = c->sync.Thread(pipe);
+    rec.clock = c->sync.Epoch(pipe);
+    rec.write = a.mode & PTO_SAN_WRITE;
+    rec.line = line;
+    rec.memory = a.memory;
+    rec.origin = reinterpret_cast<uintptr_t>(a.memory == 0 ? a.origin : ctx->mem[a.memory]);
+    rec.name = a.name;
+    const bool reads = a.mode & PTO_SAN_READ;
+    auto race = [&](const san::Access& before) {
+      c->findings.Add(Kind::kPipeRace, line, [&] { return RaceMessage(*c, rec, reads, before); });
+    };
+    if (a.memory == 0) {
+      b.gm.Record(rec, now, b.gm_population.data(), int(b.gm_population.size()), race);
+    } else {
+      c->arena.Record(rec, now, c->tile_population.data(), int(c->tile_population.size()), race);
+    }
+  }
+  return 1;
+}
+
+void OnSync(PtoCoreCtx* ctx, int32_t line, int32_t event, int32_t pipe, int32_t other, uint32_t id) {
+  CoreState* c = StateOf(ctx);
+  if (!c || pipe < 0 || pipe >= san::kPipes || other < 0 || other >= san::kPipes) return;
+  const bool automatic = event & PTO_SAN_AUTO_MUTEX;
+  switch (event & ~PTO_SAN_AUTO_MUTEX) {
+    case PTO_SAN_FLAG_SET: c->sync.FlagSet(line, pipe, other, int(id)); break;
+    case PTO_SAN_FLAG_WAIT: c->sync.FlagWait(line, other, pipe, int(id)); break;
+    case PTO_SAN_LOCK: c->sync.Lock(line, pipe, id, automatic, c->findings); break;
+    case PTO_SAN_UNLOCK: c->sync.Unlock(line, pipe, id, automatic, c->findings); break;
+    case PTO_SAN_BARRIER: c->sync.Barrier(pipe); break;
+    case PTO_SAN_CROSS_SET: c->block->cross.Set(c->sync, line, pipe, int(id)); break;
+    case PTO_SAN_CROSS_WAIT: c->block->cross.Wait(c->sync, pipe, int(id)); break;
+    default: break;
+  }
+}
+
+std::string SlotText(const san::TileDecl& d, size_t slot) {
+  const std::string range = "[" + Hex(d.addrs[slot]) + ", " + Hex(uint64_t(d.addrs[slot]) + d.bytes) + ")";
+  const std::string memory(ir::Name(ir::MemorySpace(d.memory)));
+  return "'" + std::string(d.name ? d.name : "?") + "'" + (d.addrs.size() > 1 ? " slot " + std::to_string(slot) : "") +
+         " (" + memory + " " + range + ")";
+}
+
+bool Overlap(uint32_t a, uint32_t b, uint32_t bytes_a, uint32_t bytes_b) {
+  return uint64_t(a) < uint64_t(b) + bytes_b && uint64_t(b) < uint64_t(a) + bytes_a;
+}
+
+void OnDeclare(PtoCoreCtx* ctx, int32_t line, const char* name, int32_t decl, int32_t memory, const uint32_t* addrs,
+               int32_t slots, uint32_t bytes) {
+  CoreState* c = StateOf(ctx);
+  if (!c) return;
+  san::TileDecl d;
+  d.decl = decl;
+  d.line = line;
+  d.memory = memory;
+  d.name = name;
+  d.addrs.assign(addrs, addrs + slots);
+  d.bytes = bytes;
+  auto report = [&](const std::string& message) {
+    c->findings.Add(Kind::kTileOverlap, line, [&] { return message; });
+  };
+  for (size_t i = 0; i < d.addrs.size(); ++i) {
+    for (size_t j = i + 1; j < d.addrs.size(); ++j) {
+      if (Overlap(d.addrs[i], d.addrs[j], bytes, bytes)) {
+        report(SlotText(d, i) + " and " + SlotText(d, j) + " share bytes");
+      }
+    }
+  }
+  c->decls.erase(std::remove_if(c->decls.begin(), c->decls.end(), [&](const san::TileDecl& o) { return o.decl == decl; }),
+                 c->decls.end());
+  for (const san::TileDecl& o : c->decls) {
+    if (o.memory != memory) continue;
+    for (size_t i = 0; i < d.addrs.size(); ++i) {
+      for (size_t j = 0; j < o.addrs.size(); ++j) {
+        // The same bytes seen as two tile types (a [32, 1] column and a [1, 32] row) is a view, not a clash.
+        const bool view = d.addrs[i] == o.addrs[j] && bytes == o.bytes;
+        if (!view && Overlap(d.addrs[i], o.addrs[j], bytes, o.bytes)) {
+          report(SlotText(d, i) + " shares bytes with " + SlotText(o, j) + ", declared at line " +
+                 std::to_string(o.line) + " and still live");
+        }
+      }
+    }
+  }
+  c->decls.push_back(std::move(d));
+}
+
+void OnBadShape(PtoCoreCtx* ctx, int32_t line, const PtoFaultDetail* detail) {
+  CoreState* c = StateOf(ctx);
+  if (!c || !detail) return;
+  c->findings.Add(Kind::kTileOutOfBounds, line, [&] {
+    return "pl.set_validshape: " + FormatFaultDetail(*detail) + " (the valid shape was left as it was)";
+  });
+}
+
+std::atomic<uint64_t> next_launch_id{1};
+
+}  // namespace
+
+const PtoSanitizerApi kSanitizerApi = {&Begin, &End, &OnAccess, &OnSync, &OnDeclare, &OnBadShape};
+
+SanitizerLaunch::SanitizerLaunch(const PtoKernelDesc& desc, const void* args) : desc_(desc), args_(args) {
+  if (!desc.sanitizer_report) return;
+  id_ = next_launch_id.fetch_add(1);
+  std::lock_guard<std::mutex> lock(LaunchesMutex());
+  Launches().push_back(this);
+}
+
+SanitizerLaunch::~SanitizerLaunch() {
+  if (!id_) return;
+  std::lock_guard<std::mutex> lock(LaunchesMutex());
+  auto& all = Launches();
+  all.erase(std::remove(all.begin(), all.end(), this), all.end());
+}
+
+void SanitizerLaunch::Add(std::vector<SanitizerFinding> findings) {
+  for (SanitizerFinding& f : findings) {
+    f.kernel = desc_.name ? desc_.name : "?";
+    f.file = desc_.source_file ? desc_.source_file : "?";
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  san::MergeFindings(findings_, std::move(findings));
+}
+
+std::optional<FaultInfo> SanitizerLaunch::Finish(std::optional<FaultInfo> fault) {
+  if (!id_) return fault;
+  std::vector<SanitizerFinding> findings;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    findings.swap(findings_);
+  }
+  std::sort(findings.begin(), findings.end(), [](const SanitizerFinding& a, const SanitizerFinding& b) {
+    return a.line != b.line ? a.line < b.line : a.kind < b.kind;
+  });
+  const std::string report = desc_.sanitizer_report;
+  const std::string kernel = desc_.name ? desc_.name : "?";
+  const std::string dir = report.substr(0, report.find_last_of('/'));
+  {
+    static std::mutex* file_mutex = new std::mutex();  // launches on several streams append in turn
+    std::lock_guard<std::mutex> lock(*file_mutex);
+    std::ofstream(report, std::ios::app) << FormatSanitizerReport(kernel, dir, findings);
+  }
+  if (findings.empty()) return fault;
+  if (!fault) fault.emplace();
+  fault->kernel = kernel;
+  fault->source_file = desc_.source_file ? desc_.source_file : "?";
+  fault->findings = std::move(findings);
+  fault->report = report;
+  return fault;
+}
+
+}  // namespace pypto_pro::runtime
