@@ -4,9 +4,9 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "pypto_pro/ir/stmt.h"
 #include "pypto_pro/runtime/stream.h"
@@ -36,7 +36,9 @@ class PyStream {
  private:
   std::unique_ptr<runtime::Stream> owned_;
   runtime::Stream* stream_;
-  std::deque<std::pair<uint64_t, PyObject*>> in_flight_;  // guarded by the GIL
+  // (launch seq, object) from in_flight_head_ on, oldest first; guarded by the GIL.
+  std::vector<std::pair<uint64_t, PyObject*>> in_flight_;
+  size_t in_flight_head_ = 0;
 };
 
 // A parsed kernel as Python holds it (pypto_pro._C.ir.Function).

@@ -30,7 +30,7 @@ PyStream::~PyStream() {
     py::gil_scoped_release release;
     owned_.reset();  // drains the queue first
   }
-  for (auto& [seq, obj] : in_flight_) Py_DECREF(obj);
+  for (size_t i = in_flight_head_; i < in_flight_.size(); ++i) Py_DECREF(in_flight_[i].second);
 }
 
 void PyStream::KeepAlive(uint64_t seq, PyObject* const* objects, size_t count) {
@@ -43,9 +43,16 @@ void PyStream::KeepAlive(uint64_t seq, PyObject* const* objects, size_t count) {
 
 void PyStream::Retire() {
   uint64_t done = stream_->completed();
-  while (!in_flight_.empty() && in_flight_.front().first <= done) {
-    PyObject* obj = in_flight_.front().second;
-    in_flight_.pop_front();
+  // The state is consistent before each Py_DECREF: a finaliser may launch onto this stream.
+  while (in_flight_head_ < in_flight_.size() && in_flight_[in_flight_head_].first <= done) {
+    PyObject* obj = in_flight_[in_flight_head_++].second;
+    if (in_flight_head_ == in_flight_.size()) {
+      in_flight_.clear();  // keeps the capacity: steady launching allocates nothing
+      in_flight_head_ = 0;
+    } else if (in_flight_head_ >= 4096 && in_flight_head_ * 2 >= in_flight_.size()) {
+      in_flight_.erase(in_flight_.begin(), in_flight_.begin() + ptrdiff_t(in_flight_head_));
+      in_flight_head_ = 0;
+    }
     Py_DECREF(obj);
   }
 }
