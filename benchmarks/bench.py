@@ -1,6 +1,6 @@
 """The benchmark suite: pypto_pro against numpy, torch and numba on the same inputs, in one run.
 
-    make bench                      # everything (a few minutes)
+    make bench                      # everything (about a minute)
     PYTHONPATH=python /usr/bin/python3 benchmarks/bench.py --sections launch,add
 
 Every section runs in a process of its own (thread pools of torch, numba and the simulated device
@@ -41,17 +41,22 @@ def median_time(fn, repeat=7, number=1, warmup=1):
     return statistics.median(samples)
 
 
-def interleaved_medians(fns, repeat=9):
-    """{name: median seconds of fn()}, the functions taking turns sample by sample: the machine's
-    bandwidth and its neighbours drift over seconds, and each gets the same share of both."""
+def interleaved_medians(fns, repeat=9, rounds=3):
+    """{name: median seconds of fn()}: the functions take turns in short blocks (the machine's
+    bandwidth and its neighbours drift over seconds, and each gets the same share of both), with a
+    pause before each block so the previous block's spinning threads (OpenMP's, the device's) are
+    asleep and do not compete for the two cores."""
     for fn in fns.values():
         fn()
     samples = {name: [] for name in fns}
-    for _ in range(repeat):
+    per_round = max(1, -(-repeat // rounds))
+    for _ in range(rounds):
         for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            samples[name].append(time.perf_counter() - start)
+            time.sleep(0.02)
+            for _ in range(per_round):
+                start = time.perf_counter()
+                fn()
+                samples[name].append(time.perf_counter() - start)
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
@@ -315,15 +320,15 @@ def section_matmul():
         ref = a.float() @ b.float()
         assert torch.allclose(c, ref, rtol=1e-3, atol=1e-2), (c - ref).abs().max()
         af, bf = a.float(), b.float()
-        fns = {"ours": ours, f"torch fp32 matmul ({threads} thr)": lambda: torch.mm(af, bf)}
+        fns = {"ours": ours}
         if dtype == torch.bfloat16:
             cb = torch.empty(m, n, dtype=torch.bfloat16)
             fns["torch bf16 matmul (oneDNN)"] = lambda: torch.mm(a, b, out=cb)
-        times = interleaved_medians(fns, repeat=3)
+        times = interleaved_medians(fns, repeat=9)
         ours_time = times.pop("ours")
-        if dtype == torch.bfloat16:  # the fast peer gets more samples than the slow reference-BLAS one
-            more = interleaved_medians({"ours": ours, "bf16": lambda: torch.mm(a, b, out=cb)}, repeat=9)
-            ours_time, times["torch bf16 matmul (oneDNN)"] = more["ours"], more["bf16"]
+        # The reference-BLAS fp32 peer is slow (a few hundred ms): three samples of its own.
+        time.sleep(0.02)
+        times[f"torch fp32 matmul ({threads} thr)"] = median_time(lambda: torch.mm(af, bf), repeat=3, warmup=0)
         rows.append({"name": label, "ours": ours_time, "peers": times, "unit": "ms", "flops": 2 * m * n * k})
     return {"rows": rows}
 
