@@ -478,6 +478,22 @@ def fmt_time(seconds, unit):
     return f"{seconds * scale:.3g} {unit}"
 
 
+def cpu_name():
+    """'AMD EPYC (avx512f, avx512_bf16)': the model and the vector extensions the kernels use."""
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name") and ":" in line:
+                    model = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and ":" in line:
+                    flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    used = [f for f in ("avx2", "avx512f", "avx512_bf16") if f in flags]
+    return f"{model} ({', '.join(used)})" if used else model
+
+
 def render(results):
     machine = results.get("machine", {}).get("machine", {})
     threads = str(machine.get("threads", 2))
@@ -509,7 +525,7 @@ def render(results):
             elif row.get("target"):
                 limit = f"target {fmt_time(row['target'], unit)}: {'met' if ours <= row['target'] else 'not met'}"
             lines.append(f"| {row['name']} | {fmt_time(ours, unit)} | {peer_text} | {ratio} | {limit} |")
-    head = (f"Measured {time.strftime('%Y-%m-%d')} on {platform.processor() or platform.machine()}, "
+    head = (f"Measured {time.strftime('%Y-%m-%d')} on {cpu_name()}, "
             f"{threads} threads; machine: add {machine.get('add_gbps')} GB/s, FMA {machine.get('fma_gflops')} "
             f"GFLOP/s (threads: value).")
     return head + "\n\n" + "\n".join(lines)
