@@ -429,17 +429,12 @@ def section_sanitizer():
     checked = pl.jit(add_fp16_example.fn, sanitizer=True, name="bench_add_fp16_sanitized")
 
     def run(kernel):
-        start = time.perf_counter()
         kernel[stream, 64](x, y, z)
         stream.synchronize()
-        return time.perf_counter() - start
 
-    run(add_fp16_example)
-    run(checked)
-    # Interleaved, so a busy neighbour on the machine slows both alike.
-    samples = [(run(add_fp16_example), run(checked)) for _ in range(21)]
-    plain = statistics.median(p for p, _ in samples)
-    sanitized = statistics.median(c for _, c in samples)
+    times = interleaved_medians({"plain": lambda: run(add_fp16_example), "sanitized": lambda: run(checked)},
+                                repeat=21)
+    plain, sanitized = times["plain"], times["sanitized"]
     assert torch.equal(z, x + y)
     return {"rows": [{"name": "add fp16 2048x1024 with sanitizer=True, vs the plain launch (budget 20x)",
                       "ours": sanitized, "peers": {"plain launch": plain}, "unit": "ms", "target": 20 * plain}]}

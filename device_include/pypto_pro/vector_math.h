@@ -52,52 +52,50 @@ inline f32x16 Sqrt16(f32x16 x) {
 #endif
 }
 
+// a * b + c: one rounding (a fused multiply-add) on AVX-512 hosts, two elsewhere.
+#if defined(__AVX512F__) && !defined(__clang__)
+#define PTO_FUSED_EXP 1
+inline f32x16 MulAdd16(f32x16 a, f32x16 b, f32x16 c) {
+  return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)0xffff, 4);
+}
+#else
+inline f32x16 MulAdd16(f32x16 a, f32x16 b, f32x16 c) { return a * b + c; }
+#endif
+
 // exp(x) = 2^n * exp(r) with r = x - n ln2 in [-ln2/2, ln2/2] and Cephes' degree-5 polynomial for
 // exp(r) (about 1 ulp). Softmax and attention spend most of their time here, so AVX-512 hosts get
 // fused multiply-adds and vscalefps (2^n with over/underflow and subnormals handled in hardware):
 // 16 instructions per 16 lanes instead of 40. Elsewhere 2^n is applied as two factors so results in
 // the subnormal range and n = 128 come out right. |x| is clamped only to keep n finite and in int
 // range (the product over/underflows by itself).
-#if defined(__AVX512F__) && !defined(__clang__)
-inline f32x16 Fma16(f32x16 a, f32x16 b, f32x16 c) {
-  return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)0xffff, 4);
-}
 inline f32x16 Exp16(f32x16 x) {
   x = x > 89.0f ? Splat(89.0f) : x;
   x = x < -104.0f ? Splat(-104.0f) : x;
+#if PTO_FUSED_EXP
   f32x16 n = __builtin_ia32_rndscaleps_mask(x * 1.44269504088896341f, 0, x, (unsigned short)0xffff, 4);
-  f32x16 r = Fma16(n, Splat(-0.693359375f), x);
-  r = Fma16(n, Splat(2.12194440e-4f), r);
-  f32x16 p = Splat(1.9875691500e-4f);
-  p = Fma16(p, r, Splat(1.3981999507e-3f));
-  p = Fma16(p, r, Splat(8.3334519073e-3f));
-  p = Fma16(p, r, Splat(4.1665795894e-2f));
-  p = Fma16(p, r, Splat(1.6666665459e-1f));
-  p = Fma16(p, r, Splat(5.0000001201e-1f));
-  f32x16 y = Fma16(p, r * r, r) + 1.0f;
-  return __builtin_ia32_scalefps512_mask(y, n, y, (unsigned short)0xffff, 4);
-}
 #else
-inline f32x16 Exp16(f32x16 x) {
-  x = x > 89.0f ? Splat(89.0f) : x;
-  x = x < -104.0f ? Splat(-104.0f) : x;
   f32x16 n = Rint16(x * 1.44269504088896341f);
-  f32x16 r = x - n * 0.693359375f;  // ln2 split in two: n * 0.693359375 is exact
-  r = r - n * -2.12194440e-4f;
+#endif
+  f32x16 r = MulAdd16(n, Splat(-0.693359375f), x);  // ln2 split in two: n * 0.693359375 is exact
+  r = MulAdd16(n, Splat(2.12194440e-4f), r);
   f32x16 p = Splat(1.9875691500e-4f);
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  f32x16 y = p * (r * r) + r + 1.0f;
+  p = MulAdd16(p, r, Splat(1.3981999507e-3f));
+  p = MulAdd16(p, r, Splat(8.3334519073e-3f));
+  p = MulAdd16(p, r, Splat(4.1665795894e-2f));
+  p = MulAdd16(p, r, Splat(1.6666665459e-1f));
+  p = MulAdd16(p, r, Splat(5.0000001201e-1f));
+  f32x16 y = MulAdd16(p, r * r, r) + 1.0f;
+#if PTO_FUSED_EXP
+  return __builtin_ia32_scalefps512_mask(y, n, y, (unsigned short)0xffff, 4);
+#else
   i32x16 k = __builtin_convertvector(n, i32x16);
   i32x16 half = k >> 1;
   f32x16 s1 = (f32x16)((half + 127) << 23);
   f32x16 s2 = (f32x16)((k - half + 127) << 23);
   return y * s1 * s2;
-}
 #endif
+}
+#undef PTO_FUSED_EXP
 
 // log(x) = e ln2 + log(m) with x = m 2^e, m in [sqrt(1/2), sqrt(2)), and Cephes' polynomial for
 // log(1 + t) (about 1 ulp). Subnormal inputs are scaled into the normal range first.

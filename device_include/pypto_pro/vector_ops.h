@@ -85,6 +85,12 @@ inline void ForWindow(TileT& tile, Run run) {
   }
 }
 
+// dst[i] = f(srcs[i]...) over dst's valid window; the sources share dst's layout.
+template <typename TD, typename F, typename... TS>
+inline void MapWindow(TD& dst, F f, const TS&... srcs) {
+  ForWindow(dst, [&](int64_t off, int64_t n) { Map(dst.data + off, n, f, srcs.data + off...); });
+}
+
 template <typename T>
 inline void CheckNoZeroDivisor(CoreCtx& ctx, int line, const char* op, const T* b, int64_t n) {
   if constexpr (!kIsFloatLike<T>) {
@@ -157,14 +163,12 @@ inline void Scalar(CoreCtx& ctx, int line, TD& dst, const TA& a, S s) {
     if (T(s) == T(0)) Fault(ctx, line, "divs", "integer division by zero");
   }
   const auto sv = ScalarAs<T>(s);
-  ForWindow(dst, [&](int64_t off, int64_t n) {
-    Map(dst.data + off, n, [&](auto x) { return F{}(x, decltype(x)(sv)); }, a.data + off);
-  });
+  MapWindow(dst, [&](auto x) { return F{}(x, decltype(x)(sv)); }, a);
 }
 
 template <typename F, typename TD, typename TS>
 inline void Unary(TD& dst, const TS& src) {
-  ForWindow(dst, [&](int64_t off, int64_t n) { Map(dst.data + off, n, F{}, src.data + off); });
+  MapWindow(dst, F{}, src);
 }
 
 }  // namespace detail
@@ -236,41 +240,29 @@ inline void sub_relu(CoreCtx& ctx, int line, TD& dst, TA& lhs, const TB& rhs) {
 template <typename TD, typename TA, typename TB, typename TC>
 inline void addc(CoreCtx&, int, TD& dst, const TA& a, const TB& b, const TC& c) {
   using T = typename TD::Elem;
-  detail::ForWindow(dst, [&](int64_t off, int64_t n) {
-    detail::Map(dst.data + off, n, [](auto x, auto y, auto z) { return detail::Round<T>(x + y) + z; },
-                a.data + off, b.data + off, c.data + off);
-  });
+  detail::MapWindow(dst, [](auto x, auto y, auto z) { return detail::Round<T>(x + y) + z; }, a, b, c);
 }
 
 // out = lhs * rhs + out
 template <typename TD, typename TA, typename TB>
 inline void mul_add_dst(CoreCtx&, int, TD& dst, const TA& lhs, const TB& rhs) {
   using T = typename TD::Elem;
-  detail::ForWindow(dst, [&](int64_t off, int64_t n) {
-    detail::Map(dst.data + off, n, [](auto x, auto y, auto acc) { return detail::Round<T>(x * y) + acc; },
-                lhs.data + off, rhs.data + off, dst.data + off);
-  });
+  detail::MapWindow(dst, [](auto x, auto y, auto acc) { return detail::Round<T>(x * y) + acc; }, lhs, rhs, dst);
 }
 
 // out = lhs * out + rhs
 template <typename TD, typename TA, typename TB>
 inline void fused_mul_add(CoreCtx&, int, TD& dst, const TA& lhs, const TB& rhs) {
   using T = typename TD::Elem;
-  detail::ForWindow(dst, [&](int64_t off, int64_t n) {
-    detail::Map(dst.data + off, n, [](auto x, auto acc, auto y) { return detail::Round<T>(x * acc) + y; },
-                lhs.data + off, dst.data + off, rhs.data + off);
-  });
+  detail::MapWindow(dst, [](auto x, auto acc, auto y) { return detail::Round<T>(x * acc) + y; }, lhs, dst, rhs);
 }
 
 // out = relu(out * a + b)
 template <typename TD, typename TA, typename TB>
 inline void fused_mul_add_relu(CoreCtx&, int, TD& dst, const TA& a, const TB& b) {
   using T = typename TD::Elem;
-  detail::ForWindow(dst, [&](int64_t off, int64_t n) {
-    detail::Map(dst.data + off, n,
-                [](auto acc, auto x, auto y) { return detail::ReluF{}(detail::Round<T>(acc * x) + y); },
-                dst.data + off, a.data + off, b.data + off);
-  });
+  detail::MapWindow(dst, [](auto acc, auto x, auto y) { return detail::ReluF{}(detail::Round<T>(acc * x) + y); },
+                    dst, a, b);
 }
 
 // out = alpha * src + out. alpha is taken as src's element type; the product and the sum are rounded
@@ -279,10 +271,7 @@ template <typename TD, typename TS, typename S>
 inline void axpy(CoreCtx&, int, TD& dst, const TS& src, S alpha) {
   using T = typename TD::Elem;
   const auto a = detail::ScalarAs<typename TS::Elem>(alpha);
-  detail::ForWindow(dst, [&](int64_t off, int64_t n) {
-    detail::Map(dst.data + off, n, [&](auto x, auto acc) { return detail::Round<T>(decltype(x)(a) * x) + acc; },
-                src.data + off, dst.data + off);
-  });
+  detail::MapWindow(dst, [&](auto x, auto acc) { return detail::Round<T>(decltype(x)(a) * x) + acc; }, src, dst);
 }
 
 }  // namespace pto

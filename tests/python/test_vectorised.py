@@ -16,13 +16,16 @@ import pypto_pro.language as pl
 pytestmark = pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump (binutils) not installed")
 
 
-def widest_register():
-    flags = set()
+def cpu_flags():
     with open("/proc/cpuinfo") as f:
         for line in f:
             if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                break
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def widest_register():
+    flags = cpu_flags()
     if "avx512f" in flags:
         return "zmm"
     if "avx" in flags:
@@ -113,7 +116,7 @@ def test_matmul_inner_loop_uses_packed_fma_or_bf16_dot_products():
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-5, atol=1e-4)
     text = disassemble(cube_mm)
     reg = widest_register()
-    if "avx512_bf16" in open("/proc/cpuinfo").read():
+    if "avx512_bf16" in cpu_flags():
         assert re.search(rf"\bvdpbf16ps\s+.*%{reg}", text), "bf16 matmul does not use vdpbf16ps"
     else:
         assert re.search(rf"\bv(fmadd|mul)\w*ps\s+.*%{reg}", text), f"matmul is not packed on {reg} registers"
