@@ -472,4 +472,21 @@ KernelKind KernelKindOf(const Function& func) {
   return cube ? KernelKind::kCube : KernelKind::kVector;
 }
 
+std::vector<bool> WrittenParams(const Function& func) {
+  std::vector<bool> written(func.params.size(), false);
+  ForEachStmt(func.body, [&](const StmtNode& s) {
+    if (s.kind != StmtKind::kOp) return;
+    for (size_t i = 0; i < s.args.size() && i < s.op->operands.size(); ++i) {
+      const Expr& arg = s.args[i];
+      if (s.op->operands[i].access == Access::kRead || arg->kind != ExprKind::kVar || !arg->var->type.IsTensor()) {
+        continue;
+      }
+      for (size_t p = 0; p < func.params.size(); ++p) {
+        if (func.params[p]->id == arg->var->id) written[p] = true;
+      }
+    }
+  });
+  return written;
+}
+
 }  // namespace pypto_pro::ir

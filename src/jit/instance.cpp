@@ -12,6 +12,7 @@
 
 #include "pypto_pro/codegen/codegen.h"
 #include "pypto_pro/ir/printer.h"
+#include "pypto_pro/ir/verifier.h"
 #include "pypto_pro/jit/artefacts.h"
 #include "pypto_pro/jit/compiler.h"
 #include "pypto_pro/passes/pass.h"
@@ -119,6 +120,12 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   codegen::GeneratedSources sources = codegen::Generate(func, *arch, codegen_options);
   inst->kind = sources.kind;
   inst->num_slots = int(func.params.size()) + func.NumDynamicDims();
+  const std::vector<bool> written = ir::WrittenParams(func);
+  for (size_t p = 0, tensor = 0; p < func.params.size(); ++p) {
+    if (!func.params[p]->type.IsTensor()) continue;
+    if (written[p]) inst->written_tensors.push_back(int(tensor));
+    ++tensor;
+  }
   inst->stats.codegen_ms = MsSince(t0);
 
   t0 = std::chrono::steady_clock::now();

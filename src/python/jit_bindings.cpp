@@ -184,6 +184,8 @@ void BindJit(py::module_& m) {
     return out;
   });
   m.def("getenv", [](const std::string& name) { return GetEnv(name); });
+  m.def("getenv_flag", [](const std::string& name) { return GetEnvFlag(name); });
+  m.def("getenv_seconds", [](const std::string& name) { return GetEnvSeconds(name, false); });
 }
 
 }  // namespace pypto_pro::python

@@ -3,6 +3,7 @@
 // and enqueues, all in C++. Everything here runs with the GIL held unless a comment says otherwise.
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,9 @@ namespace pypto_pro::python {
 namespace {
 
 constexpr int kMaxArgs = 64;
+// A launch runs exactly block_dim blocks (in waves when they outnumber the cores), up to the
+// hardware launcher's limit.
+constexpr int64_t kMaxBlockDim = 65535;
 constexpr int kMaxDatatypeEntries = 16;
 // Dim codes of a tensor parameter (positive: a fixed size).
 constexpr int64_t kStaticDim = -1, kDynamicDim = -2, kRestDims = -3;
@@ -96,6 +100,46 @@ std::string JoinQuoted(const std::vector<std::string>& items) {
   std::string out;
   for (const std::string& s : items) out += (out.empty() ? "'" : ", '") + s + "'";
   return out;
+}
+
+// What a tensor argument allows a kernel that writes it (bits of Launch's tensor_access).
+constexpr uint8_t kReadOnly = 1, kRequiresGrad = 2, kGradLeaf = 4;
+
+// A launch's packed TilingData: inline for the usual few dozen bytes.
+struct TilingBuffer {
+  alignas(16) uint8_t inline_bytes[512];
+  std::unique_ptr<uint8_t[]> heap;
+  uint8_t* Get(size_t size) {
+    if (size <= sizeof inline_bytes) {
+      std::memset(inline_bytes, 0, size);
+      return inline_bytes;
+    }
+    heap.reset(new uint8_t[size]());
+    return heap.get();
+  }
+};
+
+[[noreturn]] void RaiseOverflow(const std::string& message) {
+  PyErr_SetString(PyExc_OverflowError, message.c_str());
+  throw py::error_already_set();
+}
+
+// A Python (or numpy) number as the fp32 a kernel receives; OverflowError naming `where` when it
+// does not fit (inf and nan pass through as themselves).
+float ToFP32(PyObject* obj, const std::string& where) {
+  double d = PyFloat_AsDouble(obj);
+  if (d == -1.0 && PyErr_Occurred()) {
+    if (!PyErr_ExceptionMatches(PyExc_OverflowError)) throw py::error_already_set();
+    PyErr_Clear();
+    RaiseOverflow(where + " = " + py::str(obj).cast<std::string>().substr(0, 40) +
+                  (PyLong_Check(obj) ? "..." : "") + " does not fit in fp32 (at most 3.4028235e+38 in magnitude)");
+  }
+  float f = float(d);
+  if (std::isinf(f) && std::isfinite(d)) {
+    RaiseOverflow(where + " = " + py::repr(obj).cast<std::string>() +
+                  " does not fit in fp32 (at most 3.4028235e+38 in magnitude)");
+  }
+  return f;
 }
 
 class Kernel {
@@ -240,7 +284,9 @@ class Kernel {
     }
 
     uint64_t tensor_slots[kMaxArgs], scalar_slots[kMaxArgs], dyn_slots[kMaxArgs * kMaxRank];
+    uint8_t tensor_param[kMaxArgs], tensor_access[kMaxArgs];  // per tensor: its parameter, kReadOnly | ...
     uint64_t tiling_slot = 0;
+    TilingBuffer tiling;  // this launch's own: another thread may launch while this one compiles
     int n_tensor = 0, n_scalar = 0, n_dyn = 0;
     SignatureKey key;
     if (tk_) key.Push(int64_t(sel.tiling_key));
@@ -256,7 +302,7 @@ class Kernel {
         continue;
       }
       if (p.kind == ParamKind::kTiling) {
-        tiling_slot = PackTiling(p, obj, arg);
+        tiling_slot = PackTiling(p, obj, arg, tiling);
         continue;
       }
       TensorView view;
@@ -298,11 +344,17 @@ class Kernel {
         ArgError(false, arg.str() + " must be contiguous (row-major) with shape " + ShapeText(view) +
                             "; pass .contiguous() / np.ascontiguousarray()");
       }
+      tensor_param[n_tensor] = uint8_t(i);
+      tensor_access[n_tensor] = uint8_t((view.read_only ? kReadOnly : 0) | (view.requires_grad ? kRequiresGrad : 0) |
+                                        (view.is_leaf ? kGradLeaf : 0));
       tensor_slots[n_tensor++] = view.data;
     }
 
     jit::Instance* inst = Lookup(key);
     if (!inst) inst = Compile(key, sel);
+    for (int t : inst->written_tensors) {
+      if (tensor_access[t]) RefuseWrite(params_[tensor_param[t]], tensor_access[t]);
+    }
 
     uint64_t slots[kMaxArgs + kMaxArgs * kMaxRank + 1];
     int n = 0;
@@ -310,8 +362,7 @@ class Kernel {
     for (int i = 0; i < n_scalar; ++i) slots[n++] = scalar_slots[i];
     for (int i = 0; i < n_dyn; ++i) slots[n++] = dyn_slots[i];
     if (tiling_slot) slots[n++] = tiling_slot;
-    uint32_t bd = uint32_t(std::min<int64_t>(block_dim, 1 << 20));
-    int64_t seq = inst->launch(bd, stream.stream().handle(), slots);  // copies the TilingData bytes
+    int64_t seq = inst->launch(uint32_t(block_dim), stream.stream().handle(), slots);  // copies the TilingData bytes
     if (seq <= 0) throw std::runtime_error(name_ + ": the runtime refused the launch (ABI mismatch)");
     stream.KeepAlive(uint64_t(seq), args, size_t(nargs));
   }
@@ -388,47 +439,71 @@ class Kernel {
 
   uint64_t ReadScalar(const ParamSpec& p, PyObject* obj, const ArgName& arg) {
     using ir::DataType;
+    // Python's bool, int and float, and numpy's scalars of the same kinds.
+    const bool is_bool = PyBool_Check(obj);
+    const bool is_int = !is_bool && PyLong_Check(obj);
+    const bool is_float = PyFloat_Check(obj);
+    NumpyScalar np = is_bool || is_int || is_float ? NumpyScalar::kNone : NumpyScalarKind(obj);
     if (p.dtype == DataType::kBool) {
-      if (!PyBool_Check(obj)) ArgError(true, arg.str() + " expects a bool, got " + TypeName(obj));
-      return obj == Py_True ? 1 : 0;
+      if (!is_bool && np != NumpyScalar::kBool) ArgError(true, arg.str() + " expects a bool, got " + TypeName(obj));
+      int truth = PyObject_IsTrue(obj);
+      if (truth < 0) throw py::error_already_set();
+      return truth ? 1 : 0;
     }
     if (ir::IsFloat(p.dtype)) {
-      if (PyBool_Check(obj) || !(PyFloat_Check(obj) || PyLong_Check(obj))) {
+      if (!is_int && !is_float && np != NumpyScalar::kInt && np != NumpyScalar::kFloat) {
         ArgError(true, arg.str() + " expects a float (" + std::string(ir::Name(p.dtype)) + "), got " + TypeName(obj));
       }
-      float f = float(PyFloat_AsDouble(obj));
+      float f = ToFP32(obj, arg.str());
       uint32_t bits;
       std::memcpy(&bits, &f, sizeof bits);
       return bits;
     }
-    if (PyBool_Check(obj) || !PyLong_Check(obj)) {
+    if (!is_int && np != NumpyScalar::kInt) {
       ArgError(true, arg.str() + " expects an int (" + std::string(ir::Name(p.dtype)) + "), got " + TypeName(obj));
     }
+    py::object index = py::reinterpret_steal<py::object>(is_int ? py::handle(obj).inc_ref().ptr() : PyNumber_Index(obj));
+    if (!index) throw py::error_already_set();
     int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
     int bits = ir::Info(p.dtype).bits;
     bool is_signed = ir::Info(p.dtype).is_signed;
     long long lo = is_signed ? -(1LL << (bits - 1)) : 0;
     bool fits = overflow == 0 && v >= lo &&
                 (bits == 64 || v <= (is_signed ? (1LL << (bits - 1)) - 1 : (1LL << bits) - 1));
     if (!fits) {
-      ArgError(false, arg.str() + " = " + py::str(obj).cast<std::string>() + " does not fit in " +
-                          std::string(ir::Name(p.dtype)));
+      RaiseOverflow(arg.str() + " = " + py::str(obj).cast<std::string>() + " does not fit in " +
+                    std::string(ir::Name(p.dtype)));
     }
     return uint64_t(v);
   }
 
+  // A tensor the instance writes that must not be written: the refusal numpy or torch itself gives.
+  [[noreturn]] void RefuseWrite(const ParamSpec& p, uint8_t access) const {
+    const std::string what = name_ + "(): argument '" + p.name + "'";
+    if (access & kReadOnly) {
+      ArgError(false, what + " is a read-only array (numpy writeable=False: a bytes buffer, a read-only mapping, "
+                             "...) but the kernel writes it; pass a writable array, e.g. a copy");
+    }
+    if (access & kGradLeaf) {
+      throw std::runtime_error(what + ": a leaf Variable that requires grad is being used in an in-place operation "
+                                      "(the kernel writes it); launch under torch.no_grad() or pass a tensor that "
+                                      "does not require grad");
+    }
+    throw std::runtime_error(what + " requires grad, but autograd cannot see the kernel writing it; launch under "
+                                    "torch.no_grad() or pass a tensor that does not require grad");
+  }
+
   // Serialises a TilingData instance into the C struct layout of <Class>_tiling.h (natural
   // alignment); the launcher copies the bytes into the queued launch.
-  uint64_t PackTiling(const ParamSpec& p, PyObject* obj, const ArgName& arg) {
+  uint64_t PackTiling(const ParamSpec& p, PyObject* obj, const ArgName& arg, TilingBuffer& buffer) {
     int is = PyObject_IsInstance(obj, p.tiling_class.ptr());
     if (is < 0) throw py::error_already_set();
     if (!is) {
       ArgError(true, arg.str() + " expects a " + py::str(p.tiling_class.attr("__name__")).cast<std::string>() +
                          " instance (TilingData), got " + TypeName(obj));
     }
-    tiling_scratch_.assign(p.tiling_size, 0);
-    uint8_t* base = tiling_scratch_.data();
+    uint8_t* base = buffer.Get(p.tiling_size);
     for (const TilingField& f : p.fields) {
       py::object value = py::reinterpret_steal<py::object>(PyObject_GetAttr(obj, f.name.ptr()));
       if (!value) throw py::error_already_set();
@@ -456,19 +531,30 @@ class Kernel {
   static void WriteTilingValue(const TilingField& f, PyObject* v, uint8_t* out, const ArgName& arg, int index) {
     auto where = [&] { return arg.str() + "." + f.text + (index >= 0 ? "[" + std::to_string(index) + "]" : ""); };
     if (f.dtype == ir::DataType::kBool) {
-      if (!PyBool_Check(v)) ArgError(true, where() + " must be a bool, got " + TypeName(v));
-      *out = v == Py_True ? 1 : 0;
+      if (!PyBool_Check(v) && NumpyScalarKind(v) != NumpyScalar::kBool) {
+        ArgError(true, where() + " must be a bool, got " + TypeName(v));
+      }
+      int truth = PyObject_IsTrue(v);
+      if (truth < 0) throw py::error_already_set();
+      *out = truth ? 1 : 0;
     } else if (f.dtype == ir::DataType::kFP32) {
-      if (PyBool_Check(v) || !(PyFloat_Check(v) || PyLong_Check(v))) {
+      NumpyScalar np = PyFloat_Check(v) || PyLong_Check(v) ? NumpyScalar::kNone : NumpyScalarKind(v);
+      if (PyBool_Check(v) || !(PyFloat_Check(v) || PyLong_Check(v) || np == NumpyScalar::kInt ||
+                               np == NumpyScalar::kFloat)) {
         ArgError(true, where() + " must be a float, got " + TypeName(v));
       }
-      float f = float(PyFloat_AsDouble(v));
+      float f = ToFP32(v, where());
       std::memcpy(out, &f, sizeof f);
     } else {
-      if (PyBool_Check(v) || !PyLong_Check(v)) ArgError(true, where() + " must be an int, got " + TypeName(v));
+      const bool is_int = PyLong_Check(v) && !PyBool_Check(v);
+      if (!is_int && NumpyScalarKind(v) != NumpyScalar::kInt) {
+        ArgError(true, where() + " must be an int, got " + TypeName(v));
+      }
+      py::object index = py::reinterpret_steal<py::object>(is_int ? py::handle(v).inc_ref().ptr() : PyNumber_Index(v));
+      if (!index) throw py::error_already_set();
       int overflow = 0;
-      long long i = PyLong_AsLongLongAndOverflow(v, &overflow);
-      if (overflow) ArgError(false, where() + " = " + py::str(v).cast<std::string>() + " does not fit in int64");
+      long long i = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+      if (overflow) RaiseOverflow(where() + " = " + py::str(v).cast<std::string>() + " does not fit in int64");
       int64_t i64 = i;
       std::memcpy(out, &i64, sizeof i64);
     }
@@ -524,7 +610,6 @@ class Kernel {
   py::object bind_fn_;
   std::unique_ptr<TilingKeySpec> tk_;
   std::unique_ptr<DatatypeSpec> dt_;
-  std::vector<uint8_t> tiling_scratch_;
   // The cache: guarded by the GIL. compiling_ holds one mutex per signature being compiled.
   jit::Instance* single_ = nullptr;
   std::unordered_map<SignatureKey, std::shared_ptr<jit::Instance>, SignatureHash> instances_;
@@ -552,7 +637,11 @@ int64_t ResolveBlockDim(py::handle bd) {
   if (overflow < 0 || (overflow == 0 && v <= 0)) {
     throw py::value_error("block_dim must be a positive int, got " + py::repr(bd).cast<std::string>());
   }
-  return overflow > 0 ? INT64_MAX : v;
+  if (overflow > 0 || v > kMaxBlockDim) {
+    throw py::value_error("block_dim must be at most " + std::to_string(kMaxBlockDim) +
+                          " (the device's launch limit), got " + py::repr(bd).cast<std::string>());
+  }
+  return v;
 }
 
 // kernel[...] bound to its stream, block_dim and selection.

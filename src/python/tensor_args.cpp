@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 
+#include <cstring>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -40,11 +41,14 @@ std::optional<ir::DataType> NumpyDType(char kind, int size) {
 
 // libpypto_torch_args.so (src/torch_args): reads an at::Tensor directly.
 using TorchRead = int (*)(PyObject*, uint64_t*, int*, int64_t*, int64_t*, int, int*, int*);
+// Bits of pypto_torch_read's `flags`.
+constexpr int kTorchOnCpu = 1, kTorchRequiresGrad = 2, kTorchLeaf = 4;
 using TorchDTypeCode = int (*)(const char*);
 
 // torch is looked up lazily: only once a non-numpy argument arrives and torch is already imported.
 struct TorchTypes {
   PyObject* tensor_type = nullptr;
+  py::object is_grad_enabled;                                // torch.is_grad_enabled, for the attribute path
   std::vector<std::pair<PyObject*, ir::DataType>> dtypes;  // torch.float16 ... for the attribute path
   TorchRead read = nullptr;                                  // the fast path, when the library loads
   std::vector<std::pair<int, ir::DataType>> codes;           // c10::ScalarType codes for it
@@ -62,7 +66,7 @@ void LoadTorchFastPath(TorchTypes& t) {
   path = path.substr(0, path.rfind('/') + 1) + "libpypto_torch_args.so";
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) return;  // not built (no libtorch headers): the attribute path stays
-  auto read = reinterpret_cast<TorchRead>(dlsym(lib, "pypto_torch_read"));
+  auto read = reinterpret_cast<TorchRead>(dlsym(lib, "pypto_torch_read_v2"));
   auto code = reinterpret_cast<TorchDTypeCode>(dlsym(lib, "pypto_torch_dtype_code"));
   if (!read || !code) return;
   for (auto [name, dtype] : kTorchDTypes) t.codes.emplace_back(code(name), dtype);
@@ -74,10 +78,12 @@ TorchTypes& Torch() {
   if (!t->tensor_type) {
     PyObject* torch = PyDict_GetItemString(PyImport_GetModuleDict(), "torch");
     if (!torch) return *t;
+    const bool attribute_path = GetEnvFlag("PYPTO_PRO_TORCH_ATTRIBUTE_PATH");  // throws on a bad value
     py::module_ mod = py::reinterpret_borrow<py::module_>(torch);
     for (auto [name, dtype] : kTorchDTypes) t->dtypes.emplace_back(py::object(mod.attr(name)).release().ptr(), dtype);
     t->tensor_type = py::object(mod.attr("Tensor")).release().ptr();
-    if (!GetEnvFlag("PYPTO_PRO_TORCH_ATTRIBUTE_PATH")) LoadTorchFastPath(*t);
+    t->is_grad_enabled = mod.attr("is_grad_enabled");
+    if (!attribute_path) LoadTorchFastPath(*t);
   }
   return *t;
 }
@@ -96,6 +102,7 @@ void ArgError(bool type_error, const std::string& message) {
 
 std::string TypeName(PyObject* obj) {
   PyTypeObject* t = Py_TYPE(obj);
+  if (std::strchr(t->tp_name, '.')) return t->tp_name;  // already qualified ("numpy.float32")
   py::object module = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(t)).attr("__module__");
   std::string mod = py::isinstance<py::str>(module) ? module.cast<std::string>() : "";
   return (mod.empty() || mod == "builtins" ? "" : mod + ".") + t->tp_name;
@@ -108,6 +115,9 @@ std::string ShapeText(const TensorView& v) {
 }
 
 bool IsRowMajor(const TensorView& v) {
+  for (int i = 0; i < v.ndim; ++i) {
+    if (v.shape[i] == 0) return true;  // no elements: any strides describe the same (empty) layout
+  }
   int64_t expected = 1;
   for (int i = v.ndim - 1; i >= 0; --i) {
     if (v.shape[i] != 1 && v.strides[i] != expected) return false;
@@ -126,6 +136,7 @@ bool ReadTensor(PyObject* obj, TensorView& view, const ArgName& name) {
     }
     view.data = reinterpret_cast<uint64_t>(arr->data);
     view.ndim = arr->nd;
+    view.read_only = !(arr->flags & py::detail::npy_api::NPY_ARRAY_WRITEABLE_);
     auto dtype = descr->byteorder == '>' ? std::nullopt : NumpyDType(descr->kind, descr->elsize);
     view.dtype_known = dtype.has_value();
     if (dtype) view.dtype = *dtype;
@@ -139,10 +150,13 @@ bool ReadTensor(PyObject* obj, TensorView& view, const ArgName& name) {
   TorchTypes& torch = Torch();
   if (!torch.tensor_type) return false;
   if (torch.read) {
-    int dtype_code = -1, on_cpu = 0;
-    if (!torch.read(obj, &view.data, &view.ndim, view.shape, view.strides, kMaxRank, &dtype_code, &on_cpu)) {
+    int dtype_code = -1, flags = 0;
+    if (!torch.read(obj, &view.data, &view.ndim, view.shape, view.strides, kMaxRank, &dtype_code, &flags)) {
       return false;
     }
+    const bool on_cpu = flags & kTorchOnCpu;
+    view.requires_grad = flags & kTorchRequiresGrad;
+    view.is_leaf = flags & kTorchLeaf;
     if (view.ndim > kMaxRank) {
       ArgError(false, name.str() + " has " + std::to_string(view.ndim) + " dims; at most 8 are supported");
     }
@@ -184,7 +198,33 @@ bool ReadTensor(PyObject* obj, TensorView& view, const ArgName& name) {
     view.strides[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(strides.ptr(), i));
   }
   view.data = t.attr("data_ptr")().cast<uint64_t>();
+  if (t.attr("requires_grad").cast<bool>() && torch.is_grad_enabled().cast<bool>()) {
+    view.requires_grad = true;
+    view.is_leaf = t.attr("is_leaf").cast<bool>();
+  }
   return true;
+}
+
+NumpyScalar NumpyScalarKind(PyObject* obj) {
+  struct Types {
+    PyObject* bool_ = nullptr;
+    PyObject* integer = nullptr;
+    PyObject* floating = nullptr;
+  };
+  static Types* types = new Types();  // must hold the GIL
+  if (!types->bool_) {
+    PyObject* np = PyDict_GetItemString(PyImport_GetModuleDict(), "numpy");
+    if (!np) return NumpyScalar::kNone;
+    py::module_ mod = py::reinterpret_borrow<py::module_>(np);
+    types->integer = py::object(mod.attr("integer")).release().ptr();
+    types->floating = py::object(mod.attr("floating")).release().ptr();
+    types->bool_ = py::object(mod.attr("bool_")).release().ptr();
+  }
+  auto is = [&](PyObject* type) { return PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(type)) != 0; };
+  if (is(types->bool_)) return NumpyScalar::kBool;
+  if (is(types->integer)) return NumpyScalar::kInt;
+  if (is(types->floating)) return NumpyScalar::kFloat;
+  return NumpyScalar::kNone;
 }
 
 void RegisterDTypeObject(PyObject* obj, ir::DataType dtype) {

@@ -21,6 +21,9 @@ struct TensorView {
   int64_t strides[kMaxRank];  // in elements
   bool dtype_known = false;   // false: a dtype the tile language has no name for (float64, complex, ...)
   ir::DataType dtype = ir::DataType::kFP32;
+  bool read_only = false;     // numpy: the array is not writeable (writeable=False, a bytes buffer, PROT_READ)
+  bool requires_grad = false; // torch: requires grad while grad mode is on (autograd cannot see a kernel's write)
+  bool is_leaf = false;       // torch: with requires_grad, a leaf (torch refuses in-place writes to it)
 };
 
 // Names an argument in messages ("add_kernel(): argument 'x'"); built only when an error is raised.
@@ -39,6 +42,11 @@ bool IsRowMajor(const TensorView& v);
 
 // Fills `view` from a numpy array or a CPU torch tensor; false when `obj` is neither.
 bool ReadTensor(PyObject* obj, TensorView& view, const ArgName& name);
+
+// numpy scalars (np.float32(2.0), np.int32(1), np.bool_(True)), accepted where Python's bool, int and
+// float are. kNone for anything else (and when numpy was never imported).
+enum class NumpyScalar { kNone, kBool, kInt, kFloat };
+NumpyScalar NumpyScalarKind(PyObject* obj);
 
 // pl.DT_* objects, registered once by the front end, to ir dtypes (identity lookup).
 void RegisterDTypeObject(PyObject* obj, ir::DataType dtype);

@@ -138,9 +138,9 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
   job.arch = FindArch(desc.arch ? desc.arch : "");
   if (!job.arch) job.arch = &DefaultArch();
   job.core_type = desc.kind == PTO_KERNEL_CUBE ? PTO_CORE_AIC : PTO_CORE_AIV;
-  // A mixed kernel's logical block takes one AIC (and two of the twice as many AIVs).
-  int cores = desc.kind != PTO_KERNEL_VECTOR ? job.arch->aic_cores : job.arch->aiv_cores;
-  job.blocks = int(std::min<uint32_t>(std::max<uint32_t>(block_dim, 1), uint32_t(cores)));
+  // Exactly block_dim blocks, never truncated: more blocks than the arch has cores run in waves, as
+  // on the hardware (the host threads claim blocks until none are left).
+  job.blocks = int(std::max<uint32_t>(block_dim, 1));
 
   SanitizerLaunch sanitizer(desc, args);
   bool parallel = job.blocks > 1 && num_threads_ > 1;

@@ -1,6 +1,8 @@
 #include "pypto_pro/support/config.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -20,6 +22,8 @@ const std::vector<EnvVarSpec>& EnvVarTable() {
       {"PYPTO_PRO_CXXFLAGS", "", "Extra flags appended to the kernel compile command."},
       {"PYPTO_PRO_COMPILE_TIMEOUT", "600",
        "Compile time limit in seconds for kernels without compile_timeout=."},
+      {"PYPTO_PRO_KERNEL_TIMEOUT", "0",
+       "Seconds one launch may run before it is cancelled and raises pypto_pro.KernelTimeout; 0 = no limit."},
       {"PYPTO_PRO_DEVICE_INCLUDE", "",
        "Directory of the device headers kernel.cpp includes; empty = the ones of this checkout."},
       {"PYPTO_PRO_TORCH_ATTRIBUTE_PATH", "0",
@@ -45,10 +49,22 @@ std::string GetEnv(std::string_view name) {
 long GetEnvInt(std::string_view name) {
   std::string value = GetEnv(name);
   char* end = nullptr;
+  errno = 0;
   long parsed = std::strtol(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0' || parsed < 0) {
+  if (value.empty() || *end != '\0' || parsed < 0 || errno == ERANGE) {
     throw std::invalid_argument("environment variable " + std::string(name) +
                                 " must be a non-negative integer, got '" + value + "'");
+  }
+  return parsed;
+}
+
+double GetEnvSeconds(std::string_view name, bool zero_allowed) {
+  std::string value = GetEnv(name);
+  char* end = nullptr;
+  double parsed = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end != '\0' || !std::isfinite(parsed) || parsed < 0 || (parsed == 0 && !zero_allowed)) {
+    throw std::invalid_argument("environment variable " + std::string(name) + " must be a number of seconds " +
+                                (zero_allowed ? ">= 0 (0 = no limit)" : "> 0") + ", got '" + value + "'");
   }
   return parsed;
 }
@@ -56,7 +72,10 @@ long GetEnvInt(std::string_view name) {
 bool GetEnvFlag(std::string_view name) {
   std::string value = GetEnv(name);
   std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return std::tolower(c); });
-  return value == "1" || value == "true" || value == "yes" || value == "on";
+  if (value == "1" || value == "true" || value == "yes" || value == "on") return true;
+  if (value == "0" || value == "false" || value == "no" || value == "off") return false;
+  throw std::invalid_argument("environment variable " + std::string(name) +
+                              " must be 1/true/yes/on or 0/false/no/off, got '" + GetEnv(name) + "'");
 }
 
 }  // namespace pypto_pro

@@ -194,3 +194,26 @@ def test_compile_errors_repeat_on_the_next_launch():
         with pytest.raises(errors.ParserSyntaxError):
             launch(kernel)
     assert kernel.cache_info()["compiles"] == 0
+
+
+def test_print_in_a_kernel_points_to_pl_printf(capsys):
+    def body(x: pl.Tensor[[128, 128], pl.DT_FP32], z: pl.Tensor[[128, 128], pl.DT_FP32]):
+        with pl.section_vector():
+            print("hello from the kernel")
+
+    with pytest.raises(errors.ParserSyntaxError) as info:
+        launch(pl.jit(body))
+    err = check(info, body, 'print("hello from the kernel")',
+                "print() inside a kernel would run once, on the host, while the kernel compiles")
+    assert "hint: print from the device with pl.printf(" in str(err)
+    assert "hello from the kernel" not in capsys.readouterr().out  # it did not run at compile time
+
+
+def test_other_host_builtins_in_a_kernel():
+    def body(x: pl.Tensor[[128, 128], pl.DT_FP32], z: pl.Tensor[[128, 128], pl.DT_FP32]):
+        with pl.section_vector():
+            breakpoint()
+
+    with pytest.raises(errors.ParserSyntaxError) as info:
+        launch(pl.jit(body))
+    check(info, body, "breakpoint()", "breakpoint() inside a kernel would run once, on the host")

@@ -44,13 +44,14 @@ def test_timeout_kills_the_compiler_and_the_next_launch_retries(slow_compiler, m
     assert isinstance(err, pypto_pro.CompileTimeoutError) and isinstance(err, pypto_pro.CompileError)
     assert err.kernel == "add_slow" and err.limit == 1
     assert "longer than its compile_timeout of 1 s" in str(err) and "add_slow__a5" in str(err)
-    assert 0.9 < elapsed < 5, elapsed
+    assert 0.9 < elapsed < 25, elapsed  # well before the compiler's own 30 s would have ended
     pids = [int(p) for p in slow_compiler.read_text().split()]
     time.sleep(0.2)
     assert pids and not any(alive(pid) for pid in pids), pids
     assert kernel.cache_info()["compiles"] == 0
 
     monkeypatch.delenv("PYPTO_PRO_CXX")
+    kernel.compile_timeout = None  # a real compile on a busy machine may well take more than 1 s
     kernel[None, 1](x, x, z)  # the next launch compiles again, now with the real compiler
     pypto_pro.runtime.synchronize()
     assert torch.equal(z, x + x) and kernel.cache_info()["compiles"] == 1

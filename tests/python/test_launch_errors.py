@@ -106,7 +106,7 @@ def test_scalar_arguments():
         fixed_kernel[None, 1](x, 1.5, 2.0)
     with pytest.raises(TypeError, match=r"argument 'n' expects an int \(int32\), got bool"):
         fixed_kernel[None, 1](x, True, 2.0)
-    with pytest.raises(ValueError, match=r"argument 'n' = 4294967296 does not fit in int32"):
+    with pytest.raises(OverflowError, match=r"argument 'n' = 4294967296 does not fit in int32"):
         fixed_kernel[None, 1](x, 2 ** 32, 2.0)
     with pytest.raises(TypeError, match=r"argument 'scale' expects a float \(fp32\), got str"):
         fixed_kernel[None, 1](x, 1, "2")
@@ -159,3 +159,102 @@ def test_torch_attribute_path_gives_the_same_results(tmp_path):
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "argument 'y' expects dtype fp16 (pl.DT_FP16), got torch.float32" in out.stdout
+
+
+def test_float_scalars_that_do_not_fit_fp32_raise_overflow_error_and_run_nothing():
+    x = torch.full((64, 64), 5.0)
+    fixed_kernel[None, 1](x, 0, 1.0)  # warm: the instance exists
+    pypto_pro.runtime.synchronize()
+    for value in (10 ** 400, 1e39, -1e39, np.float64(1e300)):
+        with pytest.raises(OverflowError, match=r"fixed_kernel\(\): argument 'scale' = .* does not fit in fp32"):
+            fixed_kernel[None, 1](x, 0, value)
+    # Argument order does not matter: the tensor comes first here, the scalar last.
+    with pytest.raises(OverflowError, match=r"argument 'scale'"):
+        fixed_kernel[None, 1](torch.full((64, 64), 5.0), 1, 10 ** 400)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(x, torch.full((64, 64), 5.0))  # nothing ran
+    fixed_kernel[None, 1](x, 0, float("inf"))  # inf is a value of fp32, not an overflow
+    pypto_pro.runtime.synchronize()
+    assert torch.isinf(x).all()
+
+
+def test_numpy_scalars_are_scalar_arguments():
+    x = torch.arange(64 * 64, dtype=torch.float32).reshape(64, 64)
+    expected = x * 0.5 + 3
+    fixed_kernel[None, 1](x, np.int32(3), np.float32(0.5))
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(x, expected)
+    x = torch.ones(64, 64)
+    fixed_kernel[None, 1](x, np.int64(-2), np.float64(2.0))
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(x, torch.zeros(64, 64))
+    with pytest.raises(TypeError, match=r"argument 'n' expects an int \(int32\), got numpy.float32$"):
+        fixed_kernel[None, 1](x, np.float32(1.0), 2.0)
+    with pytest.raises(TypeError, match=r"argument 'n' expects an int \(int32\), got numpy.bool_$"):
+        fixed_kernel[None, 1](x, np.bool_(True), 2.0)
+    with pytest.raises(OverflowError, match=r"argument 'n' = 4294967296 does not fit in int32"):
+        fixed_kernel[None, 1](x, np.int64(2 ** 32), 2.0)
+
+
+@pl.jit
+def copy_kernel(src: pl.Tensor[[pl.DYNAMIC, 64], pl.DT_FP32], dst: pl.Tensor[[pl.DYNAMIC, 64], pl.DT_FP32]):
+    t = pl.make_tile(pl.TileType(shape=[8, 64], dtype=pl.DT_FP32), addr=0)
+    with pl.section_vector():
+        for i in pl.range(src.shape[0] // 8):
+            pl.load_tile(t, src, [i, 0])
+            pl.store_tile(dst, t, [i, 0])
+
+
+def test_read_only_outputs_are_refused_before_anything_runs():
+    import mmap
+    src = np.arange(8 * 64, dtype=np.float32).reshape(8, 64)
+    frozen = np.zeros((8, 64), np.float32)
+    frozen.setflags(write=False)
+    data = bytes(8 * 64 * 4)
+    from_bytes = np.frombuffer(data, np.float32).reshape(8, 64)
+    mapping = mmap.mmap(-1, 8 * 64 * 4, prot=mmap.PROT_READ)
+    from_mapping = np.frombuffer(mapping, np.float32).reshape(8, 64)
+    for dst in (frozen, from_bytes, from_mapping):
+        with pytest.raises(ValueError, match=r"copy_kernel\(\): argument 'dst' is a read-only array"):
+            copy_kernel[None, 1](src, dst)
+    pypto_pro.runtime.synchronize()
+    assert data == bytes(8 * 64 * 4) and not frozen.any() and not from_mapping.any()
+    # A read-only input is fine: the kernel only reads it.
+    src.setflags(write=False)
+    out = np.zeros((8, 64), np.float32)
+    copy_kernel[None, 1](src, out)
+    pypto_pro.runtime.synchronize()
+    assert np.array_equal(out, src)
+
+
+def test_torch_tensors_that_require_grad_are_refused_as_outputs_like_torch_does():
+    src = torch.randn(8, 64)
+    leaf = torch.zeros(8, 64, requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"argument 'dst': a leaf Variable that requires grad is being used in an "
+                                           r"in-place operation"):
+        copy_kernel[None, 1](src, leaf)
+    inner = leaf * 2  # not a leaf, still tracked by autograd
+    with pytest.raises(RuntimeError, match=r"argument 'dst' requires grad, but autograd cannot see the kernel"):
+        copy_kernel[None, 1](src, inner)
+    pypto_pro.runtime.synchronize()
+    assert not leaf.detach().any()
+    with torch.no_grad():  # as for torch's own in-place ops
+        copy_kernel[None, 1](src, leaf)
+    copy_kernel[None, 1](src.requires_grad_(), torch.zeros(8, 64))  # inputs may require grad
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(leaf.detach(), src.detach())
+
+
+def test_empty_tensors_are_contiguous(add16):
+    # (N, 0) tensors have no elements: their strides say nothing, so they are never "non-contiguous".
+    for empty in (x16(128, 0), x16(0, 128), np.zeros((128, 0), np.float16)):
+        add16[None, 1](empty, empty, empty)
+    pypto_pro.runtime.synchronize()
+
+
+def test_block_dim_above_the_launch_limit():
+    x = torch.zeros(64, 64)
+    with pytest.raises(ValueError, match=r"block_dim must be at most 65535 \(the device's launch limit\), got 65536"):
+        fixed_kernel[None, 65536](x, 1, 2.0)
+    with pytest.raises(ValueError, match=r"block_dim must be at most 65535"):
+        fixed_kernel[None, 2 ** 70](x, 1, 2.0)

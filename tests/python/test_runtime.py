@@ -189,3 +189,49 @@ def test_streams_run_concurrently_and_independently():
     pypto_pro.runtime.synchronize()
     for k, o in enumerate(outs):
         assert torch.equal(o, torch.full_like(o, 2.0 * k))
+
+
+@pl.jit
+def one_tile_per_block(x: pl.Tensor[[pl.DYNAMIC, 64], pl.DT_FP32], y: pl.Tensor[[pl.DYNAMIC, 64], pl.DT_FP32]):
+    t = pl.make_tile(pl.TileType(shape=[8, 64], dtype=pl.DT_FP32), addr=0)
+    with pl.section_vector():
+        pl.load_tile(t, x, [pl.get_block_idx(), 0])
+        pl.adds(t, t, pl.get_block_num())
+        pl.store_tile(y, t, [pl.get_block_idx(), 0])
+
+
+@pl.jit
+def cube_tile_per_block(a: pl.Tensor[[pl.DYNAMIC, 16], pl.DT_FP16], b: pl.Tensor[[16, 16], pl.DT_FP16],
+                        c: pl.Tensor[[pl.DYNAMIC, 16], pl.DT_FP32]):
+    ta = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Mat), addr=0)
+    tb = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Mat), addr=0x1000)
+    la = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Left), addr=0)
+    rb = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Right), addr=0)
+    acc = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Acc), addr=0)
+    with pl.section_cube():
+        pl.load_tile(ta, a, [pl.get_block_idx(), 0])
+        pl.load(tb, b, [0, 0])
+        pl.move(la, ta)
+        pl.move(rb, tb)
+        pl.matmul(acc, la, rb)
+        pl.store_tile(c, acc, [pl.get_block_idx(), 0])
+
+
+@pytest.mark.parametrize("block_dim", [64, 65, 100, 1000])
+def test_block_dim_is_never_truncated(block_dim):
+    """More blocks than a5's 64 AIVs run in waves; every block runs and get_block_num() is block_dim."""
+    x = torch.randn(8 * block_dim, 64)
+    y = torch.full_like(x, float("nan"))
+    one_tile_per_block[None, block_dim](x, y)
+    pypto_pro.runtime.synchronize()
+    torch.testing.assert_close(y, x + block_dim, rtol=0, atol=1e-4)
+
+
+def test_cube_block_dim_is_never_truncated():
+    blocks = 40  # a5 has 32 AICs
+    a = torch.randn(16 * blocks, 16).half()
+    b = torch.randn(16, 16).half()
+    c = torch.full((16 * blocks, 16), float("nan"))
+    cube_tile_per_block[None, blocks](a, b, c)
+    pypto_pro.runtime.synchronize()
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-3)

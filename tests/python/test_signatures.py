@@ -282,6 +282,35 @@ def test_tiling_key_and_datatype_together():
         neg[None, 1, {"Neg": 1}]
 
 
+@pytest.mark.parametrize("kind", ["classmethod", "staticmethod"])
+def test_tiling_key_is_valid_may_be_a_classmethod_or_staticmethod(kind):
+    def check(key):
+        return key[0] != 1
+
+    ns = {"Mode": TilingKeyField(bits=2, values=[0, 1, 2])}
+    if kind == "classmethod":
+        ns["is_valid"] = classmethod(lambda cls, key: check(key))
+    else:
+        ns["is_valid"] = staticmethod(check)
+    cls = type("Key", (), ns)
+
+    @pl.jit(tiling_key=cls, name=f"tk_{kind}")
+    def kernel(x: pl.Tensor[[8, 32], pl.DT_FP32]):
+        t = pl.make_tile(pl.TileType(shape=[8, 32], dtype=pl.DT_FP32), addr=0)
+        with pl.section_vector():
+            pl.load(t, x, [0, 0])
+            pl.adds(t, t, Mode)
+            pl.store(x, t, [0, 0])
+
+    assert kernel.enumerate_tiling_keys() == [{"Mode": 0}, {"Mode": 2}]
+    x = torch.zeros(8, 32)
+    kernel[None, 1, {"Mode": 2}](x)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(x, torch.full((8, 32), 2.0))
+    with pytest.raises(ValueError, match=r"TilingKey \{Mode: 1\} is rejected by Key.is_valid"):
+        kernel[None, 1, {"Mode": 1}](x)
+
+
 # ---- TilingData ----
 
 @dataclass
@@ -406,3 +435,51 @@ def test_keyword_arguments_and_defaults():
     assert axpb.cache_info()["compiles"] == 1
     with pytest.raises(TypeError, match=r"axpb\(x, y, a, b\): multiple values for argument 'a'"):
         axpb[None, 1](x, x, 1.0, a=2.0)
+
+
+class Lane:
+    Id = TilingKeyField(bits=2, values=[0, 1, 2, 3])
+
+
+@dataclass
+class Scale:
+    factor: float
+
+
+def test_concurrent_first_launches_keep_their_own_tiling_data():
+    """Each thread's first launch compiles its TilingKey instance (the compile releases the GIL) while
+    the others pack their TilingData: every launch must run with its own."""
+    import threading
+
+    @pl.jit(tiling_key=Lane, name="lanes")
+    def lanes(x: pl.Tensor[[8, 32], pl.DT_FP32], y: pl.Tensor[[8, 32], pl.DT_FP32], s: Scale):
+        t = pl.make_tile(pl.TileType(shape=[8, 32], dtype=pl.DT_FP32), addr=0)
+        with pl.section_vector():
+            pl.load(t, x, [0, 0])
+            pl.muls(t, t, s.factor)
+            pl.adds(t, t, Id * 1000)
+            pl.store(y, t, [0, 0])
+
+    x = torch.randn(8, 32)
+    outs = [[torch.zeros(8, 32) for _ in range(3)] for _ in range(4)]
+    barrier = threading.Barrier(4)
+    errors = []
+
+    def body(lane):
+        try:
+            barrier.wait()
+            for k in range(3):
+                lanes[None, 1, {"Id": lane}](x, outs[lane][k], Scale(float(10 * lane + k + 1)))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=body, args=(lane,)) for lane in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    pypto_pro.runtime.synchronize()
+    assert not errors, errors
+    for lane in range(4):
+        for k in range(3):
+            torch.testing.assert_close(outs[lane][k], x * (10 * lane + k + 1) + lane * 1000, rtol=1e-6, atol=1e-3)

@@ -15,6 +15,9 @@ void Verify(const Function& func);
 // none (a kernel without sections that uses Vec tiles is a vector kernel).
 KernelKind KernelKindOf(const Function& func);
 
+// Which parameters (by index) some op writes: the GM tensors a launch must be allowed to modify.
+std::vector<bool> WrittenParams(const Function& func);
+
 // The memory spaces of the tile operands of an op statement, in operand order.
 std::vector<MemorySpace> TileMemories(const StmtNode& op_stmt);
 

@@ -44,6 +44,9 @@ struct Instance {
   std::filesystem::path library;
   ir::KernelKind kind = ir::KernelKind::kVector;
   int num_slots = 0;  // launcher arguments after blockDim and stream
+  // The tensor parameters some op of this instance writes, as indices among the tensor parameters
+  // (the order of their launcher slots): a launch must be allowed to modify them.
+  std::vector<int> written_tensors;
   std::filesystem::path sanitizer_report;  // sanitizer mode only
   PackedLauncher launch = nullptr;
   const PtoKernelDesc* desc = nullptr;

@@ -22,7 +22,7 @@ class Device {
   static Device& Get();
 
   // Runs every block of one launch (the calling thread takes part) and returns the first fault.
-  // block_dim is clamped to the arch's core count for the kernel kind, like the hardware launcher.
+  // Runs exactly block_dim blocks; pl.get_block_num() is block_dim however many cores the arch has.
   std::optional<FaultInfo> Run(const PtoKernelDesc& desc, const void* args, uint32_t block_dim);
 
   int num_threads() const { return num_threads_; }

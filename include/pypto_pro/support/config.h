@@ -20,6 +20,9 @@ const std::vector<EnvVarSpec>& EnvVarTable();
 std::string GetEnv(std::string_view name);
 // Same, parsed as a non-negative integer; a malformed value throws std::invalid_argument naming it.
 long GetEnvInt(std::string_view name);
-bool GetEnvFlag(std::string_view name);  // "1", "true", "yes", "on" (any case) are true
+// Same, parsed as seconds (a finite number >= 0, or > 0 unless `zero_allowed`).
+double GetEnvSeconds(std::string_view name, bool zero_allowed);
+// "1"/"true"/"yes"/"on" and "0"/"false"/"no"/"off" (any case); anything else throws naming it.
+bool GetEnvFlag(std::string_view name);
 
 }  // namespace pypto_pro

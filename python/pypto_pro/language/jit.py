@@ -238,9 +238,9 @@ class JitFunction(_C.KernelBase):
             if dt_binding else ""
         inst_dir = _C.instance_dir(self.kernel_name, arch, static_sig, dt_json, tiling_key,
                                    _distributed_rank(), self.sanitizer)
-        timeout = self.compile_timeout if self.compile_timeout is not None else float(
-            _C.getenv("PYPTO_PRO_COMPILE_TIMEOUT"))
-        dump_ir = _C.getenv("PYPTO_PRO_DUMP_IR").lower() in ("1", "true", "yes", "on")
+        timeout = self.compile_timeout if self.compile_timeout is not None else _C.getenv_seconds(
+            "PYPTO_PRO_COMPILE_TIMEOUT")
+        dump_ir = _C.getenv_flag("PYPTO_PRO_DUMP_IR")
         extra_files = {}
         if dt_binding:
             binding = {"datatype": {p: d.pl_name for p, d in dt_binding.items()},

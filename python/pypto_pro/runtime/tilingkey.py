@@ -4,7 +4,7 @@
         HasMask = TilingKeyField(bits=1, values=[0, 1])
         BlockM = TilingKeyField(bits=8, values=[64, 128])
 
-        def is_valid(self, key):          # optional; key is a tuple in field order
+        def is_valid(self, key):          # optional (also a classmethod or staticmethod); key in field order
             has_mask, block_m = key
             return has_mask == 0 or block_m == 128
 
@@ -79,12 +79,13 @@ class TilingKeySchema:
         return [name for name, _ in self.fields]
 
     def is_valid(self, values: tuple) -> bool:
-        """Runs the class's is_valid(self, key) on the field values in definition order."""
+        """Runs the class's is_valid(key) on the field values in definition order; a plain method,
+        a @classmethod and a @staticmethod are all called through an instance."""
         if self._predicate is None:
             return True
         if self._instance is None:
             self._instance = self.cls()
-        return bool(self._predicate(self._instance, tuple(values)))
+        return bool(self._instance.is_valid(tuple(values)))
 
     def pack(self, key: dict) -> int:
         """The packed key of a launch dict; ValueError naming what is wrong."""

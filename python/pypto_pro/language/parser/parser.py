@@ -104,6 +104,11 @@ def _assigned_names(stmts) -> set:
     return names
 
 
+# Builtins with host side effects: calling them from a kernel is a mistake, never a compile-time value.
+_HOST_ONLY_BUILTINS = (builtins.print, builtins.input, builtins.open, builtins.breakpoint, builtins.exec,
+                       builtins.eval)
+
+
 class KernelParser:
     def __init__(self, fn, spec, shapes, constants=None, dtypes=None):
         self.fn = fn
@@ -780,6 +785,15 @@ class KernelParser:
             raise self.error(errors.ParserTypeError, node.func, f"{self.describe(func)} is not callable")
         if isinstance(func, types.FunctionType) and not getattr(func, "__module__", "").startswith("pypto_pro"):
             return self.inline_helper(func, node)
+        if any(func is b for b in _HOST_ONLY_BUILTINS):
+            name = func.__name__
+            if func is builtins.print:
+                raise self.error(errors.ParserSyntaxError, node,
+                                 "print() inside a kernel would run once, on the host, while the kernel compiles",
+                                 hint="print from the device with pl.printf(\"fmt %d\\n\", value)")
+            raise self.error(errors.ParserSyntaxError, node,
+                             f"{name}() inside a kernel would run once, on the host, while the kernel compiles; "
+                             f"kernels cannot call it")
         args = [self.eval(a) for a in node.args]
         kwargs = {k.arg: self.eval(k.value) for k in node.keywords if k.arg is not None}
         if any(k.arg is None for k in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
