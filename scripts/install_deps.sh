@@ -3,7 +3,7 @@
 # Nothing here comes from PyPI: Python packages are Debian's, used by /usr/bin/python3.
 set -euo pipefail
 
-packages=(g++ cmake ninja-build python3 python3-dev python3-numpy python3-torch python3-pytest
+packages=(g++ cmake ninja-build python3 python3-dev python3-numpy python3-torch libtorch-dev python3-pytest
           pybind11-dev libgtest-dev)
 if [[ "${PYPTO_PRO_BENCH_DEPS:-0}" == 1 ]]; then
   packages+=(python3-numba libbenchmark-dev)

@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#define PTO_ABI_VERSION 3
+#define PTO_ABI_VERSION 4
 #define PTO_MEM_COUNT 8  /* indexed like ir::MemorySpace: DDR Vec Mat Left Right Acc Bias Scaling */
 #define PTO_FAULT_MAX_RANK 8
 
@@ -128,6 +128,9 @@ typedef struct PtoRuntimeApi {
   void (*wait_cross_core)(struct PtoCoreCtx* ctx, int32_t line, int32_t pipe, int32_t event_id, int32_t mode);
   /* The callbacks of sanitizer-mode kernels. */
   const PtoSanitizerApi* sanitizer;
+  /* A loop back-edge saw *poll_word change: the runtime checks for a cancelled launch (Ctrl-C, a
+   * timeout) and ends the core's program with a fault at `line` if it was. */
+  void (*poll)(struct PtoCoreCtx* ctx, int32_t line);
 } PtoRuntimeApi;
 
 /* Every stream object the runtime hands to call_kernel starts with this header. */
@@ -146,6 +149,10 @@ typedef struct PtoCoreCtx {
   uint8_t* mem[PTO_MEM_COUNT];      /* arena base of each local memory */
   uint32_t mem_size[PTO_MEM_COUNT]; /* its size on the kernel's arch */
   void* runtime;                    /* runtime-private */
+  /* Every loop back-edge compares *poll_word with poll_seen (one load) and calls api->poll when the
+   * runtime changed it: how a running launch learns it was cancelled. */
+  const volatile uint32_t* poll_word;
+  uint32_t poll_seen;
 } PtoCoreCtx;
 
 #ifdef __cplusplus

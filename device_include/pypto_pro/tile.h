@@ -27,6 +27,12 @@ enum Layout : int { kND = 0, kDN = 1, kNZ = 2, kZN = 3 };
   Fault(ctx, line, d);
 }
 
+// At every loop back-edge: one load and a compare, a call into the runtime only when it changed the
+// poll word (a launch was cancelled by Ctrl-C or a timeout, or a periodic check is due).
+inline void Poll(CoreCtx& ctx, int line) {
+  if (__builtin_expect(*ctx.poll_word != ctx.poll_seen, 0)) ctx.api->poll(&ctx, line);
+}
+
 template <int N>
 struct Idx {
   int64_t v[N];

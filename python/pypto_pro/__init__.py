@@ -12,13 +12,14 @@ running kernels on a simulated Ascend device on the host CPU.
 
 from pypto_pro import _C  # noqa: F401  (the compiled core; built by `make`)
 from pypto_pro import runtime
-from pypto_pro.errors import (CompilationError, CompileError, CompileTimeoutError, KernelDeadlock, KernelFault,
-                              ParserError, ParserSyntaxError, ParserTypeError, ParserValueError, PyptoError,
-                              SanitizerError, SanitizerFinding, TileMemoryError, UndefinedVariableError,
-                              UnsupportedFeatureError)
+from pypto_pro.errors import (BuildDirectoryError, CompilationError, CompileError, CompileTimeoutError,
+                              KernelDeadlock, KernelFault, KernelTimeout, ParserError, ParserSyntaxError,
+                              ParserTypeError, ParserValueError, PyptoError, SanitizerError, SanitizerFinding,
+                              TileMemoryError, UndefinedVariableError, UnsupportedFeatureError)
 
 __all__ = [
     "runtime", "PyptoError", "CompilationError", "ParserError", "ParserSyntaxError", "ParserTypeError",
     "ParserValueError", "UndefinedVariableError", "UnsupportedFeatureError", "TileMemoryError", "CompileError",
-    "CompileTimeoutError", "KernelFault", "KernelDeadlock", "SanitizerError", "SanitizerFinding",
+    "CompileTimeoutError", "BuildDirectoryError", "KernelFault", "KernelDeadlock", "KernelTimeout", "SanitizerError",
+    "SanitizerFinding",
 ]

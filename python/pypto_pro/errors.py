@@ -100,6 +100,14 @@ class CompileTimeoutError(CompileError, TimeoutError):
         self.limit = limit
 
 
+class BuildDirectoryError(CompileError, OSError):
+    """The kernel build directory cannot be created or written (a read-only working directory, a
+    full disk). The message names it; ASCEND_WORK_PATH moves the artefact tree elsewhere."""
+
+    def __init__(self, message, *, instance_dir=None):
+        super().__init__(message, instance_dir=instance_dir)
+
+
 class KernelFault(PyptoError, RuntimeError):
     """A running kernel failed a check (out-of-bounds access, ...); raised at synchronisation."""
 
@@ -119,6 +127,12 @@ class KernelDeadlock(KernelFault):
     """Every unfinished core of a mixed kernel's block waited for a cross-core flag no core would set.
     The message lists each waiting core (AIC / AIV 0 / AIV 1 of block b), its source line and the
     flag it waits for; `core` and `line` are those of the first one."""
+
+
+class KernelTimeout(KernelFault, TimeoutError):
+    """A launch ran past synchronize(timeout=) or PYPTO_PRO_KERNEL_TIMEOUT and was stopped at a loop
+    back-edge; `line` is the source line it was at. A synchronize that timed out also dropped the
+    launches queued behind it. The stream stays usable."""
 
 
 @dataclass(frozen=True)

@@ -254,6 +254,7 @@ class KernelWriter {
       case StmtKind::kFor: EmitFor(*s, indent); break;
       case StmtKind::kWhile:
         Line(indent, "while (" + Expr_(s->cond) + ") {");
+        Line(indent + 1, "pto::Poll(ctx, " + std::to_string(s->span.line) + ");  // cancellable at every back-edge");
         Stmt_(s->body, indent + 1);
         Line(indent, "}");
         break;
@@ -297,6 +298,7 @@ class KernelWriter {
       cond = "(" + st + " > 0 ? " + it + " < " + hi + " : " + it + " > " + hi + ")";
     }
     Line(indent + 1, "for (int64_t " + it + " = " + lo + "; " + cond + "; " + it + " += " + st + ") {");
+    Line(indent + 2, "pto::Poll(ctx, " + std::to_string(s.span.line) + ");  // cancellable at every back-edge");
     Line(indent + 2, VarName(s.var) + " = " + ScalarCType(s.var->type.dtype) + "(" + it + ");");
     Stmt_(s.body, indent + 2);
     Line(indent + 1, "}");

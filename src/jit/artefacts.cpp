@@ -40,6 +40,25 @@ fs::path InstanceDir(const InstanceKey& key) {
   return dir;
 }
 
+namespace {
+std::string WithHint(const std::string& what, const fs::path& dir) {
+  std::error_code ec;
+  fs::path shown = fs::absolute(dir, ec);
+  return what + " (kernel build directory " + (ec ? dir : shown).string() +
+         "); kernels compile into ./build of the working directory: run from a writable directory, or set "
+         "ASCEND_WORK_PATH to build them under $ASCEND_WORK_PATH/PYPTO_PRO/build";
+}
+}  // namespace
+
+ArtefactDirError::ArtefactDirError(const std::string& what, const fs::path& dir)
+    : std::runtime_error(WithHint(what, dir)), dir(dir) {}
+
+void CreateArtefactDir(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw ArtefactDirError("cannot create " + dir.string() + ": " + ec.message(), dir);
+}
+
 std::string TempSuffix() {
   static std::atomic<uint64_t> counter{0};
   return "." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1)) + ".tmp";
@@ -55,14 +74,15 @@ void WriteFileAtomic(const fs::path& path, const std::string& content) {
     if (!out) {
       std::error_code ignored;
       fs::remove(tmp, ignored);
-      throw std::runtime_error("cannot write " + tmp.string());
+      throw ArtefactDirError("cannot write " + path.string(), path.parent_path());
     }
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
   if (ec) {
-    fs::remove(tmp, ec);
-    throw std::runtime_error("cannot rename " + tmp.string() + " to " + path.string());
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw ArtefactDirError("cannot write " + path.string() + ": " + ec.message(), path.parent_path());
   }
 }
 

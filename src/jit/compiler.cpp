@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -16,7 +17,7 @@ extern char** environ;
 namespace pypto_pro::jit {
 
 ProcessResult RunProcess(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
-                         double timeout_seconds) {
+                         double timeout_seconds, bool (*interrupted)()) {
   ProcessResult result;
   auto start = std::chrono::steady_clock::now();
   int pipe_fds[2];
@@ -57,6 +58,7 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::filesy
   result.started = true;
 
   auto deadline = start + std::chrono::duration<double>(timeout_seconds);
+  auto next_check = start;
   char buf[4096];
   bool open = true;
   while (open) {
@@ -66,8 +68,16 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::filesy
       break;
     }
     int wait_ms = int(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
+    if (interrupted) wait_ms = std::min(wait_ms, 50);
     pollfd pfd{pipe_fds[0], POLLIN, 0};
     int ready = ::poll(&pfd, 1, wait_ms);
+    if (interrupted && std::chrono::steady_clock::now() >= next_check) {
+      if (interrupted()) {
+        result.interrupted = true;
+        break;
+      }
+      next_check = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+    }
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) continue;
     ssize_t n = ::read(pipe_fds[0], buf, sizeof buf);
@@ -75,11 +85,12 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::filesy
     else if (n == 0 || errno != EINTR) open = false;
   }
   ::close(pipe_fds[0]);
-  if (result.timed_out) ::kill(-pid, SIGKILL);
+  const bool killed = result.timed_out || result.interrupted;
+  if (killed) ::kill(-pid, SIGKILL);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (result.timed_out) {
+  if (killed) {
     ::kill(-pid, SIGKILL);  // children that outlived the group leader
   } else if (WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);

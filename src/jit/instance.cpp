@@ -1,12 +1,16 @@
 #include "pypto_pro/jit/instance.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iterator>
-#include <semaphore>
+#include <cerrno>
+#include <mutex>
 #include <thread>
 #include <sstream>
 
@@ -17,6 +21,7 @@
 #include "pypto_pro/jit/compiler.h"
 #include "pypto_pro/passes/pass.h"
 #include "pypto_pro/support/config.h"
+#include "pypto_pro/support/fork.h"
 #include "pypto_pro/support/sha256.h"
 
 #ifndef PYPTO_PRO_DEVICE_INCLUDE_DIR
@@ -46,15 +51,124 @@ std::vector<std::string> SplitFlags(const std::string& flags) {
 }
 
 // Concurrent compiles (several signatures, several kernels) are bounded by the core count: more
-// compiler processes than cores only add memory pressure.
-ProcessResult RunCompilerBounded(const std::vector<std::string>& cmd, const fs::path& dir, double timeout) {
-  static std::counting_semaphore<1024> slots(std::clamp<ptrdiff_t>(std::thread::hardware_concurrency(), 1, 1024));
-  slots.acquire();
+// compiler processes than cores only add memory pressure. The wait for a slot is interruptible, and
+// a forked child starts with every slot free (compiles of the parent's other threads are not its own).
+class CompileSlots {
+ public:
+  CompileSlots() { ResetInForkedChild(&mutex_); }
+  bool Acquire(bool (*interrupted)()) {
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (generation_ != ForkGeneration()) {
+          generation_ = ForkGeneration();
+          free_ = Capacity();
+        }
+        if (free_ > 0) {
+          --free_;
+          return true;
+        }
+      }
+      if (interrupted && interrupted()) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // compiles take 100+ ms
+    }
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (generation_ == ForkGeneration()) ++free_;
+  }
+
+ private:
+  static int Capacity() { return std::max(1, int(std::thread::hardware_concurrency())); }
+  std::mutex mutex_;
+  uint64_t generation_ = ForkGeneration();
+  int free_ = Capacity();
+};
+
+ProcessResult RunCompilerBounded(const std::vector<std::string>& cmd, const fs::path& dir, double timeout,
+                                 bool (*interrupted)()) {
+  static CompileSlots* slots = new CompileSlots();
+  if (!slots->Acquire(interrupted)) {
+    ProcessResult result;
+    result.interrupted = true;
+    return result;
+  }
   struct Release {
-    ~Release() { slots.release(); }
+    ~Release() { slots->Release(); }
   } release;
-  return RunProcess(cmd, dir, timeout);
+  return RunProcess(cmd, dir, timeout, interrupted);
 }
+
+// The files one compile leaves in an instance directory; a published set replaces all of them.
+bool IsInstanceFile(const std::string& name) {
+  auto ends_with = [&](std::string_view suffix) {
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return name == "kernel.cpp" || name == "call_kernel.cpp" || name == "compile.log" || ends_with("_tiling.h") ||
+         (name.rfind("ir_", 0) == 0 && ends_with(".txt")) || (name.rfind("call_kernel_", 0) == 0 && ends_with(".so"));
+}
+
+// A directory of one compile inside the instance directory: its sources and library, invisible to
+// every other compile until Publish() moves them in. Removed with whatever is left in it.
+class PrivateDir {
+ public:
+  explicit PrivateDir(const fs::path& instance_dir)
+      : instance_dir_(instance_dir), path_(instance_dir / (".build" + TempSuffix())) {
+    CreateArtefactDir(path_);
+  }
+  ~PrivateDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  PrivateDir(const PrivateDir&) = delete;
+  PrivateDir& operator=(const PrivateDir&) = delete;
+
+  const fs::path& path() const { return path_; }
+
+  void Write(const std::string& name, const std::string& content) {
+    std::ofstream out(path_ / name, std::ios::binary | std::ios::trunc);
+    out.write(content.data(), std::streamsize(content.size()));
+    out.close();
+    if (!out) throw ArtefactDirError("cannot write " + (path_ / name).string(), path_);
+  }
+
+  // Moves `names` into the instance directory as one set, under a lock of that directory, and
+  // removes the files of an earlier instance the set does not have: readers of the directory find
+  // one complete instance, never the sources of one and the library of another.
+  void Publish(const std::vector<std::string>& names, const std::string& library) {
+    int fd = ::open(instance_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) throw ArtefactDirError("cannot open " + instance_dir_.string(), instance_dir_);
+    while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+    }
+    struct Unlock {
+      int fd;
+      ~Unlock() { ::close(fd); }  // closing releases the lock
+    } unlock{fd};
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(instance_dir_, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (IsInstanceFile(name) && std::find(names.begin(), names.end(), name) == names.end()) {
+        fs::remove(entry.path(), ec);
+      }
+    }
+    // The library last: a directory with a library always has its sources.
+    for (const std::string& name : names) {
+      if (name != library) Move(name);
+    }
+    if (!library.empty()) Move(library);
+  }
+
+ private:
+  void Move(const std::string& name) {
+    std::error_code ec;
+    fs::rename(path_ / name, instance_dir_ / name, ec);
+    if (ec) throw ArtefactDirError("cannot move " + name + " into " + instance_dir_.string() + ": " + ec.message(),
+                                   instance_dir_);
+  }
+
+  fs::path instance_dir_;
+  fs::path path_;
+};
 
 // SHA-256 over the device headers' names and contents (a few dozen KiB: well under a millisecond).
 std::string DeviceHeadersDigest() {
@@ -94,17 +208,16 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   auto inst = std::make_shared<Instance>();
   inst->kernel_name = func.name;
   inst->dir = options.instance_dir;
-  fs::create_directories(inst->dir);
+  CreateArtefactDir(inst->dir);
 
   auto t0 = std::chrono::steady_clock::now();
   passes::PassContext ctx;
   ctx.arch = arch;
   ctx.auto_mutex = options.auto_mutex;
-  int dump_index = 0;
+  std::vector<std::pair<std::string, std::string>> ir_dumps;  // written with the sources
   passes::RunPipeline(func, ctx, [&](std::string_view pass, const ir::Function& f) {
     if (!options.dump_ir) return;
-    WriteFileAtomic(inst->dir / ("ir_" + std::to_string(dump_index++) + "_" + std::string(pass) + ".txt"),
-                    ir::Print(f));
+    ir_dumps.emplace_back("ir_" + std::to_string(ir_dumps.size()) + "_" + std::string(pass) + ".txt", ir::Print(f));
   });
   inst->stats.passes_ms = MsSince(t0);
 
@@ -129,10 +242,20 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   inst->stats.codegen_ms = MsSince(t0);
 
   t0 = std::chrono::steady_clock::now();
-  WriteFileAtomic(inst->dir / "kernel.cpp", sources.kernel_cpp);
-  WriteFileAtomic(inst->dir / "call_kernel.cpp", sources.call_kernel_cpp);
+  // Everything this compile reads and writes lives in a directory of its own until it is done, so a
+  // compile of another kernel of the same name (another process, another thread) never reads these
+  // sources or loads this library; the finished set is then moved into the instance directory.
+  PrivateDir build(inst->dir);
+  std::vector<std::string> published = {"kernel.cpp", "call_kernel.cpp"};
+  build.Write("kernel.cpp", sources.kernel_cpp);
+  build.Write("call_kernel.cpp", sources.call_kernel_cpp);
   if (!sources.tiling_header_name.empty()) {
-    WriteFileAtomic(inst->dir / sources.tiling_header_name, sources.tiling_header);
+    build.Write(sources.tiling_header_name, sources.tiling_header);
+    published.push_back(sources.tiling_header_name);
+  }
+  for (const auto& [name, content] : ir_dumps) {
+    build.Write(name, content);
+    published.push_back(name);
   }
   for (const auto& [relative, content] : options.extra_files) WriteFileAtomic(inst->dir / relative, content);
   std::vector<std::string> cmd = CompilerCommand();
@@ -142,42 +265,49 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   std::string fingerprint = sources.kernel_cpp + '\0' + sources.call_kernel_cpp + '\0' + sources.tiling_header + '\0' +
                             DeviceHeadersDigest() + '\0';
   for (const std::string& part : cmd) fingerprint += part + ' ';
-  std::string so_name = "call_kernel_" + Sha256Hex(fingerprint).substr(0, 12) + ".so";
+  const std::string so_name = "call_kernel_" + Sha256Hex(fingerprint).substr(0, 12) + ".so";
   inst->library = fs::absolute(inst->dir / so_name);
   inst->stats.write_ms = MsSince(t0);
 
   t0 = std::chrono::steady_clock::now();
-  std::string tmp_name = so_name + TempSuffix();
   cmd.push_back("-o");
-  cmd.push_back(tmp_name);
+  cmd.push_back(so_name);
   cmd.push_back("call_kernel.cpp");
-  ProcessResult run = RunCompilerBounded(cmd, inst->dir, options.timeout_seconds);
+  ProcessResult run = RunCompilerBounded(cmd, build.path(), options.timeout_seconds, options.interrupted);
   inst->stats.compile_ms = MsSince(t0);
-  std::error_code ignored;
+  if (run.interrupted) throw CompileInterrupted("compiling kernel '" + func.name + "' was interrupted");
   if (run.timed_out) {
-    fs::remove(inst->dir / tmp_name, ignored);
     std::ostringstream msg;
     msg << "compiling kernel '" << func.name << "' took longer than its compile_timeout of " << options.timeout_seconds
         << " s and was stopped; instance directory: " << inst->dir.string();
     throw CompileTimeout(msg.str(), func.name, inst->dir, options.timeout_seconds);
   }
-  if (!run.started || run.exit_code != 0) {
-    fs::remove(inst->dir / tmp_name, ignored);
-    WriteFileAtomic(inst->dir / "compile.log", run.output);
+  std::error_code ec;
+  const bool wrote_library = run.started && run.exit_code == 0 && fs::is_regular_file(build.path() / so_name, ec);
+  if (!wrote_library) {
     std::ostringstream msg;
-    msg << "the host compiler failed on kernel '" << func.name << "' (exit code " << run.exit_code
-        << "); see " << (inst->dir / "kernel.cpp").string() << " and " << (inst->dir / "compile.log").string()
+    if (run.started && run.exit_code == 0) {
+      msg << "the host compiler '" << cmd[0] << "' exited with code 0 on kernel '" << func.name
+          << "' but wrote no library (" << so_name << "); check PYPTO_PRO_CXX and PYPTO_PRO_CXXFLAGS";
+    } else {
+      msg << "the host compiler failed on kernel '" << func.name << "' (exit code " << run.exit_code << ")";
+    }
+    msg << "; see " << (inst->dir / "kernel.cpp").string() << " and " << (inst->dir / "compile.log").string()
         << "\n" << run.output;
+    build.Write("compile.log", run.output);
+    published.push_back("compile.log");
+    build.Publish(published, "");  // the sources the compiler saw, for the user to read
     throw CompileFailure(msg.str(), func.name, inst->dir, run.output);
   }
-  fs::rename(inst->dir / tmp_name, inst->library);
-  fs::remove(inst->dir / "compile.log", ignored);  // a log of an earlier failed attempt would mislead
 
   t0 = std::chrono::steady_clock::now();
-  void* handle = ::dlopen(inst->library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // Loaded from the private directory: the library is this compile's whatever is published later.
+  const fs::path private_library = fs::absolute(build.path() / so_name);
+  void* handle = ::dlopen(private_library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* err = ::dlerror();
-    throw CompileFailure("cannot load " + inst->library.string() + ": " + (err ? err : "?"), func.name, inst->dir, "");
+    throw CompileFailure("cannot load " + private_library.string() + ": " + (err ? err : "?"), func.name, inst->dir,
+                         "");
   }
   // Never dlclose: queued launches may still point into the library.
   inst->launch = reinterpret_cast<PackedLauncher>(::dlsym(handle, "call_kernel_packed"));
@@ -187,6 +317,8 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
                              std::to_string(PTO_ABI_VERSION),
                          func.name, inst->dir, "");
   }
+  published.push_back(so_name);
+  build.Publish(published, so_name);
   inst->desc = get_desc();
   inst->stats.load_ms = MsSince(t0);
   return inst;

@@ -28,8 +28,9 @@ class PyStream {
   void KeepAlive(uint64_t seq, PyObject* const* objects, size_t count);
   // Releases what completed launches held. Must hold the GIL.
   void Retire();
-  // Waits (GIL released) and raises KernelFault for a fault since the last synchronisation.
-  void Synchronize();
+  // Waits (GIL released; Ctrl-C interrupts it) and raises KernelFault for a fault since the last
+  // synchronisation; `timeout` < 0 waits as long as it takes.
+  void Synchronize(double timeout);
   // Retire() on every live stream (after pypto_pro.runtime.synchronize()). Must hold the GIL.
   static void RetireAll();
 
@@ -45,6 +46,12 @@ class PyStream {
 struct PyFunction {
   std::shared_ptr<ir::Function> func;
 };
+
+// What a wait of the calling thread can be interrupted by: Ctrl-C on Python's main thread (other
+// threads never see signals). Takes the GIL itself; leaves the Python error set when it fires.
+runtime::WaitOptions PythonWaitOptions(double timeout);
+// Turns runtime::WaitInterrupted into the Python error the interrupt check left set. Holds the GIL.
+[[noreturn]] void RaiseInterrupted();
 
 // The stream launches use when none is given.
 PyStream& DefaultPyStream();

@@ -39,6 +39,13 @@ void BindJit(py::module_& m) {
       kw["instance_dir"] = e.dir.string();
       kw["limit"] = e.limit;
       RaisePython("CompileTimeoutError", py::make_tuple(e.what()), kw);
+    } catch (const jit::ArtefactDirError& e) {
+      py::dict kw;
+      kw["instance_dir"] = e.dir.string();
+      RaisePython("BuildDirectoryError", py::make_tuple(e.what()), kw);
+    } catch (const jit::CompileInterrupted&) {
+      // The interrupt check left its error (KeyboardInterrupt) set; keep it.
+      if (!PyErr_Occurred()) PyErr_SetNone(PyExc_KeyboardInterrupt);
     } catch (const jit::CompileFailure& e) {
       py::dict kw;
       kw["kernel"] = e.kernel;
@@ -77,7 +84,8 @@ void BindJit(py::module_& m) {
       kw["line"] = f.line;
       kw["op"] = f.op;
       kw["detail"] = f.message;
-      RaisePython(f.deadlock ? "KernelDeadlock" : "KernelFault", py::make_tuple(e.what()), kw);
+      RaisePython(f.deadlock ? "KernelDeadlock" : f.timeout() ? "KernelTimeout" : "KernelFault",
+                  py::make_tuple(e.what()), kw);
     }
   });
 
@@ -120,6 +128,7 @@ void BindJit(py::module_& m) {
         options.sanitizer = sanitizer;
         options.dump_ir = dump_ir;
         options.extra_files.assign(extra_files.begin(), extra_files.end());
+        options.interrupted = PythonWaitOptions(-1).interrupted;
         py::gil_scoped_release release;
         return jit::BuildInstance(std::move(func), options);
       },

@@ -6,12 +6,15 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <chrono>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "bindings.h"
 #include "pypto_pro/jit/instance.h"
+#include "pypto_pro/runtime/device.h"
+#include "pypto_pro/support/fork.h"
 #include "tensor_args.h"
 
 namespace pypto_pro::python {
@@ -350,8 +353,12 @@ class Kernel {
       tensor_slots[n_tensor++] = view.data;
     }
 
+    if (!captures_.empty() && !CapturesCurrent()) ++recompiles_;
     jit::Instance* inst = Lookup(key);
-    if (!inst) inst = Compile(key, sel);
+    if (!inst) {
+      runtime::Device::Get();  // reads and checks the device's environment variables (ValueError)
+      inst = Compile(key, sel);
+    }
     for (int t : inst->written_tensors) {
       if (tensor_access[t]) RefuseWrite(params_[tensor_param[t]], tensor_access[t]);
     }
@@ -372,6 +379,7 @@ class Kernel {
     d["compiles"] = compiles_;
     d["hits"] = hits_;
     d["misses"] = misses_;
+    d["stale"] = recompiles_;  // times a changed global or closure variable dropped the instances
     d["instances"] = instances_.size();
     return d;
   }
@@ -572,16 +580,25 @@ class Kernel {
   }
 
   // One compile per signature even when threads race; different signatures compile in parallel
-  // (the host compiler runs with the GIL released).
+  // (the host compiler runs with the GIL released). Waiting for another thread's compile of the same
+  // signature is interruptible; in a forked child a lock the parent's compiling thread held is new.
   jit::Instance* Compile(const SignatureKey& key, const Selection& sel) {
-    std::shared_ptr<std::mutex>& slot = compiling_[key];
-    if (!slot) slot = std::make_shared<std::mutex>();
-    std::shared_ptr<std::mutex> mutex = slot;
+    CompileLock& slot = compiling_[key];
+    if (!slot.mutex || slot.generation != ForkGeneration()) {
+      slot.mutex = std::make_shared<std::timed_mutex>();
+      slot.generation = ForkGeneration();
+    }
+    std::shared_ptr<std::timed_mutex> mutex = slot.mutex;
+    bool (*interrupted)() = PythonWaitOptions(-1).interrupted;
+    bool locked = false;
     {
       py::gil_scoped_release release;
-      mutex->lock();
+      while (!(locked = mutex->try_lock_for(std::chrono::milliseconds(20)))) {
+        if (interrupted && interrupted()) break;
+      }
     }
-    std::unique_lock<std::mutex> lock(*mutex, std::adopt_lock);
+    if (!locked) RaiseInterrupted();
+    std::unique_lock<std::timed_mutex> lock(*mutex, std::adopt_lock);
     if (jit::Instance* done = Lookup(key)) return done;
     ++misses_;
     py::tuple statics(key.count - (tk_ ? 1 : 0) - (dt_ ? int(dt_->names.size()) : 0));
@@ -594,14 +611,90 @@ class Kernel {
       for (size_t i = 0; i < dt_->names.size(); ++i) names[i] = std::string(ir::Name(ir::DataType(sel.dtypes[i])));
       dts = names;
     }
-    py::object result = compile_fn_(statics, tk, dts);
-    auto inst = result.cast<std::shared_ptr<jit::Instance>>();
+    py::tuple result = compile_fn_(statics, tk, dts);
+    auto inst = result[0].cast<std::shared_ptr<jit::Instance>>();
+    for (py::handle capture : result[1]) AddCapture(py::reinterpret_borrow<py::tuple>(capture));
     ++compiles_;
     order_.push_back(inst);
     instances_.emplace(key, inst);
     if (key.count == 0) single_ = inst.get();  // no specialisation: skip the map from now on
     compiling_.erase(key);
     return inst.get();
+  }
+
+  // ---- module globals and closure variables the compiled code was built with ----
+  // A kernel reads them at compile time (constants, helpers, TileTypes); when one is rebound later
+  // every instance is stale, so a launch compares them first, as Triton does, and recompiles.
+  struct Capture {
+    py::object container;  // the globals dict, or the closure cell
+    py::object name;
+    py::object value;      // what the compile saw
+    bool cell = false;
+  };
+  struct WatchedDict {
+    PyObject* dict;
+    uint64_t version;  // ma_version_tag when every capture in it last matched
+  };
+
+  void AddCapture(const py::tuple& t) {
+    Capture c{t[0], t[1], t[2], PyCell_Check(t[0].ptr()) != 0};
+    for (const Capture& have : captures_) {
+      if (have.container.is(c.container) && have.name.equal(c.name)) return;
+    }
+    if (!c.cell) {
+      bool watched = false;
+      for (const WatchedDict& w : dicts_) watched |= w.dict == c.container.ptr();
+      if (!watched) dicts_.push_back({c.container.ptr(), 0});
+    }
+    captures_.push_back(std::move(c));
+  }
+
+  static uint64_t DictVersion(PyObject* dict) {
+#if PY_VERSION_HEX < 0x030C0000
+    return reinterpret_cast<PyDictObject*>(dict)->ma_version_tag;  // changes with every write
+#else
+    (void)dict;
+    return 0;  // no version tag: compare every capture
+#endif
+  }
+
+  // True when every capture still holds the value its compile saw.
+  bool CapturesCurrent() {
+    bool dicts_unchanged = true;
+    for (const WatchedDict& w : dicts_) dicts_unchanged &= w.version != 0 && DictVersion(w.dict) == w.version;
+    for (Capture& c : captures_) {
+      if (!c.cell && dicts_unchanged) continue;
+      PyObject* now = c.cell ? PyCell_GET(c.container.ptr()) : PyDict_GetItemWithError(c.container.ptr(), c.name.ptr());
+      if (now == c.value.ptr()) continue;
+      if (!now) {
+        if (PyErr_Occurred()) throw py::error_already_set();
+        return Stale(c, nullptr);
+      }
+      // Rebound to an equal value (a new float object of the same number): keep the instances.
+      int same = Py_TYPE(now) == Py_TYPE(c.value.ptr()) ? PyObject_RichCompareBool(now, c.value.ptr(), Py_EQ) : 0;
+      if (same < 0) {
+        PyErr_Clear();
+        same = 0;
+      }
+      if (!same) return Stale(c, now);
+      c.value = py::reinterpret_borrow<py::object>(now);
+    }
+    for (WatchedDict& w : dicts_) w.version = DictVersion(w.dict);
+    return true;
+  }
+
+  // A capture changed: every instance is dropped (queued launches keep their libraries loaded) and
+  // the next lookup compiles anew.
+  bool Stale(const Capture& c, PyObject* now) {
+    static py::object log = py::module_::import("logging").attr("getLogger")("pypto_pro.jit");
+    log.attr("info")("kernel '%s': %s '%s' changed from %r to %r since it was compiled; recompiling", name_,
+                     c.cell ? "closure variable" : "global", c.name, c.value,
+                     now ? py::reinterpret_borrow<py::object>(now) : py::str("<deleted>"));
+    instances_.clear();
+    single_ = nullptr;
+    captures_.clear();
+    dicts_.clear();
+    return false;
   }
 
   std::string name_;
@@ -613,9 +706,15 @@ class Kernel {
   // The cache: guarded by the GIL. compiling_ holds one mutex per signature being compiled.
   jit::Instance* single_ = nullptr;
   std::unordered_map<SignatureKey, std::shared_ptr<jit::Instance>, SignatureHash> instances_;
-  std::unordered_map<SignatureKey, std::shared_ptr<std::mutex>, SignatureHash> compiling_;
+  struct CompileLock {
+    std::shared_ptr<std::timed_mutex> mutex;
+    uint64_t generation = 0;  // ForkGeneration() it was made in
+  };
+  std::unordered_map<SignatureKey, CompileLock, SignatureHash> compiling_;
+  std::vector<Capture> captures_;  // guarded by the GIL, like the cache
+  std::vector<WatchedDict> dicts_;
   std::vector<std::shared_ptr<jit::Instance>> order_;
-  int64_t compiles_ = 0, hits_ = 0, misses_ = 0;
+  int64_t compiles_ = 0, hits_ = 0, misses_ = 0, recompiles_ = 0;
 };
 
 PyStream& ResolveStream(py::handle stream) {

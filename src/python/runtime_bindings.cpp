@@ -1,5 +1,11 @@
 // pypto_pro._C runtime objects: streams, events, synchronisation.
+#include <pybind11/stl.h>
+
+#include <pythread.h>
+
 #include <chrono>
+#include <cstdio>
+#include <optional>
 #include <vector>
 
 #include "bindings.h"
@@ -12,7 +18,41 @@ std::vector<PyStream*>& LiveStreams() {  // guarded by the GIL
   static auto* streams = new std::vector<PyStream*>;
   return *streams;
 }
+
+unsigned long g_main_thread = 0;  // Python's main thread: the only one that sees signals
+
+bool PythonInterrupted() {
+  py::gil_scoped_acquire gil;
+  return PyErr_CheckSignals() != 0;
+}
+
+double TimeoutSeconds(const py::object& timeout, const char* where) {
+  if (timeout.is_none()) return -1;
+  if (PyBool_Check(timeout.ptr()) || !(PyFloat_Check(timeout.ptr()) || PyLong_Check(timeout.ptr()))) {
+    throw py::type_error(std::string(where) + ": timeout must be a number of seconds or None, got " +
+                         py::repr(timeout).cast<std::string>());
+  }
+  double t = timeout.cast<double>();
+  if (!(t >= 0)) {
+    throw py::value_error(std::string(where) + ": timeout must be >= 0 seconds, got " +
+                          py::repr(timeout).cast<std::string>());
+  }
+  return t;
+}
 }  // namespace
+
+runtime::WaitOptions PythonWaitOptions(double timeout) {
+  runtime::WaitOptions options;
+  options.timeout_seconds = timeout;
+  if (PyThread_get_thread_ident() == g_main_thread) options.interrupted = &PythonInterrupted;
+  return options;
+}
+
+void RaiseInterrupted() {
+  if (PyErr_Occurred()) throw py::error_already_set();
+  PyErr_SetNone(PyExc_KeyboardInterrupt);
+  throw py::error_already_set();
+}
 
 PyStream::PyStream() : owned_(std::make_unique<runtime::Stream>()), stream_(owned_.get()) {
   LiveStreams().push_back(this);
@@ -57,17 +97,22 @@ void PyStream::Retire() {
   }
 }
 
-void PyStream::Synchronize() {
+void PyStream::Synchronize(double timeout) {
+  const runtime::WaitOptions options = PythonWaitOptions(timeout);
   std::exception_ptr fault;
+  bool interrupted = false;
   {
     py::gil_scoped_release release;
     try {
-      stream_->Synchronize();
+      stream_->Synchronize(options);
+    } catch (const runtime::WaitInterrupted&) {
+      interrupted = true;
     } catch (...) {
       fault = std::current_exception();
     }
   }
   Retire();
+  if (interrupted) RaiseInterrupted();
   if (fault) std::rethrow_exception(fault);
 }
 
@@ -85,16 +130,97 @@ struct PyEvent {
 
 thread_local PyStream* current_stream = nullptr;
 
+// Every stream, each given what is left of one timeout: the first fault found is raised. An
+// interrupted or timed-out wait cancels what the other streams still run too.
+void SynchronizeAll(double timeout) {
+  const runtime::WaitOptions base = PythonWaitOptions(timeout);
+  std::exception_ptr first;
+  bool interrupted = false;
+  {
+    py::gil_scoped_release release;
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<runtime::Stream*> streams = runtime::Stream::All();
+    for (runtime::Stream* s : streams) {
+      runtime::WaitOptions options = base;
+      if (timeout >= 0) {
+        double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        options.timeout_seconds = std::max(0.0, timeout - spent);
+      }
+      try {
+        s->Synchronize(options);
+      } catch (const runtime::WaitInterrupted&) {
+        interrupted = true;
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+      if (interrupted) break;
+    }
+    if (interrupted) {
+      for (runtime::Stream* s : streams) s->Cancel(1 /* CancelReason::kInterrupt */);
+    }
+  }
+  PyStream::RetireAll();
+  if (interrupted) RaiseInterrupted();
+  if (first) std::rethrow_exception(first);
+}
+
+// At interpreter exit: launches still queued are waited for (after a second the wait says so;
+// Ctrl-C cancels them), and a fault no synchronisation raised is printed rather than dropped.
+void ReportAtExit() {
+  const runtime::WaitOptions options = PythonWaitOptions(-1);
+  std::vector<std::string> reports;
+  bool interrupted = false;
+  {
+    py::gil_scoped_release release;
+    for (runtime::Stream* s : runtime::Stream::All()) {
+      try {
+        if (!interrupted && s->completed() < s->submitted()) {
+          runtime::WaitOptions first = options;
+          first.timeout_seconds = 1;
+          first.cancel_on_timeout = false;
+          s->WaitFor(s->submitted(), first);
+          if (s->completed() < s->submitted()) {
+            std::fprintf(stderr, "pypto_pro: waiting at exit for %llu launch(es) still queued or running "
+                                 "(Ctrl-C cancels them)\n",
+                         static_cast<unsigned long long>(s->submitted() - s->completed()));
+            s->WaitFor(s->submitted(), options);
+          }
+        }
+      } catch (const runtime::WaitInterrupted&) {
+        interrupted = true;
+      }
+      if (interrupted) {
+        if (uint64_t dropped = s->Cancel(1 /* CancelReason::kInterrupt */)) {
+          reports.push_back("pypto_pro: " + std::to_string(dropped) + " launch(es) were cancelled at exit");
+        }
+      }
+      if (std::optional<runtime::FaultInfo> fault = s->TakeFault()) {
+        reports.push_back("pypto_pro: a kernel fault was never raised (no synchronize after it) before exit:\n  " +
+                          fault->Format());
+      }
+    }
+  }
+  if (interrupted) PyErr_Clear();
+  for (const std::string& r : reports) std::fprintf(stderr, "%s\n", r.c_str());
+  std::fflush(stderr);
+}
+
 }  // namespace
 
 PyStream& CurrentPyStream() { return current_stream ? *current_stream : DefaultPyStream(); }
 
 void BindRuntime(py::module_& m) {
+  g_main_thread = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+
   py::class_<PyStream>(m, "Stream", "An in-order queue of kernel launches served by its own worker thread.")
       .def(py::init<>())
-      .def("synchronize", &PyStream::Synchronize,
-           "Waits for every launch queued so far; raises KernelFault for the first fault since the last "
-           "synchronisation.")
+      .def(
+          "synchronize",
+          [](PyStream& s, const py::object& timeout) { s.Synchronize(TimeoutSeconds(timeout, "Stream.synchronize")); },
+          py::arg("timeout") = py::none(),
+          "Waits for every launch queued so far; raises KernelFault for the first fault since the last "
+          "synchronisation. With timeout= (seconds), a wait that runs out stops the running launch and drops "
+          "the queued ones, and raises KernelTimeout. Ctrl-C does the same and raises KeyboardInterrupt.")
       .def("query", [](PyStream& s) { return s.stream().completed() == s.stream().submitted(); },
            "True when every queued launch has run.")
       .def_property_readonly("pending",
@@ -107,22 +233,10 @@ void BindRuntime(py::module_& m) {
   m.def("current_stream", [] { return &CurrentPyStream(); },
         py::return_value_policy::reference);
   m.def("_set_current_stream", [](PyStream* s) { current_stream = s; }, py::arg("stream").none(true));
-  m.def("synchronize", [] {
-    // Every stream: gather them first, then wait on each (the first fault found is raised).
-    std::exception_ptr first;
-    {
-      py::gil_scoped_release release;
-      for (runtime::Stream* s : runtime::Stream::All()) {
-        try {
-          s->Synchronize();
-        } catch (...) {
-          if (!first) first = std::current_exception();
-        }
-      }
-    }
-    PyStream::RetireAll();
-    if (first) std::rethrow_exception(first);
-  });
+  m.def(
+      "synchronize", [](const py::object& timeout) { SynchronizeAll(TimeoutSeconds(timeout, "synchronize")); },
+      py::arg("timeout") = py::none());
+  m.def("_report_at_exit", &ReportAtExit);
   m.def("device_threads", [] { return runtime::Device::Get().num_threads(); });
 
   py::class_<PyEvent>(m, "Event", "A marker in a stream; completes when the stream reaches it.")
@@ -139,8 +253,17 @@ void BindRuntime(py::module_& m) {
       .def("synchronize",
            [](PyEvent& e) {
              if (e.state->seq == 0) throw py::value_error("Event.synchronize(): the event was never recorded");
-             py::gil_scoped_release release;
-             e.state->stream->WaitFor(e.state->seq);
+             const runtime::WaitOptions options = PythonWaitOptions(-1);
+             bool interrupted = false;
+             {
+               py::gil_scoped_release release;
+               try {
+                 e.state->stream->WaitFor(e.state->seq, options);
+               } catch (const runtime::WaitInterrupted&) {
+                 interrupted = true;
+               }
+             }
+             if (interrupted) RaiseInterrupted();
            })
       .def("elapsed_time", [](PyEvent& start, PyEvent& end) {
         if (start.state->seq == 0 || end.state->seq == 0) {

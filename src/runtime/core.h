@@ -11,6 +11,7 @@
 namespace pypto_pro::runtime {
 
 class MixedBlock;
+struct LaunchControl;
 namespace san {
 struct CoreState;
 }
@@ -22,6 +23,7 @@ struct Core {
   int slot = 0;                 // within a mixed block: 0 = AIC, 1 = AIV 0, 2 = AIV 1
   KernelOutput output;          // pl.printf text of this core not printed yet
   san::CoreState* sanitizer = nullptr;  // sanitizer mode: this core's checks (sanitizer.h)
+  LaunchControl* control = nullptr;     // what can stop the launch (launch_control.h); may be null
 };
 
 inline Core& CoreOf(PtoCoreCtx* ctx) { return *static_cast<Core*>(ctx->runtime); }

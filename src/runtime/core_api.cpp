@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core.h"
+#include "launch_control.h"
 #include "mixed_block.h"
 #include "sanitizer.h"
 
@@ -56,12 +57,22 @@ void WaitCrossCoreCallback(PtoCoreCtx* ctx, int32_t line, int32_t pipe, int32_t 
   core.mixed->WaitCrossCore(*ctx, line, pipe, event_id, mode);
 }
 
+void PollCallback(PtoCoreCtx* ctx, int32_t line) {
+  ctx->poll_seen = *ctx->poll_word;
+  Core& core = CoreOf(ctx);
+  if (!core.control || CheckLaunch(*core.control) == CancelReason::kNone) return;
+  FaultInfo info = CoreFault(*ctx, line);
+  info.cancel = int(core.control->cancelled());
+  info.message = core.control->Describe();
+  throw KernelAbort{std::move(info)};
+}
+
 int64_t SubmitUnavailable(void*, const PtoKernelDesc*, const void*, uint32_t, uint32_t) { return -1; }
 
 // Cores cannot launch kernels.
 const PtoRuntimeApi kCoreApi = {PTO_ABI_VERSION,     &SubmitUnavailable,    &FaultCallback,
                                 &PrintCallback,      &AssertCallback,       &SetCrossCoreCallback,
-                                &WaitCrossCoreCallback, &kSanitizerApi};
+                                &WaitCrossCoreCallback, &kSanitizerApi, &PollCallback};
 
 }  // namespace
 

@@ -1,19 +1,32 @@
 #include "pypto_pro/runtime/device.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <new>
+#include <thread>
 
 #include "arena.h"
 #include "core.h"
+#include "launch_control.h"
 #include "mixed_block.h"
-#include "pypto_pro/support/arch.h"
 #include "pypto_pro/runtime/spin.h"
+#include "pypto_pro/support/arch.h"
 #include "pypto_pro/support/config.h"
 #include "sanitizer.h"
 
 namespace pypto_pro::runtime {
 
 namespace {
+
+// A launch runs on the calling thread alone until it has taken this long: waking a sleeping helper
+// costs the waker a system call and the helper tens of microseconds (more on a loaded machine),
+// more than a small launch takes in all.
+constexpr auto kInlineBudget = std::chrono::microseconds(30);
+// The launching thread waits this long for the blocks helpers are running before it sleeps.
+constexpr auto kHelperWaitSpin = std::chrono::microseconds(20);
 
 // The local memories of one host thread: blocks of a vector- or cube-only kernel on one thread run
 // one after another, so they can share them like a core does.
@@ -28,15 +41,23 @@ struct Device::Job {
   const PtoKernelDesc* desc = nullptr;
   const void* args = nullptr;
   const ArchModel* arch = nullptr;
+  LaunchControl* control = nullptr;
   int core_type = PTO_CORE_AIV;
   int blocks = 0;
   std::atomic<int> next{0};
   std::atomic<int> done{0};
-  std::atomic<int> helpers{0};  // helper threads currently inside RunBlocks
   std::atomic<int> faults{0};
   FaultInfo first_fault;        // written by the thread whose fault was first
-  std::mutex mutex;
+  int refs = 0;                 // threads using the job; guarded by Device::mutex_
+  std::mutex mutex;             // the launching thread waits on cv for the blocks helpers run
   std::condition_variable cv;
+
+  void Reset() {
+    next.store(0, std::memory_order_relaxed);
+    done.store(0, std::memory_order_relaxed);
+    faults.store(0, std::memory_order_relaxed);
+    first_fault = FaultInfo{};
+  }
 };
 
 Device& Device::Get() {
@@ -45,41 +66,22 @@ Device& Device::Get() {
 }
 
 Device::Device() {
-  long requested = GetEnvInt("PYPTO_PRO_NUM_THREADS");
+  long requested = GetEnvInt("PYPTO_PRO_NUM_THREADS");  // throws, naming it, when malformed
   unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   num_threads_ = requested > 0 ? int(std::min<long>(requested, 256)) : int(hw);
-  for (int i = 1; i < num_threads_; ++i) {
-    helpers_.emplace_back([this] { HelperLoop(); });
-    helpers_.back().detach();
-  }
+  kernel_timeout_seconds_ = GetEnvSeconds("PYPTO_PRO_KERNEL_TIMEOUT", true);
+  pthread_atfork([] { Get().mutex_.lock(); }, [] { Get().mutex_.unlock(); }, &Device::AtForkChild);
 }
 
-// Claims blocks of `job` until none are left and runs each with `run(block)`, which returns its
-// fault. After a fault the launch is abandoned: the remaining blocks are claimed but not run.
-template <typename RunBlock>
-void Device::ClaimBlocks(Job& job, RunBlock run) {
-  for (;;) {
-    int block = job.next.fetch_add(1, std::memory_order_relaxed);
-    if (block >= job.blocks) break;
-    if (job.faults.load(std::memory_order_relaxed) == 0) {
-      std::optional<FaultInfo> fault = run(block);
-      if (fault && job.faults.fetch_add(1) == 0) job.first_fault = std::move(*fault);
-    }
-    if (job.done.fetch_add(1, std::memory_order_acq_rel) + 1 == job.blocks) {
-      std::lock_guard<std::mutex> lock(job.mutex);
-      job.cv.notify_all();
-    }
-  }
-}
-
-void Device::RunBlocks(Job& job) {
-  if (job.desc->kind == PTO_KERNEL_MIXED) {
-    MixedBlock& mixed = MixedBlock::ForThisThread();
-    ClaimBlocks(job, [&](int block) { return mixed.Run(*job.desc, job.args, *job.arch, block, job.blocks); });
-    return;
-  }
+// Claims blocks of `job` until none are left and runs each; after_block() follows every block.
+// After a fault the launch is abandoned: the remaining blocks are claimed but not run.
+template <typename AfterBlock>
+void Device::RunBlocks(Job& job, AfterBlock after_block) {
+  const bool mixed = job.desc->kind == PTO_KERNEL_MIXED;
+  MixedBlock* mixed_block = mixed ? &MixedBlock::ForThisThread() : nullptr;
   Core core;
   core.desc = job.desc;
+  core.control = job.control;
   PtoCoreCtx ctx{};
   ctx.api = &CoreApi();
   ctx.core_type = job.core_type;
@@ -87,87 +89,157 @@ void Device::RunBlocks(Job& job) {
   ctx.subblock_idx = 0;
   ctx.subblock_num = 1;
   ctx.runtime = &core;
-  ThreadArena().Attach(ctx, *job.arch);
-  ClaimBlocks(job, [&](int block) -> std::optional<FaultInfo> {
-    ctx.block_idx = block;
-    core.block = block;
-    std::optional<FaultInfo> fault;
-    try {
-      job.desc->entry(&ctx, job.args);
-    } catch (KernelAbort& abort) {
-      fault = std::move(abort.info);
-    } catch (const std::exception& e) {
-      fault = CoreFault(ctx, 0);
-      fault->message = std::string("internal error: ") + e.what();
+  ctx.poll_word = PollWord();
+  if (!mixed) ThreadArena().Attach(ctx, *job.arch);
+  for (;;) {
+    const int block = job.next.fetch_add(1, std::memory_order_relaxed);
+    if (block >= job.blocks) break;
+    if (job.faults.load(std::memory_order_relaxed) == 0) {
+      std::optional<FaultInfo> fault;
+      if (job.control && job.control->cancelled() != CancelReason::kNone) {
+        fault = FaultInfo{};  // stopped before this block started: no line to name
+        fault->cancel = int(job.control->cancelled());
+        fault->block = block;
+        fault->message = job.control->Describe();
+      } else if (mixed) {
+        fault = mixed_block->Run(*job.desc, job.args, *job.arch, block, job.blocks, job.control);
+      } else {
+        ctx.block_idx = block;
+        ctx.poll_seen = *ctx.poll_word;
+        core.block = block;
+        try {
+          job.desc->entry(&ctx, job.args);
+        } catch (KernelAbort& abort) {
+          fault = std::move(abort.info);
+        } catch (const std::exception& e) {
+          fault = CoreFault(ctx, 0);
+          fault->message = std::string("internal error: ") + e.what();
+        } catch (...) {
+          fault = CoreFault(ctx, 0);
+          fault->message = "internal error: an unknown exception left the kernel";
+        }
+        if (!core.output.empty()) core.output.Flush(OutputPrefix(ctx));
+      }
+      if (fault && job.faults.fetch_add(1) == 0) job.first_fault = std::move(*fault);
     }
-    if (!core.output.empty()) core.output.Flush(OutputPrefix(ctx));
-    return fault;
-  });
+    if (job.done.fetch_add(1, std::memory_order_acq_rel) + 1 == job.blocks) {
+      std::lock_guard<std::mutex> lock(job.mutex);
+      job.cv.notify_all();
+    }
+    after_block();
+  }
+}
+
+Device::Job* Device::AcquireJobLocked() {
+  if (free_jobs_.empty()) {
+    all_jobs_.push_back(std::make_unique<Job>());
+    free_jobs_.push_back(all_jobs_.back().get());
+  }
+  Job* job = free_jobs_.back();
+  free_jobs_.pop_back();
+  job->Reset();
+  job->refs = 1;
+  return job;
+}
+
+void Device::ReleaseJobLocked(Job* job) {
+  if (--job->refs == 0) free_jobs_.push_back(job);
+}
+
+void Device::PostLocked(Job* job) {
+  posted_.push_back(job);
+  while (helpers_started_ < num_threads_ - 1) {
+    ++helpers_started_;
+    std::thread([this] { HelperLoop(); }).detach();
+  }
+  work_cv_.notify_all();
 }
 
 void Device::HelperLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    Job* job = nullptr;
-    // A short spin catches back-to-back launches; helpers that spun longer would take CPU time from
-    // the launching thread between launches.
-    SpinUntil([&] { return job_count_.load(std::memory_order_relaxed) > 0; }, std::chrono::microseconds(50));
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      work_cv_.wait(lock, [&] { return !jobs_.empty(); });
-      job = jobs_.front();
-      job->helpers.fetch_add(1);
+    work_cv_.wait(lock, [&] { return !posted_.empty(); });
+    Job* job = posted_.front();
+    if (job->next.load(std::memory_order_relaxed) >= job->blocks) {  // its launcher took the last block
+      posted_.erase(posted_.begin());
+      continue;
     }
-    RunBlocks(*job);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      jobs_.erase(std::remove(jobs_.begin(), jobs_.end(), job), jobs_.end());
-      job_count_.store(int(jobs_.size()), std::memory_order_relaxed);
+    ++job->refs;
+    lock.unlock();
+    try {
+      RunBlocks(*job, [] {});
+    } catch (...) {  // a failure before the first claim (no memory for a fiber): the launcher runs them
     }
-    {
-      std::lock_guard<std::mutex> lock(job->mutex);
-      job->helpers.fetch_sub(1);
-      job->cv.notify_all();
-    }
+    lock.lock();
+    posted_.erase(std::remove(posted_.begin(), posted_.end(), job), posted_.end());
+    ReleaseJobLocked(job);
   }
 }
 
-std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args, uint32_t block_dim) {
-  Job job;
-  job.desc = &desc;
-  job.args = args;
-  job.arch = FindArch(desc.arch ? desc.arch : "");
-  if (!job.arch) job.arch = &DefaultArch();
-  job.core_type = desc.kind == PTO_KERNEL_CUBE ? PTO_CORE_AIC : PTO_CORE_AIV;
+std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args, uint32_t block_dim,
+                                     LaunchControl* control) {
   // Exactly block_dim blocks, never truncated: more blocks than the arch has cores run in waves, as
   // on the hardware (the host threads claim blocks until none are left).
-  job.blocks = int(std::max<uint32_t>(block_dim, 1));
+  const int blocks = int(std::max<uint32_t>(block_dim, 1));
+  const bool may_share = blocks > 1 && num_threads_ > 1;
+  Job local;
+  Job* job = &local;
+  if (may_share) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job = AcquireJobLocked();
+  }
+  job->desc = &desc;
+  job->args = args;
+  job->arch = FindArch(desc.arch ? desc.arch : "");
+  if (!job->arch) job->arch = &DefaultArch();
+  job->control = control;
+  job->core_type = desc.kind == PTO_KERNEL_CUBE ? PTO_CORE_AIC : PTO_CORE_AIV;
+  job->blocks = blocks;
 
   SanitizerLaunch sanitizer(desc, args);
-  bool parallel = job.blocks > 1 && num_threads_ > 1;
-  if (parallel) {
+  const auto start = std::chrono::steady_clock::now();
+  bool posted = false;
+  RunBlocks(*job, [&] {
+    if (!may_share || posted || job->next.load(std::memory_order_relaxed) >= job->blocks) return;
+    if (std::chrono::steady_clock::now() - start < kInlineBudget) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    jobs_.push_back(&job);
-    job_count_.store(int(jobs_.size()), std::memory_order_relaxed);
-    work_cv_.notify_all();
-  }
-  RunBlocks(job);
-  if (parallel) {
-    {
+    PostLocked(job);
+    posted = true;
+  });
+  if (may_share) {
+    if (posted) {
       std::lock_guard<std::mutex> lock(mutex_);
-      jobs_.erase(std::remove(jobs_.begin(), jobs_.end(), &job), jobs_.end());
-      job_count_.store(int(jobs_.size()), std::memory_order_relaxed);
+      posted_.erase(std::remove(posted_.begin(), posted_.end(), job), posted_.end());
     }
-    // Helpers may still be finishing blocks, or about to leave RunBlocks.
-    SpinUntil([&] { return job.done.load() >= job.blocks && job.helpers.load() == 0; });
-    std::unique_lock<std::mutex> lock(job.mutex);
-    job.cv.wait(lock, [&] { return job.done.load() >= job.blocks && job.helpers.load() == 0; });
+    // Helpers may still be running blocks they claimed; the launch waits for those only.
+    auto all_done = [&] { return job->done.load(std::memory_order_acquire) >= job->blocks; };
+    if (!SpinUntil(all_done, kHelperWaitSpin)) {
+      std::unique_lock<std::mutex> lock(job->mutex);
+      job->cv.wait(lock, all_done);
+    }
   }
-  if (job.faults.load() == 0) return sanitizer.Finish(std::nullopt);
-  FaultInfo fault = std::move(job.first_fault);
-  fault.kernel = desc.name ? desc.name : "?";
-  fault.source_file = desc.source_file ? desc.source_file : "?";
-  fault.other_faults += job.faults.load() - 1;
-  return sanitizer.Finish(std::move(fault));
+  std::optional<FaultInfo> result;
+  if (job->faults.load() > 0) {
+    FaultInfo fault = std::move(job->first_fault);
+    fault.kernel = desc.name ? desc.name : "?";
+    fault.source_file = desc.source_file ? desc.source_file : "?";
+    fault.other_faults += job->faults.load() - 1;
+    result = std::move(fault);
+  }
+  if (may_share) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ReleaseJobLocked(job);
+  }
+  return sanitizer.Finish(std::move(result));
+}
+
+void Device::AtForkChild() {
+  // Only the forking thread exists in the child: the helpers and the jobs they held are gone.
+  Device& d = Get();
+  new (&d.mutex_) std::mutex();
+  new (&d.work_cv_) std::condition_variable();
+  d.posted_.clear();
+  d.helpers_started_ = 0;
 }
 
 }  // namespace pypto_pro::runtime

@@ -31,6 +31,17 @@ std::string FaultInfo::Format() const {
     if (other_faults > 0) os << "\n(" << other_faults << " more fault(s) since the last synchronize)";
     return os.str();
   }
+  if (kernel.empty()) {  // about the stream, not one launch (a fork, a timeout with nothing running)
+    os << message;
+    if (other_faults > 0) os << " (" << other_faults << " more fault(s) since the last synchronize)";
+    return os.str();
+  }
+  if (cancel != 0) {
+    os << "kernel '" << kernel << "' " << message;
+    if (line > 0) os << " at " << source_file << ":" << line << " (block " << block << ", " << core << ")";
+    if (other_faults > 0) os << " (" << other_faults << " more fault(s) since the last synchronize)";
+    return os.str();
+  }
   os << "kernel '" << kernel << "' faulted in block " << block << " (" << core << ") at " << source_file << ":"
      << line;
   if (!op.empty()) os << " in pl." << op;

@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "launch_control.h"
 #include "pypto_pro/ir/type.h"
 
 namespace pypto_pro::runtime {
@@ -49,7 +50,7 @@ void MixedBlock::Program(void* raw) {
 }
 
 std::optional<FaultInfo> MixedBlock::Run(const PtoKernelDesc& desc, const void* args, const ArchModel& arch,
-                                         int block, int blocks) {
+                                         int block, int blocks, LaunchControl* control) {
   desc_ = &desc;
   args_ = args;
   block_ = block;
@@ -66,8 +67,11 @@ std::optional<FaultInfo> MixedBlock::Run(const PtoKernelDesc& desc, const void* 
     s.ctx.subblock_idx = subblock;
     s.ctx.subblock_num = aic ? 1 : 2;
     s.ctx.runtime = &s.core;
+    s.ctx.poll_word = PollWord();
+    s.ctx.poll_seen = *s.ctx.poll_word;
     s.arena.Attach(s.ctx, arch);
     s.core.desc = &desc;
+    s.core.control = control;
     s.core.block = block;
     s.core.mixed = this;
     s.core.slot = s.index;

@@ -26,7 +26,7 @@ class MixedBlock {
   // Runs logical block `block` of a launch of `blocks` to its end. Returns the first fault of its
   // cores (a failed check or pl.pto_assert), or a deadlock report.
   std::optional<FaultInfo> Run(const PtoKernelDesc& desc, const void* args, const ArchModel& arch, int block,
-                               int blocks);
+                               int blocks, LaunchControl* control);
 
   // The cross-core callbacks of the block's cores; called on the core's fiber.
   void SetCrossCore(PtoCoreCtx& ctx, int line, int pipe, int event, int mode);

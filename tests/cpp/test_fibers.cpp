@@ -145,12 +145,12 @@ void Handshake(PtoCoreCtx* ctx, const void* raw) {
 TEST(MixedBlocks, FlagsOrderTheCoresOfEveryBlock) {
   PtoKernelDesc desc = MixedDesc("handshake", &Handshake);
   for (uint32_t blocks : {1u, 2u, 7u, 24u, 32u, 40u}) {
-    const uint32_t launched = std::min(blocks, 32u);  // a5 has 32 AICs
-    std::vector<int32_t> data(32, -1), seen(64, -1), identity(4 * 64, -1), acks(32, 0);
+    const uint32_t launched = blocks;  // never truncated: 40 logical blocks run in waves on a5's 32 AICs
+    std::vector<int32_t> data(40, -1), seen(80, -1), identity(4 * 80, -1), acks(40, 0);
     HandshakeArgs args{data.data(), seen.data(), identity.data(), acks.data()};
     std::optional<FaultInfo> fault = Device::Get().Run(desc, &args, blocks);
     ASSERT_FALSE(fault) << fault->Format();
-    for (uint32_t b = 0; b < 32; ++b) EXPECT_EQ(acks[b], b < launched ? 1 : 0) << "block " << b;
+    for (uint32_t b = 0; b < 40; ++b) EXPECT_EQ(acks[b], b < launched ? 1 : 0) << "block " << b;
     for (uint32_t v = 0; v < 2 * launched; ++v) {
       EXPECT_EQ(seen[v], int32_t(1000 + v / 2)) << "AIV " << v;
       EXPECT_EQ(identity[4 * v + 0], int32_t(v));

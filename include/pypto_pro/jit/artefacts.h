@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 namespace pypto_pro::jit {
@@ -25,6 +26,17 @@ std::filesystem::path ArtefactRoot();
 
 // <root>/<name>__<arch>[__shape_<h12>][__d<dev>[_r<rank>]][__sanitizer]/[dt_<h16>/]tk_<hex>|tk_none
 std::filesystem::path InstanceDir(const InstanceKey& key);
+
+// The artefact tree cannot be created or written (a read-only working directory, a full disk). The
+// message names the directory and how ASCEND_WORK_PATH moves the tree.
+class ArtefactDirError : public std::runtime_error {
+ public:
+  ArtefactDirError(const std::string& what, const std::filesystem::path& dir);
+  std::filesystem::path dir;
+};
+
+// create_directories, or ArtefactDirError.
+void CreateArtefactDir(const std::filesystem::path& dir);
 
 // Writes `content` to a unique temporary file next to `path`, then renames it over `path`, so a
 // reader (another thread or process) sees the old file or the new one, never a half-written one.

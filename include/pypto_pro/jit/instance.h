@@ -26,6 +26,9 @@ struct CompileOptions {
   bool dump_ir = false;
   // More files to write, by path relative to instance_dir (e.g. "../datatype.json").
   std::vector<std::pair<std::string, std::string>> extra_files;
+  // Polled while the compile waits (for a compiler slot, for the compiler): true stops it, the
+  // compiler's process group is killed and BuildInstance throws CompileInterrupted.
+  bool (*interrupted)() = nullptr;
 };
 
 // Milliseconds spent in each phase of the first launch of one signature.
@@ -71,6 +74,12 @@ class CompileTimeout : public std::runtime_error {
   std::string kernel;
   std::filesystem::path dir;
   double limit;
+};
+
+// CompileOptions::interrupted fired (Ctrl-C): the compiler was killed, nothing was published.
+class CompileInterrupted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // Passes (verifier after each), codegen, atomic artefact writes, compile, dlopen. Throws

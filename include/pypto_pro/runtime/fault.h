@@ -31,12 +31,14 @@ struct FaultInfo {
   std::string message;      // what went wrong, with offsets/shape when it was a GM access
   int other_faults = 0;     // further blocks of the same launch that faulted
   bool deadlock = false;    // every unfinished core of `block` waited; `message` lists them
+  int cancel = 0;           // a CancelReason (launch_control.h): stopped by Ctrl-C or a timeout, at `line`
   // Sanitizer mode: what the launch's checks found and the report file they were appended to. The
   // fields above then describe a fault only when the launch also faulted (`message` is set).
   std::vector<SanitizerFinding> findings;
   std::string report;
 
   std::string Format() const;  // one readable paragraph
+  bool timeout() const { return cancel == 2 || cancel == 3; }  // CancelReason kSyncTimeout, kKernelTimeout
 };
 
 // Thrown by Stream::Synchronize for the first fault (or deadlock) since the last synchronisation.

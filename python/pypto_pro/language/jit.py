@@ -231,7 +231,8 @@ class JitFunction(_C.KernelBase):
                 dt_vars[self.datatype[2][var_index]] = DTYPES[name]
         shapes = self._decode_statics(statics)
         t0 = time.perf_counter()
-        func = parse_kernel(self.fn, self.spec, shapes, constants={**tk_values, **dt_vars}, dtypes=dt_binding)
+        func, captures = parse_kernel(self.fn, self.spec, shapes, constants={**tk_values, **dt_vars},
+                                      dtypes=dt_binding)
         parse_ms = (time.perf_counter() - t0) * 1e3
         static_sig = ";".join(f"{name}:{','.join(map(str, dims))}" for name, dims in shapes.items() if dims)
         dt_json = json.dumps({p: d.pl_name for p, d in sorted(dt_binding.items())}, separators=(",", ":")) \
@@ -258,7 +259,7 @@ class JitFunction(_C.KernelBase):
         self._signatures.append({"dir": str(inst_dir), "static_dims": {k: v for k, v in shapes.items() if v},
                                  "tiling_key": tk_values or None,
                                  "datatype": {p: d for p, d in dt_binding.items()} or None})
-        return inst
+        return inst, captures
 
     def _decode_statics(self, statics):
         """{tensor name: [values of its STATIC dims (and of the dims a trailing '...' covered)]}.
@@ -289,7 +290,8 @@ class JitFunction(_C.KernelBase):
         return list(self._signatures)
 
     def cache_info(self) -> dict:
-        """{'compiles': n, 'hits': n, 'misses': n, 'instances': n} for this kernel object."""
+        """{'compiles', 'hits', 'misses', 'instances', 'stale'} of this kernel object ('stale': times a
+        changed module global or closure variable it was compiled with dropped its instances)."""
         return self._cache_info()
 
     def compile_stats(self) -> list:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 
 from pypto_pro import _C
@@ -33,14 +34,20 @@ def stream(s: Stream | None):
         _C._set_current_stream(None if previous is _C.default_stream() else previous)
 
 
-def synchronize() -> None:
-    """Waits for every stream; raises KernelFault for the first fault found."""
-    _C.synchronize()
+def synchronize(timeout: float | None = None) -> None:
+    """Waits for every stream; raises KernelFault for the first fault found. With `timeout` (seconds),
+    a wait that runs out stops the running launches and drops the queued ones, and raises
+    pypto_pro.KernelTimeout naming the kernel and the line it was at. Ctrl-C does the same and raises
+    KeyboardInterrupt; the streams stay usable either way."""
+    _C.synchronize(timeout)
 
 
 def device_threads() -> int:
     """Host threads that run kernel blocks (PYPTO_PRO_NUM_THREADS, default all cores)."""
     return _C.device_threads()
 
+
+# Launches still queued at exit are waited for; a fault nobody synchronised is printed, not dropped.
+atexit.register(_C._report_at_exit)
 
 __all__ = ["Stream", "Event", "default_stream", "current_stream", "stream", "synchronize", "device_threads"]

@@ -104,6 +104,18 @@ def _assigned_names(stmts) -> set:
     return names
 
 
+def _closure_cells(fn):
+    """{name: cell} of the closure variables of `fn` that are bound."""
+    cells = {}
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            cell.cell_contents
+        except ValueError:  # not bound yet
+            continue
+        cells[name] = cell
+    return cells
+
+
 # Builtins with host side effects: calling them from a kernel is a mistake, never a compile-time value.
 _HOST_ONLY_BUILTINS = (builtins.print, builtins.input, builtins.open, builtins.breakpoint, builtins.exec,
                        builtins.eval)
@@ -126,13 +138,10 @@ class KernelParser:
         self.line_offset = first_line - 1
         self.col_offset = indent
         self.globals = fn.__globals__
-        self.closure = {}
-        if fn.__closure__:
-            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
-                try:
-                    self.closure[name] = cell.cell_contents
-                except ValueError:
-                    pass
+        self.closure = _closure_cells(fn)
+        # Every module global and closure variable the kernel read: (dict or cell, name, value). The
+        # launch path compares them with their current values and recompiles when one changed.
+        self.captures = {}
         self.shapes = shapes or {}    # tensor name -> values of its STATIC (and '...') dims
         self.dtypes = dtypes or {}    # tensor name -> DataType, from the datatype dict of the launch
         self.fb = ir.FunctionBuilder(self.kernel, self.filename)
@@ -525,9 +534,14 @@ class KernelParser:
         value = self.env.get(name, MISSING)
         if value is MISSING:
             if name in self.closure:
-                return self.closure[name]
+                cell = self.closure[name]
+                value = cell.cell_contents
+                self.captures[(id(cell), name)] = (cell, name, value)
+                return value
             if name in self.globals:
-                return self.globals[name]
+                value = self.globals[name]
+                self.captures[(id(self.globals), name)] = (self.globals, name, value)
+                return value
             if hasattr(builtins, name):
                 return getattr(builtins, name)
             raise self.error(errors.UndefinedVariableError, node, f"name '{name}' is not defined")
@@ -835,12 +849,7 @@ class KernelParser:
         except TypeError as exc:
             raise self.error(errors.ParserTypeError, node, f"{fn.__name__}(): {exc}") from None
         bound.apply_defaults()
-        closure = {}
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-            try:
-                closure[name] = cell.cell_contents
-            except ValueError:
-                pass
+        closure = _closure_cells(fn)
         if self.scopes > 64 and self.inline is not None:
             raise self.error(errors.UnsupportedFeatureError, node, "helpers nest too deeply (recursion?)")
         saved = (self.env, self.globals, self.closure, self.line_offset, self.col_offset, self.scope, self.inline,
@@ -1252,5 +1261,8 @@ class _HelperReturn(Exception):
 def parse_kernel(fn, spec, shapes=None, constants=None, dtypes=None):
     """Parses kernel `fn` into a pypto_pro._C.ir.Function for one compile signature: `shapes` binds the
     STATIC dims of each tensor, `constants` the TilingKey fields and datatype variables, `dtypes` the
-    dtype of each tensor the datatype dict names."""
-    return KernelParser(fn, spec, shapes, constants, dtypes).parse()
+    dtype of each tensor the datatype dict names. Returns (function, captures): the module globals
+    and closure variables it read, as (dict or cell, name, value)."""
+    parser = KernelParser(fn, spec, shapes, constants, dtypes)
+    func = parser.parse()
+    return func, list(parser.captures.values())

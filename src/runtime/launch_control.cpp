@@ -1,0 +1,140 @@
+#include "launch_control.h"
+
+#include <pthread.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <new>
+#include <thread>
+
+namespace pypto_pro::runtime {
+
+namespace {
+
+std::atomic<uint32_t> g_poll_word{0};
+static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) && std::atomic<uint32_t>::is_always_lock_free);
+
+thread_local const InlineWait* t_inline_wait = nullptr;
+
+std::string Seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g s", s);
+  return buf;
+}
+
+// One thread for the process, started on first demand. While demanded it bumps the poll word every
+// kTickInterval; after a second without demand it sleeps until the next one (so launch + synchronize
+// loops, which demand it briefly each time, do not wake it each time).
+class Ticker {
+ public:
+  static Ticker& Get() {
+    static Ticker* ticker = new Ticker();  // never destroyed: its thread may outlive static destructors
+    return *ticker;
+  }
+
+  void Add() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++demand_;
+    if (!started_) {
+      started_ = true;
+      std::thread([this] { Loop(); }).detach();
+    } else if (asleep_) {
+      cv_.notify_one();
+    }
+  }
+  void Remove() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --demand_;
+  }
+
+ private:
+  Ticker() {
+    pthread_atfork([] { Get().mutex_.lock(); }, [] { Get().mutex_.unlock(); },
+                   [] {  // the thread is gone in the child; the next demand starts another
+                     Ticker& t = Get();
+                     new (&t.mutex_) std::mutex();
+                     new (&t.cv_) std::condition_variable();
+                     t.started_ = false;
+                     t.asleep_ = false;
+                     t.demand_ = 0;
+                   });
+  }
+
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    auto last_demand = Clock::now();
+    for (;;) {
+      if (demand_ > 0) {
+        last_demand = Clock::now();
+        cv_.wait_for(lock, kTickInterval);
+        if (demand_ > 0) BumpPollWord();
+      } else if (Clock::now() - last_demand < std::chrono::seconds(1)) {
+        cv_.wait_for(lock, kTickInterval);
+      } else {
+        asleep_ = true;
+        cv_.wait(lock, [&] { return demand_ > 0; });
+        asleep_ = false;
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int demand_ = 0;
+  bool started_ = false;
+  bool asleep_ = false;
+};
+
+}  // namespace
+
+const volatile uint32_t* PollWord() { return reinterpret_cast<const volatile uint32_t*>(&g_poll_word); }
+
+void BumpPollWord() { g_poll_word.fetch_add(1, std::memory_order_release); }
+
+void LaunchControl::Cancel(CancelReason why) {
+  int expected = 0;
+  reason.compare_exchange_strong(expected, int(why), std::memory_order_acq_rel);
+  BumpPollWord();
+}
+
+std::string LaunchControl::Describe() const {
+  switch (cancelled()) {
+    case CancelReason::kNone: return "";
+    case CancelReason::kInterrupt: return "was interrupted (KeyboardInterrupt)";
+    case CancelReason::kSyncTimeout:
+      return "was still running when synchronize(timeout=" + Seconds(sync_limit.load()) + ") ran out, and was stopped";
+    case CancelReason::kKernelTimeout:
+      return "ran longer than its limit of " + Seconds(kernel_limit) + " (PYPTO_PRO_KERNEL_TIMEOUT) and was stopped";
+  }
+  return "";
+}
+
+const InlineWait* CurrentInlineWait() { return t_inline_wait; }
+
+InlineWaitScope::InlineWaitScope(const InlineWait* wait) : previous_(t_inline_wait) { t_inline_wait = wait; }
+InlineWaitScope::~InlineWaitScope() { t_inline_wait = previous_; }
+
+CancelReason CheckLaunch(LaunchControl& control) {
+  if (control.cancelled() != CancelReason::kNone) return control.cancelled();
+  const auto now = Clock::now();
+  if (now >= control.deadline) control.Cancel(CancelReason::kKernelTimeout);
+  if (const InlineWait* wait = t_inline_wait) {
+    if (wait->interrupted && wait->interrupted()) {
+      control.Cancel(CancelReason::kInterrupt);
+    } else if (now >= wait->deadline) {
+      control.sync_limit.store(wait->timeout_seconds);
+      control.Cancel(CancelReason::kSyncTimeout);
+    }
+  }
+  return control.cancelled();
+}
+
+TickDemand::TickDemand(bool active) : active_(active) {
+  if (active_) Ticker::Get().Add();
+}
+TickDemand::~TickDemand() {
+  if (active_) Ticker::Get().Remove();
+}
+
+}  // namespace pypto_pro::runtime

@@ -1,0 +1,83 @@
+// Stopping a running launch: the poll word every generated loop back-edge reads, the cancel state
+// of a launch, and the ticker that makes long launches look at it (timeouts, Ctrl-C).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace pypto_pro::runtime {
+
+using Clock = std::chrono::steady_clock;
+
+// The word PtoCoreCtx::poll_word points at. Bumping it sends every running core into the runtime's
+// poll callback at its next loop back-edge; nothing else reads it.
+const volatile uint32_t* PollWord();
+void BumpPollWord();
+
+// Why a launch was stopped before its end.
+enum class CancelReason : int {
+  kNone = 0,
+  kInterrupt,      // Ctrl-C in a synchronize that waited for it
+  kSyncTimeout,    // synchronize(timeout=) ran out
+  kKernelTimeout,  // it ran longer than PYPTO_PRO_KERNEL_TIMEOUT
+};
+
+// The stop state of the launch a stream is running (one at a time). The poll callback of its cores
+// reads it; a synchronising thread or the ticker writes it.
+struct LaunchControl {
+  std::atomic<int> reason{0};                // CancelReason
+  Clock::time_point deadline = Clock::time_point::max();  // PYPTO_PRO_KERNEL_TIMEOUT of this launch
+  double kernel_limit = 0;                   // its seconds, for the message
+  std::atomic<double> sync_limit{0};         // the synchronize(timeout=) that cancelled it, for the message
+
+  // Before each launch (with the stream's mutex held: no cancel can be in flight).
+  void Reset(Clock::time_point new_deadline, double limit) {
+    reason.store(0, std::memory_order_relaxed);
+    deadline = new_deadline;
+    kernel_limit = limit;
+  }
+  // Asks the launch to stop (the first reason wins) and wakes its cores' polls.
+  void Cancel(CancelReason why);
+  CancelReason cancelled() const { return CancelReason(reason.load(std::memory_order_acquire)); }
+  // "ran longer than its limit of 2 s (PYPTO_PRO_KERNEL_TIMEOUT)" and the like, for fault messages.
+  std::string Describe() const;
+};
+
+// What a thread that runs a launch itself while it waits for it (Stream::Synchronize) can be
+// stopped by: its own Ctrl-C check and its timeout. Set on that thread only, for the launch's length.
+struct InlineWait {
+  bool (*interrupted)() = nullptr;  // true: the thread was interrupted (it keeps its own error state)
+  Clock::time_point deadline = Clock::time_point::max();
+  double timeout_seconds = 0;
+};
+const InlineWait* CurrentInlineWait();
+class InlineWaitScope {
+ public:
+  explicit InlineWaitScope(const InlineWait* wait);
+  ~InlineWaitScope();
+
+ private:
+  const InlineWait* previous_;
+};
+
+// Run by a core's poll callback: decides whether `control`'s launch must stop now (its deadline,
+// the inline waiter's Ctrl-C and timeout) and returns the reason it was cancelled, if any.
+CancelReason CheckLaunch(LaunchControl& control);
+
+// While at least one TickDemand lives, the poll word is bumped every kTickInterval, so a launch
+// whose loops never call the runtime still checks its deadline and its waiter's Ctrl-C.
+inline constexpr std::chrono::milliseconds kTickInterval{20};
+class TickDemand {
+ public:
+  explicit TickDemand(bool active);
+  ~TickDemand();
+  TickDemand(const TickDemand&) = delete;
+  TickDemand& operator=(const TickDemand&) = delete;
+
+ private:
+  bool active_;
+};
+
+}  // namespace pypto_pro::runtime
