@@ -32,13 +32,14 @@ std::string FaultInfo::Format() const {
     return os.str();
   }
   if (kernel.empty()) {  // about the stream, not one launch (a fork, a timeout with nothing running)
-    os << message;
+    os << message << epilogue;
     if (other_faults > 0) os << " (" << other_faults << " more fault(s) since the last synchronize)";
     return os.str();
   }
   if (cancel != 0) {
     os << "kernel '" << kernel << "' " << message;
     if (line > 0) os << " at " << source_file << ":" << line << " (block " << block << ", " << core << ")";
+    os << epilogue;
     if (other_faults > 0) os << " (" << other_faults << " more fault(s) since the last synchronize)";
     return os.str();
   }

@@ -309,7 +309,8 @@ void Stream::WaitFor(uint64_t seq, const WaitOptions& options) {
   }
   if (cancel == 0) return;
   if (cancel == int(CancelReason::kSyncTimeout)) control_->sync_limit.store(options.timeout_seconds);
-  const uint64_t dropped = CancelLocked(cancel);
+  const uint64_t queued = count_;
+  CancelLocked(cancel);
   WaitIdleLocked(lock);
   if (cancel == int(CancelReason::kInterrupt)) throw WaitInterrupted{};
   // Timed out: the stopped launch's fault names the line it was at; queued launches are dropped.
@@ -324,7 +325,7 @@ void Stream::WaitFor(uint64_t seq, const WaitOptions& options) {
     if (sticky_fault_) timeout.other_faults += 1 + sticky_fault_->other_faults;
   }
   sticky_fault_.reset();
-  if (dropped > 1) timeout.message += "; " + std::to_string(dropped - 1) + " queued launch(es) were cancelled";
+  if (queued > 0) timeout.epilogue = "; " + std::to_string(queued) + " queued launch(es) were cancelled";
   lock.unlock();
   ThrowFault(std::move(timeout));
 }

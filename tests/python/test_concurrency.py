@@ -143,3 +143,68 @@ def test_rank_suffix_under_torch_distributed(tmp_path):
         assert p.returncode == 0, err
         dirs.append(out.strip())
     assert sorted(dirs) == ["build/ranked__a5__d0_r0/tk_none", "build/ranked__a5__d0_r1/tk_none"]
+
+
+COLLIDE = textwrap.dedent("""
+    import sys, time, torch, pypto_pro
+    from pathlib import Path
+    import pypto_pro.language as pl
+
+    me, other, factor = sys.argv[1], sys.argv[2], float(sys.argv[3])
+
+    def make():
+        @pl.jit(name="same_name")
+        def scale(x: pl.Tensor[[8, 64], pl.DT_FP32], y: pl.Tensor[[8, 64], pl.DT_FP32]):
+            t = pl.make_tile(pl.TileType(shape=[8, 64], dtype=pl.DT_FP32), addr=0)
+            with pl.section_vector():
+                pl.load(t, x, [0, 0])
+                pl.muls(t, t, factor)
+                pl.store(y, t, [0, 0])
+        return scale
+
+    def meet(round_):  # both processes start each round's compile together
+        Path(f"ready_{me}_{round_}").touch()
+        deadline = time.monotonic() + 60
+        while not Path(f"ready_{other}_{round_}").exists():
+            assert time.monotonic() < deadline, "the other process never came"
+            time.sleep(0.001)
+
+    x = torch.randn(8, 64)
+    for round_ in range(8):
+        kernel = make()  # a new kernel object: every round compiles
+        y = torch.zeros(8, 64)
+        meet(round_)
+        kernel[None, 1](x, y)
+        pypto_pro.runtime.synchronize()
+        assert torch.equal(y, x * factor), (round_, factor)
+        print(kernel.instances()[0].library.name)
+""")
+
+
+def test_processes_compiling_different_kernels_of_one_name(tmp_path):
+    """Two scripts that both define kernel 'same_name' with different bodies, compiling at once: each
+    runs its own body, and the instance directory always holds one complete instance."""
+    env = dict(os.environ, PYTHONPATH=PYTHONPATH)
+    script = tmp_path / "collide.py"
+    script.write_text(COLLIDE)
+    procs = {factor: subprocess.Popen([sys.executable, str(script), me, other, str(factor)], cwd=tmp_path, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for me, other, factor in (("a", "b", 2.0), ("b", "a", 3.0))}
+    libraries = {}
+    for factor, p in procs.items():
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        libraries[factor] = set(out.split())
+        assert len(libraries[factor]) == 1  # the same code every round: the same library name
+    assert libraries[2.0] != libraries[3.0]
+    inst = tmp_path / "build" / "same_name__a5" / "tk_none"
+    left = sorted(p.name for p in inst.iterdir())
+    assert len([n for n in left if n.endswith(".so")]) == 1, left
+    assert not [n for n in left if n.startswith(".build") or n.endswith(".tmp")], left
+    # The sources left beside the library are the ones it was built from.
+    library = next(n for n in left if n.endswith(".so"))
+    factor = 2.0 if library in libraries[2.0] else 3.0
+    kernel_cpp = (inst / "kernel.cpp").read_text()
+    literal = {2.0: "float(0x1p+1f)", 3.0: "float(0x1.8p+1f)"}  # how kernel.cpp spells the factors
+    assert literal[factor] in kernel_cpp, kernel_cpp
+    assert literal[5.0 - factor] not in kernel_cpp

@@ -483,3 +483,76 @@ def test_concurrent_first_launches_keep_their_own_tiling_data():
     for lane in range(4):
         for k in range(3):
             torch.testing.assert_close(outs[lane][k], x * (10 * lane + k + 1) + lane * 1000, rtol=1e-6, atol=1e-3)
+
+
+# ---- module globals and closure variables are part of what a kernel was compiled with ----
+
+FACTOR = 2.0
+ROWS_PER_TILE = 8
+
+
+def scaled_rows(t):
+    pl.muls(t, t, FACTOR)
+
+
+@pl.jit
+def uses_globals(x: pl.Tensor[[8, 64], pl.DT_FP32], y: pl.Tensor[[8, 64], pl.DT_FP32]):
+    t = pl.make_tile(pl.TileType(shape=[ROWS_PER_TILE, 64], dtype=pl.DT_FP32), addr=0)
+    with pl.section_vector():
+        pl.load(t, x, [0, 0])
+        scaled_rows(t)
+        pl.store(y, t, [0, 0])
+
+
+def test_a_changed_global_recompiles_the_kernel():
+    global FACTOR, scaled_rows
+    x = torch.randn(8, 64)
+    y = torch.zeros(8, 64)
+    old_helper = scaled_rows
+    try:
+        uses_globals[None, 1](x, y)
+        pypto_pro.runtime.synchronize()
+        assert torch.equal(y, x * 2)
+        FACTOR = 2.0  # rebound to an equal value: nothing to recompile
+        uses_globals[None, 1](x, y)
+        assert uses_globals.cache_info()["compiles"] == 1
+        FACTOR = 3.0
+        uses_globals[None, 1](x, y)
+        pypto_pro.runtime.synchronize()
+        assert torch.equal(y, x * 3)
+        info = uses_globals.cache_info()
+        assert info["compiles"] == 2 and info["stale"] == 1 and info["instances"] == 1
+
+        def scaled_rows(t):  # a redefined helper is a changed global too
+            pl.adds(t, t, FACTOR)
+
+        uses_globals[None, 1](x, y)
+        pypto_pro.runtime.synchronize()
+        assert torch.equal(y, x + 3)
+        assert uses_globals.cache_info()["compiles"] == 3
+        uses_globals[None, 1](x, y)  # and then it is cached again
+        assert uses_globals.cache_info()["compiles"] == 3
+    finally:
+        FACTOR, scaled_rows = 2.0, old_helper
+
+
+def test_a_changed_closure_variable_recompiles_the_kernel():
+    offset = 1.0
+
+    @pl.jit(name="uses_closure")
+    def kernel(x: pl.Tensor[[8, 64], pl.DT_FP32], y: pl.Tensor[[8, 64], pl.DT_FP32]):
+        t = pl.make_tile(pl.TileType(shape=[8, 64], dtype=pl.DT_FP32), addr=0)
+        with pl.section_vector():
+            pl.load(t, x, [0, 0])
+            pl.adds(t, t, offset)
+            pl.store(y, t, [0, 0])
+
+    x = torch.randn(8, 64)
+    y = torch.zeros(8, 64)
+    kernel[None, 1](x, y)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(y, x + 1)
+    offset = 5.0
+    kernel[None, 1](x, y)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(y, x + 5) and kernel.cache_info()["compiles"] == 2

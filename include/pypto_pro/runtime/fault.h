@@ -32,6 +32,7 @@ struct FaultInfo {
   int other_faults = 0;     // further blocks of the same launch that faulted
   bool deadlock = false;    // every unfinished core of `block` waited; `message` lists them
   int cancel = 0;           // a CancelReason (launch_control.h): stopped by Ctrl-C or a timeout, at `line`
+  std::string epilogue;     // said after the location ("; 2 queued launches were cancelled")
   // Sanitizer mode: what the launch's checks found and the report file they were appended to. The
   // fields above then describe a fault only when the launch also faulted (`message` is set).
   std::vector<SanitizerFinding> findings;
