@@ -14,12 +14,13 @@ from pypto_pro import _C  # noqa: F401  (the compiled core; built by `make`)
 from pypto_pro import runtime
 from pypto_pro.errors import (BuildDirectoryError, CompilationError, CompileError, CompileTimeoutError,
                               KernelDeadlock, KernelFault, KernelTimeout, ParserError, ParserSyntaxError,
-                              ParserTypeError, ParserValueError, PyptoError, SanitizerError, SanitizerFinding,
-                              TileMemoryError, UndefinedVariableError, UnsupportedFeatureError)
+                              ParserTypeError, ParserValueError, PyptoError, PyptoWarning, SanitizerError,
+                              SanitizerFinding, TileMemoryError, TileOverlapWarning, UndefinedVariableError,
+                              UnsupportedFeatureError)
 
 __all__ = [
     "runtime", "PyptoError", "CompilationError", "ParserError", "ParserSyntaxError", "ParserTypeError",
     "ParserValueError", "UndefinedVariableError", "UnsupportedFeatureError", "TileMemoryError", "CompileError",
     "CompileTimeoutError", "BuildDirectoryError", "KernelFault", "KernelDeadlock", "KernelTimeout", "SanitizerError",
-    "SanitizerFinding",
+    "SanitizerFinding", "PyptoWarning", "TileOverlapWarning",
 ]

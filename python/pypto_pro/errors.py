@@ -129,6 +129,16 @@ class KernelDeadlock(KernelFault):
     flag it waits for; `core` and `line` are those of the first one."""
 
 
+class PyptoWarning(UserWarning):
+    """Base class of the warnings pypto_pro gives about a kernel."""
+
+
+class TileOverlapWarning(PyptoWarning):
+    """Two tiles (or slots of a tile group) at constant addresses share bytes of one memory without
+    being the same view; reported at the later declaration. Filter it (warnings.filterwarnings) where
+    the reuse is deliberate."""
+
+
 class KernelTimeout(KernelFault, TimeoutError):
     """A launch ran past synchronize(timeout=) or PYPTO_PRO_KERNEL_TIMEOUT and was stopped at a loop
     back-edge; `line` is the source line it was at. A synchronize that timed out also dropped the

@@ -214,12 +214,15 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   passes::PassContext ctx;
   ctx.arch = arch;
   ctx.auto_mutex = options.auto_mutex;
+  std::vector<passes::CompileWarning> warnings;
+  ctx.warnings = &warnings;
   std::vector<std::pair<std::string, std::string>> ir_dumps;  // written with the sources
   passes::RunPipeline(func, ctx, [&](std::string_view pass, const ir::Function& f) {
     if (!options.dump_ir) return;
     ir_dumps.emplace_back("ir_" + std::to_string(ir_dumps.size()) + "_" + std::string(pass) + ".txt", ir::Print(f));
   });
   inst->stats.passes_ms = MsSince(t0);
+  for (passes::CompileWarning& w : warnings) inst->warnings.emplace_back(w.span, std::move(w.message));
 
   t0 = std::chrono::steady_clock::now();
   codegen::CodegenOptions codegen_options;

@@ -1,5 +1,10 @@
 // Every tile slot must sit at an address aligned for its memory and end inside that memory's
-// capacity on the target arch (SIMULATOR.md "Arch models").
+// capacity on the target arch (SIMULATOR.md "Arch models"). Slots that share bytes of one memory
+// but are not the same view are usually a placement mistake the hardware would let corrupt data
+// silently: each is a warning at the later declaration (the sanitizer reports overlaps that happen).
+// The same view: the same bytes read as another tile type (a DN column and a row tile over the same
+// values), or the same declaration met twice (a helper inlined twice).
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 
@@ -15,7 +20,44 @@ std::string Hex(int64_t v) {
 }
 }  // namespace
 
+namespace {
+
+// pl.make_tile's group is named after the tile with "_slot" appended (made unique by a suffix).
+std::string SingleTileName(const std::string& group) {
+  size_t at = group.rfind("_slot");
+  return at == std::string::npos || at == 0 ? group : group.substr(0, at);
+}
+
+struct Placed {
+  std::string what;  // "tile 'a'", "slot 1 of tile group 'b'"
+  ir::MemorySpace memory;
+  int64_t begin, end;
+  int line;
+  std::string type;  // TileType::ToString()
+};
+
+void WarnOverlaps(const std::vector<Placed>& earlier, const Placed& slot, Span span,
+                  std::vector<CompileWarning>& warnings) {
+  for (const Placed& other : earlier) {
+    if (other.memory != slot.memory || other.end <= slot.begin || slot.end <= other.begin) continue;
+    const bool same_bytes = other.begin == slot.begin && other.end == slot.end;
+    if (same_bytes && (other.type != slot.type || other.line == slot.line)) continue;  // one view
+    std::string where = other.line == span.line ? "" : " (line " + std::to_string(other.line) + ")";
+    warnings.push_back(
+        {span, slot.what + " at [" + Hex(slot.begin) + ", " + Hex(slot.end) + ") of " +
+                   std::string(ir::Name(slot.memory)) + " overlaps " + other.what + where + " at [" +
+                   Hex(other.begin) + ", " + Hex(other.end) + "): they share bytes [" +
+                   Hex(std::max(slot.begin, other.begin)) + ", " + Hex(std::min(slot.end, other.end)) +
+                   ") and writing one changes the other; if the reuse is deliberate (one is no longer used when "
+                   "the other is), filter this warning category"});
+    return;  // one warning per slot is enough to find it
+  }
+}
+
+}  // namespace
+
 void CheckMemory(ir::Function& func, const PassContext& ctx) {
+  std::vector<Placed> placed;
   std::function<void(const ir::Stmt&)> walk = [&](const ir::Stmt& s) {
     if (!s) return;
     if (s->kind == ir::StmtKind::kDeclTiles) {
@@ -30,7 +72,7 @@ void CheckMemory(ir::Function& func, const PassContext& ctx) {
       int64_t bytes = g.tile.Bytes();
       for (size_t i = 0; i < g.addrs.size(); ++i) {
         int64_t addr = g.addrs[i];
-        std::string what = g.single_tile ? "tile '" + s->var->name + "'"
+        std::string what = g.single_tile ? "tile '" + SingleTileName(s->var->name) + "'"
                                          : "slot " + std::to_string(i) + " of tile group '" + s->var->name + "'";
         if (addr < 0 || addr % align != 0) {
           Fail(ErrorKind::kMemory, s->span,
@@ -43,6 +85,9 @@ void CheckMemory(ir::Function& func, const PassContext& ctx) {
                    ") ends at " + Hex(addr + bytes) + ", outside " + mem_name + " memory (" +
                    std::to_string(capacity) + " bytes on " + std::string(ctx.arch->name) + ")");
         }
+        Placed slot{what, memory, addr, addr + bytes, s->span.line, g.tile.ToString()};
+        if (ctx.warnings) WarnOverlaps(placed, slot, s->span, *ctx.warnings);
+        placed.push_back(std::move(slot));
       }
     }
     for (const ir::Stmt& child : s->stmts) walk(child);

@@ -110,6 +110,14 @@ void BindJit(py::module_& m) {
                                d["load_ms"] = i.stats.load_ms;
                                return d;
                              })
+      .def_property_readonly("warnings",
+                             [](const jit::Instance& i) {
+                               py::list out;
+                               for (const auto& [span, message] : i.warnings) {
+                                 out.append(py::make_tuple(span.line, span.col, message));
+                               }
+                               return out;
+                             })
       .def("set_parse_ms", [](jit::Instance& i, double ms) { i.stats.parse_ms = ms; })
       .def("__repr__", [](const jit::Instance& i) {
         return "<Instance " + i.kernel_name + " at " + i.dir.string() + ">";

@@ -243,7 +243,8 @@ TEST(FoldConstants, StatementsAfterBreakContinueReturnAreRemoved) {
 // ---- CheckMemory ----
 
 // Runs CheckMemory on the add kernel with group `a` replaced by one of `tile` at `base`.
-void CheckGroupA(const ir::TileType& tile, int64_t base, std::string_view arch, bool single = false) {
+void CheckGroupA(const ir::TileType& tile, int64_t base, std::string_view arch, bool single = false,
+                 std::vector<passes::CompileWarning>* warnings = nullptr) {
   test_util::AddKernel k = test_util::MakeAddKernel();
   auto info = std::make_shared<ir::TileGroupInfo>(*k.a->group);
   info->tile = tile;
@@ -255,6 +256,7 @@ void CheckGroupA(const ir::TileType& tile, int64_t base, std::string_view arch, 
   k.func.body = ir::Seq({ir::DeclTiles(a, At(test_util::kLineGroupA)), k.func.body});
   passes::PassContext ctx;
   ctx.arch = FindArch(arch);
+  ctx.warnings = warnings;
   ASSERT_NE(ctx.arch, nullptr);
   passes::CheckMemory(k.func, ctx);
 }
@@ -315,6 +317,32 @@ TEST(CheckMemory, UbCapacityDependsOnTheArch) {
                "tile 't' (Tile[[200, 256], fp32, Vec], 204800 bytes at 0x0) ends at 0x32000, outside Vec memory "
                "(196608 bytes on a3)");
   EXPECT_EQ(d.span().line, test_util::kLineGroupA);
+}
+
+TEST(CheckMemory, OverlappingSlotsAreWarningsAtTheLaterDeclaration) {
+  // The add kernel: groups b and c (two 32 KiB slots each) at 0x10000 and 0x20000. A 32 KiB tile
+  // declared first at 0x1c000 shares bytes with b's slot 1 and c's slot 0.
+  std::vector<passes::CompileWarning> warnings;
+  CheckGroupA(test_util::MakeTileType(64, 128), 0x1c000, "a5", /*single=*/true, &warnings);
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0].span.line, test_util::kLineGroupB);
+  EXPECT_EQ(warnings[0].message,
+            "slot 1 of tile group 'b' at [0x18000, 0x20000) of Vec overlaps tile 't' (line 3) at [0x1c000, 0x24000): "
+            "they share bytes [0x1c000, 0x20000) and writing one changes the other; if the reuse is deliberate (one "
+            "is no longer used when the other is), filter this warning category");
+  EXPECT_EQ(warnings[1].span.line, test_util::kLineGroupC);
+  EXPECT_NE(warnings[1].message.find("slot 0 of tile group 'c' at [0x20000, 0x28000)"), std::string::npos);
+
+  // The same bytes as another tile type are one view (a row over a DN column's values): no warning;
+  // the same bytes and type declared twice are not.
+  warnings.clear();
+  CheckGroupA(test_util::MakeTileType(128, 64), 0x18000, "a5", /*single=*/true, &warnings);
+  EXPECT_TRUE(warnings.empty()) << warnings[0].message;
+  CheckGroupA(test_util::MakeTileType(64, 128), 0x18000, "a5", /*single=*/true, &warnings);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].span.line, test_util::kLineGroupB);
+  // Without a warnings list the pass stays silent (and still checks the placement).
+  EXPECT_NO_THROW(CheckGroupA(test_util::MakeTileType(64, 128), 0x1c000, "a5", true));
 }
 
 // ---- The pipeline ----

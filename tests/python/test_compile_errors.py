@@ -217,3 +217,26 @@ def test_other_host_builtins_in_a_kernel():
     with pytest.raises(errors.ParserSyntaxError) as info:
         launch(pl.jit(body))
     check(info, body, "breakpoint()", "breakpoint() inside a kernel would run once, on the host")
+
+
+def test_overlapping_tiles_are_a_warning_at_the_later_declaration():
+    def body(x: pl.Tensor[[128, 128], pl.DT_FP32], z: pl.Tensor[[128, 128], pl.DT_FP32]):
+        a = pl.make_tile(pl.TileType(shape=[64, 128], dtype=pl.DT_FP32), addr=0x0)        # [0, 0x8000)
+        b = pl.make_tile(pl.TileType(shape=[64, 128], dtype=pl.DT_FP32), addr=0x4000)     # inside a
+        col = pl.make_tile(pl.TileType(shape=[32, 1], dtype=pl.DT_FP32, layout=pl.DN), addr=0x10000)
+        row = pl.make_tile(pl.TileType(shape=[1, 32], dtype=pl.DT_FP32), addr=0x10000)   # the same 32 values
+        with pl.section_vector():
+            pl.load(a, x, [0, 0])
+            pl.store(z, a, [0, 0])
+
+    with pytest.warns(pypto_pro.TileOverlapWarning) as record:
+        launch(pl.jit(body, name="overlap_warning"))
+    pypto_pro.runtime.synchronize()
+    assert len(record) == 1, [str(w.message) for w in record]
+    w = record[0]
+    assert w.filename.endswith("test_compile_errors.py") and w.lineno == line_of(body, "addr=0x4000")
+    assert str(w.message) == (
+        "kernel 'overlap_warning': tile 'b' at [0x4000, 0xc000) of Vec overlaps tile 'a' (line "
+        f"{line_of(body, 'addr=0x0)')}) at [0x0, 0x8000): they share bytes [0x4000, 0x8000) and writing one "
+        "changes the other; if the reuse is deliberate (one is no longer used when the other is), filter this "
+        "warning category")

@@ -51,6 +51,7 @@ struct Instance {
   // (the order of their launcher slots): a launch must be allowed to modify them.
   std::vector<int> written_tensors;
   std::filesystem::path sanitizer_report;  // sanitizer mode only
+  std::vector<std::pair<Span, std::string>> warnings;  // what the passes warned about, for the front end
   PackedLauncher launch = nullptr;
   const PtoKernelDesc* desc = nullptr;
   CompileStats stats;

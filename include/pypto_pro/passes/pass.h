@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -11,9 +12,16 @@
 
 namespace pypto_pro::passes {
 
+// Something a pass found worth telling the user that does not stop the compile.
+struct CompileWarning {
+  Span span;
+  std::string message;
+};
+
 struct PassContext {
   const ArchModel* arch = &DefaultArch();
   bool auto_mutex = true;
+  std::vector<CompileWarning>* warnings = nullptr;  // where passes report warnings; may be null
 };
 
 struct Pass {
@@ -23,7 +31,8 @@ struct Pass {
 
 // Fold constants (specialised STATIC dims included), remove dead branches and unreachable code.
 void FoldConstants(ir::Function& func, const PassContext& ctx);
-// Tile addresses: aligned for their memory and inside its capacity on the target arch.
+// Tile addresses: aligned for their memory and inside its capacity on the target arch; tiles (and
+// slots of a group) that share bytes of one memory without being the same view are a warning.
 void CheckMemory(ir::Function& func, const PassContext& ctx);
 // Lock/unlock TileGroup mutex ids around every op whose tiles carry them (when ctx.auto_mutex).
 void AutoMutex(ir::Function& func, const PassContext& ctx);

@@ -8,9 +8,10 @@ import inspect
 import json
 import logging
 import time
+import warnings
 from dataclasses import dataclass, field
 
-from pypto_pro import _C
+from pypto_pro import _C, errors
 from pypto_pro.language import diagnostics
 from pypto_pro.language.tiling_data import TilingDataSpec, is_tiling_data_class
 from pypto_pro.language.types import DTYPES, DataType, TensorAnnotation
@@ -253,6 +254,10 @@ class JitFunction(_C.KernelBase):
         except _C.Diagnostic as diag:
             raise diagnostics.from_core(diag, self.kernel_name, self.spec.fn) from None
         inst.set_parse_ms(parse_ms)
+        filename = diagnostics.source_file(self.spec.fn)
+        for line, _col, message in inst.warnings:
+            warnings.warn_explicit(f"kernel '{self.kernel_name}': {message}", errors.TileOverlapWarning, filename, line,
+                                   module=self.fn.__module__)
         if _log.isEnabledFor(logging.DEBUG):
             _log.debug("compiled %s in %s: %s", self.kernel_name, inst_dir,
                        ", ".join(f"{k[:-3]} {v:.1f} ms" for k, v in inst.stats.items()))

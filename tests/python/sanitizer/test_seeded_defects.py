@@ -6,11 +6,13 @@ Each kernel factory takes `defect`; the defect lines run only when it is True (a
 so the other instance does not even contain them). The line a finding names is the line of the
 access or synchronisation that is wrong: for a race, the later of the two accesses."""
 
+import warnings
 from dataclasses import dataclass, field
 
 import pytest
 import torch
 
+import pypto_pro
 import pypto_pro.language as pl
 from san_util import findings_of, kinds_and_lines, line_of
 
@@ -272,8 +274,14 @@ def run(kernel, case):
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_seeded_defect_is_reported_with_its_kind_at_its_line(case):
     fn = case.make(True)
-    findings, _ = run(pl.jit(fn, sanitizer=True, name=f"seeded_{case.name}"), case)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        findings, _ = run(pl.jit(fn, sanitizer=True, name=f"seeded_{case.name}"), case)
     assert kinds_and_lines(findings) == sorted((kind, line_of(fn, text)) for kind, text in case.expected), findings
+    # Tiles placed over each other are already a compile-time warning at the later declaration.
+    overlaps = [(w.filename, w.lineno) for w in caught if issubclass(w.category, pypto_pro.TileOverlapWarning)]
+    static = [line_of(fn, text) for kind, text in case.expected if kind == "TILE_OVERLAP"]
+    assert overlaps == [(fn.__code__.co_filename, line) for line in static], overlaps
     for f in findings:
         assert f.message and f.hint and f.hits >= 1
         assert f.kernel == f"seeded_{case.name}" and f.file.endswith("test_seeded_defects.py")
@@ -282,7 +290,9 @@ def test_seeded_defect_is_reported_with_its_kind_at_its_line(case):
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_clean_twin_reports_nothing_and_computes_like_the_plain_kernel(case):
     fn = case.make(False)
-    findings, sanitized = run(pl.jit(fn, sanitizer=True, name=f"twin_{case.name}"), case)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pypto_pro.TileOverlapWarning)
+        findings, sanitized = run(pl.jit(fn, sanitizer=True, name=f"twin_{case.name}"), case)
     assert findings == []
     plain_findings, plain = run(pl.jit(fn, name=f"plain_{case.name}"), case)
     assert plain_findings == []

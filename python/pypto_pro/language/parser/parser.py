@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import threading
 import enum
 import inspect
 import math
@@ -104,6 +105,17 @@ def _assigned_names(stmts) -> set:
     return names
 
 
+# CPython 3.11 keeps the recursion depth of its AST conversion per interpreter, not per thread: two
+# threads parsing at once (kernels compiling on several threads) fail with "SystemError: AST
+# constructor recursion depth mismatch". Parsing takes a millisecond; the compiles stay parallel.
+_AST_LOCK = threading.Lock()
+
+
+def _parse_source(lines):
+    with _AST_LOCK:
+        return ast.parse(textwrap.dedent("".join(lines)))
+
+
 def _closure_cells(fn):
     """{name: cell} of the closure variables of `fn` that are bound."""
     cells = {}
@@ -133,7 +145,7 @@ class KernelParser:
             raise errors.ParserError(f"cannot read the source of kernel '{self.kernel}': {exc}",
                                      kernel=self.kernel) from None
         indent = len(lines[0]) - len(lines[0].lstrip())
-        tree = ast.parse(textwrap.dedent("".join(lines)))
+        tree = _parse_source(lines)
         self.fdef = tree.body[0]
         self.line_offset = first_line - 1
         self.col_offset = indent
@@ -839,7 +851,7 @@ class KernelParser:
             lines, first_line = inspect.getsourcelines(fn)
         except (OSError, TypeError) as exc:
             raise self.error(errors.ParserError, node, f"cannot read the source of '{fn.__name__}': {exc}") from None
-        fdef = ast.parse(textwrap.dedent("".join(lines))).body[0]
+        fdef = _parse_source(lines).body[0]
         if not isinstance(fdef, ast.FunctionDef):
             raise self.error(errors.UnsupportedFeatureError, node, f"'{fn.__name__}' is not a plain function")
         args = [self.eval(a) for a in node.args]
