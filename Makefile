@@ -31,7 +31,7 @@ test: test-cpp test-python
 
 bench: build
 	@PYPTO_PRO_BENCH_DEPS=1 scripts/install_deps.sh
-	@cmake --build $(BUILD) --target bench_matmul
+	@cmake --build $(BUILD) --target bench_matmul bench_poll
 	$(PYTHON) benchmarks/bench.py
 
 clean:

@@ -137,6 +137,30 @@ def section_launch():
                      "ours": median_time(launch_sync, number=500), "peers": peers, "unit": "us",
                      "target": 3e-6})
 
+    # The same launch + synchronize with one busy process beside it (users always have something
+    # else running); torch.add is measured under the same load.
+    x = torch.ones(64, 64)
+    z = torch.zeros_like(x)
+    launch = add_kernel[stream, 1]
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)
+
+        def launch_sync_torch():
+            launch(x, x, z)
+            stream.synchronize()
+
+        loaded = interleaved_medians({
+            "ours": lambda: [launch_sync_torch() for _ in range(500)],
+            "torch": lambda: [torch.add(x, x, out=z) for _ in range(500)],
+        }, repeat=9, rounds=3)
+    finally:
+        busy.kill()
+        busy.wait()
+    rows.append({"name": "launch + synchronize, 64x64 fp32 add, torch, one busy process beside it",
+                 "ours": loaded["ours"] / 500, "peers": {"torch.add(out=), same load": loaded["torch"] / 500},
+                 "unit": "us", "target": 3 * loaded["torch"] / 500})
+
     # Cost per extra tensor argument: enqueue time of an 8-tensor kernel vs a 3-tensor one with the
     # same body.
     xs = [np.ones((64, 64), np.float32) for _ in range(8)]
@@ -440,6 +464,19 @@ def section_sanitizer():
                       "ours": sanitized, "peers": {"plain launch": plain}, "unit": "ms", "target": 20 * plain}]}
 
 
+def section_poll():
+    """Every loop back-edge of a kernel polls for cancellation (Ctrl-C, timeouts): its cost per
+    iteration, the loops built as kernels are (benchmarks/bench_poll.cpp)."""
+    exe = ROOT / "cmake-build" / "bench_poll"
+    out = json.loads(subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout)
+    rows = []
+    for body, plain, poll in (("one 1x64 fp32 pl.adds", out["tile_plain_ns"], out["tile_poll_ns"]),
+                              ("a scalar-only body", out["scalar_plain_ns"], out["scalar_poll_ns"])):
+        rows.append({"name": f"loop iteration with the cancellation poll, {body}", "ours": poll * 1e-9,
+                     "peers": {"without the poll": plain * 1e-9}, "unit": "ns", "target": plain * 1e-9 + 2e-9})
+    return {"rows": rows}
+
+
 SECTIONS = {
     "machine": section_machine,
     "launch": section_launch,
@@ -450,6 +487,7 @@ SECTIONS = {
     "matmul": section_matmul,
     "scaling": section_scaling,
     "sanitizer": section_sanitizer,
+    "poll": section_poll,
 }
 CHILD_ONLY = {"throughput": section_throughput}
 
@@ -469,7 +507,7 @@ def run_section(name, extra_env=None):
 
 
 def fmt_time(seconds, unit):
-    scale = {"us": 1e6, "ms": 1e3, "s": 1.0}[unit]
+    scale = {"ns": 1e9, "us": 1e6, "ms": 1e3, "s": 1.0}[unit]
     return f"{seconds * scale:.3g} {unit}"
 
 

@@ -1,15 +1,11 @@
-// Spin-then-sleep hand-offs between launching threads, stream workers and device helpers.
+// Short spins before a thread sleeps on a condition variable. Spin only while the thread being
+// waited for is known to be running (it holds the work), and briefly: on a loaded machine a spinner
+// takes the core the other thread needs (see stream.cpp and device.cpp for who waits for whom).
 #pragma once
 
 #include <chrono>
 
 namespace pypto_pro::runtime {
-
-// How long a thread spins for a hand-off before it sleeps on a condition variable. A futex
-// sleep/wake costs 5-100 us (virtual machines are at the high end): a launch + synchronize loop
-// would pay it twice per launch, and once a waiter sleeps the other side's spin runs out too, so
-// the loop stays slow. 200 us covers the gap Python leaves between two launches.
-inline constexpr std::chrono::microseconds kSpinBudget{200};
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -21,7 +17,7 @@ inline void CpuRelax() {
 
 // Spins until done() holds or the budget is spent; returns done().
 template <typename Done>
-bool SpinUntil(Done done, std::chrono::microseconds budget = kSpinBudget) {
+bool SpinUntil(Done done, std::chrono::microseconds budget) {
   if (done()) return true;
   const auto deadline = std::chrono::steady_clock::now() + budget;
   for (;;) {
