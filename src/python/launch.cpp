@@ -781,6 +781,7 @@ Launcher MakeLauncher(py::object self, py::handle key) {
 }  // namespace
 
 void BindLaunch(py::module_& m) {
+  m.def("torch_fast_path", &TorchFastPath, "True when torch tensors are read through libtorch (torch imported).");
   m.def("register_dtype_object", [](py::handle obj, const std::string& name) {
     auto dt = ir::DataTypeFromName(name);
     if (!dt) throw py::value_error("unknown dtype " + name);

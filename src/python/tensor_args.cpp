@@ -205,6 +205,8 @@ bool ReadTensor(PyObject* obj, TensorView& view, const ArgName& name) {
   return true;
 }
 
+bool TorchFastPath() { return Torch().read != nullptr; }
+
 NumpyScalar NumpyScalarKind(PyObject* obj) {
   struct Types {
     PyObject* bool_ = nullptr;

@@ -48,6 +48,9 @@ bool ReadTensor(PyObject* obj, TensorView& view, const ArgName& name);
 enum class NumpyScalar { kNone, kBool, kInt, kFloat };
 NumpyScalar NumpyScalarKind(PyObject* obj);
 
+// True when torch tensors are read through libpypto_torch_args.so (torch must be imported).
+bool TorchFastPath();
+
 // pl.DT_* objects, registered once by the front end, to ir dtypes (identity lookup).
 void RegisterDTypeObject(PyObject* obj, ir::DataType dtype);
 bool DTypeOfObject(PyObject* obj, ir::DataType& out);

@@ -258,3 +258,12 @@ def test_block_dim_above_the_launch_limit():
         fixed_kernel[None, 65536](x, 1, 2.0)
     with pytest.raises(ValueError, match=r"block_dim must be at most 65535"):
         fixed_kernel[None, 2 ** 70](x, 1, 2.0)
+
+
+def test_the_set_up_builds_the_libtorch_fast_path():
+    """`make` installs libtorch-dev, so torch tensors are read through libtorch (~35 ns), not five Python
+    attribute calls: the benchmark table is reproducible from the README's two commands."""
+    import os
+    if os.environ.get("PYPTO_PRO_TORCH_ATTRIBUTE_PATH") == "1":
+        pytest.skip("the attribute path was asked for")
+    assert pypto_pro._C.torch_fast_path(), "libpypto_torch_args.so was not built or does not load"

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import ast
 import builtins
-import threading
 import enum
 import inspect
 import math
+import os
 import textwrap
+import threading
 import types
 
 from pypto_pro import _C, errors
@@ -109,6 +110,14 @@ def _assigned_names(stmts) -> set:
 # threads parsing at once (kernels compiling on several threads) fail with "SystemError: AST
 # constructor recursion depth mismatch". Parsing takes a millisecond; the compiles stay parallel.
 _AST_LOCK = threading.Lock()
+
+
+def _new_ast_lock_in_child():  # a thread parsing at fork() does not exist in the child
+    global _AST_LOCK
+    _AST_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_ast_lock_in_child)
 
 
 def _parse_source(lines):
