@@ -156,7 +156,7 @@ void SynchronizeAll(double timeout) {
       if (interrupted) break;
     }
     if (interrupted) {
-      for (runtime::Stream* s : streams) s->Cancel(1 /* CancelReason::kInterrupt */);
+      for (runtime::Stream* s : streams) s->Cancel(runtime::CancelReason::kInterrupt);
     }
   }
   PyStream::RetireAll();
@@ -190,7 +190,7 @@ void ReportAtExit() {
         interrupted = true;
       }
       if (interrupted) {
-        if (uint64_t dropped = s->Cancel(1 /* CancelReason::kInterrupt */)) {
+        if (uint64_t dropped = s->Cancel(runtime::CancelReason::kInterrupt)) {
           reports.push_back("pypto_pro: " + std::to_string(dropped) + " launch(es) were cancelled at exit");
         }
       }

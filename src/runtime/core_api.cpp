@@ -62,7 +62,7 @@ void PollCallback(PtoCoreCtx* ctx, int32_t line) {
   Core& core = CoreOf(ctx);
   if (!core.control || CheckLaunch(*core.control) == CancelReason::kNone) return;
   FaultInfo info = CoreFault(*ctx, line);
-  info.cancel = int(core.control->cancelled());
+  info.cancel = core.control->cancelled();
   info.message = core.control->Describe();
   throw KernelAbort{std::move(info)};
 }

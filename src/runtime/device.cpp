@@ -98,7 +98,7 @@ void Device::RunBlocks(Job& job, AfterBlock after_block) {
       std::optional<FaultInfo> fault;
       if (job.control && job.control->cancelled() != CancelReason::kNone) {
         fault = FaultInfo{};  // stopped before this block started: no line to name
-        fault->cancel = int(job.control->cancelled());
+        fault->cancel = job.control->cancelled();
         fault->block = block;
         fault->message = job.control->Describe();
       } else if (mixed) {

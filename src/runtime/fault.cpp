@@ -36,7 +36,7 @@ std::string FaultInfo::Format() const {
     if (other_faults > 0) os << " (" << other_faults << " more fault(s) since the last synchronize)";
     return os.str();
   }
-  if (cancel != 0) {
+  if (cancel != CancelReason::kNone) {
     os << "kernel '" << kernel << "' " << message;
     if (line > 0) os << " at " << source_file << ":" << line << " (block " << block << ", " << core << ")";
     os << epilogue;

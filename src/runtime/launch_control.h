@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "pypto_pro/runtime/fault.h"
+
 namespace pypto_pro::runtime {
 
 using Clock = std::chrono::steady_clock;
@@ -15,14 +17,6 @@ using Clock = std::chrono::steady_clock;
 // poll callback at its next loop back-edge; nothing else reads it.
 const volatile uint32_t* PollWord();
 void BumpPollWord();
-
-// Why a launch was stopped before its end.
-enum class CancelReason : int {
-  kNone = 0,
-  kInterrupt,      // Ctrl-C in a synchronize that waited for it
-  kSyncTimeout,    // synchronize(timeout=) ran out
-  kKernelTimeout,  // it ran longer than PYPTO_PRO_KERNEL_TIMEOUT
-};
 
 // The stop state of the launch a stream is running (one at a time). The poll callback of its cores
 // reads it; a synchronising thread or the ticker writes it.

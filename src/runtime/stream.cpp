@@ -212,7 +212,7 @@ void Stream::Execute(Item& item) {
     fault->message = "internal error of the simulated device: an unknown exception";
   }
   // An interrupted launch is reported by the KeyboardInterrupt of its waiter, not as a fault.
-  if (!fault || fault->cancel == int(CancelReason::kInterrupt)) return;
+  if (!fault || fault->cancel == CancelReason::kInterrupt) return;
   std::lock_guard<std::mutex> lock(mutex_);
   if (sticky_fault_) {
     sticky_fault_->other_faults += 1 + fault->other_faults;
@@ -221,7 +221,7 @@ void Stream::Execute(Item& item) {
   }
 }
 
-uint64_t Stream::CancelLocked(int reason) {
+uint64_t Stream::CancelLocked(CancelReason reason) {
   uint64_t dropped = count_;
   const auto now = Clock::now();
   while (count_ > 0) {
@@ -236,14 +236,14 @@ uint64_t Stream::CancelLocked(int reason) {
   }
   space_cv_.notify_all();
   if (executing_) {
-    control_->Cancel(CancelReason(reason));
+    control_->Cancel(reason);
     ++dropped;
   }
   if (waiters_ > 0) done_cv_.notify_all();
   return dropped;
 }
 
-uint64_t Stream::Cancel(int reason) {
+uint64_t Stream::Cancel(CancelReason reason) {
   std::unique_lock<std::mutex> lock(mutex_);
   return CancelLocked(reason);
 }
@@ -268,7 +268,7 @@ void Stream::WaitFor(uint64_t seq, const WaitOptions& options) {
   inline_wait.interrupted = options.interrupted;
   inline_wait.deadline = options.cancel_on_timeout ? deadline : Clock::time_point::max();
   inline_wait.timeout_seconds = options.timeout_seconds;
-  int cancel = 0;  // why the wait ends early: a CancelReason
+  CancelReason cancel = CancelReason::kNone;  // why the wait ends early
   std::unique_lock<std::mutex> lock(mutex_);
   while (completed() < seq) {
     if (!executing_ && count_ > 0) {
@@ -280,10 +280,10 @@ void Stream::WaitFor(uint64_t seq, const WaitOptions& options) {
         Execute(item);
       }
       lock.lock();
-      const int stopped = control_->reason.load();  // a kernel timeout is the launch's own fault
-      if (stopped == int(CancelReason::kInterrupt) || stopped == int(CancelReason::kSyncTimeout)) cancel = stopped;
+      const CancelReason stopped = control_->cancelled();  // a kernel timeout is the launch's own fault
+      if (stopped == CancelReason::kInterrupt || stopped == CancelReason::kSyncTimeout) cancel = stopped;
       FinishLocked();
-      if (cancel != 0) break;
+      if (cancel != CancelReason::kNone) break;
       continue;
     }
     // The worker (or another synchroniser) runs an item: wait for it, a tick at a time, so that
@@ -293,32 +293,32 @@ void Stream::WaitFor(uint64_t seq, const WaitOptions& options) {
     const bool done_spinning = SpinUntil([&] { return completed() >= target; }, kWaitSpin);
     if (!done_spinning) {
       if (options.interrupted && options.interrupted()) {
-        cancel = int(CancelReason::kInterrupt);
+        cancel = CancelReason::kInterrupt;
       } else if (Clock::now() >= deadline) {
         if (!options.cancel_on_timeout) return;
-        cancel = int(CancelReason::kSyncTimeout);
+        cancel = CancelReason::kSyncTimeout;
       }
     }
     lock.lock();
-    if (cancel != 0) break;
+    if (cancel != CancelReason::kNone) break;
     if (done_spinning || completed() >= target) continue;
     ++waiters_;
     done_cv_.wait_until(lock, std::min(Clock::now() + kTickInterval, deadline),
                         [&] { return completed() >= target || (!executing_ && count_ > 0); });
     --waiters_;
   }
-  if (cancel == 0) return;
-  if (cancel == int(CancelReason::kSyncTimeout)) control_->sync_limit.store(options.timeout_seconds);
+  if (cancel == CancelReason::kNone) return;
+  if (cancel == CancelReason::kSyncTimeout) control_->sync_limit.store(options.timeout_seconds);
   const uint64_t queued = count_;
   CancelLocked(cancel);
   WaitIdleLocked(lock);
-  if (cancel == int(CancelReason::kInterrupt)) throw WaitInterrupted{};
+  if (cancel == CancelReason::kInterrupt) throw WaitInterrupted{};
   // Timed out: the stopped launch's fault names the line it was at; queued launches are dropped.
   FaultInfo timeout;
-  if (sticky_fault_ && sticky_fault_->cancel == int(CancelReason::kSyncTimeout)) {
+  if (sticky_fault_ && sticky_fault_->cancel == CancelReason::kSyncTimeout) {
     timeout = std::move(*sticky_fault_);
   } else {
-    timeout.cancel = int(CancelReason::kSyncTimeout);
+    timeout.cancel = CancelReason::kSyncTimeout;
     char text[96];
     std::snprintf(text, sizeof text, "synchronize(timeout=%g s) ran out", options.timeout_seconds);
     timeout.message = text;

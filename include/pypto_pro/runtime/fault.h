@@ -7,6 +7,14 @@
 
 namespace pypto_pro::runtime {
 
+// Why a launch was stopped before its end.
+enum class CancelReason : int {
+  kNone = 0,
+  kInterrupt,      // Ctrl-C in a synchronize that waited for it
+  kSyncTimeout,    // synchronize(timeout=) ran out
+  kKernelTimeout,  // it ran longer than PYPTO_PRO_KERNEL_TIMEOUT
+};
+
 // One defect a sanitizer-mode launch found (SIMULATOR.md "Sanitizer mode"): every hit of one kind at
 // one source line, over all blocks and cores of the launch.
 struct SanitizerFinding {
@@ -31,7 +39,7 @@ struct FaultInfo {
   std::string message;      // what went wrong, with offsets/shape when it was a GM access
   int other_faults = 0;     // further blocks of the same launch that faulted
   bool deadlock = false;    // every unfinished core of `block` waited; `message` lists them
-  int cancel = 0;           // a CancelReason (launch_control.h): stopped by Ctrl-C or a timeout, at `line`
+  CancelReason cancel = CancelReason::kNone;  // stopped by Ctrl-C or a timeout, at `line`
   std::string epilogue;     // said after the location ("; 2 queued launches were cancelled")
   // Sanitizer mode: what the launch's checks found and the report file they were appended to. The
   // fields above then describe a fault only when the launch also faulted (`message` is set).
@@ -39,7 +47,7 @@ struct FaultInfo {
   std::string report;
 
   std::string Format() const;  // one readable paragraph
-  bool timeout() const { return cancel == 2 || cancel == 3; }  // CancelReason kSyncTimeout, kKernelTimeout
+  bool timeout() const { return cancel == CancelReason::kSyncTimeout || cancel == CancelReason::kKernelTimeout; }
 };
 
 // Thrown by Stream::Synchronize for the first fault (or deadlock) since the last synchronisation.

@@ -71,7 +71,7 @@ class Stream {
   void WaitFor(uint64_t seq, const WaitOptions& options = {});
   // Stops the running launch and drops the queued ones (a process exiting, an interrupted wait of
   // another stream); returns how many were dropped or stopped.
-  uint64_t Cancel(int reason);
+  uint64_t Cancel(CancelReason reason);
   // The fault waiting for the next synchronisation, without waiting (taken: it is not raised again).
   std::optional<FaultInfo> TakeFault();
 
@@ -104,7 +104,7 @@ class Stream {
   // With mutex_ held: `item` has run; wakes waiters.
   void FinishLocked();
   // With mutex_ held: drops the queued items, stops the running one; returns how many.
-  uint64_t CancelLocked(int reason);
+  uint64_t CancelLocked(CancelReason reason);
   // Waits (lock held) until no item is running: the one a cancel stopped ends at its next back-edge.
   void WaitIdleLocked(std::unique_lock<std::mutex>& lock);
   void StartWorkerLocked();
