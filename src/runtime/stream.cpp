@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 
 #include "launch_control.h"
 #include "pypto_pro/runtime/device.h"
@@ -49,6 +50,9 @@ int64_t SubmitThunk(void* stream, const PtoKernelDesc* desc, const void* args, u
   Stream* owner = static_cast<Stream::Handle*>(static_cast<PtoStreamHandle*>(stream))->owner;
   return int64_t(owner->Submit(desc, args, args_size, block_dim));
 }
+
+// The stream whose launch this thread is running itself (inside WaitFor), if any.
+thread_local const Stream* t_running_inline = nullptr;
 
 Clock::time_point DeadlineAfter(double seconds) {
   if (seconds < 0) return Clock::time_point::max();
@@ -263,6 +267,10 @@ std::optional<FaultInfo> Stream::TakeFault() {
 
 void Stream::WaitFor(uint64_t seq, const WaitOptions& options) {
   if (completed() >= seq) return;
+  if (t_running_inline == this) {  // a signal handler run by the launch's own Ctrl-C check, say
+    throw std::logic_error("a stream cannot be synchronised from inside one of its own launches (a signal "
+                           "handler that synchronises?)");
+  }
   const Clock::time_point deadline = DeadlineAfter(options.timeout_seconds);
   InlineWait inline_wait;  // what stops a launch this thread runs itself
   inline_wait.interrupted = options.interrupted;
@@ -277,7 +285,10 @@ void Stream::WaitFor(uint64_t seq, const WaitOptions& options) {
       lock.unlock();
       {
         InlineWaitScope scope(&inline_wait);
+        const Stream* outer = t_running_inline;
+        t_running_inline = this;
         Execute(item);
+        t_running_inline = outer;
       }
       lock.lock();
       const CancelReason stopped = control_->cancelled();  // a kernel timeout is the launch's own fault

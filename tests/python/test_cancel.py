@@ -234,3 +234,22 @@ print("compiled")
     assert "interrupted after" in out.stdout and "compilers gone" in out.stdout and "compiled" in out.stdout
     waited = float(out.stdout.split("interrupted after ")[1].split()[0])
     assert waited < 20, waited
+
+
+def test_a_signal_handler_that_synchronises_the_running_stream_gets_an_error_not_a_hang(tmp_path):
+    out = run_script(tmp_path, SPIN_KERNEL + """
+def handler(signum, frame):
+    pypto_pro.runtime.synchronize()  # runs inside the launch's own Ctrl-C check
+
+signal.signal(signal.SIGINT, handler)
+spin[None, 1](torch.zeros(8, 64), 2 ** 62)
+threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+try:
+    pypto_pro.runtime.synchronize()
+except RuntimeError as e:
+    print("error:", e)
+usable()
+""")
+    assert out.returncode == 0, out.stderr
+    assert "error: a stream cannot be synchronised from inside one of its own launches" in out.stdout, out.stdout
+    assert out.stdout.count("usable") == 2
