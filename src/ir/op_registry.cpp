@@ -9,8 +9,8 @@ namespace pypto_pro::ir {
 
 namespace {
 
-constexpr std::string_view kLanguageIssue = "the tile language, tier 1 (issue 4)";
-constexpr std::string_view kTier2 = "the tile language, tier 2";
+constexpr std::string_view kLanguageIssue = "the core tile language";
+constexpr std::string_view kTier2 = "a later version";
 
 std::vector<OpDef> BuildOps() {
   std::vector<OpDef> ops;
@@ -213,7 +213,7 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
       std::string what = callee + ": " + attr.name;
       auto planned = [&] {
         Fail(ErrorKind::kUnsupported, span,
-             "pl." + std::string(op->PublicName()) + "(" + attr.name + "=...) is not implemented yet (" +
+             "pl." + std::string(op->PublicName()) + "(" + attr.name + "=...) is not implemented yet (planned for " +
                  std::string(k.issue_area) + ")");
       };
       // A planned option holds only its default; a value it cannot even parse (a scale, an offset

@@ -11,7 +11,7 @@ namespace {
 constexpr uint32_t kMatmulInputs =
     Bit(DataType::kFP16) | Bit(DataType::kBF16) | Bit(DataType::kFP32) | Bit(DataType::kInt8);
 constexpr uint32_t kAccumulators = Bit(DataType::kFP32) | Bit(DataType::kInt32);
-constexpr std::string_view kLater = "a later tier of the tile language";
+constexpr std::string_view kLater = "a later version";
 
 // Where each operand of a matmul form sits; absent ones are npos.
 struct MatmulLayout {

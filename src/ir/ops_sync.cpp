@@ -80,7 +80,7 @@ void CheckCrossCoreMode(const StmtNode& call) {
   if (mode == kIntraBlock) return;
   Fail(ErrorKind::kUnsupported, call.span,
        "pl." + std::string(call.op->name) + "(sync_mode=pl.CrossCoreSyncMode." + std::string(kSyncModes[size_t(mode)]) +
-           ") is not implemented yet (the tile language, tier 2); INTRA_BLOCK synchronises the cube and vector "
+           ") is not implemented yet; INTRA_BLOCK synchronises the cube and vector "
            "cores of a logical block");
 }
 

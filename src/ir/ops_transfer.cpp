@@ -8,7 +8,7 @@ namespace {
 
 constexpr uint32_t kLoadDst = Bit(MemorySpace::kVec) | Bit(MemorySpace::kMat);
 constexpr uint32_t kStoreSrc = Bit(MemorySpace::kVec) | Bit(MemorySpace::kAcc);
-constexpr std::string_view kTier2 = "the tile language, tier 2";
+constexpr std::string_view kTier2 = "a later version";
 
 bool Is(const TileType& t, MemorySpace m) { return t.memory == m; }
 
@@ -40,7 +40,7 @@ void CheckStore(const StmtNode& call) {
     if (!FixpipeConverts(tile.dtype, tensor)) {
       Fail(ErrorKind::kType, OperandSpan(call, 0),
            what + "an " + std::string(Name(tile.dtype)) + " Acc tile stores to " + FixpipeTargets(tile.dtype) +
-               " tensors, not " + std::string(Name(tensor)) + " (quantising stores arrive with " +
+               " tensors, not " + std::string(Name(tensor)) + " (quantising stores are planned for " +
                std::string(kTier2) + ")");
     }
   } else if (tile.dtype != tensor) {

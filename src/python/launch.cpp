@@ -241,7 +241,7 @@ class Kernel {
       }
       if (!ir::Info(dtype).supported) {
         ArgError(false, "kernel '" + name_ + "': datatype['" + dt.texts[i] + "'] = pl." +
-                            std::string(ir::Info(dtype).pl_name) + " is not supported yet (tier L)");
+                            std::string(ir::Info(dtype).pl_name) + " is not supported yet");
       }
       int var = dt.var_of[i];
       if (var_dtype[size_t(var)] >= 0 && var_dtype[size_t(var)] != int(dtype)) {

@@ -98,7 +98,7 @@ def test_undefined_variable():
     check(info, body, "undefined_offset]", "name 'undefined_offset' is not defined")
 
 
-def test_op_not_implemented_yet_names_its_issue():
+def test_op_not_implemented_yet_says_so():
     def body(x: pl.Tensor[[128, 128], pl.DT_FP32], z: pl.Tensor[[128, 128], pl.DT_FP32]):
         t = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP32), addr=0)
         with pl.section_vector():
@@ -107,7 +107,7 @@ def test_op_not_implemented_yet_names_its_issue():
     with pytest.raises(NotImplementedError) as info:
         launch(pl.jit(body))
     check(info, body, "pl.transpose(t, t)", "pl.transpose is part of the public language but is not implemented "
-                                            "yet (planned with the tile language, tier 2)")
+                                            "yet (planned with a later version)")
 
 
 def test_mutex_id_out_of_range():

@@ -378,7 +378,7 @@ def test_moves_check_path_dtype_shape_and_core():
                  "vector core")
 
 
-def test_planned_options_name_their_tier():
+def test_planned_options_say_so():
     lt, rt, at = tiles()
 
     def phase(c: pl.Tensor[[16, 16], pl.DT_FP32]):
@@ -396,7 +396,7 @@ def test_planned_options_name_their_tier():
             pl.move(v, acc, relu_pre_mode=pl.ReluPreMode.NormalRelu)
 
     expect_error(relu, errors.UnsupportedFeatureError, "relu_pre_mode=",
-                 "pl.move(relu_pre_mode=...) is not implemented yet (the tile language, tier 2)")
+                 "pl.move(relu_pre_mode=...) is not implemented yet (planned for a later version)")
 
     def scale(c: pl.Tensor[[16, 16], pl.DT_FP32]):
         acc = pl.make_tile(at, addr=0)
@@ -404,7 +404,7 @@ def test_planned_options_name_their_tier():
             pl.store(c, acc, [0, 0], scale=2.0)
 
     expect_error(scale, errors.UnsupportedFeatureError, "scale=2.0",
-                 "pl.store(scale=...) is not implemented yet (the tile language, tier 2)")
+                 "pl.store(scale=...) is not implemented yet (planned for a later version)")
 
 
 @pytest.mark.parametrize("dtype", [pl.DT_FP16, pl.DT_BF16, pl.DT_INT8], ids=IDS)

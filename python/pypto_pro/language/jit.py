@@ -152,7 +152,7 @@ class JitFunction(_C.KernelBase):
                 raise ValueError(f"pl.jit: compile_timeout must be > 0 seconds, got {compile_timeout!r}")
         if pipeline is not None:
             raise NotImplementedError("pl.jit(pipeline=...): the automatic cube/vector pipeline transform is not "
-                                      "implemented yet (LANGUAGE.md section 8, tier 2)")
+                                      "implemented yet")
         self.fn = fn
         self.kernel_name = name or fn.__name__
         self.arch = arch  # None: resolved from PYPTOPRO_JIT_ARCH at the first launch, then fixed

@@ -1,4 +1,4 @@
-"""pl.pipeline: the automatic cube/vector pipeline transform (LANGUAGE.md section 8, tier 2).
+"""pl.pipeline: the automatic cube/vector pipeline transform (pl.jit(pipeline=...)), not implemented yet.
 
 Accepted so kernels that declare it import cleanly; @pl.jit(pipeline=...) raises
 NotImplementedError until the transform exists."""

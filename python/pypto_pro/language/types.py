@@ -156,7 +156,7 @@ class TensorAnnotation:
                             f"{' or its datatype variable ' + repr(allow_dtype_var) if allow_dtype_var else ''}, "
                             f"got {self.dtype!r}")
         elif not self.dtype.supported:
-            raise TypeError(f"parameter '{param}': dtype {self.dtype!r} is not supported yet (tier L)")
+            raise TypeError(f"parameter '{param}': dtype {self.dtype!r} is not supported yet")
         out = []
         for i, dim in enumerate(self.dims):
             if dim is Ellipsis:
@@ -206,7 +206,7 @@ class TileType:
         if not isinstance(dtype, DataType):
             raise TypeError(f"TileType dtype must be a pl.DT_* value, got {dtype!r}")
         if not dtype.supported:
-            raise TypeError(f"TileType dtype {dtype!r} is not supported yet (tier L)")
+            raise TypeError(f"TileType dtype {dtype!r} is not supported yet")
         if not isinstance(target_memory, MemorySpace):
             raise TypeError(f"TileType target_memory must be a pl.MemorySpace member, got {target_memory!r}")
         if target_memory is MemorySpace.DDR:
@@ -228,8 +228,8 @@ class TileType:
         if not isinstance(layout, TensorLayout):
             raise TypeError(f"TileType layout must be pl.ND, pl.DN, pl.NZ or pl.ZN, got {layout!r}")
         if layout is DN and target_memory is MemorySpace.Vec and len(shape) == 2 and min(shape) > 1:
-            raise NotImplementedError("column-major (pl.DN) Vec tiles wider than one column arrive with the tile "
-                                      "language, tier 1 (issue 4)")
+            raise NotImplementedError("column-major (pl.DN) Vec tiles wider than one column are not implemented "
+                                      "yet")
         if pad is not None and not (_is_int(pad) and 0 <= pad <= 3) and not isinstance(pad, enum.Enum):
             raise ValueError(f"TileType pad must be a pl.TilePad member or an int in 0..3, got {pad!r}")
         if compact is not None and compact not in (0, 1, 2):

@@ -311,7 +311,7 @@ class KernelParser:
         cond = self.eval(node.test)
         if isinstance(cond, Scalar):
             raise self.error(errors.UnsupportedFeatureError, node,
-                             "a run-time assert needs pl.pto_assert (the tile language, tier 1, issue 4)")
+                             "a run-time assert needs pl.pto_assert(cond, fmt, *args)")
         if not cond:
             msg = self.eval(node.msg) if node.msg is not None else "assertion failed"
             raise self.error(errors.ParserValueError, node, f"compile-time assertion failed: {msg}")
@@ -805,7 +805,7 @@ class KernelParser:
                                  *self.span(node)))
 
     def expr_JoinedStr(self, node):
-        raise self.error(errors.UnsupportedFeatureError, node, "f-strings are only meaningful in pl.printf (issue 4)")
+        raise self.error(errors.UnsupportedFeatureError, node, "f-strings are only meaningful in pl.printf")
 
     # ---- calls ----
     def expr_Call(self, node, target_hint=None):
@@ -1145,7 +1145,8 @@ class KernelParser:
         for key in ("fwd_ids", "bwd_ids"):
             if key in bound and self.eval(bound[key]) is not None:
                 raise self.error(errors.UnsupportedFeatureError, bound[key],
-                                 f"make_tile_group({key}=...) belongs to the pipeline transform (tier 2)")
+                                 f"make_tile_group({key}=...) belongs to the pipeline transform "
+                                 f"(pl.jit(pipeline=...)), which is not implemented yet")
         mutex_node = bound.get("mutex_ids")
         raw_ids = self.eval(mutex_node) if mutex_node is not None else None
         mutex_ids = []
