@@ -19,7 +19,7 @@ thread_local const InlineWait* t_inline_wait = nullptr;
 
 std::string Seconds(double s) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%g s", s);
+  std::snprintf(buf, sizeof buf, "%.3g s", s);
   return buf;
 }
 

@@ -331,7 +331,7 @@ void Stream::WaitFor(uint64_t seq, const WaitOptions& options) {
   } else {
     timeout.cancel = CancelReason::kSyncTimeout;
     char text[96];
-    std::snprintf(text, sizeof text, "synchronize(timeout=%g s) ran out", options.timeout_seconds);
+    std::snprintf(text, sizeof text, "synchronize(timeout=%.3g s) ran out", options.timeout_seconds);
     timeout.message = text;
     if (sticky_fault_) timeout.other_faults += 1 + sticky_fault_->other_faults;
   }
