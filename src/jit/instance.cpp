@@ -125,12 +125,7 @@ class PrivateDir {
 
   const fs::path& path() const { return path_; }
 
-  void Write(const std::string& name, const std::string& content) {
-    std::ofstream out(path_ / name, std::ios::binary | std::ios::trunc);
-    out.write(content.data(), std::streamsize(content.size()));
-    out.close();
-    if (!out) throw ArtefactDirError("cannot write " + (path_ / name).string(), path_);
-  }
+  void Write(const std::string& name, const std::string& content) { WriteFileAtomic(path_ / name, content); }
 
   // Moves `names` into the instance directory as one set, under a lock of that directory, and
   // removes the files of an earlier instance the set does not have: readers of the directory find

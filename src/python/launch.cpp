@@ -447,19 +447,15 @@ class Kernel {
 
   uint64_t ReadScalar(const ParamSpec& p, PyObject* obj, const ArgName& arg) {
     using ir::DataType;
-    // Python's bool, int and float, and numpy's scalars of the same kinds.
-    const bool is_bool = PyBool_Check(obj);
-    const bool is_int = !is_bool && PyLong_Check(obj);
-    const bool is_float = PyFloat_Check(obj);
-    NumpyScalar np = is_bool || is_int || is_float ? NumpyScalar::kNone : NumpyScalarKind(obj);
+    const ScalarKind kind = ScalarKindOf(obj);
     if (p.dtype == DataType::kBool) {
-      if (!is_bool && np != NumpyScalar::kBool) ArgError(true, arg.str() + " expects a bool, got " + TypeName(obj));
+      if (kind != ScalarKind::kBool) ArgError(true, arg.str() + " expects a bool, got " + TypeName(obj));
       int truth = PyObject_IsTrue(obj);
       if (truth < 0) throw py::error_already_set();
       return truth ? 1 : 0;
     }
     if (ir::IsFloat(p.dtype)) {
-      if (!is_int && !is_float && np != NumpyScalar::kInt && np != NumpyScalar::kFloat) {
+      if (kind != ScalarKind::kInt && kind != ScalarKind::kFloat) {
         ArgError(true, arg.str() + " expects a float (" + std::string(ir::Name(p.dtype)) + "), got " + TypeName(obj));
       }
       float f = ToFP32(obj, arg.str());
@@ -467,13 +463,11 @@ class Kernel {
       std::memcpy(&bits, &f, sizeof bits);
       return bits;
     }
-    if (!is_int && np != NumpyScalar::kInt) {
+    if (kind != ScalarKind::kInt) {
       ArgError(true, arg.str() + " expects an int (" + std::string(ir::Name(p.dtype)) + "), got " + TypeName(obj));
     }
-    py::object index = py::reinterpret_steal<py::object>(is_int ? py::handle(obj).inc_ref().ptr() : PyNumber_Index(obj));
-    if (!index) throw py::error_already_set();
     int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+    long long v = IntValue(obj, overflow);
     int bits = ir::Info(p.dtype).bits;
     bool is_signed = ir::Info(p.dtype).is_signed;
     long long lo = is_signed ? -(1LL << (bits - 1)) : 0;
@@ -538,32 +532,23 @@ class Kernel {
   // One value of a TilingData field (`index` >= 0: an element of an array field).
   static void WriteTilingValue(const TilingField& f, PyObject* v, uint8_t* out, const ArgName& arg, int index) {
     auto where = [&] { return arg.str() + "." + f.text + (index >= 0 ? "[" + std::to_string(index) + "]" : ""); };
+    const ScalarKind kind = ScalarKindOf(v);
     if (f.dtype == ir::DataType::kBool) {
-      if (!PyBool_Check(v) && NumpyScalarKind(v) != NumpyScalar::kBool) {
-        ArgError(true, where() + " must be a bool, got " + TypeName(v));
-      }
+      if (kind != ScalarKind::kBool) ArgError(true, where() + " must be a bool, got " + TypeName(v));
       int truth = PyObject_IsTrue(v);
       if (truth < 0) throw py::error_already_set();
       *out = truth ? 1 : 0;
     } else if (f.dtype == ir::DataType::kFP32) {
-      NumpyScalar np = PyFloat_Check(v) || PyLong_Check(v) ? NumpyScalar::kNone : NumpyScalarKind(v);
-      if (PyBool_Check(v) || !(PyFloat_Check(v) || PyLong_Check(v) || np == NumpyScalar::kInt ||
-                               np == NumpyScalar::kFloat)) {
+      if (kind != ScalarKind::kInt && kind != ScalarKind::kFloat) {
         ArgError(true, where() + " must be a float, got " + TypeName(v));
       }
       float f = ToFP32(v, where());
       std::memcpy(out, &f, sizeof f);
     } else {
-      const bool is_int = PyLong_Check(v) && !PyBool_Check(v);
-      if (!is_int && NumpyScalarKind(v) != NumpyScalar::kInt) {
-        ArgError(true, where() + " must be an int, got " + TypeName(v));
-      }
-      py::object index = py::reinterpret_steal<py::object>(is_int ? py::handle(v).inc_ref().ptr() : PyNumber_Index(v));
-      if (!index) throw py::error_already_set();
+      if (kind != ScalarKind::kInt) ArgError(true, where() + " must be an int, got " + TypeName(v));
       int overflow = 0;
-      long long i = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+      int64_t i64 = IntValue(v, overflow);
       if (overflow) RaiseOverflow(where() + " = " + py::str(v).cast<std::string>() + " does not fit in int64");
-      int64_t i64 = i;
       std::memcpy(out, &i64, sizeof i64);
     }
   }
@@ -686,8 +671,9 @@ class Kernel {
   // A capture changed: every instance is dropped (queued launches keep their libraries loaded) and
   // the next lookup compiles anew.
   bool Stale(const Capture& c, PyObject* now) {
-    static py::object log = py::module_::import("logging").attr("getLogger")("pypto_pro.jit");
-    log.attr("info")("kernel '%s': %s '%s' changed from %r to %r since it was compiled; recompiling", name_,
+    // Leaked: a static py::object would be released after the interpreter is gone.
+    static py::object* log = new py::object(py::module_::import("logging").attr("getLogger")("pypto_pro.jit"));
+    log->attr("info")("kernel '%s': %s '%s' changed from %r to %r since it was compiled; recompiling", name_,
                      c.cell ? "closure variable" : "global", c.name, c.value,
                      now ? py::reinterpret_borrow<py::object>(now) : py::str("<deleted>"));
     instances_.clear();

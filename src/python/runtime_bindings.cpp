@@ -97,23 +97,32 @@ void PyStream::Retire() {
   }
 }
 
-void PyStream::Synchronize(double timeout) {
-  const runtime::WaitOptions options = PythonWaitOptions(timeout);
-  std::exception_ptr fault;
+namespace {
+// Runs wait() with the GIL released, then after() with it held; an interrupted wait raises the
+// Python error its check left (KeyboardInterrupt), any other error of the wait is rethrown.
+template <typename Wait, typename After>
+void WaitWithoutGil(Wait wait, After after) {
+  std::exception_ptr error;
   bool interrupted = false;
   {
     py::gil_scoped_release release;
     try {
-      stream_->Synchronize(options);
+      wait();
     } catch (const runtime::WaitInterrupted&) {
       interrupted = true;
     } catch (...) {
-      fault = std::current_exception();
+      error = std::current_exception();
     }
   }
-  Retire();
+  after();
   if (interrupted) RaiseInterrupted();
-  if (fault) std::rethrow_exception(fault);
+  if (error) std::rethrow_exception(error);
+}
+}  // namespace
+
+void PyStream::Synchronize(double timeout) {
+  const runtime::WaitOptions options = PythonWaitOptions(timeout);
+  WaitWithoutGil([&] { stream_->Synchronize(options); }, [&] { Retire(); });
 }
 
 PyStream& DefaultPyStream() {
@@ -254,16 +263,7 @@ void BindRuntime(py::module_& m) {
            [](PyEvent& e) {
              if (e.state->seq == 0) throw py::value_error("Event.synchronize(): the event was never recorded");
              const runtime::WaitOptions options = PythonWaitOptions(-1);
-             bool interrupted = false;
-             {
-               py::gil_scoped_release release;
-               try {
-                 e.state->stream->WaitFor(e.state->seq, options);
-               } catch (const runtime::WaitInterrupted&) {
-                 interrupted = true;
-               }
-             }
-             if (interrupted) RaiseInterrupted();
+             WaitWithoutGil([&] { e.state->stream->WaitFor(e.state->seq, options); }, [] {});
            })
       .def("elapsed_time", [](PyEvent& start, PyEvent& end) {
         if (start.state->seq == 0 || end.state->seq == 0) {

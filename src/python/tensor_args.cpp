@@ -207,26 +207,36 @@ bool ReadTensor(PyObject* obj, TensorView& view, const ArgName& name) {
 
 bool TorchFastPath() { return Torch().read != nullptr; }
 
-NumpyScalar NumpyScalarKind(PyObject* obj) {
-  struct Types {
+ScalarKind ScalarKindOf(PyObject* obj) {
+  if (PyBool_Check(obj)) return ScalarKind::kBool;
+  if (PyLong_Check(obj)) return ScalarKind::kInt;
+  if (PyFloat_Check(obj)) return ScalarKind::kFloat;
+  struct NumpyTypes {
     PyObject* bool_ = nullptr;
     PyObject* integer = nullptr;
     PyObject* floating = nullptr;
   };
-  static Types* types = new Types();  // must hold the GIL
+  static NumpyTypes* types = new NumpyTypes();  // must hold the GIL
   if (!types->bool_) {
     PyObject* np = PyDict_GetItemString(PyImport_GetModuleDict(), "numpy");
-    if (!np) return NumpyScalar::kNone;
+    if (!np) return ScalarKind::kNone;  // never imported: no numpy scalar exists
     py::module_ mod = py::reinterpret_borrow<py::module_>(np);
     types->integer = py::object(mod.attr("integer")).release().ptr();
     types->floating = py::object(mod.attr("floating")).release().ptr();
     types->bool_ = py::object(mod.attr("bool_")).release().ptr();
   }
   auto is = [&](PyObject* type) { return PyObject_TypeCheck(obj, reinterpret_cast<PyTypeObject*>(type)) != 0; };
-  if (is(types->bool_)) return NumpyScalar::kBool;
-  if (is(types->integer)) return NumpyScalar::kInt;
-  if (is(types->floating)) return NumpyScalar::kFloat;
-  return NumpyScalar::kNone;
+  if (is(types->bool_)) return ScalarKind::kBool;
+  if (is(types->integer)) return ScalarKind::kInt;
+  if (is(types->floating)) return ScalarKind::kFloat;
+  return ScalarKind::kNone;
+}
+
+long long IntValue(PyObject* obj, int& overflow) {
+  if (PyLong_Check(obj)) return PyLong_AsLongLongAndOverflow(obj, &overflow);
+  py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(obj));  // numpy integers
+  if (!index) throw py::error_already_set();
+  return PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
 }
 
 void RegisterDTypeObject(PyObject* obj, ir::DataType dtype) {

@@ -43,10 +43,12 @@ bool IsRowMajor(const TensorView& v);
 // Fills `view` from a numpy array or a CPU torch tensor; false when `obj` is neither.
 bool ReadTensor(PyObject* obj, TensorView& view, const ArgName& name);
 
-// numpy scalars (np.float32(2.0), np.int32(1), np.bool_(True)), accepted where Python's bool, int and
-// float are. kNone for anything else (and when numpy was never imported).
-enum class NumpyScalar { kNone, kBool, kInt, kFloat };
-NumpyScalar NumpyScalarKind(PyObject* obj);
+// The kind of a scalar argument: Python's bool, int and float, and numpy's scalars of the same kinds
+// (np.bool_, np.int32, np.float32, ...). kNone for anything else.
+enum class ScalarKind { kNone, kBool, kInt, kFloat };
+ScalarKind ScalarKindOf(PyObject* obj);
+// The value of a kInt scalar; `overflow` is set as PyLong_AsLongLongAndOverflow does.
+long long IntValue(PyObject* obj, int& overflow);
 
 // True when torch tensors are read through libpypto_torch_args.so (torch must be imported).
 bool TorchFastPath();

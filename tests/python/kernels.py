@@ -1,7 +1,40 @@
-"""Kernels shared by the tests. make_add_kernel builds a fresh kernel object each call (so each
-test sees its own compile counts) from the add kernel of LANGUAGE.md section 1."""
+"""Kernels and helpers shared by the tests. make_add_kernel builds a fresh kernel object each call (so
+each test sees its own compile counts) from the add kernel of LANGUAGE.md section 1."""
+
+import threading
 
 import pypto_pro.language as pl
+
+
+@pl.jit
+def add_n(x: pl.Tensor[[8, 64], pl.DT_FP32], y: pl.Tensor[[8, 64], pl.DT_FP32], n: pl.DT_INT64):
+    """y = x + n, one pl.adds per iteration: a kernel as long as we like (n = 2**62 never ends)."""
+    t = pl.make_tile(pl.TileType(shape=[8, 64], dtype=pl.DT_FP32), addr=0)
+    with pl.section_vector():
+        pl.load(t, x, [0, 0])
+        for i in pl.range(n):
+            pl.adds(t, t, 1.0)
+        pl.store(y, t, [0, 0])
+
+
+def run_threads(n, target):
+    """Runs target(i) on n threads released together; fails with every thread's exception."""
+    barrier = threading.Barrier(n)
+    errors = []
+
+    def body(i):
+        try:
+            barrier.wait()
+            target(i)
+        except BaseException as exc:  # reported below, with the thread's index
+            errors.append((i, exc))
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
 
 
 def make_add_kernel(dtype=pl.DT_FP16, tile=(128, 128), name=None):

@@ -4,13 +4,13 @@ import os
 import subprocess
 import sys
 import textwrap
-import threading
 from pathlib import Path
 
 import torch
 
 import pypto_pro
 import pypto_pro.language as pl
+from kernels import run_threads
 
 PYTHONPATH = str(Path(pypto_pro.__file__).resolve().parent.parent)
 
@@ -25,25 +25,6 @@ def make_static_scale(name):
                 pl.muls(t, t, 3.0)
                 pl.store_tile(y, t, [i, 0])
     return scale
-
-
-def run_threads(n, target):
-    barrier = threading.Barrier(n)
-    errors = []
-
-    def body(i):
-        try:
-            barrier.wait()
-            target(i)
-        except BaseException as exc:  # reported below, with the thread's index
-            errors.append((i, exc))
-
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
 
 
 def test_threads_launching_one_new_signature_compile_it_once():

@@ -17,20 +17,12 @@ PRELUDE = """
 import os, sys, time
 import numpy as np, torch, pypto_pro
 import pypto_pro.language as pl
-
-@pl.jit
-def scale(x: pl.Tensor[[8, 64], pl.DT_FP32], y: pl.Tensor[[8, 64], pl.DT_FP32], n: pl.DT_INT64):
-    t = pl.make_tile(pl.TileType(shape=[8, 64], dtype=pl.DT_FP32), addr=0)
-    with pl.section_vector():
-        pl.load(t, x, [0, 0])
-        for i in pl.range(n):
-            pl.adds(t, t, 1.0)
-        pl.store(y, t, [0, 0])
+from kernels import add_n
 
 def check(blocks=1):
     x = torch.randn(8, 64)
     y = torch.zeros(8, 64)
-    scale[None, blocks](x, y, 3)
+    add_n[None, blocks](x, y, 3)
     pypto_pro.runtime.synchronize()
     torch.testing.assert_close(y, x + 3, rtol=0, atol=1e-5)
 """
@@ -84,7 +76,7 @@ def work(seed):
     check(2)
     x = torch.full((8, 64), float(seed))
     y = torch.zeros(8, 64)
-    scale[None, 1](x, y, 2)
+    add_n[None, 1](x, y, 2)
     pypto_pro.runtime.synchronize()
     return float(y[0, 0])
 
@@ -101,7 +93,7 @@ def test_a_launch_in_flight_at_fork_is_a_fault_in_the_child(tmp_path):
     out = run(tmp_path, """
 check()
 x = torch.zeros(8, 64)
-scale[None, 1](x, torch.zeros(8, 64), 2 ** 62)   # still running when the process forks
+add_n[None, 1](x, torch.zeros(8, 64), 2 ** 62)   # still running when the process forks
 time.sleep(0.1)
 pid = os.fork()
 if pid == 0:
@@ -178,7 +170,7 @@ def hello(n: pl.DT_INT32):
 
 hello[None, 1](1)
 pypto_pro.runtime.synchronize()                                  # compiled
-scale[None, 1](torch.zeros(8, 64), torch.zeros(8, 64), 10 ** 7)  # still running at exit
+add_n[None, 1](torch.zeros(8, 64), torch.zeros(8, 64), 10 ** 7)  # still running at exit
 hello[None, 1](7)                                                 # queued behind it
 print("exiting", flush=True)
 """)
@@ -198,7 +190,7 @@ except pypto_pro.BuildDirectoryError as e:
     print("error:", e)
 """, env={"ASCEND_WORK_PATH": str(blocker)})
     assert out.returncode == 0, out.stderr
-    assert f"error: cannot create {blocker}/PYPTO_PRO/build/scale__a5/tk_none: Not a directory" in out.stdout
+    assert f"error: cannot create {blocker}/PYPTO_PRO/build/add_n__a5/tk_none: Not a directory" in out.stdout
     assert "set ASCEND_WORK_PATH to build them under $ASCEND_WORK_PATH/PYPTO_PRO/build" in out.stdout
 
 
@@ -210,8 +202,8 @@ except pypto_pro.CompileError as e:
     print("error:", e)
 """, env={"PYPTO_PRO_CXX": "/bin/true"})
     assert out.returncode == 0, out.stderr
-    assert "the host compiler '/bin/true' exited with code 0 on kernel 'scale' but wrote no library" in out.stdout
+    assert "the host compiler '/bin/true' exited with code 0 on kernel 'add_n' but wrote no library" in out.stdout
     assert "cannot rename" not in out.stdout
-    inst = tmp_path / "build" / "scale__a5" / "tk_none"
+    inst = tmp_path / "build" / "add_n__a5" / "tk_none"
     assert (inst / "kernel.cpp").exists() and (inst / "compile.log").exists()
     assert not list(inst.glob(".build*")), "the private build directory was left behind"

@@ -13,6 +13,7 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
+from kernels import run_threads
 from pypto_pro.runtime import Stream
 from pypto_pro.runtime.tilingkey import TilingKeyField
 
@@ -449,7 +450,6 @@ class Scale:
 def test_concurrent_first_launches_keep_their_own_tiling_data():
     """Each thread's first launch compiles its TilingKey instance (the compile releases the GIL) while
     the others pack their TilingData: every launch must run with its own."""
-    import threading
 
     @pl.jit(tiling_key=Lane, name="lanes")
     def lanes(x: pl.Tensor[[8, 32], pl.DT_FP32], y: pl.Tensor[[8, 32], pl.DT_FP32], s: Scale):
@@ -462,24 +462,13 @@ def test_concurrent_first_launches_keep_their_own_tiling_data():
 
     x = torch.randn(8, 32)
     outs = [[torch.zeros(8, 32) for _ in range(3)] for _ in range(4)]
-    barrier = threading.Barrier(4)
-    errors = []
 
     def body(lane):
-        try:
-            barrier.wait()
-            for k in range(3):
-                lanes[None, 1, {"Id": lane}](x, outs[lane][k], Scale(float(10 * lane + k + 1)))
-        except BaseException as exc:
-            errors.append(exc)
+        for k in range(3):
+            lanes[None, 1, {"Id": lane}](x, outs[lane][k], Scale(float(10 * lane + k + 1)))
 
-    threads = [threading.Thread(target=body, args=(lane,)) for lane in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_threads(4, body)
     pypto_pro.runtime.synchronize()
-    assert not errors, errors
     for lane in range(4):
         for k in range(3):
             torch.testing.assert_close(outs[lane][k], x * (10 * lane + k + 1) + lane * 1000, rtol=1e-6, atol=1e-3)
