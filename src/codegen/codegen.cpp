@@ -6,7 +6,8 @@
 #include <set>
 #include <sstream>
 
-#include "pypto_pro/ir/verifier.h"
+#include "pypto_pro/ir/analysis.h"
+#include "pypto_pro/ir/visitor.h"
 #include "sanitizer_hooks.h"
 
 namespace pypto_pro::codegen {
@@ -105,22 +106,20 @@ class KernelWriter {
   std::string TensorName(const Var& v) const { return CppIdent("t_", v->name); }
   std::string FieldName(const Var& v) const { return CppIdent("a_", v->name); }
 
-  void CollectDecls(const Stmt& s) {
-    if (!s) return;
-    switch (s->kind) {
-      case StmtKind::kAssign:
-      case StmtKind::kFor:
-      case StmtKind::kSelectTile:
-        if (!IsParam(s->var) && declared_.insert(s->var->id).second) locals_.push_back(s->var);
-        break;
-      case StmtKind::kDeclTiles:
-        if (declared_.insert(s->var->id).second) groups_.push_back(s->var);
-        break;
-      default: break;
-    }
-    for (const Stmt& child : s->stmts) CollectDecls(child);
-    CollectDecls(s->body);
-    CollectDecls(s->orelse);
+  void CollectDecls(const Stmt& body) {
+    ForEachStmt(body, [&](const StmtNode& s) {
+      switch (s.kind) {
+        case StmtKind::kAssign:
+        case StmtKind::kFor:
+        case StmtKind::kSelectTile:
+          if (!IsParam(s.var) && declared_.insert(s.var->id).second) locals_.push_back(s.var);
+          break;
+        case StmtKind::kDeclTiles:
+          if (declared_.insert(s.var->id).second) groups_.push_back(s.var);
+          break;
+        default: break;
+      }
+    });
   }
 
   bool IsParam(const Var& v) const {

@@ -1,10 +1,10 @@
 #include "sanitizer_hooks.h"
 
 #include <cctype>
-#include <functional>
 #include <optional>
 
-#include "pypto_pro/ir/verifier.h"
+#include "pypto_pro/ir/analysis.h"
+#include "pypto_pro/ir/visitor.h"
 
 namespace pypto_pro::codegen {
 
@@ -204,39 +204,37 @@ SanitizerHook HookFor(const StmtNode& s, const std::vector<std::string>& operand
 }
 
 uint32_t SanitizerPipes(const Function& func) {
-  const KernelKind kind = KernelKindOf(func);
-  uint32_t aiv_tile = 0, aiv_gm = 0, aic_tile = 0, aic_gm = 0;
-  // `side`: -1 outside sections (both kinds of core in a mixed kernel), else the SectionKind.
-  auto add = [&](int side, uint32_t tile, uint32_t gm) {
-    const bool aiv = kind == KernelKind::kVector || (kind == KernelKind::kMixed && side != int(SectionKind::kCube));
-    const bool aic = kind == KernelKind::kCube || (kind == KernelKind::kMixed && side != int(SectionKind::kVector));
-    if (aiv) aiv_tile |= tile, aiv_gm |= gm;
-    if (aic) aic_tile |= tile, aic_gm |= gm;
-  };
-  const uint32_t scalar = 1u << uint32_t(Pipe::kS);
-  std::function<void(const Expr&, int)> expr = [&](const Expr& e, int side) {
-    if (!e) return;
-    if (e->kind == ExprKind::kElement) add(side, e->var->type.IsTile() ? scalar : 0, e->var->type.IsTile() ? 0 : scalar);
-    for (const Expr& child : e->operands) expr(child, side);
-  };
-  std::function<void(const Stmt&, int)> stmt = [&](const Stmt& s, int side) {
-    if (!s) return;
-    if (s->kind == StmtKind::kSection) side = int(s->section);
-    for (const Expr& e : {s->value, s->start, s->stop, s->step, s->cond}) expr(e, side);
-    for (const Expr& e : s->args) expr(e, side);
-    if (s->kind == StmtKind::kOp && s->op->window != WindowRule::kNone) {
-      const uint32_t pipe = 1u << uint32_t(s->op->PipeFor(TileMemories(*s)));
-      for (const Expr& arg : s->args) {
-        if (arg->type.IsTile()) add(side, pipe, 0);
-        if (arg->type.IsTensor()) add(side, 0, pipe);
-      }
+  // The pipes that touch tiles (by their S-pipe element reads, too) and GM, per kind of core:
+  // code outside sections of a mixed kernel runs on both.
+  struct Pipes : IRVisitor {
+    KernelKind kind = KernelKind::kVector;
+    uint32_t aiv_tile = 0, aiv_gm = 0, aic_tile = 0, aic_gm = 0;
+    void Add(uint32_t tile, uint32_t gm) {
+      const std::optional<SectionKind> in = section();
+      const bool aiv = kind == KernelKind::kVector || (kind == KernelKind::kMixed && in != SectionKind::kCube);
+      const bool aic = kind == KernelKind::kCube || (kind == KernelKind::kMixed && in != SectionKind::kVector);
+      if (aiv) aiv_tile |= tile, aiv_gm |= gm;
+      if (aic) aic_tile |= tile, aic_gm |= gm;
     }
-    for (const Stmt& child : s->stmts) stmt(child, side);
-    stmt(s->body, side);
-    stmt(s->orelse, side);
-  };
-  stmt(func.body, -1);
-  return aiv_tile | aiv_gm << 8 | aic_tile << 16 | aic_gm << 24;
+    void VisitExpr(const ExprNode& e) override {
+      const uint32_t scalar = 1u << uint32_t(Pipe::kS);
+      if (e.kind == ExprKind::kElement) Add(e.var->type.IsTile() ? scalar : 0, e.var->type.IsTile() ? 0 : scalar);
+      IRVisitor::VisitExpr(e);
+    }
+    void VisitStmt(const StmtNode& s) override {
+      if (s.kind == StmtKind::kOp && s.op->window != WindowRule::kNone) {
+        const uint32_t pipe = 1u << uint32_t(s.op->PipeFor(TileMemories(s)));
+        for (const Expr& arg : s.args) {
+          if (arg->type.IsTile()) Add(pipe, 0);
+          if (arg->type.IsTensor()) Add(0, pipe);
+        }
+      }
+      IRVisitor::VisitStmt(s);
+    }
+  } pipes;
+  pipes.kind = KernelKindOf(func);
+  pipes.Visit(func.body);
+  return pipes.aiv_tile | pipes.aiv_gm << 8 | pipes.aic_tile << 16 | pipes.aic_gm << 24;
 }
 
 }  // namespace pypto_pro::codegen

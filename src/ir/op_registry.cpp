@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "op_tables.h"
+#include "pypto_pro/ir/analysis.h"
 #include "pypto_pro/ir/stmt.h"
 
 namespace pypto_pro::ir {
@@ -23,8 +24,6 @@ std::vector<OpDef> BuildOps() {
   return ops;
 }
 
-bool IsCube(MemorySpace m) { return m != MemorySpace::kVec && m != MemorySpace::kDDR; }
-
 std::string Quote(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 }  // namespace
@@ -38,7 +37,7 @@ Pipe OpDef::PipeFor(const std::vector<MemorySpace>& mems) const {
       if (mems.size() < 2) return pipe;
       MemorySpace dst = mems[0], src = mems[1];
       if (src == MemorySpace::kAcc) return Pipe::kFIX;
-      if (src == MemorySpace::kVec && IsCube(dst)) return Pipe::kMTE3;
+      if (src == MemorySpace::kVec && IsCubeMemory(dst)) return Pipe::kMTE3;
       if (src == MemorySpace::kMat && dst == MemorySpace::kVec) return Pipe::kV;
       if (src == MemorySpace::kMat) return Pipe::kMTE1;
       return pipe;

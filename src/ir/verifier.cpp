@@ -1,19 +1,16 @@
 #include "pypto_pro/ir/verifier.h"
 
-#include <functional>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 
+#include "pypto_pro/ir/analysis.h"
+#include "pypto_pro/ir/visitor.h"
+
 namespace pypto_pro::ir {
 
 namespace {
-
-bool IsCubeMemory(MemorySpace m) {
-  return m == MemorySpace::kMat || m == MemorySpace::kLeft || m == MemorySpace::kRight || m == MemorySpace::kAcc ||
-         m == MemorySpace::kBias || m == MemorySpace::kScaling;
-}
 
 std::string MemoryList(uint32_t mask) {
   std::string s;
@@ -31,21 +28,7 @@ std::string DTypeList(uint32_t mask) {
   return s;
 }
 
-void ForEachStmt(const Stmt& s, const std::function<void(const StmtNode&)>& fn) {
-  if (!s) return;
-  fn(*s);
-  for (const Stmt& child : s->stmts) ForEachStmt(child, fn);
-  ForEachStmt(s->body, fn);
-  ForEachStmt(s->orelse, fn);
-}
-
-void ForEachExpr(const Expr& e, const std::function<void(const ExprNode&)>& fn) {
-  if (!e) return;
-  fn(*e);
-  for (const Expr& child : e->operands) ForEachExpr(child, fn);
-}
-
-class Verifier {
+class Verifier : public IRVisitor {
  public:
   explicit Verifier(const Function& func) : func_(func) {}
 
@@ -61,7 +44,7 @@ class Verifier {
       if (s.var) defined_.insert(s.var->id);
     });
     if (!func_.body) Fail(ErrorKind::kInternal, {}, "kernel '" + func_.name + "' has no body");
-    VisitStmt(func_.body);
+    Visit(func_.body);
     CheckSectionPlacement();
     CheckCrossCoreSync();
   }
@@ -84,12 +67,10 @@ class Verifier {
     CheckDefined(e, span);
   }
 
-  void VisitStmt(const Stmt& s) {
-    if (!s) return;
+  void VisitStmt(const StmtNode& node) override {
+    const StmtNode* s = &node;
     switch (s->kind) {
-      case StmtKind::kSeq:
-        for (const Stmt& child : s->stmts) VisitStmt(child);
-        break;
+      case StmtKind::kSeq: VisitChildrenOf(node); break;
       case StmtKind::kAssign:
         if (!s->value) Fail(ErrorKind::kInternal, s->span, "assignment without a value");
         CheckDefined(s->value, s->span);
@@ -112,19 +93,19 @@ class Verifier {
           Fail(ErrorKind::kValue, s->step->span.valid() ? s->step->span : s->span, "pl.range step must not be zero");
         }
         ++loop_depth_;
-        VisitStmt(s->body);
+        Visit(s->body);
         --loop_depth_;
         break;
       case StmtKind::kWhile:
-        CheckCond(s);
+        CheckCond(node);
         ++loop_depth_;
-        VisitStmt(s->body);
+        Visit(s->body);
         --loop_depth_;
         break;
       case StmtKind::kIf:
-        CheckCond(s);
-        VisitStmt(s->body);
-        VisitStmt(s->orelse);
+        CheckCond(node);
+        Visit(s->body);
+        Visit(s->orelse);
         break;
       case StmtKind::kBreak:
       case StmtKind::kContinue:
@@ -140,15 +121,15 @@ class Verifier {
       case StmtKind::kSection:
         if (in_section_) Fail(ErrorKind::kSyntax, s->span, "sections cannot be nested");
         in_section_ = true;
-        VisitStmt(s->body);
+        VisitChildrenOf(node);
         in_section_ = false;
         break;
     }
   }
 
-  void CheckCond(const Stmt& s) {
-    if (!s->cond || !s->cond->type.IsScalar()) Fail(ErrorKind::kType, s->span, "condition must be a scalar");
-    CheckDefined(s->cond, s->span);
+  void CheckCond(const StmtNode& s) {
+    if (!s.cond || !s.cond->type.IsScalar()) Fail(ErrorKind::kType, s.span, "condition must be a scalar");
+    CheckDefined(s.cond, s.span);
   }
 
   void VisitOp(const StmtNode& s) {
@@ -357,48 +338,47 @@ class Verifier {
   void CheckSectionPlacement() {
     bool has_sections = false;
     ForEachStmt(func_.body, [&](const StmtNode& s) { has_sections |= s.kind == StmtKind::kSection; });
-    std::optional<bool> first_side;  // without sections every op runs on one kind of core
-    std::function<void(const Stmt&, int)> walk = [&](const Stmt& s, int section) {
-      if (!s) return;
-      if (s->kind == StmtKind::kSection) {
-        walk(s->body, int(s->section));
-        return;
+    struct Placement : IRVisitor {
+      bool has_sections = false;
+      std::optional<bool> first_side;  // without sections every op runs on one kind of core
+      void VisitStmt(const StmtNode& s) override {
+        if (s.kind == StmtKind::kOp && s.op->window != WindowRule::kNone) Check(s);  // descriptors go anywhere
+        VisitChildrenOf(s);
       }
-      if (s->kind == StmtKind::kOp && s->op->window != WindowRule::kNone) {  // descriptors go anywhere
-        for (const CoreSide& side : CoreSides(*s)) {
+      void Check(const StmtNode& s) {
+        const std::optional<SectionKind> in = section();
+        for (const CoreSide& side : CoreSides(s)) {
           bool cube = side.cube;
-          std::string op = "pl." + std::string(s->op->PublicName());
-          if (section < 0 && !has_sections) {
+          std::string op = "pl." + std::string(s.op->PublicName());
+          if (!in && !has_sections) {
             if (first_side && *first_side != cube) {
-              Fail(ErrorKind::kSyntax, s->span,
+              Fail(ErrorKind::kSyntax, s.span,
                    op + " uses " + side.what + " while the kernel also uses " + (cube ? "Vec" : "cube") +
                        " memory; a kernel without sections runs on one kind of core",
                    "put vector code in 'with pl.section_vector():' and cube code in 'with pl.section_cube():'");
             }
             first_side = cube;
           }
-          if (section < 0 && has_sections) {
-            Fail(ErrorKind::kSyntax, s->span, op + " on " + side.what + " is outside any section",
+          if (!in && has_sections) {
+            Fail(ErrorKind::kSyntax, s.span, op + " on " + side.what + " is outside any section",
                  std::string("put it inside 'with pl.section_") + (cube ? "cube" : "vector") + "():'");
           }
-          if (section == int(SectionKind::kVector) && cube) {
-            Fail(ErrorKind::kType, s->span,
+          if (in == SectionKind::kVector && cube) {
+            Fail(ErrorKind::kType, s.span,
                  op + " uses " + side.what + " inside pl.section_vector(); " +
                      (side.is_move ? "the move runs on the cube core" : "vector cores only reach Vec memory"));
           }
-          if (section == int(SectionKind::kCube) && !cube) {
-            Fail(ErrorKind::kType, s->span,
+          if (in == SectionKind::kCube && !cube) {
+            Fail(ErrorKind::kType, s.span,
                  op + " uses " + side.what + " inside pl.section_cube(); " +
                      (side.is_move ? "the move runs on the vector core"
                                    : "cube cores reach Mat/Left/Right/Acc memory"));
           }
         }
       }
-      for (const Stmt& child : s->stmts) walk(child, section);
-      walk(s->body, section);
-      walk(s->orelse, section);
-    };
-    walk(func_.body, -1);
+    } placement;
+    placement.has_sections = has_sections;
+    placement.Visit(func_.body);
   }
 
   // Cross-core flags pair the cube core of a logical block with its two vector cores: a kernel
@@ -427,66 +407,6 @@ class Verifier {
 
 }  // namespace
 
-std::vector<CoreSide> CoreSides(const StmtNode& s) {
-  std::vector<MemorySpace> memories = TileMemories(s);
-  if (s.op->pipe_rule == PipeRule::kByMove && memories.size() == 2) {
-    // Mat -> L0 (MTE1) and Acc -> Vec (the fixpipe) are the cube core's; Vec -> Mat (MTE3) and the
-    // V-pipe paths are the vector core's.
-    Pipe pipe = s.op->PipeFor(memories);
-    bool cube = pipe == Pipe::kMTE1 || pipe == Pipe::kFIX;
-    return {{cube, true,
-             "a move from " + std::string(Name(memories[1])) + " to " + std::string(Name(memories[0])) + " (pipe " +
-                 std::string(Name(pipe)) + ")"}};
-  }
-  std::vector<CoreSide> sides;
-  for (MemorySpace m : memories) sides.push_back({IsCubeMemory(m), false, "a " + std::string(Name(m)) + " tile"});
-  return sides;
-}
-
-std::vector<MemorySpace> TileMemories(const StmtNode& s) {
-  std::vector<MemorySpace> out;
-  for (const Expr& arg : s.args) {
-    if (arg && arg->type.IsTile()) out.push_back(arg->type.tile->memory);
-  }
-  return out;
-}
-
 void Verify(const Function& func) { Verifier(func).Run(); }
-
-KernelKind KernelKindOf(const Function& func) {
-  bool vector = false, cube = false, any_section = false, vec_mem = false, cube_mem = false;
-  ForEachStmt(func.body, [&](const StmtNode& s) {
-    if (s.kind == StmtKind::kSection) {
-      any_section = true;
-      (s.section == SectionKind::kVector ? vector : cube) = true;
-    }
-    if (s.kind == StmtKind::kOp) {
-      for (const CoreSide& side : CoreSides(s)) (side.cube ? cube_mem : vec_mem) = true;
-    }
-  });
-  if (!any_section) {
-    vector = vec_mem || !cube_mem;
-    cube = cube_mem;
-  }
-  if (vector && cube) return KernelKind::kMixed;
-  return cube ? KernelKind::kCube : KernelKind::kVector;
-}
-
-std::vector<bool> WrittenParams(const Function& func) {
-  std::vector<bool> written(func.params.size(), false);
-  ForEachStmt(func.body, [&](const StmtNode& s) {
-    if (s.kind != StmtKind::kOp) return;
-    for (size_t i = 0; i < s.args.size() && i < s.op->operands.size(); ++i) {
-      const Expr& arg = s.args[i];
-      if (s.op->operands[i].access == Access::kRead || arg->kind != ExprKind::kVar || !arg->var->type.IsTensor()) {
-        continue;
-      }
-      for (size_t p = 0; p < func.params.size(); ++p) {
-        if (func.params[p]->id == arg->var->id) written[p] = true;
-      }
-    }
-  });
-  return written;
-}
 
 }  // namespace pypto_pro::ir

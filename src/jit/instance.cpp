@@ -16,7 +16,7 @@
 
 #include "pypto_pro/codegen/codegen.h"
 #include "pypto_pro/ir/printer.h"
-#include "pypto_pro/ir/verifier.h"
+#include "pypto_pro/ir/analysis.h"
 #include "pypto_pro/jit/artefacts.h"
 #include "pypto_pro/jit/compiler.h"
 #include "pypto_pro/passes/pass.h"

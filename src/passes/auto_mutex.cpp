@@ -8,7 +8,8 @@
 // bracket a condition evaluated again on every iteration).
 #include <set>
 
-#include "pypto_pro/ir/verifier.h"
+#include "pypto_pro/ir/analysis.h"
+#include "pypto_pro/ir/visitor.h"
 #include "pypto_pro/passes/pass.h"
 
 namespace pypto_pro::passes {
@@ -17,19 +18,11 @@ namespace {
 
 using namespace ir;
 
-void Collect(const Stmt& s, std::vector<const StmtNode*>& out) {
-  if (!s) return;
-  out.push_back(s.get());
-  for (const Stmt& child : s->stmts) Collect(child, out);
-  Collect(s->body, out);
-  Collect(s->orelse, out);
-}
-
 // Tile variables that may point at a slot with mutex ids: selected from such a group, or copied
 // from such a tile (flow-insensitive, to a fixed point).
 std::set<int> GuardedTiles(const Function& func) {
   std::vector<const StmtNode*> stmts;
-  Collect(func.body, stmts);
+  ForEachStmt(func.body, [&](const StmtNode& s) { stmts.push_back(&s); });
   std::set<int> guarded;
   for (bool changed = true; changed;) {
     changed = false;
@@ -98,32 +91,28 @@ Stmt Guard(const Stmt& s, const std::set<int>& guarded) {
   return reads.tiles.empty() ? out : Bracket(out, reads.tiles, Pipe::kS);
 }
 
-Stmt Rewrite(const Stmt& s, const std::set<int>& guarded) {
-  if (!s) return s;
-  if ((s->kind == StmtKind::kOp && !s->op->internal) || s->kind == StmtKind::kAssign) return Guard(s, guarded);
-  if (s->stmts.empty() && !s->body && !s->orelse) return s;
-  auto node = CopyNode(s);
-  std::vector<Stmt> children;
-  for (const Stmt& child : s->stmts) {
-    Stmt rewritten = Rewrite(child, guarded);
-    if (rewritten != child && rewritten->kind == StmtKind::kSeq && child->kind != StmtKind::kSeq) {
-      children.insert(children.end(), rewritten->stmts.begin(), rewritten->stmts.end());
-    } else {
-      children.push_back(rewritten);
-    }
+// Guards every user op and assignment; the default recursion rebuilds the statements around them.
+class Rewriter : public IRMutator {
+ public:
+  explicit Rewriter(const std::set<int>& guarded) : guarded_(guarded) {}
+
+ protected:
+  Stmt MutateStmt(const Stmt& s) override {
+    if ((s->kind == StmtKind::kOp && !s->op->internal) || s->kind == StmtKind::kAssign) return Guard(s, guarded_);
+    return IRMutator::MutateStmt(s);
   }
-  node->stmts = std::move(children);
-  node->body = Rewrite(s->body, guarded);
-  node->orelse = Rewrite(s->orelse, guarded);
-  return node;
-}
+  Expr MutateExpr(const Expr& e) override { return e; }  // expressions stay as they are
+
+ private:
+  const std::set<int>& guarded_;
+};
 
 }  // namespace
 
 void AutoMutex(Function& func, const PassContext& ctx) {
   if (!ctx.auto_mutex) return;
   std::set<int> guarded = GuardedTiles(func);
-  if (!guarded.empty()) func.body = Rewrite(func.body, guarded);
+  if (!guarded.empty()) func.body = Rewriter(guarded).Mutate(func.body);
 }
 
 }  // namespace pypto_pro::passes

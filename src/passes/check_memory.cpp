@@ -6,8 +6,8 @@
 // values), or the same declaration met twice (a helper inlined twice).
 #include <algorithm>
 #include <cstdio>
-#include <functional>
 
+#include "pypto_pro/ir/visitor.h"
 #include "pypto_pro/passes/pass.h"
 
 namespace pypto_pro::passes {
@@ -58,8 +58,8 @@ void WarnOverlaps(const std::vector<Placed>& earlier, const Placed& slot, Span s
 
 void CheckMemory(ir::Function& func, const PassContext& ctx) {
   std::vector<Placed> placed;
-  std::function<void(const ir::Stmt&)> walk = [&](const ir::Stmt& s) {
-    if (!s) return;
+  ir::ForEachStmt(func.body, [&](const ir::StmtNode& decl) {
+    const ir::StmtNode* s = &decl;
     if (s->kind == ir::StmtKind::kDeclTiles) {
       const ir::TileGroupInfo& g = *s->var->group;
       ir::MemorySpace memory = g.tile.memory;
@@ -90,11 +90,7 @@ void CheckMemory(ir::Function& func, const PassContext& ctx) {
         placed.push_back(std::move(slot));
       }
     }
-    for (const ir::Stmt& child : s->stmts) walk(child);
-    walk(s->body);
-    walk(s->orelse);
-  };
-  walk(func.body);
+  });
 }
 
 }  // namespace pypto_pro::passes

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "pypto_pro/ir/visitor.h"
 #include "pypto_pro/passes/pass.h"
 
 namespace pypto_pro::passes {
@@ -92,30 +93,29 @@ Expr FoldBinary(const ExprNode& e, const Expr& a, const Expr& b) {
   }
 }
 
-Expr FoldExpr(const Expr& e) {
-  if (!e) return e;
-  switch (e->kind) {
-    case ExprKind::kConst:
-    case ExprKind::kVar:
-    case ExprKind::kBuiltin: return e;
-    case ExprKind::kShapeDim: {
-      const Dim& dim = e->var->type.tensor->dims[e->axis];
-      return dim.IsConstant() && dim.kind != DimKind::kDynamic ? IntConst(dim.value, e->span) : e;
+// Folds bottom-up: the default recursion rebuilds what changed; these overrides evaluate.
+class Folder : public IRMutator {
+ protected:
+  Expr MutateExpr(const Expr& e) override {
+    switch (e->kind) {
+      case ExprKind::kConst:
+      case ExprKind::kVar:
+      case ExprKind::kBuiltin: return e;
+      case ExprKind::kShapeDim: {
+        const Dim& dim = e->var->type.tensor->dims[e->axis];
+        return dim.IsConstant() && dim.kind != DimKind::kDynamic ? IntConst(dim.value, e->span) : e;
+      }
+      default: break;
     }
-    default: break;
-  }
-  std::vector<Expr> ops;
-  bool changed = false, all_const = true;
-  for (const Expr& op : e->operands) {
-    ops.push_back(FoldExpr(op));
-    changed |= ops.back() != op;
-    all_const &= ops.back()->IsConst();
-  }
-  if (e->kind == ExprKind::kTernary && ops[0]->IsConst()) {
-    const Expr& chosen = Truthy(ops[0]) ? ops[1] : ops[2];
-    return chosen->type.dtype == e->type.dtype ? chosen : FoldExpr(Cast(chosen, e->type.dtype, e->span));
-  }
-  if (all_const && !ops.empty()) {
+    Expr rebuilt = IRMutator::MutateExpr(e);
+    const std::vector<Expr>& ops = rebuilt->operands;
+    if (e->kind == ExprKind::kTernary && ops[0]->IsConst()) {
+      const Expr& chosen = Truthy(ops[0]) ? ops[1] : ops[2];
+      return chosen->type.dtype == e->type.dtype ? chosen : Mutate(Cast(chosen, e->type.dtype, e->span));
+    }
+    bool all_const = !ops.empty();
+    for (const Expr& op : ops) all_const &= op->IsConst();
+    if (!all_const) return rebuilt;
     Expr folded;
     if (e->kind == ExprKind::kBinary) folded = FoldBinary(*e, ops[0], ops[1]);
     if (e->kind == ExprKind::kUnary) {
@@ -129,100 +129,62 @@ Expr FoldExpr(const Expr& e) {
       else if (IsFloat(to) && to == DataType::kFP32) folded = FloatConst(float(AsDouble(ops[0])), e->span, to);
       else if (IsInteger(to) && !IsFloat(ops[0]->type.dtype)) folded = IntConst(Wrap(ops[0]->int_value, to), e->span, to);
     }
-    if (folded) return folded;
+    return folded ? folded : rebuilt;
   }
-  if (!changed) return e;
-  auto node = std::make_shared<ExprNode>(*e);
-  node->operands = std::move(ops);
-  return node;
-}
 
-bool EndsFlow(const Stmt& s) {
-  return s && (s->kind == StmtKind::kBreak || s->kind == StmtKind::kContinue || s->kind == StmtKind::kReturn);
-}
-
-Stmt FoldStmt(const Stmt& s);
-
-Stmt FoldSeq(const std::vector<Stmt>& stmts, Span span) {
-  std::vector<Stmt> out;
-  for (const Stmt& child : stmts) {
-    Stmt folded = FoldStmt(child);
-    if (!folded) continue;
-    if (folded->kind == StmtKind::kSeq) {
-      out.insert(out.end(), folded->stmts.begin(), folded->stmts.end());
-    } else {
-      out.push_back(folded);
-    }
-    if (!out.empty() && EndsFlow(out.back())) break;  // the rest is unreachable
-  }
-  return Seq(std::move(out), span);
-}
-
-Stmt FoldStmt(const Stmt& s) {
-  if (!s) return s;
-  switch (s->kind) {
-    case StmtKind::kSeq: return FoldSeq(s->stmts, s->span);
-    case StmtKind::kIf: {
-      Expr cond = FoldExpr(s->cond);
-      if (cond->IsConst()) {
-        Stmt chosen = Truthy(cond) ? s->body : s->orelse;
-        return chosen ? FoldStmt(chosen) : nullptr;
+  Stmt MutateStmt(const Stmt& s) override {
+    switch (s->kind) {
+      case StmtKind::kSeq: return FoldSeq(*s);
+      case StmtKind::kIf: {
+        Expr cond = Mutate(s->cond);
+        if (cond->IsConst()) return Mutate(Truthy(cond) ? s->body : s->orelse);  // null when no branch is left
+        break;
       }
-      auto node = CopyNode(s);
-      node->cond = cond;
-      node->body = FoldStmt(s->body);
-      node->orelse = FoldStmt(s->orelse);
-      return node;
-    }
-    case StmtKind::kWhile: {
-      Expr cond = FoldExpr(s->cond);
-      if (cond->IsConst() && !Truthy(cond)) return nullptr;
-      auto node = CopyNode(s);
-      node->cond = cond;
-      node->body = FoldStmt(s->body);
-      return node;
-    }
-    case StmtKind::kFor: {
-      auto node = CopyNode(s);
-      node->start = FoldExpr(s->start);
-      node->stop = FoldExpr(s->stop);
-      node->step = FoldExpr(s->step);
-      if (node->start->IsConst() && node->stop->IsConst() && node->step->IsConst() && node->step->int_value != 0) {
-        int64_t start = node->start->int_value, stop = node->stop->int_value, step = node->step->int_value;
-        if ((step > 0 && start >= stop) || (step < 0 && start <= stop)) return nullptr;
+      case StmtKind::kWhile: {
+        Expr cond = Mutate(s->cond);
+        if (cond->IsConst() && !Truthy(cond)) return nullptr;
+        break;
       }
-      node->body = FoldStmt(s->body);
-      return node;
+      case StmtKind::kFor: {
+        Expr start = Mutate(s->start), stop = Mutate(s->stop), step = Mutate(s->step);
+        if (start->IsConst() && stop->IsConst() && step->IsConst() && step->int_value != 0) {
+          int64_t first = start->int_value, end = stop->int_value, by = step->int_value;
+          if ((by > 0 && first >= end) || (by < 0 && first <= end)) return nullptr;
+        }
+        break;
+      }
+      default: break;
     }
-    case StmtKind::kSection: {
-      auto node = CopyNode(s);
-      node->body = FoldStmt(s->body);
-      return node;
-    }
-    case StmtKind::kAssign: {
-      auto node = CopyNode(s);
-      node->value = FoldExpr(s->value);
-      return node;
-    }
-    case StmtKind::kSelectTile: {
-      if (!s->value) return s;
-      auto node = CopyNode(s);
-      node->value = FoldExpr(s->value);
-      return node;
-    }
-    case StmtKind::kOp: {
-      auto node = CopyNode(s);
-      for (Expr& arg : node->args) arg = FoldExpr(arg);
-      return node;
-    }
-    default: return s;
+    return IRMutator::MutateStmt(s);
   }
-}
+
+ private:
+  // Always a sequence (possibly empty), flat, and cut after a break/continue/return: the rest is
+  // unreachable.
+  Stmt FoldSeq(const StmtNode& seq) {
+    std::vector<Stmt> out;
+    for (const Stmt& child : seq.stmts) {
+      Stmt folded = Mutate(child);
+      if (!folded) continue;
+      if (folded->kind == StmtKind::kSeq) {
+        out.insert(out.end(), folded->stmts.begin(), folded->stmts.end());
+      } else {
+        out.push_back(folded);
+      }
+      if (!out.empty() && EndsFlow(out.back())) break;
+    }
+    return Seq(std::move(out), seq.span);
+  }
+
+  static bool EndsFlow(const Stmt& s) {
+    return s && (s->kind == StmtKind::kBreak || s->kind == StmtKind::kContinue || s->kind == StmtKind::kReturn);
+  }
+};
 
 }  // namespace
 
 void FoldConstants(ir::Function& func, const PassContext&) {
-  Stmt body = FoldStmt(func.body);
+  Stmt body = Folder().Mutate(func.body);
   func.body = body ? body : Seq({});
 }
 

@@ -1,0 +1,35 @@
+// Facts about a kernel's IR that the verifier, the passes, the code generator and the launcher
+// all ask for: which cores run it, which parameters it writes, where each op executes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pypto_pro/ir/stmt.h"
+
+namespace pypto_pro::ir {
+
+// Which cores run the kernel: from its sections, or from the memories its ops touch when it has
+// none (a kernel without sections that uses Vec tiles is a vector kernel).
+KernelKind KernelKindOf(const Function& func);
+
+// Which parameters (by index) some op writes: the GM tensors a launch must be allowed to modify.
+std::vector<bool> WrittenParams(const Function& func);
+
+// The memory spaces of the tile operands of an op statement, in operand order.
+std::vector<MemorySpace> TileMemories(const StmtNode& op_stmt);
+
+// The memories of the cube core (everything but Vec and GM).
+bool IsCubeMemory(MemorySpace m);
+
+// The kind of core that executes an op: one entry per tile operand, decided by its memory; a move
+// has one entry, the core that owns its pipe (Acc -> Vec is the cube core's fixpipe writing UB,
+// Vec -> Mat the vector core's MTE3 writing L1).
+struct CoreSide {
+  bool cube = false;
+  bool is_move = false;
+  std::string what;  // for messages: "a Mat tile", "a move from Vec to Mat (pipe MTE3)"
+};
+std::vector<CoreSide> CoreSides(const StmtNode& op_stmt);
+
+}  // namespace pypto_pro::ir

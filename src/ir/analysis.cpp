@@ -1,0 +1,69 @@
+#include "pypto_pro/ir/analysis.h"
+
+#include "pypto_pro/ir/visitor.h"
+
+namespace pypto_pro::ir {
+
+bool IsCubeMemory(MemorySpace m) { return m != MemorySpace::kVec && m != MemorySpace::kDDR; }
+
+std::vector<MemorySpace> TileMemories(const StmtNode& s) {
+  std::vector<MemorySpace> out;
+  for (const Expr& arg : s.args) {
+    if (arg && arg->type.IsTile()) out.push_back(arg->type.tile->memory);
+  }
+  return out;
+}
+
+std::vector<CoreSide> CoreSides(const StmtNode& s) {
+  std::vector<MemorySpace> memories = TileMemories(s);
+  if (s.op->pipe_rule == PipeRule::kByMove && memories.size() == 2) {
+    // Mat -> L0 (MTE1) and Acc -> Vec (the fixpipe) are the cube core's; Vec -> Mat (MTE3) and the
+    // V-pipe paths are the vector core's.
+    Pipe pipe = s.op->PipeFor(memories);
+    bool cube = pipe == Pipe::kMTE1 || pipe == Pipe::kFIX;
+    return {{cube, true,
+             "a move from " + std::string(Name(memories[1])) + " to " + std::string(Name(memories[0])) + " (pipe " +
+                 std::string(Name(pipe)) + ")"}};
+  }
+  std::vector<CoreSide> sides;
+  for (MemorySpace m : memories) sides.push_back({IsCubeMemory(m), false, "a " + std::string(Name(m)) + " tile"});
+  return sides;
+}
+
+KernelKind KernelKindOf(const Function& func) {
+  bool vector = false, cube = false, any_section = false, vec_mem = false, cube_mem = false;
+  ForEachStmt(func.body, [&](const StmtNode& s) {
+    if (s.kind == StmtKind::kSection) {
+      any_section = true;
+      (s.section == SectionKind::kVector ? vector : cube) = true;
+    }
+    if (s.kind == StmtKind::kOp) {
+      for (const CoreSide& side : CoreSides(s)) (side.cube ? cube_mem : vec_mem) = true;
+    }
+  });
+  if (!any_section) {
+    vector = vec_mem || !cube_mem;
+    cube = cube_mem;
+  }
+  if (vector && cube) return KernelKind::kMixed;
+  return cube ? KernelKind::kCube : KernelKind::kVector;
+}
+
+std::vector<bool> WrittenParams(const Function& func) {
+  std::vector<bool> written(func.params.size(), false);
+  ForEachStmt(func.body, [&](const StmtNode& s) {
+    if (s.kind != StmtKind::kOp) return;
+    for (size_t i = 0; i < s.args.size() && i < s.op->operands.size(); ++i) {
+      const Expr& arg = s.args[i];
+      if (s.op->operands[i].access == Access::kRead || arg->kind != ExprKind::kVar || !arg->var->type.IsTensor()) {
+        continue;
+      }
+      for (size_t p = 0; p < func.params.size(); ++p) {
+        if (func.params[p]->id == arg->var->id) written[p] = true;
+      }
+    }
+  });
+  return written;
+}
+
+}  // namespace pypto_pro::ir
