@@ -12,7 +12,7 @@
 
 #include "ir_test_util.h"
 #include "pypto_pro/codegen/codegen.h"
-#include "pypto_pro/ir/verifier.h"
+#include "pypto_pro/ir/analysis.h"
 #include "pypto_pro/jit/instance.h"
 #include "pypto_pro/passes/pass.h"
 #include "pypto_pro/runtime/stream.h"

@@ -14,6 +14,7 @@
 
 #include "ir_test_util.h"
 #include "pypto_pro/device.h"
+#include "pypto_pro/ir/analysis.h"
 #include "pypto_pro/ir/verifier.h"
 
 namespace pypto_pro {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "ir_test_util.h"
+#include "pypto_pro/ir/analysis.h"
 #include "pypto_pro/ir/verifier.h"
 
 namespace pypto_pro {
