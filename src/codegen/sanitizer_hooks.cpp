@@ -1,6 +1,5 @@
 #include "sanitizer_hooks.h"
 
-#include <cctype>
 #include <optional>
 
 #include "pypto_pro/ir/analysis.h"
@@ -132,8 +131,7 @@ std::string DataGuard(const StmtNode& s, const std::vector<std::string>& operand
       accesses.push_back("pto::san::Rect(" + operands[i] + ", " + mode + ", " + windows[i]->rows + ", " +
                          windows[i]->cols + ", " + name + ", " + Quoted(VarName(s.args[i])) + ")");
     } else if (spec.kind == OperandKind::kTensor && tile >= 0 && offsets >= 0) {
-      // Offsets are tile indices when the registry names them so (load_tile / store_tile).
-      const bool by_tile = op.operands[size_t(offsets)].name == "tile_idx";
+      const bool by_tile = op.operands[size_t(offsets)].unit == OffsetUnit::kTiles;
       accesses.push_back(std::string(by_tile ? "pto::san::GmTile(" : "pto::san::Gm(") + operands[i] + ", " + mode +
                          ", " + operands[size_t(tile)] + ", " + operands[size_t(offsets)] + ", " +
                          std::to_string(AttrOr(s, "order", -1)) + ", " + name + ")");
@@ -160,45 +158,35 @@ std::string SyncCall(const std::string& line, const char* event, Pipe pipe, Pipe
 
 SanitizerHook HookFor(const StmtNode& s, const std::vector<std::string>& operands) {
   const OpDef& op = *s.op;
+  const SyncSpec& sync = op.sync;
   const std::string line = std::to_string(s.span.line);
-  auto pipe = [&](std::string_view attr) { return Pipe(AttrOr(s, attr, 0)); };
-  auto id = [&](std::string_view attr) { return std::to_string(AttrOr(s, attr, 0)); };
-  const std::string_view name = op.name;
   if (op.window != WindowRule::kNone) return {DataGuard(s, operands, line), ""};
-  if (name == "set_validshape") {
-    return {"pto::san::ValidShape(ctx, " + line + ", " + operands[0] + ", " + operands[1] + ")", ""};
-  }
-  if (name == "auto_mutex_lock" || name == "auto_mutex_unlock") {
+  auto pipe = [&](std::string_view attr) { return attr.empty() ? Pipe::kALL : Pipe(AttrOr(s, attr, 0)); };
+  const Pipe acting = pipe(sync.pipe_attr);
+  const Pipe peer = sync.peer_pipe_attr.empty() ? acting : pipe(sync.peer_pipe_attr);
+  const std::string id = sync.id_attr.empty() ? "0" : std::to_string(AttrOr(s, sync.id_attr, 0));
+  auto event = [&](const char* code, const std::string& ids) { return SyncCall(line, code, acting, peer, ids); };
+  auto auto_mutex = [&](const char* code) {
     std::string tiles;
-    for (size_t i = 0; i < operands.size(); ++i) tiles += ", " + operands[i];
-    return {"pto::san::AutoMutex(ctx, " + line + ", " + (name == "auto_mutex_lock" ? "PTO_SAN_LOCK" : "PTO_SAN_UNLOCK") +
-                ", " + PipeConstant(pipe("pipe")) + tiles + ")",
-            ""};
-  }
-  if (name == "system.sync_src") {
-    return {SyncCall(line, "PTO_SAN_FLAG_SET", pipe("set_pipe"), pipe("wait_pipe"), id("event_id")), ""};
-  }
-  if (name == "system.sync_dst") {
-    return {SyncCall(line, "PTO_SAN_FLAG_WAIT", pipe("wait_pipe"), pipe("set_pipe"), id("event_id")), ""};
-  }
-  if (name == "system.mutex_lock" || name == "system.mutex_unlock") {
-    return {SyncCall(line, name == "system.mutex_lock" ? "PTO_SAN_LOCK" : "PTO_SAN_UNLOCK", pipe("pipe"), pipe("pipe"),
-                     "1u << " + id("mutex_id")),
-            ""};
-  }
-  if (name.substr(0, 11) == "system.bar_") {
-    std::string suffix(name.substr(11));
-    for (char& c : suffix) c = char(std::toupper(static_cast<unsigned char>(c)));
-    const Pipe barrier = PipeFromName(suffix).value_or(Pipe::kALL);
-    return {SyncCall(line, "PTO_SAN_BARRIER", barrier, barrier, "0"), ""};
-  }
-  if (name == "system.set_cross_core") {
+    for (const std::string& operand : operands) tiles += ", " + operand;
+    return "pto::san::AutoMutex(ctx, " + line + ", " + code + ", " + PipeConstant(acting) + tiles + ")";
+  };
+  switch (sync.event) {
+    case SyncEvent::kNone: return {};
+    case SyncEvent::kValidShape:
+      return {"pto::san::ValidShape(ctx, " + line + ", " + operands[0] + ", " + operands[1] + ")", ""};
+    case SyncEvent::kAutoLock: return {auto_mutex("PTO_SAN_LOCK"), ""};
+    case SyncEvent::kAutoUnlock: return {auto_mutex("PTO_SAN_UNLOCK"), ""};
+    case SyncEvent::kFlagSet: return {event("PTO_SAN_FLAG_SET", id), ""};
+    case SyncEvent::kFlagWait: return {event("PTO_SAN_FLAG_WAIT", id), ""};
+    case SyncEvent::kLock: return {event("PTO_SAN_LOCK", "1u << " + id), ""};
+    case SyncEvent::kUnlock: return {event("PTO_SAN_UNLOCK", "1u << " + id), ""};
+    case SyncEvent::kBarrier:
+      return {SyncCall(line, "PTO_SAN_BARRIER", sync.barrier_pipe, sync.barrier_pipe, "0"), ""};
     // Before the set: the clock must be queued when the receiving core's wait returns.
-    return {SyncCall(line, "PTO_SAN_CROSS_SET", pipe("pipe"), pipe("pipe"), id("event_id")), ""};
-  }
-  if (name == "system.wait_cross_core") {
+    case SyncEvent::kCrossSet: return {event("PTO_SAN_CROSS_SET", id), ""};
     // After the wait: its set has happened by then.
-    return {"", SyncCall(line, "PTO_SAN_CROSS_WAIT", pipe("pipe"), pipe("pipe"), id("event_id")) + ";"};
+    case SyncEvent::kCrossWait: return {"", event("PTO_SAN_CROSS_WAIT", id) + ";"};
   }
   return {};
 }

@@ -10,9 +10,6 @@ namespace pypto_pro::ir {
 
 namespace {
 
-constexpr std::string_view kLanguageIssue = "the core tile language";
-constexpr std::string_view kTier2 = "a later version";
-
 std::vector<OpDef> BuildOps() {
   std::vector<OpDef> ops;
   AddTransferOps(ops);
@@ -72,35 +69,29 @@ const OpDef* FindOp(std::string_view name) {
 }
 
 const std::vector<PlannedOp>& PlannedOps() {
-  static const std::vector<PlannedOp> planned = [] {
-    std::vector<PlannedOp> out;
-    for (std::string_view name :
-         {"move", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "recip", "relu", "expands", "cast", "eq", "ne", "lt",
-          "le", "gt", "ge", "select", "add_relu", "sub_relu", "addc", "mul_add_dst", "fused_mul_add",
-          "fused_mul_add_relu", "axpy", "row_sum", "row_max", "row_min", "col_sum", "col_max", "col_min", "sum",
-          "argmax", "argmin", "row_expand_add", "row_expand_sub", "row_expand_mul", "row_expand_div",
-          "row_expand_max", "row_expand_min", "col_expand_add", "col_expand_sub", "col_expand_mul",
-          "col_expand_div", "col_expand_max", "col_expand_min", "expand_max", "expand_min", "expand_mul",
-          "expand_sub", "expand_div", "matmul", "matmul_acc"}) {
-      out.push_back({name, kLanguageIssue});
-    }
-    for (std::string_view name :
-         {"and_", "shl", "shr", "xor", "add_relu_cast", "sub_relu_cast", "mul_cast", "partadd", "partmax", "partmin",
-          "partmul", "transpose", "trap", "system.sync_all", "make_tensor", "addptr", "make_ptr", "set_stride",
-          "insert"}) {
-      out.push_back({name, kTier2});
-    }
-    // A name that is both built and planned is built: the registry wins.
-    out.erase(std::remove_if(out.begin(), out.end(),
-                             [](const PlannedOp& p) {
-                               for (const OpDef& op : AllOps()) {
-                                 if (!op.internal && op.PublicName() == p.name) return true;
-                               }
-                               return false;
-                             }),
-              out.end());
-    return out;
-  }();
+  static const std::vector<PlannedOp> planned = {
+      {"and_", "element-wise bitwise and of integer Vec tiles"},
+      {"or_", "element-wise bitwise or of integer Vec tiles"},
+      {"xor", "element-wise bitwise xor of integer Vec tiles"},
+      {"not_", "element-wise bitwise not of an integer Vec tile"},
+      {"shl", "element-wise left shift of an integer Vec tile"},
+      {"shr", "element-wise right shift of an integer Vec tile"},
+      {"add_relu_cast", "relu(lhs + rhs) converted to the destination's dtype"},
+      {"sub_relu_cast", "relu(lhs - rhs) converted to the destination's dtype"},
+      {"mul_cast", "lhs * rhs converted to the destination's dtype"},
+      {"partadd", "add over the overlapping valid windows of two tiles, copy elsewhere"},
+      {"partmax", "max over the overlapping valid windows of two tiles, copy elsewhere"},
+      {"partmin", "min over the overlapping valid windows of two tiles, copy elsewhere"},
+      {"partmul", "multiply over the overlapping valid windows of two tiles, copy elsewhere"},
+      {"transpose", "transpose a Vec tile"},
+      {"trap", "stop the kernel with a fault at this line"},
+      {"system.sync_all", "a barrier across every core of the launch"},
+      {"make_tensor", "a GM tensor view with its own shape and strides over a pointer or tensor"},
+      {"addptr", "a GM pointer moved by an element offset"},
+      {"make_ptr", "a GM pointer from a tensor"},
+      {"set_stride", "change a GM view's strides"},
+      {"insert", "vector core writes a Vec tile into the cube core's L1 (Vec -> Mat)"},
+  };
   return planned;
 }
 
@@ -112,8 +103,8 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
     for (const PlannedOp& planned : PlannedOps()) {
       if (planned.name == name) {
         Fail(ErrorKind::kUnsupported, span,
-             "pl." + name + " is part of the public language but is not implemented yet (planned with " +
-                 std::string(planned.issue_area) + ")");
+             "pl." + name + " is part of the public language but is not implemented yet (planned for a later "
+             "version: " + std::string(planned.doc) + "; see docs/language.md#planned)");
       }
     }
     Fail(ErrorKind::kUndefined, span, "pl." + name + " is not an op of the tile language");
@@ -212,8 +203,8 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
       std::string what = callee + ": " + attr.name;
       auto planned = [&] {
         Fail(ErrorKind::kUnsupported, span,
-             "pl." + std::string(op->PublicName()) + "(" + attr.name + "=...) is not implemented yet (planned for " +
-                 std::string(k.issue_area) + ")");
+             "pl." + std::string(op->PublicName()) + "(" + attr.name +
+                 "=...) is not implemented yet (planned for a later version; see docs/language.md#planned)");
       };
       // A planned option holds only its default; a value it cannot even parse (a scale, an offset
       // list) is some other setting.

@@ -11,8 +11,6 @@ namespace {
 constexpr uint32_t kMatmulInputs =
     Bit(DataType::kFP16) | Bit(DataType::kBF16) | Bit(DataType::kFP32) | Bit(DataType::kInt8);
 constexpr uint32_t kAccumulators = Bit(DataType::kFP32) | Bit(DataType::kInt32);
-constexpr std::string_view kLater = "a later version";
-
 // Where each operand of a matmul form sits; absent ones are npos.
 struct MatmulLayout {
   size_t dst = 0, acc = std::string::npos, lhs = 1, rhs = 2, bias = std::string::npos;
@@ -67,7 +65,7 @@ void CheckMatmulBias(const StmtNode& call) { CheckMatmulOperands(call, {.bias = 
 void CheckMatmulAcc(const StmtNode& call) { CheckMatmulOperands(call, {.acc = 1, .lhs = 2, .rhs = 3}); }
 
 KwargSpec Phase() {
-  return KwargSpec{"phase", AttrKind::kEnum, 0, {"Unspecified", "Partial", "Final"}, false, kLater};
+  return KwargSpec{"phase", AttrKind::kEnum, 0, {"Unspecified", "Partial", "Final"}, false};
 }
 
 OpDef Matmul(std::string_view name, std::vector<OperandSpec> operands, std::vector<KwargSpec> kwargs,

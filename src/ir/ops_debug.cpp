@@ -71,6 +71,7 @@ void AddDebugOps(std::vector<OpDef>& ops) {
                   false, kAllSupportedDTypes, "", "pto::printf", DebugKwargs(),
                   "print the scalars with a printf format on the host's stdout, prefixed with the core"};
   printf_op.check = &CheckPrintf;
+  printf_op.call_form = CallForm::kFormat;
   ops.push_back(printf_op);
 
   OpDef assert_op{"pto_assert", Pipe::kS, PipeRule::kFixed, WindowRule::kNone,
@@ -78,6 +79,7 @@ void AddDebugOps(std::vector<OpDef>& ops) {
                   false, kAllSupportedDTypes, "", "pto::pto_assert", DebugKwargs(),
                   "fault the kernel with the formatted message unless condition holds"};
   assert_op.check = &CheckAssert;
+  assert_op.call_form = CallForm::kAssert;
   ops.push_back(assert_op);
 }
 

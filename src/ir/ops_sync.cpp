@@ -17,7 +17,7 @@ constexpr int64_t kMutexIds = 32;
 
 // Pipe options hold ir::Pipe values (the choices are in Pipe order) and print as pto::kPipe<name>.
 KwargSpec PipeKwarg(std::string_view name) {
-  KwargSpec k{name, AttrKind::kEnum, 0, kPipes, true, {}, "pto::kPipe"};
+  KwargSpec k{name, AttrKind::kEnum, 0, kPipes, true, "pto::kPipe"};
   k.required = true;
   return k;
 }
@@ -33,10 +33,11 @@ KwargSpec IdKwarg(std::string_view name, int64_t count) {
 }
 
 OpDef SyncOp(std::string_view name, std::string_view device_fn, std::vector<KwargSpec> kwargs,
-             void (*check)(const StmtNode&), std::string_view doc) {
+             void (*check)(const StmtNode&), SyncSpec sync, std::string_view doc) {
   OpDef op{name, Pipe::kS, PipeRule::kFixed, WindowRule::kNone, {}, false, kAllSupportedDTypes, "", device_fn,
            std::move(kwargs), doc};
   op.check = check;
+  op.sync = sync;
   return op;
 }
 
@@ -101,12 +102,14 @@ void CheckWaitCrossCore(const StmtNode& call) {
 void AddSyncOps(std::vector<OpDef>& ops) {
   // auto_mutex: lock / unlock, on the pipe of the guarded op, every TileGroup mutex id its tile
   // operands carry. The pipe is always printed (a required option), MTE1 included.
-  for (auto [name, fn, doc] : {std::tuple{"auto_mutex_lock", "pto::auto_mutex_lock", "lock the tiles' mutex ids"},
-                               std::tuple{"auto_mutex_unlock", "pto::auto_mutex_unlock", "unlock them"}}) {
+  for (auto [name, fn, event, doc] :
+       {std::tuple{"auto_mutex_lock", "pto::auto_mutex_lock", SyncEvent::kAutoLock, "lock the tiles' mutex ids"},
+        std::tuple{"auto_mutex_unlock", "pto::auto_mutex_unlock", SyncEvent::kAutoUnlock, "unlock them"}}) {
     OpDef op{name, Pipe::kS, PipeRule::kFixed, WindowRule::kNone,
              {{"tiles", OperandKind::kTiles, Access::kRead, kAnyTileMemory}},
              false, kAllSupportedDTypes, "", fn, {PipeKwarg("pipe")}, doc};
     op.internal = true;
+    op.sync = {event, "pipe"};
     ops.push_back(op);
   }
 
@@ -114,35 +117,41 @@ void AddSyncOps(std::vector<OpDef>& ops) {
     return std::vector<KwargSpec>{PipeKwarg("set_pipe"), PipeKwarg("wait_pipe"), IdKwarg("event_id", kEventIds)};
   };
   ops.push_back(SyncOp("system.sync_src", "pto::sync_src", flag_kwargs(), &CheckFlag,
+                       {SyncEvent::kFlagSet, "set_pipe", "wait_pipe", "event_id", Pipe::kALL, "system.sync_dst"},
                        "set_pipe raises flag event_id once its earlier instructions are done"));
   ops.push_back(SyncOp("system.sync_dst", "pto::sync_dst", flag_kwargs(), &CheckFlag,
+                       {SyncEvent::kFlagWait, "wait_pipe", "set_pipe", "event_id", Pipe::kALL, "system.sync_src"},
                        "wait_pipe waits for flag event_id raised by set_pipe"));
 
   auto mutex_kwargs = [] { return std::vector<KwargSpec>{PipeKwarg("pipe"), IdKwarg("mutex_id", kMutexIds)}; };
   ops.push_back(SyncOp("system.mutex_lock", "pto::mutex_lock", mutex_kwargs(), &CheckMutex,
+                       {SyncEvent::kLock, "pipe", "", "mutex_id", Pipe::kALL, "system.mutex_unlock"},
                        "pipe takes buffer mutex mutex_id, waiting while another pipe holds it"));
   ops.push_back(SyncOp("system.mutex_unlock", "pto::mutex_unlock", mutex_kwargs(), &CheckMutex,
+                       {SyncEvent::kUnlock, "pipe", "", "mutex_id", Pipe::kALL, "system.mutex_lock"},
                        "pipe releases buffer mutex mutex_id"));
 
-  for (auto [name, fn, doc] : {
-           std::tuple{"system.bar_all", "pto::pipe_barrier<pto::kPipeALL>", "wait until every pipe has drained"},
-           std::tuple{"system.bar_v", "pto::pipe_barrier<pto::kPipeV>", "wait until the vector pipe has drained"},
-           std::tuple{"system.bar_m", "pto::pipe_barrier<pto::kPipeM>", "wait until the cube pipe has drained"},
-           std::tuple{"system.bar_mte1", "pto::pipe_barrier<pto::kPipeMTE1>", "wait until MTE1 has drained"},
-           std::tuple{"system.bar_mte2", "pto::pipe_barrier<pto::kPipeMTE2>", "wait until MTE2 has drained"},
-           std::tuple{"system.bar_mte3", "pto::pipe_barrier<pto::kPipeMTE3>", "wait until MTE3 has drained"},
-           std::tuple{"system.bar_fix", "pto::pipe_barrier<pto::kPipeFIX>", "wait until FIX has drained"},
+  for (auto [name, fn, pipe, doc] : {
+           std::tuple{"system.bar_all", "pto::pipe_barrier<pto::kPipeALL>", Pipe::kALL, "wait until every pipe has drained"},
+           std::tuple{"system.bar_v", "pto::pipe_barrier<pto::kPipeV>", Pipe::kV, "wait until the vector pipe has drained"},
+           std::tuple{"system.bar_m", "pto::pipe_barrier<pto::kPipeM>", Pipe::kM, "wait until the cube pipe has drained"},
+           std::tuple{"system.bar_mte1", "pto::pipe_barrier<pto::kPipeMTE1>", Pipe::kMTE1, "wait until MTE1 has drained"},
+           std::tuple{"system.bar_mte2", "pto::pipe_barrier<pto::kPipeMTE2>", Pipe::kMTE2, "wait until MTE2 has drained"},
+           std::tuple{"system.bar_mte3", "pto::pipe_barrier<pto::kPipeMTE3>", Pipe::kMTE3, "wait until MTE3 has drained"},
+           std::tuple{"system.bar_fix", "pto::pipe_barrier<pto::kPipeFIX>", Pipe::kFIX, "wait until FIX has drained"},
        }) {
-    ops.push_back(SyncOp(name, fn, {}, nullptr, doc));
+    ops.push_back(SyncOp(name, fn, {}, nullptr, {SyncEvent::kBarrier, "", "", "", pipe}, doc));
   }
 
   auto cross_core_kwargs = [] {
     return std::vector<KwargSpec>{PipeKwarg("pipe"), IdKwarg("event_id", kEventIds),
-                                  KwargSpec{"sync_mode", AttrKind::kEnum, kIntraBlock, kSyncModes, true, {}, "PTO_SYNC_"}};
+                                  KwargSpec{"sync_mode", AttrKind::kEnum, kIntraBlock, kSyncModes, true, "PTO_SYNC_"}};
   };
   ops.push_back(SyncOp("system.set_cross_core", "pto::set_cross_core", cross_core_kwargs(), &CheckSetCrossCore,
+                       {SyncEvent::kCrossSet, "pipe", "", "event_id", Pipe::kALL, "system.wait_cross_core"},
                        "signal event_id to the other side of the logical block (AIC -> both AIVs, AIV -> AIC)"));
   ops.push_back(SyncOp("system.wait_cross_core", "pto::wait_cross_core", cross_core_kwargs(), &CheckWaitCrossCore,
+                       {SyncEvent::kCrossWait, "pipe", "", "event_id", Pipe::kALL, "system.set_cross_core"},
                        "wait for event_id from the other side (the AIC waits for both AIVs)"));
 }
 

@@ -1,15 +1,35 @@
 // Tile descriptors and single elements, on the scalar pipe S (LANGUAGE.md section 3).
+#include "op_checks.h"
 #include "op_tables.h"
+#include "pypto_pro/ir/stmt.h"
 
 namespace pypto_pro::ir {
 
+namespace {
+
+// [rows, cols], or [cols] for a 1-D tile.
+void CheckValidShape(const StmtNode& call) {
+  size_t rank = TileOf(call, 0).shape.size(), given = call.args[1]->operands.size();
+  if (given != 2 && !(rank == 1 && given == 1)) {
+    Fail(ErrorKind::kType, OperandSpan(call, 1),
+         CallName(call) + ": the shape needs [rows, cols]" + (rank == 1 ? " (or [cols] for a 1-D tile)" : "") +
+             ", got " + std::to_string(given) + " entries");
+  }
+}
+
+}  // namespace
+
 void AddTileOps(std::vector<OpDef>& ops) {
-  // Descriptor only: moves no data (auto_mutex leaves it alone).
-  ops.push_back(OpDef{"set_validshape", Pipe::kS, PipeRule::kFixed, WindowRule::kNone,
-                      {{"tile", OperandKind::kTile, Access::kWrite, kAnyTileMemory},
-                       {"shape", OperandKind::kOffsets, Access::kRead}},
-                      false, kAllSupportedDTypes, "", "pto::set_validshape", {},
-                      "tile's valid window = shape (rows, cols), checked against the tile's shape"});
+  // Descriptor only: moves no data (auto_mutex leaves it alone). Given a TileGroup, every slot.
+  OpDef valid_shape{"set_validshape", Pipe::kS, PipeRule::kFixed, WindowRule::kNone,
+                    {{"tile", OperandKind::kTile, Access::kWrite, kAnyTileMemory},
+                     {"shape", OperandKind::kOffsets, Access::kRead}},
+                    false, kAllSupportedDTypes, "", "pto::set_validshape", {},
+                    "tile's valid window = shape (rows, cols), checked against the tile's shape"};
+  valid_shape.check = &CheckValidShape;
+  valid_shape.sync = {SyncEvent::kValidShape};
+  valid_shape.per_slot = true;
+  ops.push_back(valid_shape);
   ops.push_back(OpDef{"setval", Pipe::kS, PipeRule::kFixed, WindowRule::kElement,
                       {{"container", OperandKind::kContainer, Access::kWrite, kVecOnly},
                        {"offset", OperandKind::kScalar, Access::kRead},

@@ -8,7 +8,6 @@ namespace {
 
 constexpr uint32_t kLoadDst = Bit(MemorySpace::kVec) | Bit(MemorySpace::kMat);
 constexpr uint32_t kStoreSrc = Bit(MemorySpace::kVec) | Bit(MemorySpace::kAcc);
-constexpr std::string_view kTier2 = "a later version";
 
 bool Is(const TileType& t, MemorySpace m) { return t.memory == m; }
 
@@ -40,8 +39,7 @@ void CheckStore(const StmtNode& call) {
     if (!FixpipeConverts(tile.dtype, tensor)) {
       Fail(ErrorKind::kType, OperandSpan(call, 0),
            what + "an " + std::string(Name(tile.dtype)) + " Acc tile stores to " + FixpipeTargets(tile.dtype) +
-               " tensors, not " + std::string(Name(tensor)) + " (quantising stores are planned for " +
-               std::string(kTier2) + ")");
+               " tensors, not " + std::string(Name(tensor)) + " (quantising stores are not implemented yet)");
     }
   } else if (tile.dtype != tensor) {
     Fail(ErrorKind::kType, OperandSpan(call, 1),
@@ -93,7 +91,7 @@ void CheckMove(const StmtNode& call) {
 }
 
 KwargSpec ReluPreMode() {
-  return KwargSpec{"relu_pre_mode", AttrKind::kEnum, 0, {"NoRelu", "NormalRelu"}, false, kTier2};
+  return KwargSpec{"relu_pre_mode", AttrKind::kEnum, 0, {"NoRelu", "NormalRelu"}, false};
 }
 
 OpDef Transfer(std::string_view name, bool is_load, bool by_tile_index, std::string_view device_fn,
@@ -101,22 +99,23 @@ OpDef Transfer(std::string_view name, bool is_load, bool by_tile_index, std::str
   std::string_view index_name = by_tile_index ? "tile_idx" : "offsets";
   OpDef op{name, is_load ? Pipe::kMTE2 : Pipe::kMTE3, is_load ? PipeRule::kFixed : PipeRule::kBySourceTile,
            WindowRule::kTransferTile, {}, true, kAllSupportedDTypes, "", device_fn, {}, doc};
-  auto later = [](std::string_view kwarg) { return KwargSpec{kwarg, AttrKind::kInt, 0, {}, false, kTier2}; };
+  auto later = [](std::string_view kwarg) { return KwargSpec{kwarg, AttrKind::kInt, 0, {}, false}; };
   if (is_load) {
     op.operands = {{"dst_tile", OperandKind::kTile, Access::kWrite, kLoadDst},
                    {"src_tensor", OperandKind::kTensor, Access::kRead},
                    {index_name, OperandKind::kOffsets, Access::kRead}};
-    op.kwargs = {KwargSpec{"order", AttrKind::kAxes, -1}};
+    op.kwargs = {KwargSpec{"order", AttrKind::kAxes, -1, {}}};
   } else {
     // The tile's dtype is checked against the tensor's by CheckStore: Acc tiles convert.
     op.operands = {{"dst_tensor", OperandKind::kTensor, Access::kWrite},
                    {"src_tile", OperandKind::kTile, Access::kRead, kStoreSrc, kAllSupportedDTypes},
                    {index_name, OperandKind::kOffsets, Access::kRead}};
-    op.kwargs = {KwargSpec{"atomic", AttrKind::kEnum, 0, {"AtomicNone", "AtomicAdd"}, false, kTier2},
+    op.kwargs = {KwargSpec{"atomic", AttrKind::kEnum, 0, {"AtomicNone", "AtomicAdd"}, false},
                  ReluPreMode(), later("scale"), later("order"),
-                 KwargSpec{"phase", AttrKind::kEnum, 0, {"Unspecified", "Partial", "Final"}, false, kTier2}};
+                 KwargSpec{"phase", AttrKind::kEnum, 0, {"Unspecified", "Partial", "Final"}, false}};
     op.check = &CheckStore;
   }
+  if (by_tile_index) op.operands[2].unit = OffsetUnit::kTiles;
   return op;
 }
 
@@ -134,10 +133,10 @@ void AddTransferOps(std::vector<OpDef>& ops) {
              {{"dst_tile", OperandKind::kTile, Access::kWrite, kAnyTileMemory, kAllSupportedDTypes, ShapeRole::kAny},
               {"src_tile", OperandKind::kTile, Access::kRead, kAnyTileMemory, kAllSupportedDTypes, ShapeRole::kAny}},
              false, kAllSupportedDTypes, "", "pto::move",
-             {KwargSpec{"offset", AttrKind::kInt, 0, {}, false, kTier2},
+             {KwargSpec{"offset", AttrKind::kInt, 0, {}, false},
               KwargSpec{"acc_to_vec_mode", AttrKind::kEnum, 0,
-                        {"SingleModeVec0", "SingleModeVec1", "DualModeSplitM", "DualModeSplitN"}, false, kTier2},
-              ReluPreMode(), KwargSpec{"scale", AttrKind::kInt, 0, {}, false, kTier2}},
+                        {"SingleModeVec0", "SingleModeVec1", "DualModeSplitM", "DualModeSplitN"}, false},
+              ReluPreMode(), KwargSpec{"scale", AttrKind::kInt, 0, {}, false}},
              "tile -> tile: the source's valid window, converted on the Acc -> Vec and Mat -> Bias paths"};
   move.check = &CheckMove;
   ops.push_back(move);

@@ -240,14 +240,6 @@ class Verifier : public IRVisitor {
         }
       }
     }
-    if (op.name == "set_validshape") {
-      size_t rank = s.args[0]->type.tile->shape.size(), given = s.args[1]->operands.size();
-      if (given != 2 && !(rank == 1 && given == 1)) {
-        Fail(ErrorKind::kType, s.args[1]->span.valid() ? s.args[1]->span : s.span,
-             where + ": the shape needs [rows, cols]" + (rank == 1 ? " (or [cols] for a 1-D tile)" : "") + ", got " +
-                 std::to_string(given) + " entries");
-      }
-    }
     if (op.window == WindowRule::kDestination || op.window == WindowRule::kSource) CheckTileShapes(s, where);
   }
 
@@ -386,8 +378,7 @@ class Verifier : public IRVisitor {
   void CheckCrossCoreSync() {
     const StmtNode* first = nullptr;
     ForEachStmt(func_.body, [&](const StmtNode& s) {
-      if (!first && s.kind == StmtKind::kOp &&
-          (s.op->name == "system.set_cross_core" || s.op->name == "system.wait_cross_core")) {
+      if (!first && s.kind == StmtKind::kOp && s.op->sync.CrossCore()) {
         first = &s;
       }
     });

@@ -371,7 +371,7 @@ void BindIR(py::module_& parent) {
   }, "Ops kernels can call by name.");
   m.def("planned_ops", [] {
     std::vector<std::pair<std::string, std::string>> out;
-    for (const PlannedOp& op : PlannedOps()) out.emplace_back(std::string(op.name), std::string(op.issue_area));
+    for (const PlannedOp& op : PlannedOps()) out.emplace_back(std::string(op.name), std::string(op.doc));
     return out;
   });
   m.def("op_info", [](const std::string& name) {
@@ -389,7 +389,6 @@ void BindIR(py::module_& parent) {
       kw["choices"] = choices;
       kw["default"] = k.default_value;
       kw["implemented"] = k.implemented;
-      kw["issue_area"] = std::string(k.issue_area);
       kwargs.append(kw);
     }
     info["name"] = std::string(op->name);
@@ -399,6 +398,10 @@ void BindIR(py::module_& parent) {
     info["scalar_form"] = std::string(op->scalar_form);
     info["signature"] = op->Signature();
     info["doc"] = std::string(op->doc);
+    static constexpr const char* kCallForms[] = {"operands", "format", "assert"};
+    info["call_form"] = kCallForms[size_t(op->call_form)];
+    info["per_slot"] = op->per_slot;
+    info["pairs_with"] = std::string(op->sync.pairs_with);
     return info;
   });
 }

@@ -133,6 +133,14 @@ TEST(VectorRegistry, EntriesFollowThePublicSignatures) {
   EXPECT_EQ(ir::FindOp("fused_mul_add")->operands[0].access, ir::Access::kReadWrite);
 }
 
+TEST(Registry, NoPlannedNameIsBuilt) {
+  for (const ir::PlannedOp& planned : ir::PlannedOps()) {
+    const ir::OpDef* op = ir::FindOp(planned.name);
+    EXPECT_TRUE(op == nullptr) << planned.name << " is both planned and in the registry";
+    EXPECT_FALSE(planned.doc.empty()) << planned.name;
+  }
+}
+
 TEST(VectorRegistry, NoVectorOpIsStillPlanned) {
   for (const char* name : {"neg", "exp", "cast", "eq", "select", "axpy", "row_sum", "col_min", "sum", "argmax",
                            "row_expand_add", "col_expand_min", "expand_div"}) {

@@ -107,7 +107,8 @@ def test_op_not_implemented_yet_says_so():
     with pytest.raises(NotImplementedError) as info:
         launch(pl.jit(body))
     check(info, body, "pl.transpose(t, t)", "pl.transpose is part of the public language but is not implemented "
-                                            "yet (planned with a later version)")
+                                            "yet (planned for a later version: transpose a Vec tile; see "
+                                            "docs/language.md#planned)")
 
 
 def test_mutex_id_out_of_range():

@@ -396,7 +396,7 @@ def test_planned_options_say_so():
             pl.move(v, acc, relu_pre_mode=pl.ReluPreMode.NormalRelu)
 
     expect_error(relu, errors.UnsupportedFeatureError, "relu_pre_mode=",
-                 "pl.move(relu_pre_mode=...) is not implemented yet (planned for a later version)")
+                 "pl.move(relu_pre_mode=...) is not implemented yet (planned for a later version; see docs/language.md#planned)")
 
     def scale(c: pl.Tensor[[16, 16], pl.DT_FP32]):
         acc = pl.make_tile(at, addr=0)
@@ -404,7 +404,7 @@ def test_planned_options_say_so():
             pl.store(c, acc, [0, 0], scale=2.0)
 
     expect_error(scale, errors.UnsupportedFeatureError, "scale=2.0",
-                 "pl.store(scale=...) is not implemented yet (planned for a later version)")
+                 "pl.store(scale=...) is not implemented yet (planned for a later version; see docs/language.md#planned)")
 
 
 @pytest.mark.parametrize("dtype", [pl.DT_FP16, pl.DT_BF16, pl.DT_INT8], ids=IDS)

@@ -43,6 +43,10 @@ enum class ShapeRole : uint8_t {
   kAny,     // unconstrained: scratch tiles the implementation never reads
 };
 
+// What the entries of a kOffsets operand count: elements of the tensor, or whole tiles (the
+// element offset is entry x the tile's extent on that axis: load_tile / store_tile).
+enum class OffsetUnit : uint8_t { kElements, kTiles };
+
 struct OperandSpec {
   std::string_view name;  // the keyword name in the public API ("out", "lhs", "src_tensor", ...)
   OperandKind kind;
@@ -50,6 +54,43 @@ struct OperandSpec {
   uint32_t memories = 0;  // kTile: allowed memory spaces
   uint32_t dtypes = 0;    // kTile/kTensor: element dtypes accepted; 0 = the op's `dtypes`
   ShapeRole shape = ShapeRole::kSame;
+  OffsetUnit unit = OffsetUnit::kElements;  // kOffsets
+};
+
+// What an op without tile data (WindowRule::kNone) means to the order of pipes and cores: the
+// event the sanitizer records for it, and which options name its pipes and ids. Sanitizer
+// instrumentation, the mixed-kernel check and the docs are derived from it.
+enum class SyncEvent : uint8_t {
+  kNone,
+  kFlagSet,     // `pipe_attr` raises flag `id_attr` for `peer_pipe_attr` (sync_src)
+  kFlagWait,    // `pipe_attr` waits for flag `id_attr` raised by `peer_pipe_attr` (sync_dst)
+  kLock,        // `pipe_attr` takes buffer mutex `id_attr`
+  kUnlock,      // `pipe_attr` releases it
+  kAutoLock,    // `pipe_attr` takes every mutex id its tile operands carry (auto_mutex)
+  kAutoUnlock,  // and releases them
+  kBarrier,     // `barrier_pipe` drains (pipe_barrier)
+  kCrossSet,    // the other side of a mixed block is signalled flag `id_attr` after `pipe_attr`
+  kCrossWait,   // `pipe_attr` waits for flag `id_attr` from the other side
+  kValidShape,  // the tile operand's valid window changes (set_validshape)
+};
+
+struct SyncSpec {
+  SyncEvent event = SyncEvent::kNone;
+  std::string_view pipe_attr = {};       // the option naming the pipe that acts
+  std::string_view peer_pipe_attr = {};  // flags: the option naming the other pipe
+  std::string_view id_attr = {};         // the option holding the flag or mutex id
+  Pipe barrier_pipe = Pipe::kALL;        // kBarrier
+  std::string_view pairs_with = {};      // the op that completes this one (sync_src -> sync_dst)
+
+  bool CrossCore() const { return event == SyncEvent::kCrossSet || event == SyncEvent::kCrossWait; }
+};
+
+// How the front end binds a call's arguments to the operands.
+enum class CallForm : uint8_t {
+  kOperands,  // positional operands, then keyword options (every op but the debug ones)
+  kFormat,    // a compile-time format string, then run-time scalars for it (pl.printf)
+  kAssert,    // a condition, an optional format (its source text when omitted), then its scalars;
+              // a condition known at compile time is decided there (pl.pto_assert)
 };
 
 // How the op's pipe is chosen.
@@ -87,8 +128,7 @@ struct KwargSpec {
   AttrKind kind = AttrKind::kInt;
   int64_t default_value = 0;               // kDispatch/kOperand: -1 = absent, the op itself is used
   std::vector<std::string_view> choices;   // kEnum names; kDispatch/kOperand target ops
-  bool implemented = true;                 // false: only its default is accepted
-  std::string_view issue_area = {};        // where an unimplemented option is planned
+  bool implemented = true;                 // false: planned; only its default is accepted
   std::string_view cpp_prefix = {};        // kEnum: kernel.cpp names value X as <prefix>X ("pto::kPipe")
   int64_t min_value = INT64_MIN;           // kInt: the accepted range (event ids 0..15, mutex ids 0..31)
   int64_t max_value = INT64_MAX;
@@ -118,6 +158,10 @@ struct OpDef {
   // Rules the operand table cannot express (matmul shapes, cast's rounding modes, a printf format
   // and its arguments, two pipes that must differ); the verifier runs it after the generic checks.
   OpCheck check = nullptr;
+  SyncSpec sync = {};
+  CallForm call_form = CallForm::kOperands;
+  // A tile operand may be a whole TileGroup: the op is applied to every slot (descriptor ops).
+  bool per_slot = false;
 
   // The pipe this op runs on, given its tile operands' memories.
   Pipe PipeFor(const std::vector<MemorySpace>& tile_memories) const;
@@ -129,11 +173,11 @@ struct OpDef {
 const std::vector<OpDef>& AllOps();  // every op, internal ones included
 const OpDef* FindOp(std::string_view name);  // nullptr if unknown
 
-// Names the public language defines but this version does not implement yet, with the issue area
-// that will bring them. Building one is an UnsupportedFeatureError.
+// Names the public language defines that this version does not implement yet, with what they will
+// do. Calling one is an UnsupportedFeatureError; docs/language.md lists them.
 struct PlannedOp {
   std::string_view name;
-  std::string_view issue_area;
+  std::string_view doc;
 };
 const std::vector<PlannedOp>& PlannedOps();
 

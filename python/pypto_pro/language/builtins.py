@@ -11,10 +11,10 @@ class Builtin:
     not implemented yet) or "special" (range, make_tile, sections, builtins, ...)."""
 
     
-    def __init__(self, name: str, kind: str, issue_area: str = "", doc: str = ""):
+    def __init__(self, name: str, kind: str, doc: str = "", info: dict | None = None):
         self.name = name
         self.kind = kind
-        self.issue_area = issue_area
+        self.info = info or {}  # ops: the registry entry (call form, per-slot, signature, ...)
         self.__doc__ = doc
 
     def __call__(self, *args, **kwargs):
@@ -44,8 +44,8 @@ _specials = {name: Builtin(name, "special", doc=doc) for name, doc in SPECIALS.i
 _ops = {}
 for _name in _C.ir.op_names():
     _info = _C.ir.op_info(_name)
-    _ops[_name] = Builtin(_name, "op", doc=f"{_info['signature']}: {_info['doc']} (pipe {_info['pipe']})")
-_planned = {name: Builtin(name, "planned", issue_area=area) for name, area in _C.ir.planned_ops()}
+    _ops[_name] = Builtin(_name, "op", doc=f"{_info['signature']}: {_info['doc']} (pipe {_info['pipe']})", info=_info)
+_planned = {name: Builtin(name, "planned", doc=f"planned: {doc}") for name, doc in _C.ir.planned_ops()}
 
 
 def top_level() -> dict:

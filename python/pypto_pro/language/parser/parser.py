@@ -896,17 +896,14 @@ class KernelParser:
         return result
 
     def call_builtin(self, func, node, target_hint):
-        if func.name in ("printf", "pto_assert"):
-            return self.call_debug(func, node)
-        if func.name == "getval":
-            return self.call_getval(node)
-        if func.name == "set_validshape" and node.args and isinstance(self.eval(node.args[0]), GroupHandle):
-            return self.set_group_validshape(node)
-        if func.kind == "planned":
-            raise self.error(errors.UnsupportedFeatureError, node,
-                             f"pl.{func.name} is part of the public language but is not implemented yet "
-                             f"(planned with {func.issue_area})")
+        if func.kind == "planned":  # the registry says what it will do
+            self.emit(ir.op(func.name, [], {}, *self.span(node)))
         if func.kind == "op":
+            form = func.info["call_form"]
+            if form != "operands":
+                return self.call_format_op(func, node)
+            if func.info["per_slot"] and node.args and isinstance(self.eval(node.args[0]), GroupHandle):
+                return self.call_per_slot(func, node)
             return self.call_op(func.name, node)
         handler = getattr(self, "builtin_" + func.name, None)
         if handler is None:
@@ -946,7 +943,7 @@ class KernelParser:
         self.emit(ir.op(name, args, kwargs, *self.span(node)))
         return None
 
-    def call_getval(self, node):
+    def builtin_getval(self, node, target_hint):
         """pl.getval(container, offset): one element at a linear offset, a run-time scalar."""
         bound = self._args(node, ["container", "offset"], ["container", "offset"])
         container = self.eval(bound["container"])
@@ -958,25 +955,25 @@ class KernelParser:
         offset = self.to_index(self.eval(bound["offset"]), bound["offset"], "pl.getval offset")
         return Scalar(ir.element(container.var, offset, *self.span(node)))
 
-    def set_group_validshape(self, node):
-        """pl.set_validshape(group, shape) sets every slot of the group."""
+    def call_per_slot(self, func, node):
+        """An op the registry marks per-slot, given a whole TileGroup: applied to every slot
+        (pl.set_validshape(group, shape))."""
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            raise self.error(errors.UnsupportedFeatureError, node, "*args / **kwargs calls are not supported")
         group = self.eval(node.args[0])
-        rest = node.args[1:]
-        shape = self.eval(rest[0]) if rest else next((self.eval(k.value) for k in node.keywords
-                                                      if k.arg == "shape"), None)
-        if shape is None:
-            raise self.error(errors.ParserTypeError, node, "pl.set_validshape needs a shape")
-        shape_expr = self.op_operand(shape, node, "pl.set_validshape shape")
+        args = [self.op_operand(self.eval(a), a, f"pl.{func.name} argument {i + 2}")
+                for i, a in enumerate(node.args[1:])]
+        kwargs = {k.arg: self.op_keyword(self.eval(k.value), k.value, f"pl.{func.name} keyword '{k.arg}'")
+                  for k in node.keywords}
         for slot in range(group.depth):
             tile = self.bind_tile(None, PendingTile(group, "index", slot), node)
-            self.emit(ir.op("set_validshape", [ir.var_ref(tile.var, *self.span(node)), shape_expr], {},
-                            *self.span(node)))
+            self.emit(ir.op(func.name, [ir.var_ref(tile.var, *self.span(node))] + args, kwargs, *self.span(node)))
         return None
 
-    def call_debug(self, func, node):
-        """pl.printf(fmt, *args, loc=False) and pl.pto_assert(cond, fmt=None, *args, loc=False): the
-        format is a compile-time string, the arguments run-time scalars; the registry checks the
-        format against them."""
+    def call_format_op(self, func, node):
+        """The registry's format call forms: `format` is pl.printf(fmt, *args, loc=False), `assert` is
+        pl.pto_assert(cond, fmt=None, *args, loc=False). The format is a compile-time string, the
+        arguments run-time scalars; the registry checks the format against them."""
         if any(isinstance(a, ast.Starred) for a in node.args):
             raise self.error(errors.UnsupportedFeatureError, node, "*args calls are not supported")
         values = [self.eval(a) for a in node.args]
@@ -984,21 +981,21 @@ class KernelParser:
         loc = keywords.pop("loc", False)
         if not isinstance(loc, bool):
             raise self.error(errors.ParserTypeError, node, f"pl.{func.name}(loc=...) must be True or False")
-        if func.name == "printf":
+        if func.info["call_form"] == "format":
             if not values or not isinstance(values[0], str):
-                raise self.error(errors.ParserTypeError, node, "pl.printf needs a compile-time format string first")
+                raise self.error(errors.ParserTypeError, node, f"pl.{func.name} needs a compile-time format string first")
             fmt, operands = values[0], []
             rest = values[1:]
         else:
             if not values:
-                raise self.error(errors.ParserTypeError, node, "pl.pto_assert needs a condition")
+                raise self.error(errors.ParserTypeError, node, f"pl.{func.name} needs a condition")
             cond, rest = values[0], values[1:]
             fmt = keywords.pop("fmt", keywords.pop("format_str", None))
             if rest and isinstance(rest[0], str) and fmt is None:
                 fmt, rest = rest[0], rest[1:]
             if not isinstance(cond, Scalar):
                 if not cond:
-                    raise self.error(errors.ParserValueError, node, f"pl.pto_assert fails at compile time: "
+                    raise self.error(errors.ParserValueError, node, f"pl.{func.name} fails at compile time: "
                                                                     f"{fmt or 'assertion failed'}")
                 return None
             if fmt is None:  # the message is the condition's source text, which is no format
