@@ -21,7 +21,7 @@ def _add(dtype, rows, cols):
     return add
 
 
-add_fp16_example = pl.jit(_add(pl.DT_FP16, 128, 128), name="bench_add_fp16")   # the LANGUAGE.md kernel
+add_fp16_example = pl.jit(_add(pl.DT_FP16, 128, 128), name="bench_add_fp16")   # the first kernel of the README
 add_kernel = pl.jit(_add(pl.DT_FP32, 64, 128), name="bench_add_fp32")
 
 

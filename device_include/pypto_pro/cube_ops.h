@@ -1,5 +1,5 @@
 // Cube ops: pl.matmul / matmul_acc (pipe M) and pl.move between tiles. Cube tiles keep a logical
-// row-major store (SIMULATOR.md): move, matmul and store give the hardware's results without
+// row-major store (docs/device.md#cube-layouts): move, matmul and store give the hardware's results without
 // emulating the NZ/ZN fractal byte order.
 #pragma once
 

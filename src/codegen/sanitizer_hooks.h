@@ -1,4 +1,4 @@
-// Sanitizer-mode instrumentation (SIMULATOR.md "Sanitizer mode"), generated from the op registry:
+// Sanitizer-mode instrumentation (docs/device.md#sanitizer-mode), generated from the op registry:
 // the hook each op statement runs under (device_include/pypto_pro/sanitizer.h) and the pipes each
 // kind of core can reach memory with. Internal to src/codegen.
 #pragma once

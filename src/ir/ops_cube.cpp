@@ -1,4 +1,4 @@
-// The cube unit: matmul on Left x Right into Acc, pipe M (LANGUAGE.md section 5). Following the
+// The cube unit: matmul on Left x Right into Acc, pipe M (docs/language.md#compute). Following the
 // public API, lhs [M, K] x rhs [K, N] -> dst [M, N]; fp16/bf16/fp32 inputs accumulate in an fp32 Acc
 // tile, int8 inputs in an int32 one; an optional Bias tile [1, N] (fp32) is added to every row.
 #include "op_checks.h"

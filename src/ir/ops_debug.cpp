@@ -1,4 +1,4 @@
-// Debugging (LANGUAGE.md section 5, "Debug"): pl.printf and pl.pto_assert. The format is a
+// Debugging (docs/language.md#debug): pl.printf and pl.pto_assert. The format is a
 // compile-time string checked here against its run-time scalar arguments; the runtime formats.
 #include "op_tables.h"
 #include "pypto_pro/ir/stmt.h"

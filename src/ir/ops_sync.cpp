@@ -1,4 +1,4 @@
-// Synchronisation between pipes and cores (LANGUAGE.md section 6): flags between the pipes of a
+// Synchronisation between pipes and cores (docs/language.md#synchronisation): flags between the pipes of a
 // core, buffer mutexes, pipe barriers, and the cross-core flags of mixed kernels.
 #include <algorithm>
 

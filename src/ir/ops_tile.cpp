@@ -1,4 +1,4 @@
-// Tile descriptors and single elements, on the scalar pipe S (LANGUAGE.md section 3).
+// Tile descriptors and single elements, on the scalar pipe S (docs/language.md#types-and-tiles).
 #include "op_checks.h"
 #include "op_tables.h"
 #include "pypto_pro/ir/stmt.h"

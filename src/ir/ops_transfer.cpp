@@ -1,4 +1,4 @@
-// Data movement (LANGUAGE.md section 4): GM <-> tile transfers and tile -> tile moves.
+// Data movement (docs/language.md#data-movement): GM <-> tile transfers and tile -> tile moves.
 #include "op_checks.h"
 #include "op_tables.h"
 
@@ -48,7 +48,7 @@ void CheckStore(const StmtNode& call) {
   }
 }
 
-// move: the data paths of LANGUAGE.md section 4 (plus Mat -> Bias, which feeds matmul's bias, and
+// move: the data paths of docs/language.md#data-movement (plus Mat -> Bias, which feeds matmul's bias, and
 // Vec -> Vec), their dtype conversions, and the shape rule of moves out of L1.
 void CheckMove(const StmtNode& call) {
   const TileType &dst = TileOf(call, 0), &src = TileOf(call, 1);

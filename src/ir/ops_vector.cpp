@@ -1,4 +1,4 @@
-// Compute on Vec tiles, pipe V (LANGUAGE.md section 5). Operand names, dtypes and shape rules
+// Compute on Vec tiles, pipe V (docs/language.md#compute). Operand names, dtypes and shape rules
 // follow the public API reference of each op; where it is silent, the entry says what was chosen.
 #include <initializer_list>
 #include <string>

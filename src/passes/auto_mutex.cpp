@@ -1,4 +1,4 @@
-// auto_mutex (LANGUAGE.md section 6): every op whose tile operands can carry TileGroup mutex ids is
+// auto_mutex (docs/language.md#synchronisation): every op whose tile operands can carry TileGroup mutex ids is
 // bracketed by auto_mutex_lock / auto_mutex_unlock on the op's pipe. That orders each cross-pipe
 // RAW/WAR hazard on a slot (MTE2 -> V -> MTE3, MTE1 -> M -> FIX) and gives N-buffering without
 // manual flags. A tile selected by a run-time cursor carries its slot's ids, so the lock takes

@@ -1,5 +1,5 @@
 // Every tile slot must sit at an address aligned for its memory and end inside that memory's
-// capacity on the target arch (SIMULATOR.md "Arch models"). Slots that share bytes of one memory
+// capacity on the target arch (docs/device.md#arch-models). Slots that share bytes of one memory
 // but are not the same view are usually a placement mistake the hardware would let corrupt data
 // silently: each is a warning at the later declaration (the sanitizer reports overlaps that happen).
 // The same view: the same bytes read as another tile type (a DN column and a row tile over the same

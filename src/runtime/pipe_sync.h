@@ -1,5 +1,5 @@
 // The pipes of one simulated core as sanitizer mode models them: a vector clock per pipe, and the
-// synchronisation that orders pipes (SIMULATOR.md "Sanitizer mode"):
+// synchronisation that orders pipes (docs/device.md#sanitizer-mode):
 //  - sync_src(A -> B, e) releases A's clock into flag (A, B, e); sync_dst(A -> B, e) makes B acquire
 //    the oldest pending set of that flag (flags count, like the hardware's);
 //  - a mutex remembers what its holders released: lock acquires it, unlock adds the pipe's clock;

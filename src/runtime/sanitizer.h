@@ -1,4 +1,4 @@
-// Sanitizer mode in the runtime (SIMULATOR.md "Sanitizer mode"): the callbacks instrumented
+// Sanitizer mode in the runtime (docs/device.md#sanitizer-mode): the callbacks instrumented
 // kernels make (PtoSanitizerApi), the state they keep per core and per logical block, and the
 // launch that collects the findings, appends them to the report file and hands them to the stream.
 //

@@ -1,4 +1,4 @@
-// The auto_mutex pass (LANGUAGE.md section 6) on golden IR: which ops it brackets, on which pipe,
+// The auto_mutex pass (docs/language.md#synchronisation) on golden IR: which ops it brackets, on which pipe,
 // with which tiles.
 #include <gtest/gtest.h>
 

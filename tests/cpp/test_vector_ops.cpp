@@ -1,4 +1,4 @@
-// The vector ops of LANGUAGE.md section 5: registry entries and dispatch, verifier rejections, and
+// The vector ops of docs/language.md#compute: registry entries and dispatch, verifier rejections, and
 // the device functions of device_include/ run directly on small arrays. This file is compiled
 // without -march=native, so the device code's portable paths (no AVX-512, no F16C) are under test.
 #include <gtest/gtest.h>

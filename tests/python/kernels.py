@@ -1,5 +1,5 @@
 """Kernels and helpers shared by the tests. make_add_kernel builds a fresh kernel object each call (so
-each test sees its own compile counts) from the add kernel of LANGUAGE.md section 1."""
+each test sees its own compile counts) from the add kernel of docs/language.md#kernels-and-launch."""
 
 import threading
 

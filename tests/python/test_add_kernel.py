@@ -1,4 +1,4 @@
-"""The add kernel of LANGUAGE.md section 1 end to end (issue 2, "Done when")."""
+"""The add kernel of docs/language.md#kernels-and-launch end to end."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""The artefact tree of JIT.md section 5, IR dumps and introspection."""
+"""The artefact tree of docs/jit.md#artefacts, IR dumps and introspection."""
 
 import logging
 import os

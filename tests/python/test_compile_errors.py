@@ -1,4 +1,4 @@
-"""Compile-time errors point at the user's source line with a caret (LANGUAGE.md section 9)."""
+"""Compile-time errors point at the user's source line with a caret (docs/language.md#errors)."""
 
 import inspect
 

@@ -1,4 +1,4 @@
-"""compile_timeout stops a compiler that runs too long, with its whole process group (JIT.md 4)."""
+"""compile_timeout stops a compiler that runs too long, with its whole process group (docs/jit.md#decorator-parameters)."""
 
 import os
 import subprocess

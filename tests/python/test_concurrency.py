@@ -1,4 +1,4 @@
-"""Several threads and processes compiling and launching at once (JIT.md sections 1 and 5)."""
+"""Several threads and processes compiling and launching at once (docs/jit.md)."""
 
 import os
 import subprocess

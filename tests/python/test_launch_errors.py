@@ -1,5 +1,5 @@
 """Bad launches get a clear TypeError/ValueError naming the parameter, expected and actual value,
-and nothing is queued (issue 2: "Bad input gets a clear Python error, never a crash")."""
+and nothing is queued: bad input gets a clear Python error, never a crash."""
 
 import numpy as np
 import pytest

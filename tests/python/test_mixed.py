@@ -1,5 +1,5 @@
 """Mixed kernels (1 AIC + 2 AIV per logical block), cross-core flags, manual synchronisation and the
-debug ops pl.printf / pl.pto_assert (LANGUAGE.md sections 1, 5 "Debug" and 6; SIMULATOR.md
+debug ops pl.printf / pl.pto_assert (docs/language.md#debug and #synchronisation; docs/device.md
 "Execution")."""
 
 import inspect

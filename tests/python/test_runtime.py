@@ -1,5 +1,4 @@
-"""The simulated device and its streams: asynchronous launches, in-order streams, kernel faults,
-events (issue 2)."""
+"""The simulated device and its streams: asynchronous launches, in-order streams, kernel faults, events."""
 
 import inspect
 import sys

@@ -1,4 +1,4 @@
-"""Compile signatures (JIT.md section 3): what makes a new instance and what does not.
+"""Compile signatures (docs/jit.md#compile-signatures): what makes a new instance and what does not.
 
 No `from __future__ import annotations` here: make_add's annotations name closure variables, which
 string annotations cannot see. TilingData arrays are quoted instead ("float[4]")."""

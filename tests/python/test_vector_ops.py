@@ -1,4 +1,4 @@
-"""The vector ops of LANGUAGE.md section 5, each run in a kernel and compared with a torch/numpy
+"""The vector ops of docs/language.md#compute, each run in a kernel and compared with a torch/numpy
 reference: exactly where the op is exactly rounded, within stated tolerances otherwise.
 
 Every family compiles one kernel per dtype (cached below) that runs all of its ops, each on the full

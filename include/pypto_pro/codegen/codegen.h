@@ -18,7 +18,7 @@ struct GeneratedSources {
 };
 
 struct CodegenOptions {
-  // Sanitizer mode: instrument every op, tile declaration and element read (SIMULATOR.md "Sanitizer
+  // Sanitizer mode: instrument every op, tile declaration and element read (docs/device.md#sanitizer-mode
   // mode"), each launch appending its findings to this file. Empty: a plain kernel.
   std::string sanitizer_report;
 };

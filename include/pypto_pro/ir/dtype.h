@@ -1,4 +1,4 @@
-// Element data types of the tile language (LANGUAGE.md section 3).
+// Element data types of the tile language (docs/language.md#types-and-tiles).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,7 @@ namespace pypto_pro::ir {
 
 enum class DataType : uint8_t {
   kBool, kInt8, kInt16, kInt32, kInt64, kUInt8, kUInt16, kUInt32, kUInt64, kFP16, kBF16, kFP32,
-  // Tier L types: named so kernels that mention them get a clear "not supported yet" error.
+  // Named but not supported yet: kernels that mention them get a clear UnsupportedFeatureError.
   kInt4, kUInt4, kFP8E4M3FN, kFP8E5M2, kFP8E8M0, kFP4E2M1, kFP4E1M2, kHF8, kHF4,
   kCount
 };
@@ -21,7 +21,7 @@ struct DataTypeInfo {
   int bits;
   bool is_float;
   bool is_signed;
-  bool supported;  // false for tier-L types
+  bool supported;  // false: named, not supported yet
 };
 
 const DataTypeInfo& Info(DataType dtype);

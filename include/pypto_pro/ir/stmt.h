@@ -78,7 +78,7 @@ Stmt Section(SectionKind section, Stmt body, Span span = {});
 // Rebuilds `stmt` with new children; passes use it to keep unchanged subtrees shared.
 std::shared_ptr<StmtNode> CopyNode(const Stmt& stmt);
 
-// Which AI cores run the kernel (SIMULATOR.md "Execution").
+// Which AI cores run the kernel (docs/device.md#execution).
 enum class KernelKind : uint8_t { kVector, kCube, kMixed };
 const char* Name(KernelKind kind);
 

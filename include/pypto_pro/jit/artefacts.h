@@ -1,4 +1,4 @@
-// The artefact tree of JIT.md section 5 and crash-safe file writes.
+// The artefact tree of docs/jit.md#artefacts and crash-safe file writes.
 #pragma once
 
 #include <cstdint>

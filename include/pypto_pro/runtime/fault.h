@@ -15,7 +15,7 @@ enum class CancelReason : int {
   kKernelTimeout,  // it ran longer than PYPTO_PRO_KERNEL_TIMEOUT
 };
 
-// One defect a sanitizer-mode launch found (SIMULATOR.md "Sanitizer mode"): every hit of one kind at
+// One defect a sanitizer-mode launch found (docs/device.md#sanitizer-mode): every hit of one kind at
 // one source line, over all blocks and cores of the launch.
 struct SanitizerFinding {
   std::string kind;     // "PIPE_RACE", "GM_OUT_OF_BOUNDS", ...

@@ -1,7 +1,7 @@
 // Fibers: execution contexts with their own stacks, switched cooperatively on one host thread.
 // The three simulated cores of a mixed kernel's logical block (1 AIC + 2 AIV) run as fibers, so a
 // core that waits for a cross-core flag hands the thread to the others instead of blocking it:
-// any block_dim runs on any number of host threads (SIMULATOR.md "Execution").
+// any block_dim runs on any number of host threads (docs/device.md#execution).
 #pragma once
 
 #include <ucontext.h>

@@ -1,4 +1,4 @@
-// Streams: in-order launch queues (SIMULATOR.md "Streams"). A stream's worker thread runs launches
+// Streams: in-order launch queues (docs/device.md#streams-and-events). A stream's worker thread runs launches
 // nobody waits for; a thread that synchronises runs the queued launches itself instead of waiting
 // for a hand-off, so a launch + synchronize loop runs on one thread whatever else the machine does.
 #pragma once

@@ -1,4 +1,4 @@
-// The arch models of SIMULATOR.md: core counts and local-memory capacities per compile target.
+// The arch models (docs/device.md#arch-models): core counts and local-memory capacities per compile target.
 #pragma once
 
 #include <array>

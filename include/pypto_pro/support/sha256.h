@@ -1,4 +1,4 @@
-// SHA-256, used for the artefact names of JIT.md section 5 (__shape_<h12>, dt_<h16>, call_kernel_<h12>).
+// SHA-256, used for the artefact names of docs/jit.md#artefacts (__shape_<h12>, dt_<h16>, call_kernel_<h12>).
 #pragma once
 
 #include <string>

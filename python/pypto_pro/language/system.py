@@ -1,4 +1,4 @@
-"""pl.system: synchronisation between pipes and cores (LANGUAGE.md section 6)."""
+"""pl.system: synchronisation between pipes and cores (docs/language.md#synchronisation)."""
 
 from pypto_pro.language.builtins import system_level
 

@@ -1,4 +1,4 @@
-"""TilingData: a @dataclass of run-time parameters passed to a kernel as a C struct (JIT.md 6).
+"""TilingData: a @dataclass of run-time parameters passed to a kernel as a C struct (docs/jit.md#tilingkey-and-tilingdata).
 
     @dataclass
     class OpTiling:

@@ -1,4 +1,4 @@
-"""The simulated Ascend device: streams, events and synchronisation (SIMULATOR.md "Streams")."""
+"""The simulated Ascend device: streams, events and synchronisation (docs/device.md#streams-and-events)."""
 
 from __future__ import annotations
 

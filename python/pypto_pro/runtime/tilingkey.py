@@ -1,4 +1,4 @@
-"""TilingKey: a finite set of compile-time modes, one compiled instance per valid key (JIT.md 6).
+"""TilingKey: a finite set of compile-time modes, one compiled instance per valid key (docs/jit.md#tilingkey-and-tilingdata).
 
     class AttnKey:
         HasMask = TilingKeyField(bits=1, values=[0, 1])

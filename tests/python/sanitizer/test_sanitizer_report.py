@@ -135,7 +135,7 @@ def views(x: pl.Tensor[[1, 32], pl.DT_FP32], y: pl.Tensor[[1, 32], pl.DT_FP32]):
 
 
 def test_two_tiles_viewing_the_same_bytes_are_not_an_overlap():
-    """SIMULATOR.md: a [32, 1] DN column and a [1, 32] row at one address are the same 32 values;
+    """docs/device.md#memory: a [32, 1] DN column and a [1, 32] row at one address are the same 32 values;
     kernels do this on purpose, so only partly overlapping tiles are TILE_OVERLAP."""
     x, y = torch.randn(1, 32), torch.zeros(1, 32)
     assert findings_of(lambda: views[None, 1](x, y)) == []
