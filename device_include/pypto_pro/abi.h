@@ -5,8 +5,11 @@
 
 #include <stdint.h>
 
+#include "pypto_pro/hw_tables.h"
+
 #define PTO_ABI_VERSION 4
-#define PTO_MEM_COUNT 8  /* indexed like ir::MemorySpace: DDR Vec Mat Left Right Acc Bias Scaling */
+#define PTO_MEM_ONE_(name) +1
+#define PTO_MEM_COUNT (0 PTO_HW_MEMORIES(PTO_MEM_ONE_)) /* memories indexed as in hw_tables.h, DDR first */
 #define PTO_FAULT_MAX_RANK 8
 
 #ifdef __cplusplus
@@ -43,8 +46,10 @@ typedef struct PtoArg {
 /* Flags of a print call. */
 enum { PTO_PRINT_LOC = 1 /* prefix the text with the kernel's file:line (loc=True) */ };
 
-/* Cross-core synchronisation modes, numbered like pl.CrossCoreSyncMode and the hardware. */
-enum { PTO_SYNC_INTER_BLOCK = 0, PTO_SYNC_INTER_SUBBLOCK = 1, PTO_SYNC_INTRA_BLOCK = 2, PTO_SYNC_UNICAST_BLOCK = 3 };
+/* Cross-core synchronisation modes PTO_SYNC_INTER_BLOCK, ... (pl.CrossCoreSyncMode), from hw_tables.h. */
+#define PTO_SYNC_MODE_(name) PTO_SYNC_##name,
+enum { PTO_HW_CROSS_CORE_SYNC_MODES(PTO_SYNC_MODE_) };
+#undef PTO_SYNC_MODE_
 
 struct PtoCoreCtx;
 typedef void (*PtoKernelEntry)(struct PtoCoreCtx* ctx, const void* args);

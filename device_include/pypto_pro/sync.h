@@ -10,8 +10,10 @@
 
 namespace pto {
 
-// Pipes, numbered like ir::Pipe (ops receive them as integers).
-enum Pipe : int { kPipeMTE1 = 0, kPipeMTE2, kPipeMTE3, kPipeM, kPipeV, kPipeS, kPipeFIX, kPipeALL };
+// Pipes as ops receive them (integers): kPipeMTE1, kPipeMTE2, ... from the one list in hw_tables.h.
+#define PTO_DEVICE_PIPE_(name) kPipe##name,
+enum Pipe : int { PTO_HW_PIPES(PTO_DEVICE_PIPE_) };
+#undef PTO_DEVICE_PIPE_
 
 // The union of the TileGroup mutex ids the tiles carry: each id is locked once per op.
 template <typename... Tiles>

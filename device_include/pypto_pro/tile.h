@@ -11,9 +11,11 @@ namespace pto {
 
 using CoreCtx = PtoCoreCtx;
 
-// Memory spaces and layouts, numbered like ir::MemorySpace / ir::Layout.
-enum Mem : int { kDDR = 0, kVec = 1, kMat = 2, kLeft = 3, kRight = 4, kAcc = 5, kBias = 6, kScaling = 7 };
-enum Layout : int { kND = 0, kDN = 1, kNZ = 2, kZN = 3 };
+// Memory spaces (kDDR, kVec, kMat, ...) and layouts (kND, ...) from the one list in hw_tables.h.
+#define PTO_DEVICE_ENUM_(name) k##name,
+enum Mem : int { PTO_HW_MEMORIES(PTO_DEVICE_ENUM_) };
+enum Layout : int { PTO_HW_LAYOUTS(PTO_DEVICE_ENUM_) };
+#undef PTO_DEVICE_ENUM_
 
 [[noreturn]] inline void Fault(CoreCtx& ctx, int line, const PtoFaultDetail& detail) {
   ctx.api->fault(&ctx, line, &detail);

@@ -15,8 +15,10 @@
 
 namespace pto {
 
-// pl.RoundMode, numbered like the choices of cast(mode=) in the op registry.
-enum class RoundMode : int { CAST_RINT, CAST_ROUND, CAST_FLOOR, CAST_CEIL, CAST_TRUNC, CAST_ODD, CAST_NONE };
+// pl.RoundMode, from the one list in hw_tables.h (the choices of cast(mode=) in the op registry).
+#define PTO_DEVICE_ROUND_MODE_(name) name,
+enum class RoundMode : int { PTO_HW_ROUND_MODES(PTO_DEVICE_ROUND_MODE_) };
+#undef PTO_DEVICE_ROUND_MODE_
 
 namespace detail {
 

@@ -9,9 +9,9 @@ namespace pypto_pro::ir {
 
 namespace {
 
-const std::vector<std::string_view> kPipes = {"MTE1", "MTE2", "MTE3", "M", "V", "S", "FIX", "ALL"};
-const std::vector<std::string_view> kSyncModes = {"INTER_BLOCK", "INTER_SUBBLOCK", "INTRA_BLOCK", "UNICAST_BLOCK"};
-constexpr int64_t kIntraBlock = 2;
+const std::vector<std::string_view> kPipes = Choices(hw::kPipeNames);
+const std::vector<std::string_view> kSyncModes = Choices(hw::kCrossCoreSyncModeNames);
+constexpr int64_t kIntraBlock = int64_t(hw::CrossCoreSyncMode::kINTRA_BLOCK);
 constexpr int64_t kEventIds = 16;  // flags between pipes and between cores
 constexpr int64_t kMutexIds = 32;
 

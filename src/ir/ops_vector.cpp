@@ -145,8 +145,7 @@ void AddFusedOps(std::vector<OpDef>& ops) {
 
 // pl.RoundMode's members, in the order of pto::RoundMode (device_include/pypto_pro/vector_cast.h).
 const std::vector<std::string_view>& RoundModes() {
-  static const std::vector<std::string_view> modes = {"CAST_RINT",  "CAST_ROUND", "CAST_FLOOR", "CAST_CEIL",
-                                                      "CAST_TRUNC", "CAST_ODD",   "CAST_NONE"};
+  static const std::vector<std::string_view> modes = Choices(hw::kRoundModeNames);
   return modes;
 }
 

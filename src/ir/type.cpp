@@ -7,14 +7,8 @@
 namespace pypto_pro::ir {
 
 namespace {
-constexpr std::array<std::string_view, size_t(MemorySpace::kCount)> kMemoryNames = {
-    "DDR", "Vec", "Mat", "Left", "Right", "Acc", "Bias", "Scaling"};
-constexpr std::array<std::string_view, 4> kLayoutNames = {"ND", "DN", "NZ", "ZN"};
-constexpr std::array<std::string_view, size_t(Pipe::kCount)> kPipeNames = {
-    "MTE1", "MTE2", "MTE3", "M", "V", "S", "FIX", "ALL"};
-
 template <typename Enum, size_t N>
-std::optional<Enum> FromName(const std::array<std::string_view, N>& names, std::string_view name) {
+std::optional<Enum> FromName(const char* const (&names)[N], std::string_view name) {
   for (size_t i = 0; i < N; ++i) {
     if (names[i] == name) return Enum(i);
   }
@@ -22,14 +16,14 @@ std::optional<Enum> FromName(const std::array<std::string_view, N>& names, std::
 }
 }  // namespace
 
-std::string_view Name(MemorySpace memory) { return kMemoryNames[size_t(memory)]; }
-std::string_view Name(Layout layout) { return kLayoutNames[size_t(layout)]; }
-std::string_view Name(Pipe pipe) { return kPipeNames[size_t(pipe)]; }
+std::string_view Name(MemorySpace memory) { return hw::kMemoryNames[size_t(memory)]; }
+std::string_view Name(Layout layout) { return hw::kLayoutNames[size_t(layout)]; }
+std::string_view Name(Pipe pipe) { return hw::kPipeNames[size_t(pipe)]; }
 std::optional<MemorySpace> MemorySpaceFromName(std::string_view name) {
-  return FromName<MemorySpace>(kMemoryNames, name);
+  return FromName<MemorySpace>(hw::kMemoryNames, name);
 }
-std::optional<Layout> LayoutFromName(std::string_view name) { return FromName<Layout>(kLayoutNames, name); }
-std::optional<Pipe> PipeFromName(std::string_view name) { return FromName<Pipe>(kPipeNames, name); }
+std::optional<Layout> LayoutFromName(std::string_view name) { return FromName<Layout>(hw::kLayoutNames, name); }
+std::optional<Pipe> PipeFromName(std::string_view name) { return FromName<Pipe>(hw::kPipeNames, name); }
 
 std::string TileType::ToString() const {
   std::ostringstream os;

@@ -193,6 +193,21 @@ void BindJit(py::module_& m) {
     return TileAlignment(*m);
   });
 
+  // The hardware vocabulary (hw_tables.h), from which the pl enums and dtypes are built.
+  m.def("hw_tables", [] {
+    auto names = [](const auto& table) { return std::vector<std::string>(std::begin(table), std::end(table)); };
+    py::dict out;
+    out["pipes"] = names(hw::kPipeNames);
+    out["memories"] = names(hw::kMemoryNames);
+    out["layouts"] = names(hw::kLayoutNames);
+    out["round_modes"] = names(hw::kRoundModeNames);
+    out["cross_core_sync_modes"] = names(hw::kCrossCoreSyncModeNames);
+    std::vector<std::tuple<std::string, std::string, int, bool, bool>> dtypes;
+    for (const hw::DataTypeRow& r : hw::kDataTypes) dtypes.emplace_back(r.name, r.pl_name, r.bits, r.is_float, r.supported);
+    out["dtypes"] = dtypes;
+    return out;
+  });
+
   m.def("env_table", [] {
     std::vector<std::tuple<std::string, std::string, std::string>> out;
     for (const EnvVarSpec& spec : EnvVarTable()) {

@@ -4,16 +4,12 @@
 #include <string>
 
 #include "launch_control.h"
-#include "pypto_pro/ir/type.h"
+#include "pypto_pro/hw_tables.h"
 
 namespace pypto_pro::runtime {
 
 namespace {
 
-std::string PipeName(int pipe) {
-  if (pipe < 0 || pipe >= int(ir::Pipe::kCount)) return "?";
-  return std::string(ir::Name(ir::Pipe(pipe)));
-}
 
 }  // namespace
 
@@ -167,7 +163,7 @@ FaultInfo MixedBlock::DeadlockReport() const {
       info.line = s.wait.line;
     }
     info.message += "\n  " + name + where + " at " + file + ":" + std::to_string(s.wait.line) +
-                    ": pl.system.wait_cross_core(pipe=" + PipeName(s.wait.pipe) +
+                    ": pl.system.wait_cross_core(pipe=" + std::string(hw::PipeName(s.wait.pipe)) +
                     ", event_id=" + std::to_string(s.wait.event) + ") waits for " +
                     flags_.DescribeWait(s.index, s.wait.event);
   }

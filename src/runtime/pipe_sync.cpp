@@ -2,21 +2,20 @@
 
 #include <string>
 
-#include "pypto_pro/ir/type.h"
+#include "pypto_pro/hw_tables.h"
 
 namespace pypto_pro::runtime::san {
 
 namespace {
 
-std::string PipeName(int pipe) { return std::string(ir::Name(ir::Pipe(pipe))); }
 
 std::string FlagText(const char* op, int set_pipe, int wait_pipe, int event) {
-  return std::string("pl.system.") + op + "(set_pipe=" + PipeName(set_pipe) + ", wait_pipe=" + PipeName(wait_pipe) +
+  return std::string("pl.system.") + op + "(set_pipe=" + std::string(hw::PipeName(set_pipe)) + ", wait_pipe=" + std::string(hw::PipeName(wait_pipe)) +
          ", event_id=" + std::to_string(event) + ")";
 }
 
 std::string MutexText(int pipe, int id, bool automatic) {
-  return "mutex " + std::to_string(id) + " on " + PipeName(pipe) + (automatic ? " (auto_mutex)" : "");
+  return "mutex " + std::to_string(id) + " on " + std::string(hw::PipeName(pipe)) + (automatic ? " (auto_mutex)" : "");
 }
 
 }  // namespace
@@ -83,7 +82,7 @@ void CoreSync::Unlock(int line, int pipe, uint32_t ids, bool automatic, Findings
     Mutex& m = mutexes_[id];
     if (!(m.holders & bit)) {
       findings.Add(Kind::kMutexUnlockBeforeLock, line, [&] {
-        return MutexText(pipe, id, automatic) + " is unlocked while " + PipeName(pipe) +
+        return MutexText(pipe, id, automatic) + " is unlocked while " + std::string(hw::PipeName(pipe)) +
                " does not hold it (never locked, or already unlocked)";
       });
       continue;

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "core.h"
-#include "pypto_pro/ir/type.h"
+#include "pypto_pro/hw_tables.h"
 
 namespace pypto_pro::runtime {
 
@@ -44,10 +44,6 @@ BlockState& ThreadBlock() {
 
 CoreState* StateOf(PtoCoreCtx* ctx) { return static_cast<CoreState*>(CoreOf(ctx).sanitizer); }
 
-std::string PipeName(int pipe) {
-  if (pipe < 0 || pipe >= san::kPipes) return "?";
-  return std::string(ir::Name(ir::Pipe(pipe)));
-}
 
 std::string Hex(uint64_t v) {
   char buf[24];
@@ -148,20 +144,20 @@ std::string Where(const san::Access& a) {
   std::string name = a.name ? a.name : "?";
   std::string range = "[" + Hex(a.region.lo - a.origin) + ", " + Hex(a.region.hi - a.origin) + ")";
   if (a.memory == 0) return "GM tensor '" + name + "' (bytes " + range + " of it)";
-  return "tile '" + name + "' (" + std::string(ir::Name(ir::MemorySpace(a.memory))) + " bytes " + range + ")";
+  return "tile '" + name + "' (" + std::string(hw::MemoryName(a.memory)) + " bytes " + range + ")";
 }
 
 std::string RaceMessage(const CoreState& c, const san::Access& now, bool now_reads, const san::Access& before) {
   const int before_slot = before.thread / san::kPipes, before_pipe = before.thread % san::kPipes;
   const int now_pipe = now.thread % san::kPipes;
   const std::string kind = before.write ? (now_reads ? "read-after-write" : "write-after-write") : "write-after-read";
-  std::string other = PipeName(before_pipe);
+  std::string other = std::string(hw::PipeName(before_pipe));
   if (before_slot != c.slot) other = c.block->core[before_slot].name + " " + other;
-  return kind + ": " + PipeName(now_pipe) + (now_reads ? " reads " : " writes ") + Where(now) + " that " + other +
+  return kind + ": " + std::string(hw::PipeName(now_pipe)) + (now_reads ? " reads " : " writes ") + Where(now) + " that " + other +
          (before.write ? " wrote" : " read") + " at line " + std::to_string(before.line) +
          (before.name && now.name && std::string(before.name) != now.name ? " (as '" + std::string(before.name) + "')"
                                                                            : "") +
-         ", and no flag, mutex or barrier orders " + other + " before " + PipeName(now_pipe);
+         ", and no flag, mutex or barrier orders " + other + " before " + std::string(hw::PipeName(now_pipe));
 }
 
 int32_t OnAccess(PtoCoreCtx* ctx, int32_t line, int32_t pipe, const PtoSanAccess* accesses, int32_t count) {
@@ -220,7 +216,7 @@ void OnSync(PtoCoreCtx* ctx, int32_t line, int32_t event, int32_t pipe, int32_t 
 
 std::string SlotText(const san::TileDecl& d, size_t slot) {
   const std::string range = "[" + Hex(d.addrs[slot]) + ", " + Hex(uint64_t(d.addrs[slot]) + d.bytes) + ")";
-  const std::string memory(ir::Name(ir::MemorySpace(d.memory)));
+  const std::string memory(hw::MemoryName(d.memory));
   return "'" + std::string(d.name ? d.name : "?") + "'" + (d.addrs.size() > 1 ? " slot " + std::to_string(slot) : "") +
          " (" + memory + " " + range + ")";
 }

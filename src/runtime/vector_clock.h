@@ -11,11 +11,13 @@
 #include <array>
 #include <cstdint>
 
+#include "pypto_pro/hw_tables.h"
+
 namespace pypto_pro::runtime::san {
 
-inline constexpr int kPipes = 8;      // numbered like ir::Pipe
-inline constexpr int kPipeS = 5;
-inline constexpr int kPipeAll = 7;
+inline constexpr int kPipes = int(hw::Pipe::kCount);
+inline constexpr int kPipeS = int(hw::Pipe::kS);
+inline constexpr int kPipeAll = int(hw::Pipe::kALL);
 inline constexpr int kCoreSlots = 3;  // a mixed block: AIC, AIV 0, AIV 1; other kernels use slot 0
 inline constexpr int kThreads = kPipes * kCoreSlots;
 

@@ -1,9 +1,11 @@
 #include "pypto_pro/support/arch.h"
 
+#include <algorithm>
+
 namespace pypto_pro {
 
 namespace {
-using ir::MemorySpace;
+using hw::MemorySpace;
 constexpr uint32_t KiB = 1024;
 
 // Capacity order: DDR, Vec (UB), Mat (L1), Left (L0A), Right (L0B), Acc (L0C), Bias, Scaling.
@@ -39,6 +41,12 @@ std::vector<std::string_view> ArchNames() {
   return names;
 }
 
-std::string ArchNamesJoined() { return "a2, a3, a5"; }
+std::string ArchNamesJoined() {
+  std::vector<std::string_view> names = ArchNames();
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (std::string_view name : names) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
 
 }  // namespace pypto_pro

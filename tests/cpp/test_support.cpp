@@ -39,16 +39,16 @@ TEST(Arch, ModelsMatchTheSpec) {
   ASSERT_NE(a5, nullptr);
   ASSERT_NE(a3, nullptr);
   EXPECT_EQ(&DefaultArch(), a5);
-  EXPECT_EQ(a5->Capacity(ir::MemorySpace::kVec), 253952u);
-  EXPECT_EQ(a3->Capacity(ir::MemorySpace::kVec), 192u * 1024);
-  EXPECT_EQ(a5->Capacity(ir::MemorySpace::kAcc), 256u * 1024);
-  EXPECT_EQ(a3->Capacity(ir::MemorySpace::kAcc), 128u * 1024);
+  EXPECT_EQ(a5->Capacity(hw::MemorySpace::kVec), 253952u);
+  EXPECT_EQ(a3->Capacity(hw::MemorySpace::kVec), 192u * 1024);
+  EXPECT_EQ(a5->Capacity(hw::MemorySpace::kAcc), 256u * 1024);
+  EXPECT_EQ(a3->Capacity(hw::MemorySpace::kAcc), 128u * 1024);
   EXPECT_EQ(a5->aiv_cores, 64);
   EXPECT_EQ(a3->aic_cores, 24);
   EXPECT_EQ(FindArch("a9"), nullptr);
-  EXPECT_EQ(TileAlignment(ir::MemorySpace::kVec), 32u);
-  EXPECT_EQ(TileAlignment(ir::MemorySpace::kLeft), 512u);
-  EXPECT_EQ(TileAlignment(ir::MemorySpace::kAcc), 64u);
+  EXPECT_EQ(TileAlignment(hw::MemorySpace::kVec), 32u);
+  EXPECT_EQ(TileAlignment(hw::MemorySpace::kLeft), 512u);
+  EXPECT_EQ(TileAlignment(hw::MemorySpace::kAcc), 64u);
 }
 
 }  // namespace

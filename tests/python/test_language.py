@@ -1,4 +1,4 @@
-"""Language features of the tier this issue builds, each checked with numbers against numpy/torch."""
+"""Language features (control flow, scalars, helpers, TilingData, ...), each checked with numbers against numpy/torch."""
 
 import numpy as np
 import pytest
@@ -302,3 +302,22 @@ def test_scalar_multiply_add_rounds_twice():
     fma_free[None, 1](y, one, one, 1 + 2.0 ** -11)
     sync()
     assert torch.equal(y, torch.zeros(1, 16))
+
+
+def test_hardware_vocabulary_comes_from_one_table():
+    """pl's pipes, memories, layouts, round modes, sync modes and dtypes are the C++ table's rows,
+    and the registry's options use the same names in the same order."""
+    from pypto_pro import _C
+    table = _C.hw_tables()
+    assert [m.name for m in pl.PipeType] == table["pipes"] == ["MTE1", "MTE2", "MTE3", "M", "V", "S", "FIX", "ALL"]
+    assert [m.name for m in pl.MemorySpace] == table["memories"]
+    assert [m.name for m in pl.TensorLayout] == table["layouts"] == ["ND", "DN", "NZ", "ZN"]
+    assert [m.name for m in pl.RoundMode] == table["round_modes"]
+    assert [m.name for m in pl.CrossCoreSyncMode] == table["cross_core_sync_modes"]
+    assert [d.pl_name for d in pl.DTYPES.values()] == [row[1] for row in table["dtypes"]]
+    assert len(pl.DTYPES) == 21 and pl.DT_BF16.bits == 16 and pl.DT_FP32.supported and not pl.DT_HF8.supported
+    set_pipe = next(k for k in _C.ir.op_info("system.sync_src")["kwargs"] if k["name"] == "set_pipe")
+    assert set_pipe["choices"] == table["pipes"]
+    mode = next(k for k in _C.ir.op_info("cast")["kwargs"] if k["name"] == "mode")
+    assert mode["choices"] == table["round_modes"]
+    assert repr(pl.MemorySpace.Vec) == "pl.MemorySpace.Vec" and repr(pl.NZ) == "pl.NZ"

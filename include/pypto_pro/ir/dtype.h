@@ -1,18 +1,16 @@
-// Element data types of the tile language (docs/language.md#types-and-tiles).
+// Element data types of the tile language (docs/language.md#dtypes).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string_view>
 
+#include "pypto_pro/hw_tables.h"
+
 namespace pypto_pro::ir {
 
-enum class DataType : uint8_t {
-  kBool, kInt8, kInt16, kInt32, kInt64, kUInt8, kUInt16, kUInt32, kUInt64, kFP16, kBF16, kFP32,
-  // Named but not supported yet: kernels that mention them get a clear UnsupportedFeatureError.
-  kInt4, kUInt4, kFP8E4M3FN, kFP8E5M2, kFP8E8M0, kFP4E2M1, kFP4E1M2, kHF8, kHF4,
-  kCount
-};
+// Declared once in hw_tables.h (the dtype list, sizes and device types).
+using hw::DataType;
 
 struct DataTypeInfo {
   std::string_view name;     // "fp16": used in IR text, messages and artefact names

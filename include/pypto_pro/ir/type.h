@@ -12,9 +12,10 @@
 
 namespace pypto_pro::ir {
 
-enum class MemorySpace : uint8_t { kDDR, kVec, kMat, kLeft, kRight, kAcc, kBias, kScaling, kCount };
-enum class Layout : uint8_t { kND, kDN, kNZ, kZN };
-enum class Pipe : uint8_t { kMTE1, kMTE2, kMTE3, kM, kV, kS, kFIX, kALL, kCount };
+// Declared once in hw_tables.h, shared with the device headers and the runtime.
+using hw::Layout;
+using hw::MemorySpace;
+using hw::Pipe;
 
 std::string_view Name(MemorySpace memory);  // "Vec"
 std::string_view Name(Layout layout);       // "ND"

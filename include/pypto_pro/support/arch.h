@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pypto_pro/ir/type.h"
+#include "pypto_pro/hw_tables.h"
 
 namespace pypto_pro {
 
@@ -16,14 +16,14 @@ struct ArchModel {
   std::string_view model;  // "Ascend 950 (DAV_3510)"
   int aic_cores;
   int aiv_cores;
-  // Bytes of each local memory, indexed by ir::MemorySpace (DDR = 0: unbounded host memory).
-  std::array<uint32_t, size_t(ir::MemorySpace::kCount)> capacity;
+  // Bytes of each local memory, indexed by hw::MemorySpace (DDR = 0: unbounded host memory).
+  std::array<uint32_t, size_t(hw::MemorySpace::kCount)> capacity;
 
-  uint32_t Capacity(ir::MemorySpace m) const { return capacity[size_t(m)]; }
+  uint32_t Capacity(hw::MemorySpace m) const { return capacity[size_t(m)]; }
 };
 
 // Byte alignment a tile address must have in memory `m` (Vec/Mat 32, Left/Right 512, Acc 64).
-uint32_t TileAlignment(ir::MemorySpace m);
+uint32_t TileAlignment(hw::MemorySpace m);
 
 // nullptr when unknown.
 const ArchModel* FindArch(std::string_view name);

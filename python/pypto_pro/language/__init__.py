@@ -13,8 +13,8 @@ from pypto_pro.language import pipeline, system
 from pypto_pro.language.builtins import top_level as _top_level
 from pypto_pro.language.jit import JitFunction, TilingKeyField, jit
 from pypto_pro.language.types import (DN, DTYPES, DYNAMIC, ND, NZ, STATIC, ZN, AccPhase, AccToVecMode, AtomicType,
-                                      DataType, MemorySpace, PipeType, ReluPreMode, STPhase, Tensor, TensorLayout,
-                                      TileType)
+                                      CrossCoreSyncMode, DataType, MemorySpace, PipeType, ReluPreMode, RoundMode,
+                                      STPhase, Tensor, TensorLayout, TileType)
 
 globals().update(_top_level())
 for _dtype in DTYPES.values():
@@ -27,24 +27,6 @@ class TilePad(_enum.IntEnum):
     zero = 1
     max = 2
     min = 3
-
-
-class RoundMode(_enum.Enum):
-    CAST_RINT = "CAST_RINT"
-    CAST_ROUND = "CAST_ROUND"
-    CAST_FLOOR = "CAST_FLOOR"
-    CAST_CEIL = "CAST_CEIL"
-    CAST_TRUNC = "CAST_TRUNC"
-    CAST_ODD = "CAST_ODD"
-    CAST_NONE = "CAST_NONE"
-
-
-class CrossCoreSyncMode(_enum.Enum):
-    """Who a cross-core flag pairs (modes 0..3 of the hardware; INTRA_BLOCK is the default)."""
-    INTER_BLOCK = "INTER_BLOCK"
-    INTER_SUBBLOCK = "INTER_SUBBLOCK"
-    INTRA_BLOCK = "INTRA_BLOCK"
-    UNICAST_BLOCK = "UNICAST_BLOCK"
 
 
 # pl.mutex.mutex_lock / pl.mutex.mutex_unlock are pl.system.mutex_lock / mutex_unlock.

@@ -26,16 +26,9 @@ class DataType:
         return (_dtype_by_name, (self.name,))
 
 
-_DTYPES = [
-    ("bool", "DT_BOOL", 8, True), ("int8", "DT_INT8", 8, True), ("int16", "DT_INT16", 16, True),
-    ("int32", "DT_INT32", 32, True), ("int64", "DT_INT64", 64, True), ("uint8", "DT_UINT8", 8, True),
-    ("uint16", "DT_UINT16", 16, True), ("uint32", "DT_UINT32", 32, True), ("uint64", "DT_UINT64", 64, True),
-    ("fp16", "DT_FP16", 16, True), ("bf16", "DT_BF16", 16, True), ("fp32", "DT_FP32", 32, True),
-    ("int4", "DT_INT4", 4, False), ("uint4", "DT_UINT4", 4, False), ("fp8e4m3fn", "DT_FP8E4M3FN", 8, False),
-    ("fp8e5m2", "DT_FP8E5M2", 8, False), ("fp8e8m0", "DT_FP8E8M0", 8, False), ("fp4e2m1", "DT_FP4E2M1", 4, False),
-    ("fp4e1m2", "DT_FP4E1M2", 4, False), ("hf8", "DT_HF8", 8, False), ("hf4", "DT_HF4", 4, False),
-]
-DTYPES = {name: DataType(name, pl_name, bits, ok) for name, pl_name, bits, ok in _DTYPES}
+# Every table of the hardware's vocabulary comes from the C++ core (hw_tables.h), declared once there.
+_HW = _C.hw_tables()
+DTYPES = {name: DataType(name, pl_name, bits, ok) for name, pl_name, bits, _is_float, ok in _HW["dtypes"]}
 
 
 def _dtype_by_name(name: str) -> DataType:
@@ -56,42 +49,24 @@ DYNAMIC = _ShapePolicy("DYNAMIC")
 STATIC = _ShapePolicy("STATIC")
 
 
-class MemorySpace(enum.Enum):
-    DDR = "DDR"
-    Vec = "Vec"
-    Mat = "Mat"
-    Left = "Left"
-    Right = "Right"
-    Acc = "Acc"
-    Bias = "Bias"
-    Scaling = "Scaling"
-
-    def __repr__(self):
-        return f"pl.MemorySpace.{self.name}"
+def _hw_enum(name: str, table: str, doc: str, repr_prefix: str | None = None):
+    """An enum whose members are the hardware's names for `table`, each valued by its name."""
+    cls = enum.Enum(name, [(n, n) for n in _HW[table]], module=__name__, qualname=name)
+    cls.__doc__ = doc
+    if repr_prefix is not None:
+        cls.__repr__ = lambda self: f"{repr_prefix}{self.name}"
+    return cls
 
 
-class TensorLayout(enum.Enum):
-    ND = "ND"
-    DN = "DN"
-    NZ = "NZ"
-    ZN = "ZN"
-
-    def __repr__(self):
-        return f"pl.{self.name}"
-
-
+MemorySpace = _hw_enum("MemorySpace", "memories", "Where a tile lives: DDR (GM) or a local memory of a core.",
+                       "pl.MemorySpace.")
+TensorLayout = _hw_enum("TensorLayout", "layouts", "How a tile's elements are laid out (ND row-major, DN, NZ, ZN).",
+                        "pl.")
 ND, DN, NZ, ZN = TensorLayout.ND, TensorLayout.DN, TensorLayout.NZ, TensorLayout.ZN
-
-
-class PipeType(enum.Enum):
-    MTE1 = "MTE1"
-    MTE2 = "MTE2"
-    MTE3 = "MTE3"
-    M = "M"
-    V = "V"
-    S = "S"
-    FIX = "FIX"
-    ALL = "ALL"
+PipeType = _hw_enum("PipeType", "pipes", "The pipes (instruction queues) of a core.")
+RoundMode = _hw_enum("RoundMode", "round_modes", "Rounding modes of pl.cast(mode=).")
+CrossCoreSyncMode = _hw_enum("CrossCoreSyncMode", "cross_core_sync_modes",
+                             "Who a cross-core flag pairs (modes 0..3 of the hardware; INTRA_BLOCK is the default).")
 
 
 class AtomicType(enum.Enum):
