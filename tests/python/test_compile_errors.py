@@ -241,3 +241,43 @@ def test_overlapping_tiles_are_a_warning_at_the_later_declaration():
         f"{line_of(body, 'addr=0x0)')}) at [0x0, 0x8000): they share bytes [0x4000, 0x8000) and writing one "
         "changes the other; if the reuse is deliberate (one is no longer used when the other is), filter this "
         "warning category")
+
+
+def test_static_range_needs_compile_time_bounds():
+    def body(x: pl.Tensor[[pl.DYNAMIC, 128], pl.DT_FP32], z: pl.Tensor[[128, 128], pl.DT_FP32]):
+        with pl.section_vector():
+            for i in pl.static_range(x.shape[0]):
+                pass
+
+    with pytest.raises(TypeError) as info:
+        launch(pl.jit(body))
+    check(info, body, "pl.static_range(x.shape[0])", "pl.static_range bounds must be compile-time ints")
+
+
+def test_static_range_refuses_break_and_zero_step_and_huge_unrolls():
+    def jump(x: pl.Tensor[[128, 128], pl.DT_FP32], z: pl.Tensor[[128, 128], pl.DT_FP32]):
+        with pl.section_vector():
+            for i in pl.static_range(4):
+                break
+
+    with pytest.raises(NotImplementedError) as info:
+        launch(pl.jit(jump))
+    check(info, jump, "break", "'break' inside pl.static_range is not supported")
+
+    def zero(x: pl.Tensor[[128, 128], pl.DT_FP32], z: pl.Tensor[[128, 128], pl.DT_FP32]):
+        with pl.section_vector():
+            for i in pl.static_range(0, 4, 0):
+                pass
+
+    with pytest.raises(ValueError) as info:
+        launch(pl.jit(zero))
+    check(info, zero, "pl.static_range(0, 4, 0)", "pl.static_range step must not be zero")
+
+    def huge(x: pl.Tensor[[128, 128], pl.DT_FP32], z: pl.Tensor[[128, 128], pl.DT_FP32]):
+        with pl.section_vector():
+            for i in pl.static_range(100000):
+                pass
+
+    with pytest.raises(ValueError) as info:
+        launch(pl.jit(huge))
+    check(info, huge, "pl.static_range(100000)", "pl.static_range unrolls 100000 iterations; at most 4096")

@@ -321,3 +321,41 @@ def test_hardware_vocabulary_comes_from_one_table():
     mode = next(k for k in _C.ir.op_info("cast")["kwargs"] if k["name"] == "mode")
     assert mode["choices"] == table["round_modes"]
     assert repr(pl.MemorySpace.Vec) == "pl.MemorySpace.Vec" and repr(pl.NZ) == "pl.NZ"
+
+
+SCALES = [1.0, 2.0, -3.0, 0.5]
+
+
+@pl.jit
+def static_unrolled(x: pl.Tensor[[pl.DYNAMIC, 32], pl.DT_FP32], y: pl.Tensor[[pl.DYNAMIC, 32], pl.DT_FP32]):
+    tt = pl.TileType(shape=[8, 32], dtype=pl.DT_FP32)
+    tiles = [pl.make_tile(tt, addr=0x0), pl.make_tile(tt, addr=0x400), pl.make_tile(tt, addr=0x800)]
+    with pl.section_vector():
+        for i in pl.range(x.shape[0] // 32):
+            # Rows 8k..8k+8 of block i scaled by SCALES[k], through tile k % 3; k is a Python int.
+            for k in pl.static_range(len(SCALES)):
+                pl.load(tiles[k % 3], x, [i * 32 + k * 8, 0])
+                pl.muls(tiles[k % 3], tiles[k % 3], SCALES[k])
+                if k % 2 == 1:  # a compile-time branch per unrolled copy
+                    pl.adds(tiles[k % 3], tiles[k % 3], 1.0)
+                pl.store(y, tiles[k % 3], [i * 32 + k * 8, 0])
+            for j in pl.static_range(2, 9, 3):  # j ends at 8, as in Python
+                pass
+            pl.load(tiles[0], x, [i * 32, 0])
+            pl.adds(tiles[0], tiles[0], j * 100.0)
+            pl.store(y, tiles[0], [i * 32, 0])
+
+
+def test_static_range_unrolls_with_compile_time_values():
+    x = torch.randn(64, 32)
+    y = torch.zeros_like(x)
+    static_unrolled(x, y)
+    sync()
+    ref = torch.empty_like(x)
+    for k, s in enumerate(SCALES):
+        rows = torch.cat([torch.arange(b * 32 + k * 8, b * 32 + k * 8 + 8) for b in range(2)])
+        ref[rows] = x[rows] * s + (1.0 if k % 2 == 1 else 0.0)
+    for b in range(2):
+        ref[b * 32:b * 32 + 8] = x[b * 32:b * 32 + 8] + 800.0
+    torch.testing.assert_close(y, ref, rtol=0, atol=1e-5)
+    assert static_unrolled.cache_info()["instances"] == 1

@@ -25,7 +25,8 @@ class Builtin:
 
 
 SPECIALS = {
-    "range": "for i in pl.range(stop) / pl.range(start, stop[, step]): the only loop form of a kernel",
+    "range": "for i in pl.range(stop) / pl.range(start, stop[, step]): a run-time loop of the kernel",
+    "static_range": "for i in pl.static_range(stop) / (start, stop[, step]): unrolled at compile time, i an int",
     "get_block_idx": "index of this block (vector code of mixed kernels: flattened over AIVs)",
     "get_block_num": "number of blocks of the launch",
     "get_subblock_idx": "0/1: which AIV of a mixed block",

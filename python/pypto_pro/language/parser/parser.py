@@ -111,6 +111,9 @@ def _assigned_names(stmts) -> set:
 # constructor recursion depth mismatch". Parsing takes a millisecond; the compiles stay parallel.
 _AST_LOCK = threading.Lock()
 
+# pl.static_range copies its body once per iteration; beyond this many it is surely a mistake.
+STATIC_RANGE_LIMIT = 4096
+
 
 def _new_ast_lock_in_child():  # a thread parsing at fork() does not exist in the child
     global _AST_LOCK
@@ -171,6 +174,7 @@ class KernelParser:
         self.block = []            # IR statements of the block being parsed
         self.runtime_depth = 0     # > 0 inside run-time loops and branches
         self.loop_depth = 0
+        self.in_static_loop = False  # the innermost loop is a pl.static_range (no break/continue)
         self.section = None
         self.temp_counter = 0
         self.scope = 0             # 0: the kernel; each inlined helper call gets its own
@@ -297,12 +301,20 @@ class KernelParser:
                              hint="write results to an output tensor with pl.store")
         self.emit(ir.return_(*self.span(node)))
 
+    def _no_static_jump(self, node, word):
+        if self.in_static_loop:
+            raise self.error(errors.UnsupportedFeatureError, node,
+                             f"'{word}' inside pl.static_range is not supported: the loop is unrolled at compile "
+                             "time", hint="use a compile-time 'if' around the body, or pl.range")
+
     def stmt_Break(self, node):
+        self._no_static_jump(node, "break")
         if self.loop_depth == 0:
             raise self.error(errors.ParserSyntaxError, node, "'break' outside a loop")
         self.emit(ir.break_(*self.span(node)))
 
     def stmt_Continue(self, node):
+        self._no_static_jump(node, "continue")
         if self.loop_depth == 0:
             raise self.error(errors.ParserSyntaxError, node, "'continue' outside a loop")
         self.emit(ir.continue_(*self.span(node)))
@@ -374,17 +386,20 @@ class KernelParser:
     def stmt_For(self, node):
         it = node.iter
         func = self.eval(it.func) if isinstance(it, ast.Call) else None
-        if not (isinstance(func, Builtin) and func.name == "range"):
+        if not (isinstance(func, Builtin) and func.name in ("range", "static_range")):
             raise self.error(errors.ParserSyntaxError, it, "a kernel 'for' loop must iterate over pl.range(...)",
-                             hint="write `for i in pl.range(start, stop, step):`; Python's range, lists and "
-                                  "other iterables are not kernel loops")
+                             hint="write `for i in pl.range(start, stop, step):` (or pl.static_range(...) to "
+                                  "unroll at compile time); Python's range, lists and other iterables are not "
+                                  "kernel loops")
         if node.orelse:
             raise self.error(errors.UnsupportedFeatureError, node, "'for ... else' is not supported in kernels")
         if not isinstance(node.target, ast.Name):
             raise self.error(errors.ParserSyntaxError, node.target, "the loop variable must be a plain name")
         if it.keywords or not 1 <= len(it.args) <= 3:
-            raise self.error(errors.ParserTypeError, it, "pl.range takes (stop), (start, stop) or "
+            raise self.error(errors.ParserTypeError, it, f"pl.{func.name} takes (stop), (start, stop) or "
                                                          "(start, stop, step) positional arguments")
+        if func.name == "static_range":
+            return self.static_for(node, it)
         bounds = [self.eval(a) for a in it.args]
         if len(bounds) == 1:
             bounds = [0, bounds[0], 1]
@@ -409,13 +424,42 @@ class KernelParser:
         before = dict(self.env)
         self.runtime_depth += 1
         self.loop_depth += 1
+        saved_static, self.in_static_loop = self.in_static_loop, False
         try:
             body = self.parse_block(node.body)
         finally:
             self.runtime_depth -= 1
             self.loop_depth -= 1
+            self.in_static_loop = saved_static
         self.env = self.merge(before, self.env, node)
         return body
+
+    def static_for(self, node, it):
+        """for i in pl.static_range(...): unrolled here, the body parsed once per value with `i` a
+        compile-time int (so it may index Python lists of ops, tiles or shapes)."""
+        bounds = []
+        for arg in it.args:
+            value = self.eval(arg)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise self.error(errors.ParserTypeError, arg,
+                                 f"pl.static_range bounds must be compile-time ints, got {self.describe(value)}",
+                                 hint="use pl.range for a loop over run-time values")
+            bounds.append(value)
+        if len(bounds) == 3 and bounds[2] == 0:
+            raise self.error(errors.ParserValueError, it, "pl.static_range step must not be zero")
+        values = range(*bounds)
+        if len(values) > STATIC_RANGE_LIMIT:
+            raise self.error(errors.ParserValueError, it,
+                             f"pl.static_range unrolls {len(values)} iterations; at most {STATIC_RANGE_LIMIT} are "
+                             "allowed", hint="use pl.range for long loops")
+        saved_static, self.in_static_loop = self.in_static_loop, True
+        try:
+            for value in values:
+                self.env[node.target.id] = value
+                for stmt in node.body:
+                    self.parse_stmt(stmt)
+        finally:
+            self.in_static_loop = saved_static
 
     def _check_compile_time_cond(self, cond, node):
         if not isinstance(cond, (bool, int, float, DataType, enum.Enum, str, type(None))):
@@ -874,7 +918,7 @@ class KernelParser:
         if self.scopes > 64 and self.inline is not None:
             raise self.error(errors.UnsupportedFeatureError, node, "helpers nest too deeply (recursion?)")
         saved = (self.env, self.globals, self.closure, self.line_offset, self.col_offset, self.scope, self.inline,
-                 self.loop_depth)
+                 self.loop_depth, self.in_static_loop)
         self.scopes += 1
         self.scope = self.scopes
         self.env = dict(bound.arguments)
@@ -884,6 +928,7 @@ class KernelParser:
         self.col_offset = len(lines[0]) - len(lines[0].lstrip())
         self.inline = {"value": None, "depth": self.runtime_depth}
         self.loop_depth = 0  # break/continue cannot leave the helper
+        self.in_static_loop = False
         try:
             for stmt in fdef.body:
                 self.parse_stmt(stmt)
@@ -892,7 +937,7 @@ class KernelParser:
         finally:
             result = self.inline["value"]
             (self.env, self.globals, self.closure, self.line_offset, self.col_offset, self.scope, self.inline,
-             self.loop_depth) = saved
+             self.loop_depth, self.in_static_loop) = saved
         return result
 
     def call_builtin(self, func, node, target_hint):
