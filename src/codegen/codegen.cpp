@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "pypto_pro/ir/analysis.h"
+#include "pypto_pro/ir/launcher_slots.h"
 #include "pypto_pro/ir/visitor.h"
 #include "sanitizer_hooks.h"
 
@@ -519,18 +520,20 @@ class KernelWriter {
     return os.str();
   }
 
+  // KernelArgs and both launchers follow the one slot order (ir/launcher_slots.h).
   std::string ArgsStruct() {
     std::ostringstream os;
     os << "struct KernelArgs {\n";
-    for (const Var& p : func_.params) {
-      if (p->type.IsTensor()) os << "  uint8_t* " << FieldName(p) << ";\n";
-    }
-    for (const Var& p : func_.params) {
-      if (p->type.IsScalar()) os << "  " << ScalarCType(p->type.dtype) << " " << FieldName(p) << ";\n";
-    }
-    for (int i = 0; i < func_.NumDynamicDims(); ++i) os << "  int32_t dyn" << i << ";\n";
-    if (const Var* tiling = TilingParam()) {
-      os << "  " << CppIdent("", (*tiling)->type.strct->name) << " " << FieldName(*tiling) << ";  // TilingData\n";
+    for (const LauncherSlot& slot : LauncherSlots(func_)) {
+      const Var& p = func_.params[size_t(slot.param)];
+      switch (slot.kind) {
+        case SlotKind::kTensor: os << "  uint8_t* " << FieldName(p) << ";\n"; break;
+        case SlotKind::kScalar: os << "  " << ScalarCType(p->type.dtype) << " " << FieldName(p) << ";\n"; break;
+        case SlotKind::kDynamicDim: os << "  int32_t dyn" << slot.index << ";\n"; break;
+        case SlotKind::kTiling:
+          os << "  " << CppIdent("", p->type.strct->name) << " " << FieldName(p) << ";  // TilingData\n";
+          break;
+      }
     }
     os << "};\n";
     return os.str();
@@ -538,33 +541,37 @@ class KernelWriter {
 
   std::string LauncherSource() {
     std::vector<std::string> params, fields, unpack;
-    int slot = 0;
-    for (const Var& p : func_.params) {
-      if (!p->type.IsTensor()) continue;
-      params.push_back("uint8_t* " + FieldName(p));
-      fields.push_back(FieldName(p));
-      unpack.push_back("reinterpret_cast<uint8_t*>(slots[" + std::to_string(slot++) + "])");
-    }
-    for (const Var& p : func_.params) {
-      if (!p->type.IsScalar()) continue;
-      std::string t = ScalarCType(p->type.dtype);
-      params.push_back(t + " " + FieldName(p));
-      fields.push_back(FieldName(p));
-      std::string s = "slots[" + std::to_string(slot++) + "]";
-      if (p->type.dtype == DataType::kFP32) unpack.push_back("__builtin_bit_cast(float, uint32_t(" + s + "))");
-      else if (p->type.dtype == DataType::kBool) unpack.push_back(s + " != 0");
-      else unpack.push_back(t + "(" + s + ")");
-    }
-    for (int i = 0; i < func_.NumDynamicDims(); ++i) {
-      params.push_back("int32_t dyn" + std::to_string(i));
-      fields.push_back("dyn" + std::to_string(i));
-      unpack.push_back("int32_t(slots[" + std::to_string(slot++) + "])");
+    int n = 0;
+    for (const LauncherSlot& slot : LauncherSlots(func_)) {
+      const Var& p = func_.params[size_t(slot.param)];
+      const std::string s = "slots[" + std::to_string(n++) + "]";
+      switch (slot.kind) {
+        case SlotKind::kTensor:
+          params.push_back("uint8_t* " + FieldName(p));
+          fields.push_back(FieldName(p));
+          unpack.push_back("reinterpret_cast<uint8_t*>(" + s + ")");
+          break;
+        case SlotKind::kScalar: {
+          std::string t = ScalarCType(p->type.dtype);
+          params.push_back(t + " " + FieldName(p));
+          fields.push_back(FieldName(p));
+          if (p->type.dtype == DataType::kFP32) unpack.push_back("__builtin_bit_cast(float, uint32_t(" + s + "))");
+          else if (p->type.dtype == DataType::kBool) unpack.push_back(s + " != 0");
+          else unpack.push_back(t + "(" + s + ")");
+          break;
+        }
+        case SlotKind::kDynamicDim:
+          params.push_back("int32_t dyn" + std::to_string(slot.index));
+          fields.push_back("dyn" + std::to_string(slot.index));
+          unpack.push_back("int32_t(" + s + ")");
+          break;
+        case SlotKind::kTiling:
+          params.push_back("const uint8_t* " + FieldName(p));
+          unpack.push_back("reinterpret_cast<const uint8_t*>(" + s + ")");
+          break;
+      }
     }
     const Var* tiling = TilingParam();
-    if (tiling) {
-      params.push_back("const uint8_t* " + FieldName(*tiling));
-      unpack.push_back("reinterpret_cast<const uint8_t*>(slots[" + std::to_string(slot++) + "])");
-    }
     auto join = [](const std::vector<std::string>& items, const std::string& sep, const std::string& lead) {
       std::string out;
       for (const std::string& item : items) out += lead + item + sep;

@@ -118,54 +118,9 @@ void BindJit(py::module_& m) {
                                }
                                return out;
                              })
-      .def("set_parse_ms", [](jit::Instance& i, double ms) { i.stats.parse_ms = ms; })
       .def("__repr__", [](const jit::Instance& i) {
         return "<Instance " + i.kernel_name + " at " + i.dir.string() + ">";
       });
-
-  m.def(
-      "build_instance",
-      [](const PyFunction& function, const std::string& arch, const std::filesystem::path& dir, double timeout,
-         bool auto_mutex, bool dump_ir, const std::map<std::string, std::string>& extra_files, bool sanitizer) {
-        ir::Function func = *function.func;  // passes transform a copy
-        jit::CompileOptions options;
-        options.arch = arch;
-        options.instance_dir = dir;
-        options.timeout_seconds = timeout;
-        options.auto_mutex = auto_mutex;
-        options.sanitizer = sanitizer;
-        options.dump_ir = dump_ir;
-        options.extra_files.assign(extra_files.begin(), extra_files.end());
-        options.interrupted = PythonWaitOptions(-1).interrupted;
-        py::gil_scoped_release release;
-        return jit::BuildInstance(std::move(func), options);
-      },
-      py::arg("function"), py::arg("arch"), py::arg("instance_dir"), py::arg("timeout"), py::arg("auto_mutex"),
-      py::arg("dump_ir"), py::arg("extra_files") = std::map<std::string, std::string>{},
-      py::arg("sanitizer") = false);
-
-  m.def(
-      "instance_dir",
-      [](const std::string& name, const std::string& arch, const std::string& static_signature,
-         const std::string& datatype_json, std::optional<uint64_t> tiling_key, std::optional<int> rank,
-         bool sanitizer) {
-        jit::InstanceKey key;
-        key.sanitizer = sanitizer;
-        key.kernel_name = name;
-        key.arch = arch;
-        key.static_signature = static_signature;
-        key.datatype_json = datatype_json;
-        key.tiling_key = tiling_key;
-        if (rank) {  // one simulated device per process: device 0, named when a process group is active
-          key.device = 0;
-          key.rank = *rank;
-        }
-        return jit::InstanceDir(key);
-      },
-      py::arg("name"), py::arg("arch"), py::arg("static_signature") = "", py::arg("datatype_json") = "",
-      py::arg("tiling_key") = py::none(), py::arg("rank") = py::none(), py::arg("sanitizer") = false);
-  m.def("artefact_root", &jit::ArtefactRoot);
-  m.def("compiler_command", &jit::CompilerCommand);
 
   m.def("arch_names", [] {
     std::vector<std::string> names;
@@ -215,9 +170,6 @@ void BindJit(py::module_& m) {
     }
     return out;
   });
-  m.def("getenv", [](const std::string& name) { return GetEnv(name); });
-  m.def("getenv_flag", [](const std::string& name) { return GetEnvFlag(name); });
-  m.def("getenv_seconds", [](const std::string& name) { return GetEnvSeconds(name, false); });
 }
 
 }  // namespace pypto_pro::python

@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -252,6 +253,138 @@ bool DTypeOfObject(PyObject* obj, ir::DataType& out) {
     }
   }
   return false;
+}
+
+namespace {
+
+[[noreturn]] void RaiseOverflow(const std::string& message) {
+  PyErr_SetString(PyExc_OverflowError, message.c_str());
+  throw py::error_already_set();
+}
+
+// A Python (or numpy) number as the fp32 a kernel receives; OverflowError naming `where` when it
+// does not fit (inf and nan pass through as themselves).
+float ToFP32(PyObject* obj, const std::string& where) {
+  double d = PyFloat_AsDouble(obj);
+  if (d == -1.0 && PyErr_Occurred()) {
+    if (!PyErr_ExceptionMatches(PyExc_OverflowError)) throw py::error_already_set();
+    PyErr_Clear();
+    RaiseOverflow(where + " = " + py::str(obj).cast<std::string>().substr(0, 40) +
+                  (PyLong_Check(obj) ? "..." : "") + " does not fit in fp32 (at most 3.4028235e+38 in magnitude)");
+  }
+  float f = float(d);
+  if (std::isinf(f) && std::isfinite(d)) {
+    RaiseOverflow(where + " = " + py::repr(obj).cast<std::string>() +
+                  " does not fit in fp32 (at most 3.4028235e+38 in magnitude)");
+  }
+  return f;
+}
+
+// One value of a TilingData field (`index` >= 0: an element of an array field).
+void WriteTilingValue(const jit::TilingFieldSpec& f, PyObject* v, uint8_t* out, const ArgName& arg, int index) {
+  auto where = [&] { return arg.str() + "." + f.name + (index >= 0 ? "[" + std::to_string(index) + "]" : ""); };
+  const ScalarKind kind = ScalarKindOf(v);
+  if (f.dtype == ir::DataType::kBool) {
+    if (kind != ScalarKind::kBool) ArgError(true, where() + " must be a bool, got " + TypeName(v));
+    int truth = PyObject_IsTrue(v);
+    if (truth < 0) throw py::error_already_set();
+    *out = truth ? 1 : 0;
+  } else if (f.dtype == ir::DataType::kFP32) {
+    if (kind != ScalarKind::kInt && kind != ScalarKind::kFloat) {
+      ArgError(true, where() + " must be a float, got " + TypeName(v));
+    }
+    const float value = ToFP32(v, where());
+    std::memcpy(out, &value, sizeof value);
+  } else {
+    if (kind != ScalarKind::kInt) ArgError(true, where() + " must be an int, got " + TypeName(v));
+    int overflow = 0;
+    int64_t i64 = IntValue(v, overflow);
+    if (overflow) RaiseOverflow(where() + " = " + py::str(v).cast<std::string>() + " does not fit in int64");
+    std::memcpy(out, &i64, sizeof i64);
+  }
+}
+
+}  // namespace
+
+uint64_t ReadScalar(const jit::ParamSpec& p, PyObject* obj, const ArgName& arg) {
+  using ir::DataType;
+  const ScalarKind kind = ScalarKindOf(obj);
+  if (p.dtype == DataType::kBool) {
+    if (kind != ScalarKind::kBool) ArgError(true, arg.str() + " expects a bool, got " + TypeName(obj));
+    int truth = PyObject_IsTrue(obj);
+    if (truth < 0) throw py::error_already_set();
+    return truth ? 1 : 0;
+  }
+  if (ir::IsFloat(p.dtype)) {
+    if (kind != ScalarKind::kInt && kind != ScalarKind::kFloat) {
+      ArgError(true, arg.str() + " expects a float (" + std::string(ir::Name(p.dtype)) + "), got " + TypeName(obj));
+    }
+    float f = ToFP32(obj, arg.str());
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof bits);
+    return bits;
+  }
+  if (kind != ScalarKind::kInt) {
+    ArgError(true, arg.str() + " expects an int (" + std::string(ir::Name(p.dtype)) + "), got " + TypeName(obj));
+  }
+  int overflow = 0;
+  long long v = IntValue(obj, overflow);
+  int bits = ir::Info(p.dtype).bits;
+  bool is_signed = ir::Info(p.dtype).is_signed;
+  long long lo = is_signed ? -(1LL << (bits - 1)) : 0;
+  bool fits = overflow == 0 && v >= lo &&
+              (bits == 64 || v <= (is_signed ? (1LL << (bits - 1)) - 1 : (1LL << bits) - 1));
+  if (!fits) {
+    RaiseOverflow(arg.str() + " = " + py::str(obj).cast<std::string>() + " does not fit in " +
+                  std::string(ir::Name(p.dtype)));
+  }
+  return uint64_t(v);
+}
+
+
+uint8_t* TilingBuffer::Get(size_t size) {
+  if (size <= sizeof inline_bytes) {
+    std::memset(inline_bytes, 0, size);
+    return inline_bytes;
+  }
+  heap.reset(new uint8_t[size]());
+  return heap.get();
+}
+
+
+// Serialises a TilingData instance into the C struct layout of <Class>_tiling.h (natural
+// alignment); the launcher copies the bytes into the queued launch.
+uint64_t PackTiling(const jit::ParamSpec& p, const PyParam& py_param, PyObject* obj, const ArgName& arg,
+                    TilingBuffer& buffer) {
+  int is = PyObject_IsInstance(obj, py_param.tiling_class.ptr());
+  if (is < 0) throw py::error_already_set();
+  if (!is) {
+    ArgError(true, arg.str() + " expects a " + py::str(py_param.tiling_class.attr("__name__")).cast<std::string>() +
+                       " instance (TilingData), got " + TypeName(obj));
+  }
+  uint8_t* base = buffer.Get(p.tiling_size);
+  for (size_t i = 0; i < p.fields.size(); ++i) {
+    const jit::TilingFieldSpec& f = p.fields[i];
+    py::object value = py::reinterpret_steal<py::object>(PyObject_GetAttr(obj, py_param.field_names[i].ptr()));
+    if (!value) throw py::error_already_set();
+    if (f.count == 0) {
+      WriteTilingValue(f, value.ptr(), base + f.offset, arg, -1);
+      continue;
+    }
+    if (!PyList_Check(value.ptr()) && !PyTuple_Check(value.ptr())) {
+      ArgError(true, arg.str() + "." + f.name + " must be a list of " + std::to_string(f.count) + " values, got " +
+                         TypeName(value.ptr()));
+    }
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(value.ptr());
+    if (len != f.count) {
+      ArgError(false, arg.str() + "." + f.name + " must have exactly " + std::to_string(f.count) + " values, got " +
+                          std::to_string(len));
+    }
+    PyObject** items = PySequence_Fast_ITEMS(value.ptr());
+    size_t size = size_t(ir::Bytes(f.dtype));
+    for (int k = 0; k < f.count; ++k) WriteTilingValue(f, items[k], base + f.offset + size_t(k) * size, arg, k);
+  }
+  return reinterpret_cast<uint64_t>(base);
 }
 
 }  // namespace pypto_pro::python

@@ -4,8 +4,10 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "kernel_schema.h"
 #include "pypto_pro/ir/dtype.h"
 
 namespace pypto_pro::python {
@@ -49,6 +51,22 @@ enum class ScalarKind { kNone, kBool, kInt, kFloat };
 ScalarKind ScalarKindOf(PyObject* obj);
 // The value of a kInt scalar; `overflow` is set as PyLong_AsLongLongAndOverflow does.
 long long IntValue(PyObject* obj, int& overflow);
+
+// A scalar argument as its 64-bit launcher slot: bools and ints range-checked against the
+// parameter's dtype (OverflowError), floats as fp32 bits.
+uint64_t ReadScalar(const jit::ParamSpec& p, PyObject* obj, const ArgName& arg);
+
+// A launch's packed TilingData: inline for the usual few dozen bytes.
+struct TilingBuffer {
+  alignas(16) uint8_t inline_bytes[512];
+  std::unique_ptr<uint8_t[]> heap;
+  uint8_t* Get(size_t size);
+};
+
+// Serialises a TilingData instance into the C struct layout of <Class>_tiling.h (natural
+// alignment) in `buffer`; returns its address for the launcher slot.
+uint64_t PackTiling(const jit::ParamSpec& p, const PyParam& py_param, PyObject* obj, const ArgName& arg,
+                    TilingBuffer& buffer);
 
 // True when torch tensors are read through libpypto_torch_args.so (torch must be imported).
 bool TorchFastPath();

@@ -1,6 +1,5 @@
 #include "pypto_pro/support/arch.h"
 
-#include <algorithm>
 
 namespace pypto_pro {
 
@@ -42,10 +41,8 @@ std::vector<std::string_view> ArchNames() {
 }
 
 std::string ArchNamesJoined() {
-  std::vector<std::string_view> names = ArchNames();
-  std::sort(names.begin(), names.end());
   std::string out;
-  for (std::string_view name : names) out += (out.empty() ? "" : ", ") + std::string(name);
+  for (std::string_view name : ArchNames()) out += (out.empty() ? "" : ", ") + std::string(name);
   return out;
 }
 

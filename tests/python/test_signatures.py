@@ -511,6 +511,8 @@ def test_a_changed_global_recompiles_the_kernel():
         assert torch.equal(y, x * 3)
         info = uses_globals.cache_info()
         assert info["compiles"] == 2 and info["stale"] == 1 and info["instances"] == 1
+        # instances() and signatures() list the current instances only, like cache_info().
+        assert len(uses_globals.instances()) == len(uses_globals.signatures()) == 1
 
         def scaled_rows(t):  # a redefined helper is a changed global too
             pl.adds(t, t, FACTOR)

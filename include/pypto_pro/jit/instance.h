@@ -33,7 +33,7 @@ struct CompileOptions {
 
 // Milliseconds spent in each phase of the first launch of one signature.
 struct CompileStats {
-  double parse_ms = 0;  // filled in by the Python front end
+  double parse_ms = 0;  // the front end parsing the binding (measured by the launch path)
   double passes_ms = 0;
   double codegen_ms = 0;
   double write_ms = 0;

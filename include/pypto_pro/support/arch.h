@@ -29,6 +29,6 @@ uint32_t TileAlignment(hw::MemorySpace m);
 const ArchModel* FindArch(std::string_view name);
 const ArchModel& DefaultArch();
 std::vector<std::string_view> ArchNames();
-std::string ArchNamesJoined();  // "a2, a3, a5" for messages
+std::string ArchNamesJoined();  // "a5, a3, a2" for messages
 
 }  // namespace pypto_pro

@@ -32,9 +32,9 @@ def located(cls, message: str, *, kernel: str, filename: str, line: int, col: in
                hint=hint or None, end_col=end_col)
 
 
-def from_core(diag, kernel: str, fn) -> errors.CompilationError:
-    """Turns a pypto_pro._C.Diagnostic (raised by the C++ IR, verifier or passes) into its error class."""
-    kind, message, line, col, hint = diag.args
+def from_core(kind: str, message: str, line: int, col: int, hint: str, kernel: str, fn) -> errors.CompilationError:
+    """A diagnostic of the C++ IR, verifier or passes (the args of a pypto_pro._C.Diagnostic) as its
+    located error class."""
     cls = _KIND_TO_CLASS.get(kind, errors.VerifyError)
     if cls is errors.VerifyError:
         message = f"internal compiler error: {message} (please report it)"

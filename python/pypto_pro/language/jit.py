@@ -1,25 +1,19 @@
-"""@pl.jit: the kernel object. Parsing happens on the first launch of each compile signature;
-the launch itself (kernel[stream, block_dim](...)) runs in C++ (pypto_pro._C.KernelBase)."""
+"""@pl.jit: the kernel object. It reads the kernel's annotations into the signature description
+the C++ core keeps (pypto_pro._C.KernelBase), which runs every launch and, on the first launch of
+a compile signature, asks _parse() for the kernel's IR under that signature's binding and does the
+rest of the compile itself."""
 
 from __future__ import annotations
 
 import functools
 import inspect
-import json
-import logging
-import time
-import warnings
 from dataclasses import dataclass, field
 
-from pypto_pro import _C, errors
-from pypto_pro.language import diagnostics
+from pypto_pro import _C
 from pypto_pro.language.tiling_data import TilingDataSpec, is_tiling_data_class
 from pypto_pro.language.types import DTYPES, DataType, TensorAnnotation
 from pypto_pro.runtime.tilingkey import TilingKeyField, TilingKeySchema
 
-_log = logging.getLogger("pypto_pro.jit")
-
-_ARCH_ENV = "PYPTOPRO_JIT_ARCH"
 _DIM_CODES = {"static": -1, "dynamic": -2, "rest": -3}
 
 for _dtype in DTYPES.values():
@@ -155,22 +149,22 @@ class JitFunction(_C.KernelBase):
                                       "implemented yet")
         self.fn = fn
         self.kernel_name = name or fn.__name__
-        self.arch = arch  # None: resolved from PYPTOPRO_JIT_ARCH at the first launch, then fixed
         self.auto_mutex = auto_mutex
         self.sanitizer = sanitizer
         self.compile_timeout = compile_timeout
         param_names = list(inspect.signature(fn).parameters)
-        self.tiling_key = TilingKeySchema(tiling_key, self.kernel_name, param_names) if tiling_key is not None else None
+        tiling_key_schema = None
+        if tiling_key is not None:
+            tiling_key_schema = TilingKeySchema(tiling_key, self.kernel_name, param_names)
         self.datatype = None
         if datatype is not None:
             self.datatype = _datatype_schema(datatype, fn, self.kernel_name)
-            if self.tiling_key is not None:
+            if tiling_key_schema is not None:
                 for var in self.datatype[2]:
-                    if var in self.tiling_key.names:
+                    if var in tiling_key_schema.names:
                         raise ValueError(f"kernel '{self.kernel_name}': datatype variable '{var}' clashes with the "
                                          f"TilingKey field of that name")
         self.spec = KernelSpec.from_function(fn, self.kernel_name, datatype)
-        self._signatures = []  # per compiled instance: what it was specialised on
         dt_entry = {p: i for i, p in enumerate(self.datatype[0])} if self.datatype else {}
         params = []
         for p in self.spec.params:
@@ -185,14 +179,14 @@ class JitFunction(_C.KernelBase):
                 d.update(cls=p.tiling.cls, size=p.tiling.size, fields=p.tiling.field_layout())
             params.append(d)
         schema = {}
-        if self.tiling_key is not None:
-            tk = self.tiling_key
-            schema["tiling_key"] = {"names": tk.names, "values": [f.values for _, f in tk.fields],
-                                    "offsets": tk.offsets, "validate": self._validate_tiling_key}
+        if tiling_key_schema is not None:
+            schema["tiling_key"] = tiling_key_schema
         if self.datatype is not None:
             schema["datatype"] = {"params": self.datatype[0], "var_of": self.datatype[1],
                                   "var_names": self.datatype[2]}
-        _C.KernelBase.__init__(self, self.kernel_name, params, self._compile_signature, self._bind, schema)
+        options = {"fn": fn, "arch": arch, "auto_mutex": auto_mutex, "sanitizer": sanitizer,
+                   "compile_timeout": float(compile_timeout) if compile_timeout is not None else None}
+        _C.KernelBase.__init__(self, self.kernel_name, params, schema, self._parse, self._bind, options)
         functools.update_wrapper(self, fn, updated=())
 
     # ---- called by the C++ launch path ----
@@ -205,85 +199,16 @@ class JitFunction(_C.KernelBase):
         bound.apply_defaults()
         return tuple(bound.arguments[p.name] for p in self.spec.params)
 
-    def _validate_tiling_key(self, packed):
-        key = self.tiling_key.unpack(packed)
-        if not self.tiling_key.is_valid(tuple(key.values())):
-            raise ValueError(f"kernel '{self.kernel_name}': TilingKey {self.tiling_key.describe(key)} is rejected "
-                             f"by {self.tiling_key.name}.is_valid")
-
-    def _resolved_arch(self) -> str:
-        if self.arch is None:
-            arch = _C.getenv(_ARCH_ENV)
-            if arch not in _C.arch_names():
-                raise ValueError(f"{_ARCH_ENV}={arch!r} is not a known arch; known: {', '.join(_C.arch_names())}")
-            self.arch = arch
-        return self.arch
-
-    def _compile_signature(self, statics: tuple, tiling_key, dtypes):
+    def _parse(self, binding):
+        """The kernel's IR under one compile signature's binding: {static_dims: {tensor: [values of its
+        STATIC and '...' dims]}, tiling_key: {field: value}, datatype: {param: dtype name},
+        variables: {datatype variable: dtype name}}. Returns (ir.Function, captured globals)."""
         from pypto_pro.language.parser import parse_kernel
 
-        arch = self._resolved_arch()
-        tk_values = self.tiling_key.unpack(tiling_key) if self.tiling_key is not None else {}
-        dt_binding = {}
-        dt_vars = {}
-        if self.datatype is not None:
-            for param, var_index, name in zip(self.datatype[0], self.datatype[1], dtypes):
-                dt_binding[param] = DTYPES[name]
-                dt_vars[self.datatype[2][var_index]] = DTYPES[name]
-        shapes = self._decode_statics(statics)
-        t0 = time.perf_counter()
-        func, captures = parse_kernel(self.fn, self.spec, shapes, constants={**tk_values, **dt_vars},
-                                      dtypes=dt_binding)
-        parse_ms = (time.perf_counter() - t0) * 1e3
-        static_sig = ";".join(f"{name}:{','.join(map(str, dims))}" for name, dims in shapes.items() if dims)
-        dt_json = json.dumps({p: d.pl_name for p, d in sorted(dt_binding.items())}, separators=(",", ":")) \
-            if dt_binding else ""
-        inst_dir = _C.instance_dir(self.kernel_name, arch, static_sig, dt_json, tiling_key,
-                                   _distributed_rank(), self.sanitizer)
-        timeout = self.compile_timeout if self.compile_timeout is not None else _C.getenv_seconds(
-            "PYPTO_PRO_COMPILE_TIMEOUT")
-        dump_ir = _C.getenv_flag("PYPTO_PRO_DUMP_IR")
-        extra_files = {}
-        if dt_binding:
-            binding = {"datatype": {p: d.pl_name for p, d in dt_binding.items()},
-                       "variables": {v: d.pl_name for v, d in dt_vars.items()}}
-            extra_files["../datatype.json"] = json.dumps(binding, indent=2, sort_keys=True) + "\n"
-        try:
-            inst = _C.build_instance(func, arch, str(inst_dir), float(timeout), self.auto_mutex, dump_ir,
-                                     extra_files, self.sanitizer)
-        except _C.Diagnostic as diag:
-            raise diagnostics.from_core(diag, self.kernel_name, self.spec.fn) from None
-        inst.set_parse_ms(parse_ms)
-        filename = diagnostics.source_file(self.spec.fn)
-        for line, _col, message in inst.warnings:
-            warnings.warn_explicit(f"kernel '{self.kernel_name}': {message}", errors.TileOverlapWarning, filename, line,
-                                   module=self.fn.__module__)
-        if _log.isEnabledFor(logging.DEBUG):
-            _log.debug("compiled %s in %s: %s", self.kernel_name, inst_dir,
-                       ", ".join(f"{k[:-3]} {v:.1f} ms" for k, v in inst.stats.items()))
-        self._signatures.append({"dir": str(inst_dir), "static_dims": {k: v for k, v in shapes.items() if v},
-                                 "tiling_key": tk_values or None,
-                                 "datatype": {p: d for p, d in dt_binding.items()} or None})
-        return inst, captures
-
-    def _decode_statics(self, statics):
-        """{tensor name: [values of its STATIC dims (and of the dims a trailing '...' covered)]}.
-        The C++ key holds, per tensor, its STATIC dims in order, with the count of '...' dims first."""
-        values = iter(statics)
-        shapes = {}
-        for p in self.spec.params:
-            if p.kind != "tensor":
-                continue
-            dims = []
-            rest = p.dims and p.dims[-1][0] == "rest"
-            declared = p.dims[:-1] if rest else p.dims
-            rest_count = next(values) if rest else 0
-            for kind, _ in declared:
-                if kind == "static":
-                    dims.append(next(values))
-            dims.extend(next(values) for _ in range(rest_count))
-            shapes[p.name] = dims
-        return shapes
+        variables = {var: DTYPES[name] for var, name in binding["variables"].items()}
+        return parse_kernel(self.fn, self.spec, binding["static_dims"],
+                            constants={**binding["tiling_key"], **variables},
+                            dtypes={p: DTYPES[name] for p, name in binding["datatype"].items()})
 
     # ---- introspection ----
     def instances(self) -> list:
@@ -291,8 +216,9 @@ class JitFunction(_C.KernelBase):
         return self._instances()
 
     def signatures(self) -> list:
-        """What each instance (same order as instances()) was specialised on."""
-        return list(self._signatures)
+        """What each instance (same order as instances()) was specialised on: {dir, static_dims,
+        tiling_key, datatype}."""
+        return self._signatures()
 
     def cache_info(self) -> dict:
         """{'compiles', 'hits', 'misses', 'instances', 'stale'} of this kernel object ('stale': times a
@@ -309,18 +235,6 @@ class JitFunction(_C.KernelBase):
 
     def __repr__(self):
         return f"<pl.jit kernel '{self.kernel_name}' arch={self.arch or 'auto'}>"
-
-
-def _distributed_rank():
-    """The rank when a torch.distributed process group is active, else None."""
-    import sys
-    dist = sys.modules.get("torch.distributed")
-    try:
-        if dist is not None and dist.is_available() and dist.is_initialized():
-            return dist.get_rank()
-    except Exception:
-        pass
-    return None
 
 
 def jit(fn=None, *, arch=None, auto_mutex=True, name=None, pipeline=None, sanitizer=False, tiling_key=None,

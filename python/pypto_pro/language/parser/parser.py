@@ -200,7 +200,7 @@ class KernelParser:
             body = self.parse_block(self.fdef.body)
             return self.fb.finish(body)
         except _C.Diagnostic as diag:
-            raise diagnostics.from_core(diag, self.kernel, self.fn) from None
+            raise diagnostics.from_core(*diag.args, self.kernel, self.fn) from None
 
     def _bind_params(self):
         args = {a.arg: a for a in self.fdef.args.args + self.fdef.args.kwonlyargs + self.fdef.args.posonlyargs}
