@@ -7,54 +7,16 @@
 #include <sstream>
 
 #include "pypto_pro/ir/analysis.h"
-#include "pypto_pro/ir/launcher_slots.h"
 #include "pypto_pro/ir/visitor.h"
+#include "launcher_writer.h"
+#include "names.h"
 #include "sanitizer_hooks.h"
 
 namespace pypto_pro::codegen {
 
 using namespace ir;
 
-std::string DeviceType(DataType dtype) {
-  std::string_view ctype = Info(dtype).ctype;
-  if (ctype.empty()) {
-    Fail(ErrorKind::kUnsupported, {}, "dtype " + std::string(Name(dtype)) + " is not supported yet");
-  }
-  return std::string(ctype);
-}
-
 namespace {
-
-std::string CppIdent(const std::string& prefix, const std::string& name) {
-  std::string out = prefix;
-  for (unsigned char c : name) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_') {
-      out += char(c);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "_x%02x", c);
-      out += buf;
-    }
-  }
-  return out;
-}
-
-std::string CString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += char(c);
-    } else if (c < 0x20 || c >= 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\%03o", c);
-      out += buf;
-    } else {
-      out += char(c);
-    }
-  }
-  return out + "\"";
-}
 
 const char* KindConstant(KernelKind kind) {
   switch (kind) {
@@ -63,13 +25,6 @@ const char* KindConstant(KernelKind kind) {
     case KernelKind::kMixed: return "PTO_KERNEL_MIXED";
   }
   return "PTO_KERNEL_VECTOR";
-}
-
-std::string ScalarCType(DataType dtype) {
-  if (dtype == DataType::kFP16 || dtype == DataType::kBF16) {
-    Fail(ErrorKind::kUnsupported, {}, "fp16/bf16 scalars are not supported; use fp32");
-  }
-  return DeviceType(dtype);
 }
 
 class KernelWriter {
@@ -82,12 +37,12 @@ class KernelWriter {
     CollectDecls(func_.body);
     GeneratedSources out;
     out.kind = kind_;
-    if (const Var* tiling = TilingParam()) {
+    if (const Var* tiling = TilingParam(func_)) {
       out.tiling_header_name = (*tiling)->type.strct->name + "_tiling.h";
       out.tiling_header = TilingHeader(*(*tiling)->type.strct);
     }
     out.kernel_cpp = KernelSource(out.tiling_header_name);
-    out.call_kernel_cpp = LauncherSource();
+    out.call_kernel_cpp = LauncherSource(func_);
     return out;
   }
 
@@ -105,7 +60,6 @@ class KernelWriter {
   // Its own prefix: a group named "a_cursor" must not meet group "a"'s cursor.
   std::string CursorName(const Var& v) const { return CppIdent("cur_", v->name); }
   std::string TensorName(const Var& v) const { return CppIdent("t_", v->name); }
-  std::string FieldName(const Var& v) const { return CppIdent("a_", v->name); }
 
   void CollectDecls(const Stmt& body) {
     ForEachStmt(body, [&](const StmtNode& s) {
@@ -422,13 +376,6 @@ class KernelWriter {
   }
 
   // ---- files ----
-  const Var* TilingParam() const {
-    for (const Var& p : func_.params) {
-      if (p->type.kind == TypeKind::kStruct) return &p;
-    }
-    return nullptr;
-  }
-
   static std::string StructMemberType(DataType dtype) {
     return dtype == DataType::kInt64 ? "int64_t" : dtype == DataType::kFP32 ? "float" : "bool";
   }
@@ -503,7 +450,7 @@ class KernelWriter {
       os << "using Tile" << i << " = pto::Tile<" << DeviceType(t.dtype) << ", " << t.Rows() << ", " << t.Cols()
          << ", pto::k" << Name(t.memory) << ", pto::k" << Name(t.layout) << ">;  // " << t.ToString() << "\n";
     }
-    os << "\n" << ArgsStruct() << "\n";
+    os << "\n" << ArgsStruct(func_) << "\n";
     os << "void KernelEntry(PtoCoreCtx* ctx_ptr, const void* raw_args) {\n";
     os << "  pto::CoreCtx& ctx = *ctx_ptr;\n";
     os << "  const KernelArgs& args = *static_cast<const KernelArgs*>(raw_args);\n";
@@ -517,90 +464,6 @@ class KernelWriter {
        << ", " << CString(func_.source_file) << ", " << CString(std::string(arch_.name)) << ", &KernelEntry"
        << (sanitize_ ? ", " + CString(report_) : "") << "};\n\n";
     os << "}  // namespace\n";
-    return os.str();
-  }
-
-  // KernelArgs and both launchers follow the one slot order (ir/launcher_slots.h).
-  std::string ArgsStruct() {
-    std::ostringstream os;
-    os << "struct KernelArgs {\n";
-    for (const LauncherSlot& slot : LauncherSlots(func_)) {
-      const Var& p = func_.params[size_t(slot.param)];
-      switch (slot.kind) {
-        case SlotKind::kTensor: os << "  uint8_t* " << FieldName(p) << ";\n"; break;
-        case SlotKind::kScalar: os << "  " << ScalarCType(p->type.dtype) << " " << FieldName(p) << ";\n"; break;
-        case SlotKind::kDynamicDim: os << "  int32_t dyn" << slot.index << ";\n"; break;
-        case SlotKind::kTiling:
-          os << "  " << CppIdent("", p->type.strct->name) << " " << FieldName(p) << ";  // TilingData\n";
-          break;
-      }
-    }
-    os << "};\n";
-    return os.str();
-  }
-
-  std::string LauncherSource() {
-    std::vector<std::string> params, fields, unpack;
-    int n = 0;
-    for (const LauncherSlot& slot : LauncherSlots(func_)) {
-      const Var& p = func_.params[size_t(slot.param)];
-      const std::string s = "slots[" + std::to_string(n++) + "]";
-      switch (slot.kind) {
-        case SlotKind::kTensor:
-          params.push_back("uint8_t* " + FieldName(p));
-          fields.push_back(FieldName(p));
-          unpack.push_back("reinterpret_cast<uint8_t*>(" + s + ")");
-          break;
-        case SlotKind::kScalar: {
-          std::string t = ScalarCType(p->type.dtype);
-          params.push_back(t + " " + FieldName(p));
-          fields.push_back(FieldName(p));
-          if (p->type.dtype == DataType::kFP32) unpack.push_back("__builtin_bit_cast(float, uint32_t(" + s + "))");
-          else if (p->type.dtype == DataType::kBool) unpack.push_back(s + " != 0");
-          else unpack.push_back(t + "(" + s + ")");
-          break;
-        }
-        case SlotKind::kDynamicDim:
-          params.push_back("int32_t dyn" + std::to_string(slot.index));
-          fields.push_back("dyn" + std::to_string(slot.index));
-          unpack.push_back("int32_t(" + s + ")");
-          break;
-        case SlotKind::kTiling:
-          params.push_back("const uint8_t* " + FieldName(p));
-          unpack.push_back("reinterpret_cast<const uint8_t*>(" + s + ")");
-          break;
-      }
-    }
-    const Var* tiling = TilingParam();
-    auto join = [](const std::vector<std::string>& items, const std::string& sep, const std::string& lead) {
-      std::string out;
-      for (const std::string& item : items) out += lead + item + sep;
-      return out;
-    };
-    std::ostringstream os;
-    os << "// call_kernel.cpp: host launcher of kernel '" << func_.name
-       << "', generated by pypto_pro. Packs the arguments\n// and submits the kernel to a simulated-device stream.\n";
-    os << "#include \"kernel.cpp\"\n\n";
-    os << "#define PTO_EXPORT extern \"C\" __attribute__((visibility(\"default\")))\n\n";
-    os << "// Arguments: tensors (one uint8_t* each), scalars, one int32_t per DYNAMIC dim"
-       << (tiling ? ", then the packed TilingData" : "") << ".\n";
-    os << "PTO_EXPORT int64_t call_kernel(uint32_t blockDim, void* stream";
-    for (const std::string& p : params) os << ", " << p;
-    os << ") {\n";
-    os << "  " << (tiling ? "" : "const ") << "KernelArgs args{";
-    for (size_t i = 0; i < fields.size(); ++i) os << (i ? ", " : "") << fields[i];
-    os << "};\n";
-    if (tiling) {
-      os << "  __builtin_memcpy(&args." << FieldName(*tiling) << ", " << FieldName(*tiling) << ", sizeof args."
-         << FieldName(*tiling) << ");\n";
-    }
-    os << "  return static_cast<PtoStreamHandle*>(stream)->api->submit(stream, &kKernelDesc, &args, sizeof args, "
-          "blockDim);\n}\n\n";
-    os << "// The same launcher taking every argument as a 64-bit slot: the runtime's launch path calls this.\n";
-    os << "PTO_EXPORT int64_t call_kernel_packed(uint32_t blockDim, void* stream, const uint64_t* slots) {\n";
-    os << "  (void)slots;\n";
-    os << "  return call_kernel(blockDim, stream" << join(unpack, "", ",\n                     ") << ");\n}\n\n";
-    os << "PTO_EXPORT const PtoKernelDesc* pypto_kernel_desc() { return &kKernelDesc; }\n";
     return os.str();
   }
 

@@ -1,5 +1,7 @@
 #include "sanitizer_hooks.h"
 
+#include "names.h"
+
 #include <optional>
 
 #include "pypto_pro/ir/analysis.h"
@@ -10,15 +12,6 @@ namespace pypto_pro::codegen {
 using namespace ir;
 
 namespace {
-
-std::string Quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
 
 std::string PipeConstant(Pipe pipe) { return "pto::kPipe" + std::string(Name(pipe)); }
 
@@ -108,7 +101,7 @@ std::vector<std::optional<Window>> TileWindows(const StmtNode& s, const std::vec
 // pto::san::Op(ctx, line, pipe, {accesses...}) for an op that moves or computes data.
 std::string DataGuard(const StmtNode& s, const std::vector<std::string>& operands, const std::string& line) {
   const OpDef& op = *s.op;
-  const std::string name = Quoted(std::string(op.PublicName()));
+  const std::string name = CString(std::string(op.PublicName()));
   const std::vector<std::optional<Window>> windows = TileWindows(s, operands);
   int tile = -1, offsets = -1;
   for (size_t i = 0; i < s.args.size(); ++i) {
@@ -129,7 +122,7 @@ std::string DataGuard(const StmtNode& s, const std::vector<std::string>& operand
     const std::string mode = ModeOf(spec.access);
     if (spec.kind == OperandKind::kTile && windows[i]) {
       accesses.push_back("pto::san::Rect(" + operands[i] + ", " + mode + ", " + windows[i]->rows + ", " +
-                         windows[i]->cols + ", " + name + ", " + Quoted(VarName(s.args[i])) + ")");
+                         windows[i]->cols + ", " + name + ", " + CString(VarName(s.args[i])) + ")");
     } else if (spec.kind == OperandKind::kTensor && tile >= 0 && offsets >= 0) {
       const bool by_tile = op.operands[size_t(offsets)].unit == OffsetUnit::kTiles;
       accesses.push_back(std::string(by_tile ? "pto::san::GmTile(" : "pto::san::Gm(") + operands[i] + ", " + mode +
@@ -140,7 +133,7 @@ std::string DataGuard(const StmtNode& s, const std::vector<std::string>& operand
       size_t offset = i + 1;
       while (offset < s.args.size() && op.operands[offset].kind != OperandKind::kScalar) ++offset;
       accesses.push_back("pto::san::Element(" + operands[i] + ", " + mode + ", int64_t(" + operands[offset] + "), " +
-                         name + ", " + Quoted(VarName(s.args[i])) + ")");
+                         name + ", " + CString(VarName(s.args[i])) + ")");
     }
   }
   if (accesses.empty()) return "";

@@ -1,4 +1,5 @@
 #include "pypto_pro/ir/printer.h"
+#include "pypto_pro/support/text.h"
 
 #include <cstdio>
 #include <sstream>
@@ -6,12 +7,6 @@
 namespace pypto_pro::ir {
 
 namespace {
-
-std::string Hex(int64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::string FloatText(double v) {
   char buf[64];

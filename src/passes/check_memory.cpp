@@ -5,20 +5,13 @@
 // The same view: the same bytes read as another tile type (a DN column and a row tile over the same
 // values), or the same declaration met twice (a helper inlined twice).
 #include <algorithm>
+#include "pypto_pro/support/text.h"
 #include <cstdio>
 
 #include "pypto_pro/ir/visitor.h"
 #include "pypto_pro/passes/pass.h"
 
 namespace pypto_pro::passes {
-
-namespace {
-std::string Hex(int64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-}  // namespace
 
 namespace {
 

@@ -1,4 +1,5 @@
 #include "sanitizer.h"
+#include "pypto_pro/support/text.h"
 
 #include <algorithm>
 #include <atomic>
@@ -44,12 +45,6 @@ BlockState& ThreadBlock() {
 
 CoreState* StateOf(PtoCoreCtx* ctx) { return static_cast<CoreState*>(CoreOf(ctx).sanitizer); }
 
-
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 // Byte masks of `pipes` (see PtoSanitizerApi::begin) for one kind of core.
 struct PipeMasks {

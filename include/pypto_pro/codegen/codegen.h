@@ -18,8 +18,8 @@ struct GeneratedSources {
 };
 
 struct CodegenOptions {
-  // Sanitizer mode: instrument every op, tile declaration and element read (docs/device.md#sanitizer-mode
-  // mode"), each launch appending its findings to this file. Empty: a plain kernel.
+  // Sanitizer mode (docs/device.md#sanitizer-mode): instrument every op, tile declaration and element
+  // read, each launch appending its findings to this file. Empty: a plain kernel.
   std::string sanitizer_report;
 };
 
