@@ -281,3 +281,13 @@ def test_static_range_refuses_break_and_zero_step_and_huge_unrolls():
     with pytest.raises(ValueError) as info:
         launch(pl.jit(huge))
     check(info, huge, "pl.static_range(100000)", "pl.static_range unrolls 100000 iterations; at most 4096")
+
+
+def test_loop_ranges_outside_a_for_loop():
+    def body(x: pl.Tensor[[128, 128], pl.DT_FP32], z: pl.Tensor[[128, 128], pl.DT_FP32]):
+        with pl.section_vector():
+            r = pl.static_range(3)
+
+    with pytest.raises(errors.ParserSyntaxError) as info:
+        launch(pl.jit(body))
+    check(info, body, "pl.static_range(3)", "pl.static_range(...) can only be the iterable of a for loop")

@@ -20,6 +20,7 @@ import types
 from pypto_pro import _C, errors
 from pypto_pro.language import diagnostics
 from pypto_pro.language.builtins import Builtin
+from pypto_pro.language.parser import builtins as builtins_
 from pypto_pro.language.parser.values import (MISSING, ArrayField, GroupHandle, GroupMethod, Local, PendingTile,
                                               Poisoned, Scalar, ShapeProxy, TensorHandle, TileHandle, TilingHandle,
                                               ValidShapeProxy)
@@ -946,16 +947,16 @@ class KernelParser:
         if func.kind == "op":
             form = func.info["call_form"]
             if form != "operands":
-                return self.call_format_op(func, node)
+                return builtins_.format_op(self, func, node)
             if func.info["per_slot"] and node.args and isinstance(self.eval(node.args[0]), GroupHandle):
-                return self.call_per_slot(func, node)
+                return builtins_.per_slot_op(self, func, node)
             return self.call_op(func.name, node)
-        handler = getattr(self, "builtin_" + func.name, None)
-        if handler is None:
+        build = builtins_.BUILTINS.get(func.name)
+        if build is None:
             raise self.error(errors.ParserSyntaxError, node, f"pl.{func.name} cannot be called here")
-        return handler(node, target_hint)
+        return build(self, node, target_hint)
 
-    def _args(self, node, names, required):
+    def bind_args(self, node, names, required):
         """Binds a builtin call's positional and keyword arguments to `names` (unevaluated nodes)."""
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             raise self.error(errors.UnsupportedFeatureError, node, "*args / **kwargs calls are not supported")
@@ -988,78 +989,6 @@ class KernelParser:
         self.emit(ir.op(name, args, kwargs, *self.span(node)))
         return None
 
-    def builtin_getval(self, node, target_hint):
-        """pl.getval(container, offset): one element at a linear offset, a run-time scalar."""
-        bound = self._args(node, ["container", "offset"], ["container", "offset"])
-        container = self.eval(bound["container"])
-        if isinstance(container, PendingTile):
-            container = self.bind_tile(None, container, node)
-        if not isinstance(container, (TensorHandle, TileHandle)):
-            raise self.error(errors.ParserTypeError, bound["container"],
-                             f"pl.getval reads a tile or a GM tensor, got {self.describe(container)}")
-        offset = self.to_index(self.eval(bound["offset"]), bound["offset"], "pl.getval offset")
-        return Scalar(ir.element(container.var, offset, *self.span(node)))
-
-    def call_per_slot(self, func, node):
-        """An op the registry marks per-slot, given a whole TileGroup: applied to every slot
-        (pl.set_validshape(group, shape))."""
-        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
-            raise self.error(errors.UnsupportedFeatureError, node, "*args / **kwargs calls are not supported")
-        group = self.eval(node.args[0])
-        args = [self.op_operand(self.eval(a), a, f"pl.{func.name} argument {i + 2}")
-                for i, a in enumerate(node.args[1:])]
-        kwargs = {k.arg: self.op_keyword(self.eval(k.value), k.value, f"pl.{func.name} keyword '{k.arg}'")
-                  for k in node.keywords}
-        for slot in range(group.depth):
-            tile = self.bind_tile(None, PendingTile(group, "index", slot), node)
-            self.emit(ir.op(func.name, [ir.var_ref(tile.var, *self.span(node))] + args, kwargs, *self.span(node)))
-        return None
-
-    def call_format_op(self, func, node):
-        """The registry's format call forms: `format` is pl.printf(fmt, *args, loc=False), `assert` is
-        pl.pto_assert(cond, fmt=None, *args, loc=False). The format is a compile-time string, the
-        arguments run-time scalars; the registry checks the format against them."""
-        if any(isinstance(a, ast.Starred) for a in node.args):
-            raise self.error(errors.UnsupportedFeatureError, node, "*args calls are not supported")
-        values = [self.eval(a) for a in node.args]
-        keywords = {k.arg: self.eval(k.value) for k in node.keywords}
-        loc = keywords.pop("loc", False)
-        if not isinstance(loc, bool):
-            raise self.error(errors.ParserTypeError, node, f"pl.{func.name}(loc=...) must be True or False")
-        if func.info["call_form"] == "format":
-            if not values or not isinstance(values[0], str):
-                raise self.error(errors.ParserTypeError, node, f"pl.{func.name} needs a compile-time format string first")
-            fmt, operands = values[0], []
-            rest = values[1:]
-        else:
-            if not values:
-                raise self.error(errors.ParserTypeError, node, f"pl.{func.name} needs a condition")
-            cond, rest = values[0], values[1:]
-            fmt = keywords.pop("fmt", keywords.pop("format_str", None))
-            if rest and isinstance(rest[0], str) and fmt is None:
-                fmt, rest = rest[0], rest[1:]
-            if not isinstance(cond, Scalar):
-                if not cond:
-                    raise self.error(errors.ParserValueError, node, f"pl.{func.name} fails at compile time: "
-                                                                    f"{fmt or 'assertion failed'}")
-                return None
-            if fmt is None:  # the message is the condition's source text, which is no format
-                fmt = ast.unparse(node.args[0]).replace("%", "%%")
-            operands = [cond.expr]
-        if keywords:
-            raise self.error(errors.ParserTypeError, node,
-                             f"pl.{func.name} got an unexpected keyword '{next(iter(keywords))}'")
-        if not isinstance(fmt, str):
-            raise self.error(errors.ParserTypeError, node, f"the format of pl.{func.name} must be a compile-time str")
-        for v in rest:
-            if not (isinstance(v, Scalar) or isinstance(v, (bool, int, float))):
-                raise self.error(errors.ParserTypeError, node,
-                                 f"pl.{func.name} arguments must be scalars, got {self.describe(v)}")
-        line, col = self.span(node)
-        operands.append(ir.tuple([self.to_expr(v, node) for v in rest], line, col))
-        self.emit(ir.op(func.name, operands, {"fmt": fmt, "loc": loc}, line, col))
-        return None
-
     def op_keyword(self, value, node, what):
         """A keyword of an op call: an operand given by name, or a compile-time option."""
         if value is None or isinstance(value, (bool, int, float, str)):
@@ -1086,162 +1015,6 @@ class KernelParser:
         if isinstance(value, Scalar) or _is_number(value):
             return self.to_expr(value, node)
         raise self.error(errors.ParserTypeError, node, f"{what} cannot be {self.describe(value)}")
-
-    def _no_args(self, node):
-        if node.args or node.keywords:
-            raise self.error(errors.ParserTypeError, node, f"{ast.unparse(node.func)}() takes no arguments")
-
-    def builtin_get_block_idx(self, node, _):
-        self._no_args(node)
-        return Scalar(ir.builtin("get_block_idx", *self.span(node)))
-
-    def builtin_get_block_num(self, node, _):
-        self._no_args(node)
-        return Scalar(ir.builtin("get_block_num", *self.span(node)))
-
-    def builtin_get_subblock_idx(self, node, _):
-        self._no_args(node)
-        return Scalar(ir.builtin("get_subblock_idx", *self.span(node)))
-
-    def builtin_get_subblock_num(self, node, _):
-        self._no_args(node)
-        return Scalar(ir.builtin("get_subblock_num", *self.span(node)))
-
-    def builtin_range(self, node, _):
-        raise self.error(errors.ParserSyntaxError, node, "pl.range(...) can only be the iterable of a for loop")
-
-    def builtin_section_vector(self, node, _):
-        raise self.error(errors.ParserSyntaxError, node, "pl.section_vector() is used as `with pl.section_vector():`")
-
-    builtin_section_cube = builtin_section_vector
-
-    def _minmax(self, node, sym):
-        bound = self._args(node, ["a", "b"], ["a", "b"])
-        a, b = self.eval(bound["a"]), self.eval(bound["b"])
-        if isinstance(a, Scalar) or isinstance(b, Scalar):
-            return Scalar(ir.binary(sym, self.to_expr(a, node), self.to_expr(b, node), *self.span(node)))
-        if not (_is_number(a) and _is_number(b)):
-            raise self.error(errors.ParserTypeError, node, f"pl.{sym} takes two scalars")
-        return min(a, b) if sym == "min" else max(a, b)
-
-    def builtin_min(self, node, _):
-        return self._minmax(node, "min")
-
-    def builtin_max(self, node, _):
-        return self._minmax(node, "max")
-
-    def builtin_const(self, node, _):
-        bound = self._args(node, ["value", "dtype"], ["value", "dtype"])
-        value, dtype = self.eval(bound["value"]), self.eval(bound["dtype"])
-        if not isinstance(dtype, DataType) or dtype.name in ("fp16", "bf16") or not dtype.supported:
-            raise self.error(errors.ParserTypeError, bound["dtype"],
-                             f"pl.const dtype must be a scalar dtype (int, fp32 or bool), got {dtype!r}")
-        if not _is_number(value):
-            raise self.error(errors.ParserTypeError, bound["value"], "pl.const value must be a compile-time number")
-        line, col = self.span(node)
-        if dtype.name == "fp32":
-            return Scalar(ir.const_float(float(value), line, col))
-        if dtype.name == "bool":
-            return Scalar(ir.const_bool(bool(value), line, col))
-        if isinstance(value, float) and not value.is_integer():
-            raise self.error(errors.ParserValueError, bound["value"], f"{value} is not an integer for {dtype!r}")
-        return Scalar(ir.const_int(int(value), line, col, dtype.name))
-
-    def _const_int(self, node, what, value, minimum=0):
-        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            raise self.error(errors.ParserTypeError, node,
-                             f"{what} must be a compile-time int >= {minimum}, got {self.describe(value)}")
-        return value
-
-    def builtin_make_tile(self, node, target_hint):
-        bound = self._args(node, ["tile_type", "addr", "size"], ["tile_type"])
-        tile_type = self.eval(bound["tile_type"])
-        if not isinstance(tile_type, TileType):
-            raise self.error(errors.ParserTypeError, bound["tile_type"],
-                             f"pl.make_tile needs a pl.TileType, got {self.describe(tile_type)}")
-        if "addr" not in bound:
-            raise self.error(errors.ParserTypeError, node, "pl.make_tile needs addr=: tiles are placed by hand "
-                                                           "at a byte address of their memory")
-        addr = self._const_int(bound["addr"], "pl.make_tile addr", self.eval(bound["addr"]))
-        if "size" in bound:
-            size = self.eval(bound["size"])
-            if size is not None:
-                size = self._const_int(bound["size"], "pl.make_tile size", size, 1)
-                if size < tile_type.nbytes:
-                    raise self.error(errors.ParserValueError, bound["size"],
-                                     f"pl.make_tile size={size} is smaller than the tile's {tile_type.nbytes} bytes")
-        name = target_hint or self.temp_name("tile")
-        line, col = self.span(node)
-        group = self.fb.group_var(name + "_slot", tile_type.spec(), [addr], [], 1, True, line, col)
-        self.emit(ir.decl_tiles(group, line, col))
-        var = self.tile_var(name, tile_type, node)
-        self.emit(ir.select_tile(var, group, "index", ir.const_int(0, line, col), line, col))
-        return TileHandle(var, tile_type)
-
-    def builtin_make_tile_group(self, node, target_hint):
-        bound = self._args(node, ["type", "addrs", "mutex_ids", "depth", "fwd_ids", "bwd_ids"], ["type", "addrs"])
-        tile_type = self.eval(bound["type"])
-        if not isinstance(tile_type, TileType):
-            raise self.error(errors.ParserTypeError, bound["type"],
-                             f"pl.make_tile_group type= must be a pl.TileType, got {self.describe(tile_type)}")
-        for key in ("fwd_ids", "bwd_ids"):
-            if key in bound and self.eval(bound[key]) is not None:
-                raise self.error(errors.UnsupportedFeatureError, bound[key],
-                                 f"make_tile_group({key}=...) belongs to the pipeline transform "
-                                 f"(pl.jit(pipeline=...)), which is not implemented yet")
-        mutex_node = bound.get("mutex_ids")
-        raw_ids = self.eval(mutex_node) if mutex_node is not None else None
-        mutex_ids = []
-        if raw_ids is not None:
-            if isinstance(raw_ids, int) and not isinstance(raw_ids, bool):
-                raw_ids = [raw_ids]
-            if not isinstance(raw_ids, (list, tuple)):
-                raise self.error(errors.ParserTypeError, mutex_node,
-                                 f"mutex_ids must be a list of ints (or of int lists), got {self.describe(raw_ids)}")
-            for entry in raw_ids:
-                ids = list(entry) if isinstance(entry, (list, tuple)) else [entry]
-                for i in ids:
-                    if not isinstance(i, int) or isinstance(i, bool):
-                        raise self.error(errors.ParserTypeError, mutex_node,
-                                         f"mutex ids must be compile-time ints, got {self.describe(i)}")
-                    if not 0 <= i <= 31:
-                        raise self.error(errors.ParserTypeError, mutex_node,
-                                         f"mutex id {i} is out of range [0, 31]")
-                if len(set(ids)) != len(ids):
-                    raise self.error(errors.ParserValueError, mutex_node, f"a slot repeats a mutex id: {ids}")
-                mutex_ids.append(ids)
-            if len({len(ids) for ids in mutex_ids}) > 1:
-                raise self.error(errors.ParserValueError, mutex_node,
-                                 "every slot needs the same number of mutex ids")
-        depth = None
-        if "depth" in bound:
-            depth = self.eval(bound["depth"])
-            if depth is not None:
-                depth = self._const_int(bound["depth"], "make_tile_group depth", depth, 1)
-        if mutex_ids:
-            if depth is not None and depth != len(mutex_ids):
-                raise self.error(errors.ParserValueError, bound["depth"],
-                                 f"depth={depth} but mutex_ids has {len(mutex_ids)} entries")
-            depth = len(mutex_ids)
-        elif depth is None:
-            raise self.error(errors.ParserTypeError, node, "make_tile_group needs depth= when it has no mutex_ids")
-        addrs_value = self.eval(bound["addrs"])
-        if isinstance(addrs_value, int) and not isinstance(addrs_value, bool):
-            base = self._const_int(bound["addrs"], "make_tile_group addrs", addrs_value)
-            addrs = [base + i * tile_type.nbytes for i in range(depth)]
-        elif isinstance(addrs_value, (list, tuple)):
-            addrs = [self._const_int(bound["addrs"], "a make_tile_group address", a) for a in addrs_value]
-            if len(addrs) != depth:
-                raise self.error(errors.ParserValueError, bound["addrs"],
-                                 f"addrs has {len(addrs)} entries but the group has depth {depth}")
-        else:
-            raise self.error(errors.ParserTypeError, bound["addrs"],
-                             f"addrs must be a compile-time int or list of ints, got {self.describe(addrs_value)}")
-        name = target_hint or self.temp_name("group")
-        line, col = self.span(node)
-        group = self.fb.group_var(name, tile_type.spec(), addrs, mutex_ids, depth, False, line, col)
-        self.emit(ir.decl_tiles(group, line, col))
-        return GroupHandle(group, tile_type, depth)
 
     # ---- conversions ----
     def to_expr(self, value, node):

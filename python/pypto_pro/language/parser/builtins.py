@@ -1,0 +1,268 @@
+"""The builtins of the pl namespace the parser calls by name: plain functions of a narrow builder
+context (the parser: `eval`, `bind_args`, `error`, `span`, `emit`, `fb`, the value conversions and
+the tile binders), registered in BUILTINS. The registry's ops are not here: the parser binds them
+generically (KernelParser.call_op), with the call forms the registry declares (format_op, per_slot_op)."""
+
+from __future__ import annotations
+
+import ast
+
+from pypto_pro import _C, errors
+from pypto_pro.language.parser.values import GroupHandle, PendingTile, Scalar, TensorHandle, TileHandle
+from pypto_pro.language.types import DataType, TileType
+
+ir = _C.ir
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (bool, int, float))
+
+
+def getval(ctx, node, target_hint):
+    """pl.getval(container, offset): one element at a linear offset, a run-time scalar."""
+    bound = ctx.bind_args(node, ["container", "offset"], ["container", "offset"])
+    container = ctx.eval(bound["container"])
+    if isinstance(container, PendingTile):
+        container = ctx.bind_tile(None, container, node)
+    if not isinstance(container, (TensorHandle, TileHandle)):
+        raise ctx.error(errors.ParserTypeError, bound["container"],
+                         f"pl.getval reads a tile or a GM tensor, got {ctx.describe(container)}")
+    offset = ctx.to_index(ctx.eval(bound["offset"]), bound["offset"], "pl.getval offset")
+    return Scalar(ir.element(container.var, offset, *ctx.span(node)))
+
+
+def per_slot_op(ctx, func, node):
+    """An op the registry marks per-slot, given a whole TileGroup: applied to every slot
+    (pl.set_validshape(group, shape))."""
+    if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+        raise ctx.error(errors.UnsupportedFeatureError, node, "*args / **kwargs calls are not supported")
+    group = ctx.eval(node.args[0])
+    args = [ctx.op_operand(ctx.eval(a), a, f"pl.{func.name} argument {i + 2}")
+            for i, a in enumerate(node.args[1:])]
+    kwargs = {k.arg: ctx.op_keyword(ctx.eval(k.value), k.value, f"pl.{func.name} keyword '{k.arg}'")
+              for k in node.keywords}
+    for slot in range(group.depth):
+        tile = ctx.bind_tile(None, PendingTile(group, "index", slot), node)
+        ctx.emit(ir.op(func.name, [ir.var_ref(tile.var, *ctx.span(node))] + args, kwargs, *ctx.span(node)))
+    return None
+
+
+def format_op(ctx, func, node):
+    """The registry's format call forms: `format` is pl.printf(fmt, *args, loc=False), `assert` is
+    pl.pto_assert(cond, fmt=None, *args, loc=False). The format is a compile-time string, the
+    arguments run-time scalars; the registry checks the format against them."""
+    if any(isinstance(a, ast.Starred) for a in node.args):
+        raise ctx.error(errors.UnsupportedFeatureError, node, "*args calls are not supported")
+    values = [ctx.eval(a) for a in node.args]
+    keywords = {k.arg: ctx.eval(k.value) for k in node.keywords}
+    loc = keywords.pop("loc", False)
+    if not isinstance(loc, bool):
+        raise ctx.error(errors.ParserTypeError, node, f"pl.{func.name}(loc=...) must be True or False")
+    if func.info["call_form"] == "format":
+        if not values or not isinstance(values[0], str):
+            raise ctx.error(errors.ParserTypeError, node, f"pl.{func.name} needs a compile-time format string first")
+        fmt, operands = values[0], []
+        rest = values[1:]
+    else:
+        if not values:
+            raise ctx.error(errors.ParserTypeError, node, f"pl.{func.name} needs a condition")
+        cond, rest = values[0], values[1:]
+        fmt = keywords.pop("fmt", keywords.pop("format_str", None))
+        if rest and isinstance(rest[0], str) and fmt is None:
+            fmt, rest = rest[0], rest[1:]
+        if not isinstance(cond, Scalar):
+            if not cond:
+                raise ctx.error(errors.ParserValueError, node, f"pl.{func.name} fails at compile time: "
+                                                                f"{fmt or 'assertion failed'}")
+            return None
+        if fmt is None:  # the message is the condition's source text, which is no format
+            fmt = ast.unparse(node.args[0]).replace("%", "%%")
+        operands = [cond.expr]
+    if keywords:
+        raise ctx.error(errors.ParserTypeError, node,
+                         f"pl.{func.name} got an unexpected keyword '{next(iter(keywords))}'")
+    if not isinstance(fmt, str):
+        raise ctx.error(errors.ParserTypeError, node, f"the format of pl.{func.name} must be a compile-time str")
+    for v in rest:
+        if not (isinstance(v, Scalar) or isinstance(v, (bool, int, float))):
+            raise ctx.error(errors.ParserTypeError, node,
+                             f"pl.{func.name} arguments must be scalars, got {ctx.describe(v)}")
+    line, col = ctx.span(node)
+    operands.append(ir.tuple([ctx.to_expr(v, node) for v in rest], line, col))
+    ctx.emit(ir.op(func.name, operands, {"fmt": fmt, "loc": loc}, line, col))
+    return None
+
+
+def _no_args(ctx, node):
+    if node.args or node.keywords:
+        raise ctx.error(errors.ParserTypeError, node, f"{ast.unparse(node.func)}() takes no arguments")
+
+
+def range_(ctx, node, _):
+    raise ctx.error(errors.ParserSyntaxError, node,
+                    f"{ast.unparse(node.func)}(...) can only be the iterable of a for loop")
+
+
+def section(ctx, node, _):
+    name = ast.unparse(node.func)
+    raise ctx.error(errors.ParserSyntaxError, node, f"{name}() is used as `with {name}():`")
+
+
+def _minmax(ctx, node, sym):
+    bound = ctx.bind_args(node, ["a", "b"], ["a", "b"])
+    a, b = ctx.eval(bound["a"]), ctx.eval(bound["b"])
+    if isinstance(a, Scalar) or isinstance(b, Scalar):
+        return Scalar(ir.binary(sym, ctx.to_expr(a, node), ctx.to_expr(b, node), *ctx.span(node)))
+    if not (_is_number(a) and _is_number(b)):
+        raise ctx.error(errors.ParserTypeError, node, f"pl.{sym} takes two scalars")
+    return min(a, b) if sym == "min" else max(a, b)
+
+
+def min_(ctx, node, _):
+    return _minmax(ctx, node, "min")
+
+
+def max_(ctx, node, _):
+    return _minmax(ctx, node, "max")
+
+
+def const(ctx, node, _):
+    bound = ctx.bind_args(node, ["value", "dtype"], ["value", "dtype"])
+    value, dtype = ctx.eval(bound["value"]), ctx.eval(bound["dtype"])
+    if not isinstance(dtype, DataType) or dtype.name in ("fp16", "bf16") or not dtype.supported:
+        raise ctx.error(errors.ParserTypeError, bound["dtype"],
+                         f"pl.const dtype must be a scalar dtype (int, fp32 or bool), got {dtype!r}")
+    if not _is_number(value):
+        raise ctx.error(errors.ParserTypeError, bound["value"], "pl.const value must be a compile-time number")
+    line, col = ctx.span(node)
+    if dtype.name == "fp32":
+        return Scalar(ir.const_float(float(value), line, col))
+    if dtype.name == "bool":
+        return Scalar(ir.const_bool(bool(value), line, col))
+    if isinstance(value, float) and not value.is_integer():
+        raise ctx.error(errors.ParserValueError, bound["value"], f"{value} is not an integer for {dtype!r}")
+    return Scalar(ir.const_int(int(value), line, col, dtype.name))
+
+
+def _const_int(ctx, node, what, value, minimum=0):
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ctx.error(errors.ParserTypeError, node,
+                         f"{what} must be a compile-time int >= {minimum}, got {ctx.describe(value)}")
+    return value
+
+
+def make_tile(ctx, node, target_hint):
+    bound = ctx.bind_args(node, ["tile_type", "addr", "size"], ["tile_type"])
+    tile_type = ctx.eval(bound["tile_type"])
+    if not isinstance(tile_type, TileType):
+        raise ctx.error(errors.ParserTypeError, bound["tile_type"],
+                         f"pl.make_tile needs a pl.TileType, got {ctx.describe(tile_type)}")
+    if "addr" not in bound:
+        raise ctx.error(errors.ParserTypeError, node, "pl.make_tile needs addr=: tiles are placed by hand "
+                                                       "at a byte address of their memory")
+    addr = _const_int(ctx, bound["addr"], "pl.make_tile addr", ctx.eval(bound["addr"]))
+    if "size" in bound:
+        size = ctx.eval(bound["size"])
+        if size is not None:
+            size = _const_int(ctx, bound["size"], "pl.make_tile size", size, 1)
+            if size < tile_type.nbytes:
+                raise ctx.error(errors.ParserValueError, bound["size"],
+                                 f"pl.make_tile size={size} is smaller than the tile's {tile_type.nbytes} bytes")
+    name = target_hint or ctx.temp_name("tile")
+    line, col = ctx.span(node)
+    group = ctx.fb.group_var(name + "_slot", tile_type.spec(), [addr], [], 1, True, line, col)
+    ctx.emit(ir.decl_tiles(group, line, col))
+    var = ctx.tile_var(name, tile_type, node)
+    ctx.emit(ir.select_tile(var, group, "index", ir.const_int(0, line, col), line, col))
+    return TileHandle(var, tile_type)
+
+
+def make_tile_group(ctx, node, target_hint):
+    bound = ctx.bind_args(node, ["type", "addrs", "mutex_ids", "depth", "fwd_ids", "bwd_ids"], ["type", "addrs"])
+    tile_type = ctx.eval(bound["type"])
+    if not isinstance(tile_type, TileType):
+        raise ctx.error(errors.ParserTypeError, bound["type"],
+                         f"pl.make_tile_group type= must be a pl.TileType, got {ctx.describe(tile_type)}")
+    for key in ("fwd_ids", "bwd_ids"):
+        if key in bound and ctx.eval(bound[key]) is not None:
+            raise ctx.error(errors.UnsupportedFeatureError, bound[key],
+                             f"make_tile_group({key}=...) belongs to the pipeline transform "
+                             f"(pl.jit(pipeline=...)), which is not implemented yet")
+    mutex_node = bound.get("mutex_ids")
+    raw_ids = ctx.eval(mutex_node) if mutex_node is not None else None
+    mutex_ids = []
+    if raw_ids is not None:
+        if isinstance(raw_ids, int) and not isinstance(raw_ids, bool):
+            raw_ids = [raw_ids]
+        if not isinstance(raw_ids, (list, tuple)):
+            raise ctx.error(errors.ParserTypeError, mutex_node,
+                             f"mutex_ids must be a list of ints (or of int lists), got {ctx.describe(raw_ids)}")
+        for entry in raw_ids:
+            ids = list(entry) if isinstance(entry, (list, tuple)) else [entry]
+            for i in ids:
+                if not isinstance(i, int) or isinstance(i, bool):
+                    raise ctx.error(errors.ParserTypeError, mutex_node,
+                                     f"mutex ids must be compile-time ints, got {ctx.describe(i)}")
+                if not 0 <= i <= 31:
+                    raise ctx.error(errors.ParserTypeError, mutex_node,
+                                     f"mutex id {i} is out of range [0, 31]")
+            if len(set(ids)) != len(ids):
+                raise ctx.error(errors.ParserValueError, mutex_node, f"a slot repeats a mutex id: {ids}")
+            mutex_ids.append(ids)
+        if len({len(ids) for ids in mutex_ids}) > 1:
+            raise ctx.error(errors.ParserValueError, mutex_node,
+                             "every slot needs the same number of mutex ids")
+    depth = None
+    if "depth" in bound:
+        depth = ctx.eval(bound["depth"])
+        if depth is not None:
+            depth = _const_int(ctx, bound["depth"], "make_tile_group depth", depth, 1)
+    if mutex_ids:
+        if depth is not None and depth != len(mutex_ids):
+            raise ctx.error(errors.ParserValueError, bound["depth"],
+                             f"depth={depth} but mutex_ids has {len(mutex_ids)} entries")
+        depth = len(mutex_ids)
+    elif depth is None:
+        raise ctx.error(errors.ParserTypeError, node, "make_tile_group needs depth= when it has no mutex_ids")
+    addrs_value = ctx.eval(bound["addrs"])
+    if isinstance(addrs_value, int) and not isinstance(addrs_value, bool):
+        base = _const_int(ctx, bound["addrs"], "make_tile_group addrs", addrs_value)
+        addrs = [base + i * tile_type.nbytes for i in range(depth)]
+    elif isinstance(addrs_value, (list, tuple)):
+        addrs = [_const_int(ctx, bound["addrs"], "a make_tile_group address", a) for a in addrs_value]
+        if len(addrs) != depth:
+            raise ctx.error(errors.ParserValueError, bound["addrs"],
+                             f"addrs has {len(addrs)} entries but the group has depth {depth}")
+    else:
+        raise ctx.error(errors.ParserTypeError, bound["addrs"],
+                         f"addrs must be a compile-time int or list of ints, got {ctx.describe(addrs_value)}")
+    name = target_hint or ctx.temp_name("group")
+    line, col = ctx.span(node)
+    group = ctx.fb.group_var(name, tile_type.spec(), addrs, mutex_ids, depth, False, line, col)
+    ctx.emit(ir.decl_tiles(group, line, col))
+    return GroupHandle(group, tile_type, depth)
+
+
+def _block_builtin(name):
+    """pl.get_block_idx() and its siblings: a run-time index of the executing core."""
+    def build(ctx, node, _):
+        _no_args(ctx, node)
+        return Scalar(ir.builtin(name, *ctx.span(node)))
+    return build
+
+
+# pl.<name> -> build(ctx, call node, target_hint): the value of the call (None for statements).
+BUILTINS = {
+    "getval": getval,
+    "range": range_,
+    "static_range": range_,
+    "section_vector": section,
+    "section_cube": section,
+    "min": min_,
+    "max": max_,
+    "const": const,
+    "make_tile": make_tile,
+    "make_tile_group": make_tile_group,
+}
+BUILTINS.update({name: _block_builtin(name)
+                 for name in ("get_block_idx", "get_block_num", "get_subblock_idx", "get_subblock_num")})
