@@ -105,6 +105,58 @@ inline ir::Stmt Op(std::string_view name, std::vector<ir::Expr> args, int line) 
 inline ir::Expr Ref(const ir::Var& v) { return ir::VarRef(v); }
 inline ir::Expr Idx(const ir::Var& i, const ir::Var& j) { return ir::Tuple({Ref(i), Ref(j)}); }
 
+// A kernel whose tiles are made one by one, for the registry and verifier tests: each Tile() is the
+// current() of its own one-slot group (declared on kLineDecl, selected on kLineSelect, placed after
+// the previous tile of its memory), and With(ops) puts the tiles before a section (kLineSection)
+// that holds `ops`. A tile converts to its variable and to one shared reference to it.
+class TileKernel {
+ public:
+  static constexpr int kLineDecl = 2, kLineSelect = 3, kLineSection = 4;
+
+  struct Tile {
+    ir::Var var;
+    ir::Expr ref;
+    operator const ir::Var&() const { return var; }
+    operator const ir::Expr&() const { return ref; }
+  };
+
+  explicit TileKernel(const std::string& name = "kernel", const std::string& source_file = "kernel.py") {
+    func.name = name;
+    func.source_file = source_file;
+  }
+
+  ir::Var Tensor(const std::string& name, ir::DataType dtype, std::vector<ir::Dim> dims) {
+    return AddTensorParam(func, name, dtype, std::move(dims));
+  }
+
+  Tile MakeTile(const std::string& name, int64_t rows, int64_t cols, ir::DataType dtype = ir::DataType::kFP32,
+                ir::MemorySpace memory = ir::MemorySpace::kVec) {
+    ir::TileType t = MakeTileType(rows, cols, dtype, memory);
+    int64_t& addr = next_addr_[size_t(memory)];
+    ir::Var group = MakeTileGroup(func, name + "_group", t, addr, {}, 1, At(kLineDecl));
+    addr += (t.Bytes() + 511) / 512 * 512;
+    ir::Var tile = MakeTileVar(func, name, t);
+    stmts_.push_back(ir::DeclTiles(group, At(kLineDecl)));
+    stmts_.push_back(ir::SelectTile(tile, group, ir::SelectMode::kCurrent, nullptr, At(kLineSelect)));
+    return Tile{tile, ir::VarRef(tile)};
+  }
+
+  // The tiles, then `ops` inside a section of `kind`.
+  ir::Function With(std::vector<ir::Stmt> ops, ir::SectionKind kind = ir::SectionKind::kVector) const {
+    ir::Function out = func;
+    std::vector<ir::Stmt> body = stmts_;
+    body.push_back(ir::Section(kind, ir::Seq(std::move(ops)), At(kLineSection)));
+    out.body = ir::Seq(std::move(body));
+    return out;
+  }
+
+  ir::Function func;
+
+ private:
+  std::vector<ir::Stmt> stmts_;
+  int64_t next_addr_[size_t(ir::MemorySpace::kCount)] = {};
+};
+
 // The add kernel of the README, with handles to everything a test may want to rearrange.
 struct AddKernelSpec {
   std::string name = "add_kernel";

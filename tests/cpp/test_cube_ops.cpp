@@ -73,35 +73,18 @@ TEST(CubeRegistry, MoveAndStorePipesFollowTheirPath) {
 
 // ---------------------------------------------------------------- BuildOpCall and the verifier
 
-// A cube kernel `k(c: Tensor[[128, 128], fp32])` whose tiles are made one by one; each tile is the
-// current() of its own one-slot group, declared on line 2 and selected on line 3.
-struct CubeKernel {
-  ir::Function func;
+// A cube kernel `k(c: Tensor[[128, 128], fp32])` from test_util::TileKernel: tiles on lines 2-3,
+// the section on line 4, ops on line 5; With() defaults to a cube section.
+struct CubeKernel : test_util::TileKernel {
   ir::Var c;
-  std::vector<ir::Stmt> decls;
-
-  CubeKernel() {
-    func.name = "cube_kernel";
-    func.source_file = "cube.py";
-    c = test_util::AddTensorParam(func, "c", DataType::kFP32, {test_util::FixedDim(128), test_util::FixedDim(128)});
+  CubeKernel() : TileKernel("cube_kernel", "cube.py") {
+    c = Tensor("c", DataType::kFP32, {test_util::FixedDim(128), test_util::FixedDim(128)});
   }
-
   ir::Var Tile(const std::string& name, int64_t rows, int64_t cols, DataType dtype, MemorySpace memory) {
-    ir::TileType t = test_util::MakeTileType(rows, cols, dtype, memory);
-    ir::Var group = test_util::MakeTileGroup(func, name + "_group", t, 0, {}, 1, At(2));
-    ir::Var tile = test_util::MakeTileVar(func, name, t);
-    decls.push_back(ir::DeclTiles(group, At(2)));
-    decls.push_back(ir::SelectTile(tile, group, ir::SelectMode::kCurrent, nullptr, At(3)));
-    return tile;
+    return MakeTile(name, rows, cols, dtype, memory);
   }
-
-  // The tiles, then `ops` inside a section of `kind` (line 4).
   ir::Function With(std::vector<ir::Stmt> ops, ir::SectionKind kind = ir::SectionKind::kCube) const {
-    ir::Function out = func;
-    std::vector<ir::Stmt> body = decls;
-    body.push_back(ir::Section(kind, ir::Seq(std::move(ops)), At(4)));
-    out.body = ir::Seq(std::move(body));
-    return out;
+    return TileKernel::With(std::move(ops), kind);
   }
 };
 

@@ -29,40 +29,14 @@ using test_util::At;
 // Registry and BuildOpCall
 // ---------------------------------------------------------------------------------------------
 
-// Tiles of a vector kernel: each Tile() is a one-slot group selected in the section, so the
-// verifier sees defined variables.
-class KernelBuilder {
- public:
-  KernelBuilder() { func_.name = "vec"; }
-
+// The vector kernel of these tests: tiles from test_util::TileKernel, ops on line kOpLine.
+struct KernelBuilder : test_util::TileKernel {
+  KernelBuilder() : TileKernel("vec") {}
   ir::Expr Tile(const std::string& name, int64_t rows, int64_t cols, DataType dtype = DataType::kFP32,
                 MemorySpace memory = MemorySpace::kVec) {
-    ir::TileType t = test_util::MakeTileType(rows, cols, dtype, memory);
-    ir::Var group = test_util::MakeTileGroup(func_, name + "_g", t, next_addr_, {}, 1, At(2));
-    next_addr_ += (t.Bytes() + 511) / 512 * 512;
-    ir::Var tile = test_util::MakeTileVar(func_, name, t);
-    decls_.push_back(ir::DeclTiles(group, At(2)));
-    selects_.push_back(ir::SelectTile(tile, group, ir::SelectMode::kCurrent, nullptr, At(3)));
-    return ir::VarRef(tile, At(kOpLine, 20));
+    return MakeTile(name, rows, cols, dtype, memory);
   }
-
-  // The kernel with `ops` in its vector section.
-  ir::Function With(std::vector<ir::Stmt> ops) const {
-    ir::Function f = func_;
-    std::vector<ir::Stmt> body = selects_;
-    body.insert(body.end(), ops.begin(), ops.end());
-    std::vector<ir::Stmt> stmts = decls_;
-    stmts.push_back(ir::Section(ir::SectionKind::kVector, ir::Seq(body), At(3)));
-    f.body = ir::Seq(stmts);
-    return f;
-  }
-
   static constexpr int kOpLine = 7;
-
- private:
-  ir::Function func_;
-  std::vector<ir::Stmt> decls_, selects_;
-  int64_t next_addr_ = 0;
 };
 
 KwargValue Int(int64_t v) {

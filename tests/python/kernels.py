@@ -1,9 +1,22 @@
 """Kernels and helpers shared by the tests. make_add_kernel builds a fresh kernel object each call (so
 each test sees its own compile counts) from the add kernel of docs/language.md#kernels-and-launch."""
 
+import importlib.util
 import threading
+from pathlib import Path
 
 import pypto_pro.language as pl
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def load_example(name, prefix="example"):
+    """A fresh module of examples/<name>.py (its own kernel objects and compile counts), named
+    <prefix>_<name>."""
+    spec = importlib.util.spec_from_file_location(f"{prefix}_{name}", EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pl.jit

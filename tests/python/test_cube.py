@@ -1,9 +1,7 @@
 """Cube kernels: matmul / matmul_acc / bias against torch, moves between tiles, stores from Acc, the
 matmul example at several shapes and block_dims, and the located errors of misuse."""
 
-import importlib.util
 import inspect
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +10,7 @@ import torch
 import pypto_pro
 import pypto_pro.language as pl
 from pypto_pro import errors
+from kernels import load_example
 
 M = pl.MemorySpace
 TORCH = {pl.DT_FP16: torch.float16, pl.DT_BF16: torch.bfloat16, pl.DT_FP32: torch.float32, pl.DT_INT8: torch.int8,
@@ -234,15 +233,7 @@ def test_move_acc_to_vec_runs_in_a_cube_kernel():
 
 # ---- the example kernel ----
 
-def load_example():
-    path = Path(__file__).resolve().parents[2] / "examples" / "matmul.py"
-    spec = importlib.util.spec_from_file_location("matmul_example", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-EXAMPLE = load_example()
+EXAMPLE = load_example("matmul")
 
 
 @pytest.mark.parametrize("m, n", [(256, 256), (640, 384), (2048, 2048)])

@@ -1,23 +1,15 @@
 """The examples of examples/ against torch references, on the shapes the tile-language issue lists
 (the add and matmul examples are covered by test_add_kernel.py and test_cube.py)."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 import torch
 
 import pypto_pro
+from kernels import load_example as load
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SHAPES = [(2048, 64), (1000, 200), (777, 300), (100, 512), (2049, 100)]
-
-
-def load(name):
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")

@@ -2,28 +2,19 @@
 without manual synchronisation race, with it they are clean, and so is an add synchronised by hand
 with sync_src / sync_dst. A tile selected by a run-time index locks its own slot's mutex id."""
 
-import importlib.util
-from pathlib import Path
 
 import pytest
 import torch
 
 import pypto_pro.language as pl
+from kernels import load_example
 from san_util import findings_of, line_of
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 V, MTE2, MTE3 = pl.PipeType.V, pl.PipeType.MTE2, pl.PipeType.MTE3
 
 
-def example(name):
-    spec = importlib.util.spec_from_file_location(f"auto_mutex_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-ADD = example("add")
-MATMUL = example("matmul")
+ADD = load_example("add", "auto_mutex")
+MATMUL = load_example("matmul", "auto_mutex")
 
 
 def add_findings(kernel, shape=(512, 512), block_dim=2):

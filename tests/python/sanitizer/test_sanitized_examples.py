@@ -3,24 +3,19 @@ of the plain kernel. Each example module's kernel is swapped for a sanitized bui
 function, so the example's own launch code runs it."""
 
 import functools
-import importlib.util
-from pathlib import Path
 
 import pytest
 import torch
 
 import pypto_pro
 import pypto_pro.language as pl
+from kernels import load_example
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 @functools.cache
 def load(name):
-    spec = importlib.util.spec_from_file_location(f"sanitized_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example(name, "sanitized")
 
 
 @functools.cache
