@@ -17,30 +17,32 @@
 /* X(name) for each tile / tensor layout. */
 #define PTO_HW_LAYOUTS(X) X(ND) X(DN) X(NZ) X(ZN)
 
-/* X(enum, name, pl_name, device C++ type, bits, is_float, is_signed, supported): the element dtypes.
- * Unsupported ones are named so kernels that mention them get a clear error. */
-#define PTO_HW_DTYPES(X)                                              \
-  X(Bool, "bool", "DT_BOOL", "bool", 8, 0, 0, 1)                      \
-  X(Int8, "int8", "DT_INT8", "int8_t", 8, 0, 1, 1)                    \
-  X(Int16, "int16", "DT_INT16", "int16_t", 16, 0, 1, 1)               \
-  X(Int32, "int32", "DT_INT32", "int32_t", 32, 0, 1, 1)               \
-  X(Int64, "int64", "DT_INT64", "int64_t", 64, 0, 1, 1)               \
-  X(UInt8, "uint8", "DT_UINT8", "uint8_t", 8, 0, 0, 1)                \
-  X(UInt16, "uint16", "DT_UINT16", "uint16_t", 16, 0, 0, 1)           \
-  X(UInt32, "uint32", "DT_UINT32", "uint32_t", 32, 0, 0, 1)           \
-  X(UInt64, "uint64", "DT_UINT64", "uint64_t", 64, 0, 0, 1)           \
-  X(FP16, "fp16", "DT_FP16", "pto::half", 16, 1, 1, 1)                \
-  X(BF16, "bf16", "DT_BF16", "pto::bfloat16", 16, 1, 1, 1)            \
-  X(FP32, "fp32", "DT_FP32", "float", 32, 1, 1, 1)                    \
-  X(Int4, "int4", "DT_INT4", "", 4, 0, 1, 0)                          \
-  X(UInt4, "uint4", "DT_UINT4", "", 4, 0, 0, 0)                       \
-  X(FP8E4M3FN, "fp8e4m3fn", "DT_FP8E4M3FN", "", 8, 1, 1, 0)           \
-  X(FP8E5M2, "fp8e5m2", "DT_FP8E5M2", "", 8, 1, 1, 0)                 \
-  X(FP8E8M0, "fp8e8m0", "DT_FP8E8M0", "", 8, 1, 0, 0)                 \
-  X(FP4E2M1, "fp4e2m1", "DT_FP4E2M1", "", 4, 1, 1, 0)                 \
-  X(FP4E1M2, "fp4e1m2", "DT_FP4E1M2", "", 4, 1, 1, 0)                 \
-  X(HF8, "hf8", "DT_HF8", "", 8, 1, 1, 0)                             \
-  X(HF4, "hf4", "DT_HF4", "", 4, 1, 1, 0)
+/* X(enum, name, pl_name, device C++ type, bits, is_float, is_signed, supported, numpy, torch): the
+ * element dtypes. numpy is the array's dtype kind and item size ("f2"), torch the torch.<name> of the
+ * same type; "" where that library has none. Unsupported ones are named so kernels that mention them
+ * get a clear error. */
+#define PTO_HW_DTYPES(X)                                                          \
+  X(Bool, "bool", "DT_BOOL", "bool", 8, 0, 0, 1, "b1", "bool")                    \
+  X(Int8, "int8", "DT_INT8", "int8_t", 8, 0, 1, 1, "i1", "int8")                  \
+  X(Int16, "int16", "DT_INT16", "int16_t", 16, 0, 1, 1, "i2", "int16")            \
+  X(Int32, "int32", "DT_INT32", "int32_t", 32, 0, 1, 1, "i4", "int32")            \
+  X(Int64, "int64", "DT_INT64", "int64_t", 64, 0, 1, 1, "i8", "int64")            \
+  X(UInt8, "uint8", "DT_UINT8", "uint8_t", 8, 0, 0, 1, "u1", "uint8")             \
+  X(UInt16, "uint16", "DT_UINT16", "uint16_t", 16, 0, 0, 1, "u2", "")             \
+  X(UInt32, "uint32", "DT_UINT32", "uint32_t", 32, 0, 0, 1, "u4", "")             \
+  X(UInt64, "uint64", "DT_UINT64", "uint64_t", 64, 0, 0, 1, "u8", "")             \
+  X(FP16, "fp16", "DT_FP16", "pto::half", 16, 1, 1, 1, "f2", "float16")           \
+  X(BF16, "bf16", "DT_BF16", "pto::bfloat16", 16, 1, 1, 1, "", "bfloat16")        \
+  X(FP32, "fp32", "DT_FP32", "float", 32, 1, 1, 1, "f4", "float32")               \
+  X(Int4, "int4", "DT_INT4", "", 4, 0, 1, 0, "", "")                              \
+  X(UInt4, "uint4", "DT_UINT4", "", 4, 0, 0, 0, "", "")                           \
+  X(FP8E4M3FN, "fp8e4m3fn", "DT_FP8E4M3FN", "", 8, 1, 1, 0, "", "")               \
+  X(FP8E5M2, "fp8e5m2", "DT_FP8E5M2", "", 8, 1, 1, 0, "", "")                     \
+  X(FP8E8M0, "fp8e8m0", "DT_FP8E8M0", "", 8, 1, 0, 0, "", "")                     \
+  X(FP4E2M1, "fp4e2m1", "DT_FP4E2M1", "", 4, 1, 1, 0, "", "")                     \
+  X(FP4E1M2, "fp4e1m2", "DT_FP4E1M2", "", 4, 1, 1, 0, "", "")                     \
+  X(HF8, "hf8", "DT_HF8", "", 8, 1, 1, 0, "", "")                                 \
+  X(HF4, "hf4", "DT_HF4", "", 4, 1, 1, 0, "", "")
 
 /* X(name) for each rounding mode of pl.cast (pl.RoundMode). */
 #define PTO_HW_ROUND_MODES(X) X(CAST_RINT) X(CAST_ROUND) X(CAST_FLOOR) X(CAST_CEIL) X(CAST_TRUNC) X(CAST_ODD) X(CAST_NONE)
@@ -79,8 +81,11 @@ struct DataTypeRow {
   bool is_float;
   bool is_signed;
   bool supported;
+  const char* numpy;    // numpy dtype kind + item size ("f2"); "" when numpy has none
+  const char* torch;    // torch.<name>; "" when torch has none
 };
-#define PTO_HW_DTYPE_ROW_(e, name, pl, ctype, bits, f, s, ok) {name, pl, ctype, bits, f != 0, s != 0, ok != 0},
+#define PTO_HW_DTYPE_ROW_(e, name, pl, ctype, bits, f, s, ok, np, th) \
+  {name, pl, ctype, bits, f != 0, s != 0, ok != 0, np, th},
 inline constexpr DataTypeRow kDataTypes[] = {PTO_HW_DTYPES(PTO_HW_DTYPE_ROW_)};
 
 #undef PTO_HW_ENUM_

@@ -16,28 +16,13 @@ namespace pypto_pro::python {
 
 namespace {
 
+// A numpy array's dtype (kind character and item size) in the dtype table (hw_tables.h).
 std::optional<ir::DataType> NumpyDType(char kind, int size) {
-  using ir::DataType;
-  switch (kind) {
-    case 'f':
-      if (size == 2) return DataType::kFP16;
-      if (size == 4) return DataType::kFP32;
-      return std::nullopt;
-    case 'i':
-      if (size == 1) return DataType::kInt8;
-      if (size == 2) return DataType::kInt16;
-      if (size == 4) return DataType::kInt32;
-      if (size == 8) return DataType::kInt64;
-      return std::nullopt;
-    case 'u':
-      if (size == 1) return DataType::kUInt8;
-      if (size == 2) return DataType::kUInt16;
-      if (size == 4) return DataType::kUInt32;
-      if (size == 8) return DataType::kUInt64;
-      return std::nullopt;
-    case 'b': return size == 1 ? std::optional(DataType::kBool) : std::nullopt;
-    default: return std::nullopt;
+  for (size_t i = 0; i < size_t(ir::DataType::kCount); ++i) {
+    const char* np = hw::kDataTypes[i].numpy;
+    if (np[0] == kind && np[1] - '0' == size && np[2] == 0) return ir::DataType(i);
   }
+  return std::nullopt;
 }
 
 // libpypto_torch_args.so (src/torch_args): reads an at::Tensor directly.
@@ -55,10 +40,14 @@ struct TorchTypes {
   std::vector<std::pair<int, ir::DataType>> codes;           // c10::ScalarType codes for it
 };
 
-constexpr std::pair<const char*, ir::DataType> kTorchDTypes[] = {
-    {"float16", ir::DataType::kFP16}, {"bfloat16", ir::DataType::kBF16}, {"float32", ir::DataType::kFP32},
-    {"int8", ir::DataType::kInt8},    {"int16", ir::DataType::kInt16},   {"int32", ir::DataType::kInt32},
-    {"int64", ir::DataType::kInt64},  {"uint8", ir::DataType::kUInt8},   {"bool", ir::DataType::kBool}};
+// torch.<name> of each dtype torch has, from the dtype table (hw_tables.h).
+std::vector<std::pair<const char*, ir::DataType>> TorchDTypes() {
+  std::vector<std::pair<const char*, ir::DataType>> out;
+  for (size_t i = 0; i < size_t(ir::DataType::kCount); ++i) {
+    if (hw::kDataTypes[i].torch[0] && hw::kDataTypes[i].supported) out.emplace_back(hw::kDataTypes[i].torch, ir::DataType(i));
+  }
+  return out;
+}
 
 void LoadTorchFastPath(TorchTypes& t) {
   Dl_info self;
@@ -70,7 +59,7 @@ void LoadTorchFastPath(TorchTypes& t) {
   auto read = reinterpret_cast<TorchRead>(dlsym(lib, "pypto_torch_read_v2"));
   auto code = reinterpret_cast<TorchDTypeCode>(dlsym(lib, "pypto_torch_dtype_code"));
   if (!read || !code) return;
-  for (auto [name, dtype] : kTorchDTypes) t.codes.emplace_back(code(name), dtype);
+  for (auto [name, dtype] : TorchDTypes()) t.codes.emplace_back(code(name), dtype);
   t.read = read;
 }
 
@@ -81,7 +70,7 @@ TorchTypes& Torch() {
     if (!torch) return *t;
     const bool attribute_path = GetEnvFlag("PYPTO_PRO_TORCH_ATTRIBUTE_PATH");  // throws on a bad value
     py::module_ mod = py::reinterpret_borrow<py::module_>(torch);
-    for (auto [name, dtype] : kTorchDTypes) t->dtypes.emplace_back(py::object(mod.attr(name)).release().ptr(), dtype);
+    for (auto [name, dtype] : TorchDTypes()) t->dtypes.emplace_back(py::object(mod.attr(name)).release().ptr(), dtype);
     t->tensor_type = py::object(mod.attr("Tensor")).release().ptr();
     t->is_grad_enabled = mod.attr("is_grad_enabled");
     if (!attribute_path) LoadTorchFastPath(*t);

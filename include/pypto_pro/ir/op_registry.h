@@ -30,7 +30,12 @@ constexpr uint32_t Bit(MemorySpace m) { return 1u << uint32_t(m); }
 constexpr uint32_t Bit(DataType d) { return 1u << uint32_t(d); }
 constexpr uint32_t kVecOnly = Bit(MemorySpace::kVec);
 constexpr uint32_t kAnyTileMemory = (1u << uint32_t(MemorySpace::kCount)) - 2;  // all but DDR
-constexpr uint32_t kAllSupportedDTypes = (1u << uint32_t(DataType::kFP32)) * 2 - 1;
+constexpr uint32_t SupportedDTypeMask() {
+  uint32_t mask = 0;
+  for (uint32_t d = 0; d < uint32_t(DataType::kCount); ++d) mask |= hw::kDataTypes[d].supported ? 1u << d : 0;
+  return mask;
+}
+constexpr uint32_t kAllSupportedDTypes = SupportedDTypeMask();  // the dtypes hw_tables.h marks supported
 constexpr uint32_t kNumericDTypes = kAllSupportedDTypes & ~Bit(DataType::kBool);
 constexpr uint32_t kFloatDTypes = Bit(DataType::kFP16) | Bit(DataType::kBF16) | Bit(DataType::kFP32);
 
