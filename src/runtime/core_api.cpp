@@ -37,8 +37,8 @@ void PrintCallback(PtoCoreCtx* ctx, int32_t line, const char* fmt, const PtoArg*
 }
 
 void AssertCallback(PtoCoreCtx* ctx, int32_t line, const char* fmt, const PtoArg* args, int32_t nargs,
-                    int32_t /*flags: the fault names its line anyway*/) {
-  AbortCore(*ctx, line, "pto_assert", "assertion failed: " + FormatKernelText(fmt, args, nargs));
+                    int32_t flags) {
+  AbortCore(*ctx, line, "pto_assert", "assertion failed: " + LocatedText(ctx, line, fmt, args, nargs, flags));
 }
 
 [[noreturn]] void NotMixed(PtoCoreCtx* ctx, int32_t line, const char* op) {

@@ -373,3 +373,17 @@ def test_failed_pto_assert_is_a_kernel_fault_with_its_message():
     checked[None, 1](x, -10)  # the first assert: its message is the condition
     with pytest.raises(pypto_pro.KernelFault, match=r"in pl.pto_assert: assertion failed: b != limit \+ 10$"):
         sync()
+
+
+@pl.jit
+def checked_loc(x: pl.Tensor[[ROWS, COLS], pl.DT_FP32], limit: pl.DT_INT32):
+    with pl.section_vector():
+        pl.pto_assert(pl.get_block_idx() < limit, "block %d", pl.get_block_idx(), loc=True)
+
+
+def test_pto_assert_loc_prefixes_the_message_with_file_and_line():
+    checked_loc[None, 2](torch.zeros(ROWS, COLS), 1)
+    with pytest.raises(pypto_pro.KernelFault) as info:
+        sync()
+    line = line_of(checked_loc.fn, "loc=True")
+    assert str(info.value).endswith(f"assertion failed: {info.value.source_file}:{line}: block 1")
