@@ -78,10 +78,19 @@ def make(annotation_x):
     (pl.Tensor[[4], pl.DT_FP8E4M3FN], "is not supported yet"),
     (pl.DT_FP16, "scalar parameter 'x' cannot be pl.DT_FP16"),
     (int, "parameter 'x' has annotation <class 'int'>"),
+    (pl.Tensor[[4], pl.DT_FP32, pl.ZN], r"the layout of a pl.Tensor must be pl.ND, pl.DN or pl.NZ, got pl.ZN"),
 ])
 def test_bad_annotations(annotation, message):
     with pytest.raises(TypeError, match=message):
         pl.jit(make(annotation))
+
+
+def test_tensor_layouts_other_than_nd_are_refused_not_ignored():
+    pl.jit(make(pl.Tensor[[4], pl.DT_FP32, pl.ND]))  # the default, spelled out
+    for layout in (pl.DN, pl.NZ):
+        with pytest.raises(NotImplementedError, match=rf"parameter 'x': GM tensors in {layout!r} layout are not "
+                                                      r"implemented yet; pl.ND \(row-major, the default\) is"):
+            pl.jit(make(pl.Tensor[[4], pl.DT_FP32, layout]))
 
 
 def test_missing_annotation():

@@ -132,6 +132,12 @@ class TensorAnnotation:
                             f"got {self.dtype!r}")
         elif not self.dtype.supported:
             raise TypeError(f"parameter '{param}': dtype {self.dtype!r} is not supported yet")
+        if self.layout is not None and self.layout is not ND:
+            if self.layout in (DN, NZ):
+                raise NotImplementedError(f"parameter '{param}': GM tensors in {self.layout!r} layout are not "
+                                          f"implemented yet; pl.ND (row-major, the default) is")
+            raise TypeError(f"parameter '{param}': the layout of a pl.Tensor must be pl.ND, pl.DN or pl.NZ, "
+                            f"got {self.layout!r}")
         out = []
         for i, dim in enumerate(self.dims):
             if dim is Ellipsis:
