@@ -223,6 +223,28 @@ def scale_any(x: pl.Tensor[[pl.DYNAMIC, 64], "T"], y: pl.Tensor[[pl.DYNAMIC, 64]
             pl.store_tile(y, t, [i, 0])
 
 
+@pl.jit(datatype={"x": "T"})
+def by_tensor_dtype(x: pl.Tensor[[16, 64], "T"]):
+    t = pl.make_tile(pl.TileType(shape=[16, 64], dtype=x.dtype), addr=0)  # x.dtype is the launch's T
+    with pl.section_vector():
+        pl.load(t, x, [0, 0])
+        if x.dtype == pl.DT_FP32:
+            pl.adds(t, t, 1.0)
+        else:
+            pl.adds(t, t, 2.0)
+        pl.store(x, t, [0, 0])
+
+
+@pytest.mark.parametrize("dt, tdt, added", [(pl.DT_FP16, torch.float16, 2.0), (pl.DT_FP32, torch.float32, 1.0)])
+def test_tensor_dtype_is_the_launch_dtype_of_a_datatype_parameter(dt, tdt, added):
+    x = torch.randn(16, 64).to(tdt)
+    ref = x.float() + added
+    by_tensor_dtype[None, 1, {"x": dt}](x)
+    pypto_pro.runtime.synchronize()
+    tol = 1e-2 if tdt is torch.float16 else 0  # fp16: the sum rounds once
+    torch.testing.assert_close(x.float(), ref, rtol=tol, atol=tol)
+
+
 def test_datatype_instances_and_directories(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     kernel = pl.jit(scale_any.fn, datatype={"x": "T", "y": "T"}, name="scale_any")

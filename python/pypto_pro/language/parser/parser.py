@@ -654,8 +654,9 @@ class KernelParser:
         if isinstance(base, TensorHandle):
             if attr == "shape":
                 return ShapeProxy(base)
-            if attr == "dtype":
-                return self.spec_param(base.name).dtype if self.spec_param(base.name) else None
+            if attr == "dtype":  # the launch's dtype for a datatype= parameter, else the annotated one
+                param = self.spec_param(base.name)
+                return self.dtypes.get(base.name, param.dtype) if param else None
             raise self.error(errors.ParserTypeError, node, f"GM tensor '{base.name}' has no attribute '{attr}' "
                                                            f"in kernels (use .shape)")
         if isinstance(base, TilingHandle):
