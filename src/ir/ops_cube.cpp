@@ -1,6 +1,6 @@
 // The cube unit: matmul on Left x Right into Acc, pipe M (docs/language.md#compute). Following the
 // public API, lhs [M, K] x rhs [K, N] -> dst [M, N]; fp16/bf16/fp32 inputs accumulate in an fp32 Acc
-// tile, int8 inputs in an int32 one; an optional Bias tile [1, N] (fp32) is added to every row.
+// tile, int8 inputs in an int32 one; an optional Bias tile [1, N] of the accumulator's dtype is added to every row.
 #include "op_checks.h"
 #include "op_tables.h"
 
@@ -82,7 +82,9 @@ void AddCubeOps(std::vector<OpDef>& ops) {
   const OperandSpec dst{"dst_tile", OperandKind::kTile, Access::kWrite, Bit(MemorySpace::kAcc), kAccumulators};
   const OperandSpec lhs{"lhs_tile", OperandKind::kTile, Access::kRead, Bit(MemorySpace::kLeft), kMatmulInputs};
   const OperandSpec rhs{"rhs_tile", OperandKind::kTile, Access::kRead, Bit(MemorySpace::kRight), kMatmulInputs};
-  const OperandSpec bias{"bias", OperandKind::kTile, Access::kRead, Bit(MemorySpace::kBias), Bit(DataType::kFP32)};
+  // The bias table holds the accumulator's type: fp32, or int32 for int8 inputs (as Mat -> Bias writes it).
+  const OperandSpec bias{"bias", OperandKind::kTile, Access::kRead, Bit(MemorySpace::kBias),
+                         Bit(DataType::kFP32) | Bit(DataType::kInt32)};
   const OperandSpec acc{"acc_tile", OperandKind::kTile, Access::kRead, Bit(MemorySpace::kAcc), kAccumulators};
 
   ops.push_back(Matmul("matmul", {dst, lhs, rhs},

@@ -197,6 +197,9 @@ TEST(CubeVerifier, RejectsDtypeMismatches) {
   ExpectRejected(k.With({Call("matmul", {Ref(acc_i), Ref(l_i16), Ref(r8)})}), ErrorKind::kType,
                  "pl.matmul operand 'lhs_tile' has dtype int16, which pl.matmul does not support there");
   EXPECT_NO_THROW(ir::Verify(k.With({Call("matmul", {Ref(acc_i), Ref(l8), Ref(r8)})})));
+  // An int32 accumulator takes an int32 bias row, the table Mat -> Bias makes of int32 data.
+  ir::Var bias_i = k.Tile("bias_i", 1, 16, DataType::kInt32, MemorySpace::kBias);
+  EXPECT_NO_THROW(ir::Verify(k.With({Call("matmul", {Ref(acc_i), Ref(l8), Ref(r8)}, {{"bias", Operand(bias_i)}})})));
 }
 
 TEST(CubeVerifier, MovePathsDtypesAndCores) {

@@ -404,3 +404,36 @@ def test_portable_matmul_without_avx512(dtype, monkeypatch):
     monkeypatch.setenv("PYPTO_PRO_CXXFLAGS", "-mno-avx512f -mno-f16c")
     c, ref = run_matmul(dtype, (48, 64, 80), (37, 50, 71), seed=9)
     check(c, ref, dtype)
+
+
+@pl.jit
+def int8_matmul_bias(a: pl.Tensor[[16, 32], pl.DT_INT8], b: pl.Tensor[[32, 16], pl.DT_INT8],
+                     bias_in: pl.Tensor[[1, 16], pl.DT_INT32], c: pl.Tensor[[16, 16], pl.DT_INT32]):
+    M = pl.MemorySpace
+    a_mat = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_INT8, target_memory=M.Mat), addr=0x0)
+    b_mat = pl.make_tile(pl.TileType(shape=[32, 16], dtype=pl.DT_INT8, target_memory=M.Mat), addr=0x1000)
+    bias_mat = pl.make_tile(pl.TileType(shape=[1, 16], dtype=pl.DT_INT32, target_memory=M.Mat), addr=0x2000)
+    left = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_INT8, target_memory=M.Left), addr=0x0)
+    right = pl.make_tile(pl.TileType(shape=[32, 16], dtype=pl.DT_INT8, target_memory=M.Right), addr=0x0)
+    bias = pl.make_tile(pl.TileType(shape=[1, 16], dtype=pl.DT_INT32, target_memory=M.Bias), addr=0x0)
+    acc = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_INT32, target_memory=M.Acc), addr=0x0)
+    with pl.section_cube():
+        pl.load(a_mat, a, [0, 0])
+        pl.load(b_mat, b, [0, 0])
+        pl.load(bias_mat, bias_in, [0, 0])
+        pl.move(left, a_mat)
+        pl.move(right, b_mat)
+        pl.move(bias, bias_mat)
+        pl.matmul(acc, left, right, bias=bias)
+        pl.store(c, acc, [0, 0])
+
+
+def test_int8_matmul_takes_an_int32_bias():
+    gen = torch.Generator().manual_seed(3)
+    a = torch.randint(-128, 128, (16, 32), generator=gen, dtype=torch.int8)
+    b = torch.randint(-128, 128, (32, 16), generator=gen, dtype=torch.int8)
+    bias_in = torch.randint(-10000, 10000, (1, 16), generator=gen, dtype=torch.int32)
+    c = torch.zeros(16, 16, dtype=torch.int32)
+    int8_matmul_bias[None, 1](a, b, bias_in, c)
+    sync()
+    assert torch.equal(c, a.int() @ b.int() + bias_in)
