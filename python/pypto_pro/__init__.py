@@ -16,11 +16,12 @@ from pypto_pro.errors import (BuildDirectoryError, CompilationError, CompileErro
                               KernelDeadlock, KernelFault, KernelTimeout, ParserError, ParserSyntaxError,
                               ParserTypeError, ParserValueError, PyptoError, PyptoWarning, SanitizerError,
                               SanitizerFinding, TileMemoryError, TileOverlapWarning, UndefinedVariableError,
-                              UnsupportedFeatureError)
+                              UnsupportedFeatureError, VerifyError)
 
 __all__ = [
     "runtime", "PyptoError", "CompilationError", "ParserError", "ParserSyntaxError", "ParserTypeError",
-    "ParserValueError", "UndefinedVariableError", "UnsupportedFeatureError", "TileMemoryError", "CompileError",
+    "ParserValueError", "UndefinedVariableError", "UnsupportedFeatureError", "TileMemoryError", "VerifyError",
+    "CompileError",
     "CompileTimeoutError", "BuildDirectoryError", "KernelFault", "KernelDeadlock", "KernelTimeout", "SanitizerError",
     "SanitizerFinding", "PyptoWarning", "TileOverlapWarning",
 ]

@@ -206,11 +206,11 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
              "pl." + std::string(op->PublicName()) + "(" + attr.name +
                  "=...) is not implemented yet (planned for a later version; see docs/language.md#planned)");
       };
-      // A planned option holds only its default; a value it cannot even parse (a scale, an offset
-      // list) is some other setting.
+      // A planned enum option accepts its default member (AtomicNone, NoRelu, ...); a planned number
+      // (a scale, an offset) has no "off" value, so any given one is refused, 0 included.
       bool parses = k.kind == AttrKind::kEnum || k.kind == AttrKind::kString ? v.kind == KwargValue::Kind::kString
                                                                              : v.kind == KwargValue::Kind::kInt;
-      if (!k.implemented && !parses) planned();
+      if (!k.implemented && (!parses || k.kind == AttrKind::kInt)) planned();
       switch (k.kind) {
         case AttrKind::kInt:
           if (v.kind != KwargValue::Kind::kInt) Fail(ErrorKind::kType, span, what + " must be a compile-time int");

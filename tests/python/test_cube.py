@@ -397,6 +397,13 @@ def test_planned_options_say_so():
     expect_error(scale, errors.UnsupportedFeatureError, "scale=2.0",
                  "pl.store(scale=...) is not implemented yet (planned for a later version; see docs/language.md#planned)")
 
+    def scale_zero(c: pl.Tensor[[16, 16], pl.DT_FP32]):  # a planned number is refused even at 0
+        acc = pl.make_tile(at, addr=0)
+        with pl.section_cube():
+            pl.store(c, acc, [0, 0], scale=0)
+
+    expect_error(scale_zero, errors.UnsupportedFeatureError, "scale=0", "pl.store(scale=...) is not implemented yet")
+
 
 @pytest.mark.parametrize("dtype", [pl.DT_FP16, pl.DT_BF16, pl.DT_INT8], ids=IDS)
 def test_portable_matmul_without_avx512(dtype, monkeypatch):

@@ -118,3 +118,11 @@ def test_tile_type_validation():
         pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.DDR)
     tt = pl.TileType(shape=[16, 32], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Acc)
     assert tt.layout is pl.NZ and tt.nbytes == 1024
+
+
+def test_star_import_gives_the_language_not_its_modules():
+    import types as _t
+    modules = sorted(n for n in pl.__all__ if isinstance(getattr(pl, n), _t.ModuleType))
+    assert modules == ["pipeline", "system"]
+    assert "annotations" not in pl.__all__ and "jit" in pl.__all__ and callable(pl.jit)
+    assert issubclass(pypto_pro.VerifyError, pypto_pro.CompilationError) and "VerifyError" in pypto_pro.__all__

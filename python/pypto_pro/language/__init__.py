@@ -33,4 +33,7 @@ class TilePad(_enum.IntEnum):
 mutex = _types.SimpleNamespace(mutex_lock=system.mutex_lock, mutex_unlock=system.mutex_unlock)
 
 
-__all__ = [name for name in globals() if not name.startswith("_")]
+# The language's names, not the modules that implement them (system, pipeline and mutex are namespaces).
+__all__ = [name for name, value in globals().items()
+           if not name.startswith("_") and name != "annotations"
+           and (not isinstance(value, _types.ModuleType) or name in ("system", "pipeline"))]
