@@ -5,25 +5,11 @@
 namespace pypto_pro::ir {
 
 const char* Symbol(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::kAdd: return "+";
-    case BinaryOp::kSub: return "-";
-    case BinaryOp::kMul: return "*";
-    case BinaryOp::kDiv: return "/";
-    case BinaryOp::kFloorDiv: return "//";
-    case BinaryOp::kMod: return "%";
-    case BinaryOp::kMin: return "min";
-    case BinaryOp::kMax: return "max";
-    case BinaryOp::kEq: return "==";
-    case BinaryOp::kNe: return "!=";
-    case BinaryOp::kLt: return "<";
-    case BinaryOp::kLe: return "<=";
-    case BinaryOp::kGt: return ">";
-    case BinaryOp::kGe: return ">=";
-    case BinaryOp::kAnd: return "and";
-    case BinaryOp::kOr: return "or";
-  }
-  return "?";
+  // In BinaryOp order.
+  static constexpr const char* kSymbols[] = {"+",  "-",  "*", "/",  "//", "%",  "min", "max",
+                                             "==", "!=", "<", "<=", ">",  ">=", "and", "or"};
+  static_assert(sizeof kSymbols / sizeof *kSymbols == size_t(BinaryOp::kOr) + 1, "one symbol per BinaryOp");
+  return kSymbols[size_t(op)];
 }
 
 const char* Name(Builtin builtin) {

@@ -4,41 +4,32 @@
 
 namespace pypto_pro::runtime::san {
 
-const char* KindName(Kind kind) {
-  switch (kind) {
-    case Kind::kGmOutOfBounds: return "GM_OUT_OF_BOUNDS";
-    case Kind::kTileOutOfBounds: return "TILE_OUT_OF_BOUNDS";
-    case Kind::kTileOverlap: return "TILE_OVERLAP";
-    case Kind::kMutexUnlockBeforeLock: return "MUTEX_UNLOCK_BEFORE_LOCK";
-    case Kind::kUnpairedMutexLock: return "UNPAIRED_MUTEX_LOCK";
-    case Kind::kPipeRace: return "PIPE_RACE";
-    case Kind::kFlagNeverWaited: return "FLAG_NEVER_WAITED";
-    case Kind::kFlagNeverSet: return "FLAG_NEVER_SET";
-  }
-  return "?";
-}
+namespace {
 
-const char* Hint(Kind kind) {
-  switch (kind) {
-    case Kind::kGmOutOfBounds:
-      return "keep the offsets plus the tile's valid window inside the tensor's shape (pl.set_validshape for tails)";
-    case Kind::kTileOutOfBounds:
-      return "keep element offsets and valid shapes inside the tile's declared shape";
-    case Kind::kTileOverlap:
-      return "give each live tile and tile-group slot its own bytes: move the address or shrink the shape";
-    case Kind::kMutexUnlockBeforeLock:
-      return "unlock a mutex on the pipe that locked it, after the lock (pl.system.mutex_lock first)";
-    case Kind::kUnpairedMutexLock:
-      return "pair every pl.system.mutex_lock with a mutex_unlock on the same pipe before locking it again";
-    case Kind::kPipeRace:
-      return "order the two pipes with pl.system.sync_src/sync_dst, a TileGroup mutex (auto_mutex) or a barrier";
-    case Kind::kFlagNeverWaited:
-      return "wait for every flag you set (sync_dst / wait_cross_core) before the kernel ends";
-    case Kind::kFlagNeverSet:
-      return "set the flag (sync_src) before the pipe waits for it; prime buffer-free flags before the loop";
-  }
-  return "";
-}
+// Per Kind, in its order: the report's name and what to do about it.
+struct KindRow {
+  const char* name;
+  const char* hint;
+};
+constexpr KindRow kKinds[] = {
+    {"GM_OUT_OF_BOUNDS",
+     "keep the offsets plus the tile's valid window inside the tensor's shape (pl.set_validshape for tails)"},
+    {"TILE_OUT_OF_BOUNDS", "keep element offsets and valid shapes inside the tile's declared shape"},
+    {"TILE_OVERLAP", "give each live tile and tile-group slot its own bytes: move the address or shrink the shape"},
+    {"MUTEX_UNLOCK_BEFORE_LOCK",
+     "unlock a mutex on the pipe that locked it, after the lock (pl.system.mutex_lock first)"},
+    {"UNPAIRED_MUTEX_LOCK",
+     "pair every pl.system.mutex_lock with a mutex_unlock on the same pipe before locking it again"},
+    {"PIPE_RACE", "order the two pipes with pl.system.sync_src/sync_dst, a TileGroup mutex (auto_mutex) or a barrier"},
+    {"FLAG_NEVER_WAITED", "wait for every flag you set (sync_dst / wait_cross_core) before the kernel ends"},
+    {"FLAG_NEVER_SET", "set the flag (sync_src) before the pipe waits for it; prime buffer-free flags before the loop"},
+};
+static_assert(sizeof kKinds / sizeof *kKinds == size_t(Kind::kFlagNeverSet) + 1, "one row per Kind");
+
+}  // namespace
+
+const char* KindName(Kind kind) { return kKinds[size_t(kind)].name; }
+const char* Hint(Kind kind) { return kKinds[size_t(kind)].hint; }
 
 std::vector<SanitizerFinding> Findings::Take(int block, const std::string& core) {
   std::vector<SanitizerFinding> out;
