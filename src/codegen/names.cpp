@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "pypto_pro/codegen/codegen.h"
+#include "pypto_pro/support/text.h"
 
 namespace pypto_pro::codegen {
 
@@ -30,22 +31,7 @@ std::string CppIdent(const std::string& prefix, const std::string& name) {
   return out;
 }
 
-std::string CString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += char(c);
-    } else if (c < 0x20 || c >= 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\%03o", c);
-      out += buf;
-    } else {
-      out += char(c);
-    }
-  }
-  return out + "\"";
-}
+std::string CString(const std::string& s) { return QuotedLiteral(s, '"'); }
 
 std::string ScalarCType(DataType dtype) {
   if (dtype == DataType::kFP16 || dtype == DataType::kBF16) {

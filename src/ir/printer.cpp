@@ -17,26 +17,7 @@ std::string FloatText(double v) {
 }
 
 // A Python string literal: printf formats end in newlines, which must not break the IR's lines.
-std::string Quoted(const std::string& text) {
-  std::string out = "'";
-  for (unsigned char c : text) {
-    switch (c) {
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\'': out += "\\'"; break;
-      case '\\': out += "\\\\"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\x%02x", c);
-          out += buf;
-        } else {
-          out += char(c);
-        }
-    }
-  }
-  return out + "'";
-}
+std::string Quoted(const std::string& text) { return QuotedLiteral(text, '\''); }
 
 std::string PrintOperand(const Expr& e) {
   std::string s = Print(e);

@@ -330,9 +330,11 @@ class Kernel {
     if (b.datatype.empty()) {
       d["datatype"] = py::none();
     } else {
-      py::object dtypes = py::module_::import("pypto_pro.language.types").attr("DTYPES");
       py::dict datatype;
-      for (const auto& [param, dtype] : b.datatype) datatype[py::str(param)] = dtypes[DtypeName(dtype)];
+      for (const auto& [param, dtype] : b.datatype) {
+        PyObject* object = DTypeObject(dtype);  // registered by the front end for every pl.DT_*
+        datatype[py::str(param)] = object ? py::reinterpret_borrow<py::object>(object) : DtypeName(dtype);
+      }
       d["datatype"] = datatype;
     }
     return d;

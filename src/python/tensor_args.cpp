@@ -234,6 +234,13 @@ void RegisterDTypeObject(PyObject* obj, ir::DataType dtype) {
   DTypeObjects().emplace_back(obj, dtype);
 }
 
+PyObject* DTypeObject(ir::DataType dtype) {
+  for (auto& [object, registered] : DTypeObjects()) {
+    if (registered == dtype) return object;
+  }
+  return nullptr;
+}
+
 bool DTypeOfObject(PyObject* obj, ir::DataType& out) {
   for (auto& [object, dtype] : DTypeObjects()) {
     if (object == obj) {

@@ -74,5 +74,7 @@ bool TorchFastPath();
 // pl.DT_* objects, registered once by the front end, to ir dtypes (identity lookup).
 void RegisterDTypeObject(PyObject* obj, ir::DataType dtype);
 bool DTypeOfObject(PyObject* obj, ir::DataType& out);
+// The registered pl.DT_* object of `dtype` (borrowed), or nullptr.
+PyObject* DTypeObject(ir::DataType dtype);
 
 }  // namespace pypto_pro::python
