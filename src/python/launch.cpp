@@ -29,8 +29,8 @@ namespace pypto_pro::python {
 
 namespace {
 
-// A launch runs exactly block_dim blocks (in waves when they outnumber the cores), up to the
-// hardware launcher's limit.
+// A launch runs exactly block_dim blocks (also more than the arch has cores), up to the hardware
+// launcher's limit.
 constexpr int64_t kMaxBlockDim = 65535;
 constexpr const char* kArchEnv = "PYPTOPRO_JIT_ARCH";
 
