@@ -7,7 +7,7 @@
 
 #include "pypto_pro/hw_tables.h"
 
-#define PTO_ABI_VERSION 4
+#define PTO_ABI_VERSION 5
 #define PTO_MEM_ONE_(name) +1
 #define PTO_MEM_COUNT (0 PTO_HW_MEMORIES(PTO_MEM_ONE_)) /* memories indexed as in hw_tables.h, DDR first */
 #define PTO_FAULT_MAX_RANK 8
@@ -17,6 +17,8 @@ extern "C" {
 #endif
 
 enum { PTO_CORE_AIV = 0, PTO_CORE_AIC = 1 };
+/* The cores of a mixed kernel's logical block. */
+enum { PTO_PEER_AIC = 0, PTO_PEER_AIV0 = 1, PTO_PEER_AIV1 = 2 };
 enum { PTO_KERNEL_VECTOR = 0, PTO_KERNEL_CUBE = 1, PTO_KERNEL_MIXED = 2 };
 
 /* What a failing check in device code reports; the runtime formats the message. */
@@ -136,6 +138,10 @@ typedef struct PtoRuntimeApi {
   /* A loop back-edge saw *poll_word change: the runtime checks for a cancelled launch (Ctrl-C, a
    * timeout) and ends the core's program with a fault at `line` if it was. */
   void (*poll)(struct PtoCoreCtx* ctx, int32_t line);
+  /* The arena base of local memory `memory` of core `peer` of the calling core's mixed block
+   * (PTO_PEER_*): where a data path that crosses cores (Acc -> Vec, Vec -> Mat) writes. NULL outside
+   * mixed kernels. */
+  uint8_t* (*peer_memory)(struct PtoCoreCtx* ctx, int32_t peer, int32_t memory);
 } PtoRuntimeApi;
 
 /* Every stream object the runtime hands to call_kernel starts with this header. */

@@ -67,11 +67,27 @@ inline void matmul_acc(CoreCtx& ctx, int line, TD& dst, const TA& acc, const TL&
   detail::Matmul(ctx, line, "matmul_acc", dst, lhs, rhs, {acc.data, TA::kCols});
 }
 
+namespace detail {
+
+// Where `tile`'s bytes lie in core `peer`'s (PTO_PEER_*) copy of its memory; null outside a mixed
+// kernel. Addresses mean the same in every core's memory, so the offset carries over.
+template <typename T>
+inline typename T::Elem* PeerData(CoreCtx& ctx, const T& tile, int peer) {
+  uint8_t* base = ctx.api->peer_memory ? ctx.api->peer_memory(&ctx, peer, T::kMem) : nullptr;
+  if (!base) return nullptr;
+  return reinterpret_cast<typename T::Elem*>(base + (reinterpret_cast<const uint8_t*>(tile.data) - ctx.mem[T::kMem]));
+}
+
+}  // namespace detail
+
 // Copies the source's valid window to the top-left of the destination (whose own valid window is
 // left as it is), converting fp32 accumulators to fp16/bf16 on Acc -> Vec and fp16/bf16 to fp32 on
 // Mat -> Bias. A window that does not fit the destination is a kernel fault.
+// In a mixed kernel the data paths that cross cores land in the destination core's memory, as on
+// a5: Acc -> Vec is the AIC's fixpipe writing the UB of AIV 0 (acc_to_vec_mode SingleModeVec0, the
+// default, -1) or AIV 1 (SingleModeVec1); Vec -> Mat is an AIV's MTE3 writing the AIC's L1.
 template <typename TD, typename TS>
-inline void move(CoreCtx& ctx, int line, TD& dst, const TS& src) {
+inline void move(CoreCtx& ctx, int line, int acc_to_vec_mode, TD& dst, const TS& src) {
   const int32_t rows = src.valid_rows, cols = src.valid_cols;
   if (__builtin_expect(rows < 0 || cols < 0 || rows > TS::kRows || cols > TS::kCols || rows > TD::kRows ||
                            cols > TD::kCols,
@@ -86,10 +102,17 @@ inline void move(CoreCtx& ctx, int line, TD& dst, const TS& src) {
     d.shape[1] = TD::kCols < TS::kCols ? TD::kCols : TS::kCols;
     Fault(ctx, line, d);
   }
+  typename TD::Elem* out = dst.data;
+  if constexpr (TS::kMem == kAcc && TD::kMem == kVec) {
+    if (auto* peer = detail::PeerData(ctx, dst, acc_to_vec_mode == 1 ? PTO_PEER_AIV1 : PTO_PEER_AIV0)) out = peer;
+  } else if constexpr (TS::kMem == kVec && TD::kMem == kMat) {
+    if (auto* peer = detail::PeerData(ctx, dst, PTO_PEER_AIC)) out = peer;
+  }
+  (void)acc_to_vec_mode;
   if constexpr (__is_same(typename TD::Elem, typename TS::Elem)) {
-    detail::Copy2D(dst.data, TD::kCols, src.data, TS::kCols, rows, cols);
+    detail::Copy2D(out, TD::kCols, src.data, TS::kCols, rows, cols);
   } else {
-    detail::ConvertCopy2D(dst.data, TD::kCols, src.data, TS::kCols, rows, cols);
+    detail::ConvertCopy2D(out, TD::kCols, src.data, TS::kCols, rows, cols);
   }
 }
 

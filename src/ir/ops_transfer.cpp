@@ -11,6 +11,8 @@ constexpr uint32_t kStoreSrc = Bit(MemorySpace::kVec) | Bit(MemorySpace::kAcc);
 
 bool Is(const TileType& t, MemorySpace m) { return t.memory == m; }
 
+constexpr int64_t kDualModeSplitM = 2;  // index of the first dual mode among acc_to_vec_mode's choices
+
 // The dtypes the fixpipe writes an accumulator as without quantisation: fp32 as fp32, fp16 or
 // bf16 (rounded to nearest even); int32 as int32. Accumulators are fp32 or int32.
 bool FixpipeConverts(DataType from, DataType to) {
@@ -88,6 +90,19 @@ void CheckMove(const StmtNode& call) {
          what + "a move out of Mat keeps the shape: 'src_tile' is " + ShapeText(src) + " but 'dst_tile' is " +
              ShapeText(dst));
   }
+  // acc_to_vec_mode: which AIV's UB the fixpipe writes (-1: not given, SingleModeVec0).
+  for (const Attr& a : call.attrs) {
+    if (a.name != "acc_to_vec_mode" || a.value < 0) continue;
+    if (!(Is(src, MemorySpace::kAcc) && Is(dst, MemorySpace::kVec))) {
+      Fail(ErrorKind::kValue, call.span, what + "acc_to_vec_mode= applies to a move from Acc to Vec only");
+    }
+    if (a.value >= kDualModeSplitM) {
+      Fail(ErrorKind::kUnsupported, call.span,
+           what + "acc_to_vec_mode=" + std::string(a.value == kDualModeSplitM ? "DualModeSplitM" : "DualModeSplitN") +
+               " is not implemented yet (planned for a later version; see docs/language.md#planned); "
+               "SingleModeVec0 and SingleModeVec1 are");
+    }
+  }
 }
 
 KwargSpec ReluPreMode() {
@@ -134,8 +149,9 @@ void AddTransferOps(std::vector<OpDef>& ops) {
               {"src_tile", OperandKind::kTile, Access::kRead, kAnyTileMemory, kAllSupportedDTypes, ShapeRole::kAny}},
              false, kAllSupportedDTypes, "", "pto::move",
              {KwargSpec{"offset", AttrKind::kInt, 0, {}, false},
-              KwargSpec{"acc_to_vec_mode", AttrKind::kEnum, 0,
-                        {"SingleModeVec0", "SingleModeVec1", "DualModeSplitM", "DualModeSplitN"}, false},
+              // Passed to the device as its index, -1 when not given (SingleModeVec0).
+              KwargSpec{"acc_to_vec_mode", AttrKind::kEnum, -1,
+                        {"SingleModeVec0", "SingleModeVec1", "DualModeSplitM", "DualModeSplitN"}, true},
               ReluPreMode(), KwargSpec{"scale", AttrKind::kInt, 0, {}, false}},
              "tile -> tile: the source's valid window, converted on the Acc -> Vec and Mat -> Bias paths"};
   move.check = &CheckMove;

@@ -101,6 +101,8 @@ std::string Print(const Stmt& s, int indent) {
         } else if (spec && spec->kind == AttrKind::kEnum && attr.value >= 0 &&
                    attr.value < int64_t(spec->choices.size())) {
           os << spec->choices[size_t(attr.value)];
+        } else if (spec && spec->kind == AttrKind::kEnum && attr.value < 0) {
+          os << "None";  // an enum option not given
         } else if (spec && spec->kind == AttrKind::kAxes) {
           if (attr.value < 0) os << "None";
           else os << "[" << (attr.value >> 8) << ", " << (attr.value & 0xff) << "]";

@@ -67,12 +67,19 @@ void PollCallback(PtoCoreCtx* ctx, int32_t line) {
   throw KernelAbort{std::move(info)};
 }
 
+uint8_t* PeerMemoryCallback(PtoCoreCtx* ctx, int32_t peer, int32_t memory) {
+  Core& core = CoreOf(ctx);
+  if (!core.mixed || memory <= 0 || memory >= PTO_MEM_COUNT) return nullptr;
+  return core.mixed->PeerMemory(peer, memory);
+}
+
 int64_t SubmitUnavailable(void*, const PtoKernelDesc*, const void*, uint32_t, uint32_t) { return -1; }
 
 // Cores cannot launch kernels.
 const PtoRuntimeApi kCoreApi = {PTO_ABI_VERSION,     &SubmitUnavailable,    &FaultCallback,
                                 &PrintCallback,      &AssertCallback,       &SetCrossCoreCallback,
-                                &WaitCrossCoreCallback, &kSanitizerApi, &PollCallback};
+                                &WaitCrossCoreCallback, &kSanitizerApi, &PollCallback,
+                                &PeerMemoryCallback};
 
 }  // namespace
 

@@ -28,6 +28,12 @@ class MixedBlock {
   std::optional<FaultInfo> Run(const PtoKernelDesc& desc, const void* args, const ArchModel& arch, int block,
                                int blocks, LaunchControl* control);
 
+  // The arena base of memory `memory` of core `peer` (PTO_PEER_*); nullptr for no such core.
+  uint8_t* PeerMemory(int peer, int memory) {
+    static_assert(PTO_PEER_AIC == CrossCoreFlags::kAic && PTO_PEER_AIV1 == CrossCoreFlags::kAiv1);
+    return peer >= 0 && peer < CrossCoreFlags::kCores ? slots_[peer].ctx.mem[memory] : nullptr;
+  }
+
   // The cross-core callbacks of the block's cores; called on the core's fiber.
   void SetCrossCore(PtoCoreCtx& ctx, int line, int pipe, int event, int mode);
   void WaitCrossCore(PtoCoreCtx& ctx, int line, int pipe, int event, int mode);

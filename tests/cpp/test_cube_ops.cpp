@@ -64,8 +64,8 @@ TEST(CubeRegistry, MoveAndStorePipesFollowTheirPath) {
   EXPECT_EQ(move->PipeFor({MemorySpace::kMat, MemorySpace::kVec}), Pipe::kMTE3);
   EXPECT_EQ(move->PipeFor({MemorySpace::kVec, MemorySpace::kVec}), Pipe::kV);
   EXPECT_EQ(ir::FindOp("store")->PipeFor({MemorySpace::kAcc}), Pipe::kFIX);
-  // Planned options only hold their default, so kernel.cpp passes no option to pto::move.
-  for (const ir::KwargSpec& k : move->kwargs) EXPECT_FALSE(k.implemented) << k.name;
+  // acc_to_vec_mode is the one option pto::move takes; the others are planned and hold their default.
+  for (const ir::KwargSpec& k : move->kwargs) EXPECT_EQ(k.implemented, k.name == "acc_to_vec_mode") << k.name;
   EXPECT_TRUE(std::none_of(ir::PlannedOps().begin(), ir::PlannedOps().end(), [](const ir::PlannedOp& p) {
     return p.name == "move" || p.name == "matmul" || p.name == "matmul_acc";
   }));
@@ -447,8 +447,8 @@ TEST(CubeDevice, MoveAccToVecRoundsToNearestEven) {
   VecBf16 vb = core.Make<VecBf16>(0x1000);
   for (int i = 0; i < 64; ++i) acc.data[i] = 1.0f + float(i) * std::ldexp(1.0f, -12) - 70000.0f * (i == 5);
   for (int i = 0; i < 64; ++i) vh.data[i] = pto::HalfFromFloat(9.0f);
-  pto::move(core.ctx, 1, vh, acc);
-  pto::move(core.ctx, 1, vb, acc);
+  pto::move(core.ctx, 1, -1, vh, acc);
+  pto::move(core.ctx, 1, -1, vb, acc);
   for (int i = 0; i < 64; ++i) {
     if (i < 48) {
       EXPECT_EQ(vh.data[i].bits, pto::HalfFromFloat(acc.data[i]).bits) << i;
@@ -466,7 +466,7 @@ TEST(CubeDevice, MoveAccToVecRoundsToNearestEven) {
   Int ai = core.Make<Int>(0x4000, 2, 5);
   VecInt vi = core.Make<VecInt>(0x2000);
   for (int i = 0; i < 64; ++i) ai.data[i] = i * 1000003;
-  pto::move(core.ctx, 1, vi, ai);
+  pto::move(core.ctx, 1, -1, vi, ai);
   EXPECT_EQ(vi.data[16 + 4], 20 * 1000003);
   EXPECT_EQ(vi.data[16 + 5], 0);
 }
@@ -478,14 +478,14 @@ TEST(CubeDevice, MoveIntoTheBiasTableWidensAndOversizedWindowsFault) {
   MatRow row = core.Make<MatRow>(0);
   Bias bias = core.Make<Bias>(0);
   for (int j = 0; j < 32; ++j) row.data[j] = pto::Bf16FromFloat(float(j) * 0.37f - 3.0f);
-  pto::move(core.ctx, 1, bias, row);
+  pto::move(core.ctx, 1, -1, bias, row);
   for (int j = 0; j < 32; ++j) EXPECT_EQ(bias.data[j], pto::ToFloat(row.data[j])) << j;
 
   using Small = pto::Tile<float, 8, 16, pto::kVec>;
   using Big = pto::Tile<float, 16, 16, pto::kMat>;
   Big big = core.Make<Big>(0x1000, 12, 16);
   Small small = core.Make<Small>(0);
-  EXPECT_THROW(pto::move(core.ctx, 1, small, big), Faulted);  // 12 rows do not fit 8
+  EXPECT_THROW(pto::move(core.ctx, 1, -1, small, big), Faulted);  // 12 rows do not fit 8
 }
 
 TEST(CubeDevice, StoreFromAccConvertsToTheTensorDtype) {

@@ -1,0 +1,144 @@
+"""The data paths that cross the cores of a mixed block (docs/device.md#memory): the AIC's fixpipe
+writes an AIV's UB (pl.move Acc -> Vec, acc_to_vec_mode SingleModeVec0 / SingleModeVec1) and an AIV's
+MTE3 writes the AIC's L1 (pl.move Vec -> Mat), each at the same address in the destination core's
+memory. Before, the move landed in the issuing core's own copy and the peer read zeros. Every tile
+carries a TileGroup mutex id, so auto_mutex orders the pipes of each core (the sanitizer checks it)."""
+
+import pytest
+import torch
+
+import pypto_pro
+import pypto_pro.language as pl
+from pypto_pro import errors
+
+M = pl.MemorySpace
+N = 16
+H_MAT = pl.TileType(shape=[N, N], dtype=pl.DT_FP16, target_memory=M.Mat)
+H_LEFT = pl.TileType(shape=[N, N], dtype=pl.DT_FP16, target_memory=M.Left)
+H_RIGHT = pl.TileType(shape=[N, N], dtype=pl.DT_FP16, target_memory=M.Right)
+H_VEC = pl.TileType(shape=[N, N], dtype=pl.DT_FP16, target_memory=M.Vec)
+F_ACC = pl.TileType(shape=[N, N], dtype=pl.DT_FP32, target_memory=M.Acc)
+F_VEC = pl.TileType(shape=[N, N], dtype=pl.DT_FP32, target_memory=M.Vec)
+
+
+def sync():
+    pypto_pro.runtime.synchronize()
+
+
+def fixpipe_to_ub(mode):
+    """C = A @ B on the AIC, moved Acc -> Vec with `mode` (None: not given) once both AIVs have filled
+    their UB tile with -1; each AIV then stores its tile: the receiver's holds C, the other's the -1s."""
+    @pl.jit(name=f"fixpipe_to_ub_{mode.name if mode else 'default'}")
+    def kernel(a: pl.Tensor[[N, N], pl.DT_FP16], b: pl.Tensor[[N, N], pl.DT_FP16],
+               out: pl.Tensor[[2 * N, N], pl.DT_FP32]):
+        a_mat = pl.make_tile_group(type=H_MAT, addrs=0x0, mutex_ids=[0]).current()
+        b_mat = pl.make_tile_group(type=H_MAT, addrs=0x1000, mutex_ids=[1]).current()
+        left = pl.make_tile_group(type=H_LEFT, addrs=0x0, mutex_ids=[2]).current()
+        right = pl.make_tile_group(type=H_RIGHT, addrs=0x0, mutex_ids=[3]).current()
+        acc = pl.make_tile_group(type=F_ACC, addrs=0x0, mutex_ids=[4]).current()
+        vec = pl.make_tile_group(type=F_VEC, addrs=0x2000, mutex_ids=[5]).current()
+        with pl.section_cube():
+            pl.load(a_mat, a, [0, 0])
+            pl.load(b_mat, b, [0, 0])
+            pl.move(left, a_mat)
+            pl.move(right, b_mat)
+            pl.matmul(acc, left, right)
+            pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=1)  # both UB tiles are filled
+            if mode is None:
+                pl.move(vec, acc)
+            else:
+                pl.move(vec, acc, acc_to_vec_mode=mode)
+            pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id=0)
+        with pl.section_vector():
+            pl.expands(vec, -1.0)
+            pl.system.set_cross_core(pipe=pl.PipeType.V, event_id=1)
+            pl.system.wait_cross_core(pipe=pl.PipeType.MTE3, event_id=0)
+            pl.store(out, vec, [pl.get_subblock_idx() * N, 0])
+    return kernel
+
+
+@pytest.mark.parametrize("mode, receiver", [(None, 0), (pl.AccToVecMode.SingleModeVec0, 0),
+                                            (pl.AccToVecMode.SingleModeVec1, 1)],
+                         ids=["default", "SingleModeVec0", "SingleModeVec1"])
+def test_fixpipe_writes_the_ub_of_the_chosen_aiv(mode, receiver):
+    gen = torch.Generator().manual_seed(1)
+    a = torch.randn(N, N, generator=gen).half()
+    b = torch.randn(N, N, generator=gen).half()
+    out = torch.full((2 * N, N), float("nan"))
+    fixpipe_to_ub(mode)[None, 1](a, b, out)
+    sync()
+    ref = a.float() @ b.float()
+    torch.testing.assert_close(out[receiver * N:(receiver + 1) * N], ref, rtol=1e-5, atol=1e-5)
+    other = 1 - receiver
+    assert torch.equal(out[other * N:(other + 1) * N], torch.full((N, N), -1.0))  # its UB was not written
+
+
+@pl.jit
+def mte3_to_l1(x: pl.Tensor[[N, N], pl.DT_FP16], eye: pl.Tensor[[N, N], pl.DT_FP16],
+               out: pl.Tensor[[N, N], pl.DT_FP32]):
+    """Each AIV loads x into its UB and moves it to the AIC's L1 (both write the same bytes); the AIC
+    multiplies what arrived by the identity and stores it."""
+    x_vec = pl.make_tile_group(type=H_VEC, addrs=0x0, mutex_ids=[0]).current()
+    x_mat = pl.make_tile_group(type=H_MAT, addrs=0x0, mutex_ids=[1]).current()
+    eye_mat = pl.make_tile_group(type=H_MAT, addrs=0x1000, mutex_ids=[2]).current()
+    left = pl.make_tile_group(type=H_LEFT, addrs=0x0, mutex_ids=[3]).current()
+    right = pl.make_tile_group(type=H_RIGHT, addrs=0x0, mutex_ids=[4]).current()
+    acc = pl.make_tile_group(type=F_ACC, addrs=0x0, mutex_ids=[5]).current()
+    with pl.section_vector():
+        pl.load(x_vec, x, [0, 0])
+        pl.move(x_mat, x_vec)
+        pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=1)
+    with pl.section_cube():
+        pl.load(eye_mat, eye, [0, 0])
+        pl.system.wait_cross_core(pipe=pl.PipeType.MTE1, event_id=1)
+        pl.move(left, x_mat)
+        pl.move(right, eye_mat)
+        pl.matmul(acc, left, right)
+        pl.store(out, acc, [0, 0])
+
+
+@pytest.mark.parametrize("block_dim", [1, 3])
+def test_vector_cores_write_the_l1_of_their_aic(block_dim):
+    x = torch.randn(N, N).half()
+    out = torch.full((N, N), float("nan"))
+    mte3_to_l1[None, block_dim](x, torch.eye(N).half(), out)
+    sync()
+    assert torch.equal(out, x.float())
+
+
+def test_dual_modes_are_planned_and_the_mode_belongs_to_acc_to_vec():
+    def dual(a: pl.Tensor[[N, N], pl.DT_FP32]):
+        acc = pl.make_tile_group(type=F_ACC, addrs=0x0, mutex_ids=[0]).current()
+        vec = pl.make_tile_group(type=F_VEC, addrs=0x0, mutex_ids=[1]).current()
+        with pl.section_cube():
+            pl.move(vec, acc, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)
+        with pl.section_vector():
+            pl.store(a, vec, [0, 0])
+
+    with pytest.raises(errors.UnsupportedFeatureError, match="acc_to_vec_mode=DualModeSplitM is not implemented yet"):
+        pl.jit(dual)[None, 1](torch.zeros(N, N))
+
+    def wrong_path(a: pl.Tensor[[N, N], pl.DT_FP16]):
+        mat = pl.make_tile_group(type=H_MAT, addrs=0x0, mutex_ids=[2]).current()
+        left = pl.make_tile_group(type=H_LEFT, addrs=0x0, mutex_ids=[3]).current()
+        with pl.section_cube():
+            pl.load(mat, a, [0, 0])
+            pl.move(left, mat, acc_to_vec_mode=pl.AccToVecMode.SingleModeVec1)
+
+    with pytest.raises(errors.ParserValueError, match="acc_to_vec_mode= applies to a move from Acc to Vec only"):
+        pl.jit(wrong_path)[None, 1](torch.zeros(N, N).half())
+
+
+def test_synchronised_hand_offs_are_clean_under_the_sanitizer():
+    gen = torch.Generator().manual_seed(2)
+    a, b = torch.randn(N, N, generator=gen).half(), torch.randn(N, N, generator=gen).half()
+    out = torch.full((2 * N, N), float("nan"))
+    checked = pl.jit(fixpipe_to_ub(pl.AccToVecMode.SingleModeVec1).fn, sanitizer=True, name="fixpipe_checked")
+    checked[None, 1](a, b, out)
+    sync()  # raises SanitizerError on any finding
+    torch.testing.assert_close(out[N:], a.float() @ b.float(), rtol=1e-5, atol=1e-5)
+    x = torch.randn(N, N).half()
+    res = torch.full((N, N), float("nan"))
+    pl.jit(mte3_to_l1.fn, sanitizer=True, name="mte3_checked")[None, 2](x, torch.eye(N).half(), res)
+    sync()
+    assert torch.equal(res, x.float())
