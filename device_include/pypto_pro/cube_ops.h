@@ -80,40 +80,110 @@ inline typename T::Elem* PeerData(CoreCtx& ctx, const T& tile, int peer) {
 
 }  // namespace detail
 
+// acc_to_vec_mode, numbered like the choices of move(acc_to_vec_mode=) (-1: not given).
+enum AccToVecMode : int { kSingleModeVec0 = 0, kSingleModeVec1 = 1, kDualModeSplitM = 2, kDualModeSplitN = 3 };
+
+// How a dual mode splits an Acc window of rows x cols between the two AIVs: AIV 0 takes the first
+// `AccToVecShare` rows (SplitM: half of rows rounded up to even) or columns (SplitN: half of cols
+// rounded up to a multiple of 32, all of them up to 16), AIV 1 the rest. Single modes: everything.
+constexpr int32_t AccToVecShare(int mode, int32_t rows, int32_t cols) {
+  if (mode == kDualModeSplitM) return (rows + 1) / 2;
+  if (mode == kDualModeSplitN) return cols <= 16 ? cols : (cols + 31) / 32 * 16;
+  return rows;
+}
+// The window AIV 0 receives (the larger share), for sanitizer mode's bookkeeping.
+constexpr int32_t AccToVecShareRows(int mode, int32_t rows) {
+  return mode == kDualModeSplitM ? AccToVecShare(mode, rows, 0) : rows;
+}
+constexpr int32_t AccToVecShareCols(int mode, int32_t cols) {
+  return mode == kDualModeSplitN ? AccToVecShare(mode, 0, cols) : cols;
+}
+
+namespace detail {
+
+[[noreturn]] inline void MoveWindowFault(CoreCtx& ctx, int line, int32_t rows, int32_t cols, int32_t max_rows,
+                                         int32_t max_cols) {
+  PtoFaultDetail d{};
+  d.op = "move";
+  d.message = "the source's valid window does not fit the source or the destination tile";
+  d.rank = 2;
+  d.extent[0] = rows;
+  d.extent[1] = cols;
+  d.shape[0] = max_rows;
+  d.shape[1] = max_cols;
+  Fault(ctx, line, d);
+}
+
+template <typename TD, typename TS>
+inline void CopyWindow(typename TD::Elem* out, const typename TS::Elem* in, int32_t rows, int32_t cols) {
+  if constexpr (__is_same(typename TD::Elem, typename TS::Elem)) {
+    Copy2D(out, TD::kCols, in, TS::kCols, rows, cols);
+  } else {
+    ConvertCopy2D(out, TD::kCols, in, TS::kCols, rows, cols);
+  }
+}
+
+// The fixpipe splitting an Acc window between the UBs of AIV 0 and AIV 1 (each share at the top-left
+// of that AIV's destination tile).
+template <typename TD, typename TS>
+inline void MoveSplit(CoreCtx& ctx, int line, int mode, TD& dst, const TS& src, int32_t rows, int32_t cols) {
+  typename TD::Elem* aiv0 = PeerData(ctx, dst, PTO_PEER_AIV0);
+  typename TD::Elem* aiv1 = PeerData(ctx, dst, PTO_PEER_AIV1);
+  if (!aiv0 || !aiv1) {
+    Fault(ctx, line, "move", mode == kDualModeSplitM
+                                 ? "acc_to_vec_mode=DualModeSplitM splits between the two AIVs of a mixed kernel; "
+                                   "this kernel has none"
+                                 : "acc_to_vec_mode=DualModeSplitN splits between the two AIVs of a mixed kernel; "
+                                   "this kernel has none");
+  }
+  const int32_t share = AccToVecShare(mode, rows, cols);
+  const bool by_rows = mode == kDualModeSplitM;
+  const int32_t rows0 = by_rows ? share : rows, cols0 = by_rows ? cols : share;
+  if (rows0 > TD::kRows || cols0 > TD::kCols) {
+    MoveWindowFault(ctx, line, rows0, cols0, TD::kRows, TD::kCols);
+  }
+  CopyWindow<TD, TS>(aiv0, src.data, rows0, cols0);
+  if (by_rows) {
+    CopyWindow<TD, TS>(aiv1, src.data + int64_t(share) * TS::kCols, rows - share, cols);
+  } else {
+    CopyWindow<TD, TS>(aiv1, src.data + share, rows, cols - share);
+  }
+}
+
+}  // namespace detail
+
 // Copies the source's valid window to the top-left of the destination (whose own valid window is
 // left as it is), converting fp32 accumulators to fp16/bf16 on Acc -> Vec and fp16/bf16 to fp32 on
 // Mat -> Bias. A window that does not fit the destination is a kernel fault.
 // In a mixed kernel the data paths that cross cores land in the destination core's memory, as on
 // a5: Acc -> Vec is the AIC's fixpipe writing the UB of AIV 0 (acc_to_vec_mode SingleModeVec0, the
-// default, -1) or AIV 1 (SingleModeVec1); Vec -> Mat is an AIV's MTE3 writing the AIC's L1.
+// default) or AIV 1 (SingleModeVec1), or splitting the window's rows (DualModeSplitM) or columns
+// (DualModeSplitN) between both; Vec -> Mat is an AIV's MTE3 writing the AIC's L1.
 template <typename TD, typename TS>
 inline void move(CoreCtx& ctx, int line, int acc_to_vec_mode, TD& dst, const TS& src) {
   const int32_t rows = src.valid_rows, cols = src.valid_cols;
-  if (__builtin_expect(rows < 0 || cols < 0 || rows > TS::kRows || cols > TS::kCols || rows > TD::kRows ||
-                           cols > TD::kCols,
-                       0)) {
-    PtoFaultDetail d{};
-    d.op = "move";
-    d.message = "the source's valid window does not fit the source or the destination tile";
-    d.rank = 2;
-    d.extent[0] = rows;
-    d.extent[1] = cols;
-    d.shape[0] = TD::kRows < TS::kRows ? TD::kRows : TS::kRows;
-    d.shape[1] = TD::kCols < TS::kCols ? TD::kCols : TS::kCols;
-    Fault(ctx, line, d);
+  if (__builtin_expect(rows < 0 || cols < 0 || rows > TS::kRows || cols > TS::kCols, 0)) {
+    detail::MoveWindowFault(ctx, line, rows, cols, TS::kRows, TS::kCols);
+  }
+  if constexpr (TS::kMem == kAcc && TD::kMem == kVec) {
+    if (acc_to_vec_mode == kDualModeSplitM || acc_to_vec_mode == kDualModeSplitN) {
+      detail::MoveSplit(ctx, line, acc_to_vec_mode, dst, src, rows, cols);
+      return;
+    }
+  }
+  if (__builtin_expect(rows > TD::kRows || cols > TD::kCols, 0)) {
+    detail::MoveWindowFault(ctx, line, rows, cols, TD::kRows < TS::kRows ? TD::kRows : TS::kRows,
+                            TD::kCols < TS::kCols ? TD::kCols : TS::kCols);
   }
   typename TD::Elem* out = dst.data;
   if constexpr (TS::kMem == kAcc && TD::kMem == kVec) {
-    if (auto* peer = detail::PeerData(ctx, dst, acc_to_vec_mode == 1 ? PTO_PEER_AIV1 : PTO_PEER_AIV0)) out = peer;
+    const int peer = acc_to_vec_mode == kSingleModeVec1 ? PTO_PEER_AIV1 : PTO_PEER_AIV0;
+    if (auto* in_peer = detail::PeerData(ctx, dst, peer)) out = in_peer;
   } else if constexpr (TS::kMem == kVec && TD::kMem == kMat) {
-    if (auto* peer = detail::PeerData(ctx, dst, PTO_PEER_AIC)) out = peer;
+    if (auto* in_peer = detail::PeerData(ctx, dst, PTO_PEER_AIC)) out = in_peer;
   }
   (void)acc_to_vec_mode;
-  if constexpr (__is_same(typename TD::Elem, typename TS::Elem)) {
-    detail::Copy2D(out, TD::kCols, src.data, TS::kCols, rows, cols);
-  } else {
-    detail::ConvertCopy2D(out, TD::kCols, src.data, TS::kCols, rows, cols);
-  }
+  detail::CopyWindow<TD, TS>(out, src.data, rows, cols);
 }
 
 }  // namespace pto

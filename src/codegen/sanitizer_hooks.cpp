@@ -66,9 +66,18 @@ std::vector<std::optional<Window>> TileWindows(const StmtNode& s, const std::vec
           case ShapeRole::kColumn: out[i] = Window{rows(ref), "1"}; break;
           case ShapeRole::kRow: out[i] = Window{"1", cols(ref)}; break;
           case ShapeRole::kAny:
-            // A move's source and destination take the source's window; any other such operand is
-            // scratch the implementation never touches.
-            if (i == ref || op.operands[i].access != Access::kRead) out[i] = Window{rows(ref), cols(ref)};
+            // A move's source and destination take the source's window (the fixpipe's split modes
+            // give AIV 0 the larger share of it); any other such operand is scratch the
+            // implementation never touches.
+            if (i == ref) {
+              out[i] = Window{rows(ref), cols(ref)};
+            } else if (op.operands[i].access != Access::kRead) {
+              const std::string mode = std::to_string(AttrOr(s, "acc_to_vec_mode", -1));
+              out[i] = op.pipe_rule == PipeRule::kByMove
+                           ? Window{"pto::AccToVecShareRows(" + mode + ", " + rows(ref) + ")",
+                                    "pto::AccToVecShareCols(" + mode + ", " + cols(ref) + ")"}
+                           : Window{rows(ref), cols(ref)};
+            }
             break;
         }
       }

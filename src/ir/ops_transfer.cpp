@@ -11,7 +11,6 @@ constexpr uint32_t kStoreSrc = Bit(MemorySpace::kVec) | Bit(MemorySpace::kAcc);
 
 bool Is(const TileType& t, MemorySpace m) { return t.memory == m; }
 
-constexpr int64_t kDualModeSplitM = 2;  // index of the first dual mode among acc_to_vec_mode's choices
 
 // The dtypes the fixpipe writes an accumulator as without quantisation: fp32 as fp32, fp16 or
 // bf16 (rounded to nearest even); int32 as int32. Accumulators are fp32 or int32.
@@ -90,17 +89,12 @@ void CheckMove(const StmtNode& call) {
          what + "a move out of Mat keeps the shape: 'src_tile' is " + ShapeText(src) + " but 'dst_tile' is " +
              ShapeText(dst));
   }
-  // acc_to_vec_mode: which AIV's UB the fixpipe writes (-1: not given, SingleModeVec0).
+  // acc_to_vec_mode: which AIV's UB the fixpipe writes, or how it splits between both (-1: not given,
+  // SingleModeVec0).
   for (const Attr& a : call.attrs) {
     if (a.name != "acc_to_vec_mode" || a.value < 0) continue;
     if (!(Is(src, MemorySpace::kAcc) && Is(dst, MemorySpace::kVec))) {
       Fail(ErrorKind::kValue, call.span, what + "acc_to_vec_mode= applies to a move from Acc to Vec only");
-    }
-    if (a.value >= kDualModeSplitM) {
-      Fail(ErrorKind::kUnsupported, call.span,
-           what + "acc_to_vec_mode=" + std::string(a.value == kDualModeSplitM ? "DualModeSplitM" : "DualModeSplitN") +
-               " is not implemented yet (planned for a later version; see docs/language.md#planned); "
-               "SingleModeVec0 and SingleModeVec1 are");
     }
   }
 }

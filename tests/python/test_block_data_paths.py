@@ -106,18 +106,108 @@ def test_vector_cores_write_the_l1_of_their_aic(block_dim):
     assert torch.equal(out, x.float())
 
 
-def test_dual_modes_are_planned_and_the_mode_belongs_to_acc_to_vec():
-    def dual(a: pl.Tensor[[N, N], pl.DT_FP32]):
-        acc = pl.make_tile_group(type=F_ACC, addrs=0x0, mutex_ids=[0]).current()
-        vec = pl.make_tile_group(type=F_VEC, addrs=0x0, mutex_ids=[1]).current()
+TM, TK, TN = 64, 32, 64
+
+
+def fixpipe_split(mode, vec_shape):
+    """C = A @ B (64 x 64) on the AIC, its valid window set to [vm, vn], split by `mode` between the
+    UBs of both AIVs (prefilled with -1); each AIV stores its whole tile to out[subblock]."""
+    @pl.jit(name=f"fixpipe_split_{mode.name}")
+    def kernel(a: pl.Tensor[[TM, TK], pl.DT_FP16], b: pl.Tensor[[TK, TN], pl.DT_FP16],
+               out: pl.Tensor[[2, vec_shape[0], vec_shape[1]], pl.DT_FP32], vm: pl.DT_INT32, vn: pl.DT_INT32):
+        a_mat = pl.make_tile_group(type=pl.TileType(shape=[TM, TK], dtype=pl.DT_FP16, target_memory=M.Mat),
+                                   addrs=0x0, mutex_ids=[0]).current()
+        b_mat = pl.make_tile_group(type=pl.TileType(shape=[TK, TN], dtype=pl.DT_FP16, target_memory=M.Mat),
+                                   addrs=0x2000, mutex_ids=[1]).current()
+        left = pl.make_tile_group(type=pl.TileType(shape=[TM, TK], dtype=pl.DT_FP16, target_memory=M.Left),
+                                  addrs=0x0, mutex_ids=[2]).current()
+        right = pl.make_tile_group(type=pl.TileType(shape=[TK, TN], dtype=pl.DT_FP16, target_memory=M.Right),
+                                   addrs=0x0, mutex_ids=[3]).current()
+        acc = pl.make_tile_group(type=pl.TileType(shape=[TM, TN], dtype=pl.DT_FP32, target_memory=M.Acc,
+                                                  valid_shape=[-1, -1]), addrs=0x0, mutex_ids=[4]).current()
+        vec = pl.make_tile_group(type=pl.TileType(shape=vec_shape, dtype=pl.DT_FP32, target_memory=M.Vec),
+                                 addrs=0x0, mutex_ids=[5]).current()
+        with pl.section_cube():
+            pl.load(a_mat, a, [0, 0])
+            pl.load(b_mat, b, [0, 0])
+            pl.move(left, a_mat)
+            pl.move(right, b_mat)
+            pl.matmul(acc, left, right)
+            pl.set_validshape(acc, [vm, vn])
+            pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=1)
+            pl.move(vec, acc, acc_to_vec_mode=mode)
+            pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id=0)
+        with pl.section_vector():
+            pl.expands(vec, -1.0)
+            pl.system.set_cross_core(pipe=pl.PipeType.V, event_id=1)
+            pl.system.wait_cross_core(pipe=pl.PipeType.MTE3, event_id=0)
+            pl.store(out, vec, [pl.get_subblock_idx(), 0, 0])
+    return kernel
+
+
+def split_reference(c, mode, vm, vn, vec_shape):
+    """What each AIV's tile holds after the split (the documented shares), -1 elsewhere."""
+    out = torch.full((2,) + tuple(vec_shape), -1.0)
+    if mode is pl.AccToVecMode.DualModeSplitM:
+        v0 = (vm + 1) // 2 * 2 // 2
+        out[0, :v0, :vn] = c[:v0, :vn]
+        out[1, :vm - v0, :vn] = c[v0:vm, :vn]
+    else:
+        v0 = vn if vn <= 16 else (vn + 31) // 32 * 32 // 2
+        out[0, :vm, :v0] = c[:vm, :v0]
+        out[1, :vm, :vn - v0] = c[:vm, v0:vn]
+    return out
+
+
+@pytest.mark.parametrize("mode, vec_shape, vm, vn", [
+    (pl.AccToVecMode.DualModeSplitM, [32, TN], TM, TN),
+    (pl.AccToVecMode.DualModeSplitM, [32, TN], 33, TN),   # odd tail: AIV 0 gets 17 rows, AIV 1 16
+    (pl.AccToVecMode.DualModeSplitM, [32, TN], 1, 40),    # one row: all of it to AIV 0
+    (pl.AccToVecMode.DualModeSplitN, [TM, 32], TM, TN),
+    (pl.AccToVecMode.DualModeSplitN, [TM, 32], 50, 33),   # 33 columns: 32 to AIV 0, 1 to AIV 1
+    (pl.AccToVecMode.DualModeSplitN, [TM, 32], TM, 16),   # up to 16 columns: all to AIV 0
+    (pl.AccToVecMode.DualModeSplitN, [TM, 32], TM, 20),   # 20 columns: 16 and 4
+], ids=lambda v: str(getattr(v, "name", v)))
+def test_fixpipe_splits_rows_or_columns_between_the_aivs(mode, vec_shape, vm, vn):
+    gen = torch.Generator().manual_seed(vm * 100 + vn)
+    a = torch.randn(TM, TK, generator=gen).half()
+    b = torch.randn(TK, TN, generator=gen).half()
+    out = torch.full((2,) + tuple(vec_shape), float("nan"))
+    fixpipe_split(mode, vec_shape)[None, 1](a, b, out, vm, vn)
+    sync()
+    ref = split_reference(a.float() @ b.float(), mode, vm, vn, vec_shape)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_split_modes_are_clean_under_the_sanitizer():
+    a, b = torch.randn(TM, TK).half(), torch.randn(TK, TN).half()
+    out = torch.full((2, 32, TN), float("nan"))
+    plain = fixpipe_split(pl.AccToVecMode.DualModeSplitM, [32, TN])
+    pl.jit(plain.fn, sanitizer=True, name="fixpipe_split_checked")[None, 2](a, b, out, 33, TN)
+    sync()
+    ref = split_reference(a.float() @ b.float(), pl.AccToVecMode.DualModeSplitM, 33, TN, [32, TN])
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_a_share_that_does_not_fit_its_tile_is_a_fault_and_split_modes_need_a_mixed_kernel():
+    a, b = torch.randn(TM, TK).half(), torch.randn(TK, TN).half()
+    out = torch.zeros(2, 32, TN)
+    fixpipe_split(pl.AccToVecMode.DualModeSplitN, [32, TN])[None, 1](a, b, out, TM, TN)  # 64 rows into 32
+    with pytest.raises(pypto_pro.KernelFault, match="the source's valid window does not fit"):
+        sync()
+
+    def cube_only(c: pl.Tensor[[N, N], pl.DT_FP32]):
+        acc = pl.make_tile(F_ACC, addr=0x0)
+        vec = pl.make_tile(F_VEC, addr=0x0)
         with pl.section_cube():
             pl.move(vec, acc, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)
-        with pl.section_vector():
-            pl.store(a, vec, [0, 0])
 
-    with pytest.raises(errors.UnsupportedFeatureError, match="acc_to_vec_mode=DualModeSplitM is not implemented yet"):
-        pl.jit(dual)[None, 1](torch.zeros(N, N))
+    pl.jit(cube_only)[None, 1](torch.zeros(N, N))
+    with pytest.raises(pypto_pro.KernelFault, match="DualModeSplitM splits between the two AIVs of a mixed kernel"):
+        sync()
 
+
+def test_acc_to_vec_mode_belongs_to_the_acc_to_vec_path():
     def wrong_path(a: pl.Tensor[[N, N], pl.DT_FP16]):
         mat = pl.make_tile_group(type=H_MAT, addrs=0x0, mutex_ids=[2]).current()
         left = pl.make_tile_group(type=H_LEFT, addrs=0x0, mutex_ids=[3]).current()
