@@ -83,6 +83,8 @@ typedef struct PtoSanAccess {
   int32_t mode;          /* PTO_SAN_READ | PTO_SAN_WRITE */
   int32_t memory;        /* indexed like PtoCoreCtx::mem: 0 (DDR) for GM */
   int32_t in_bounds;     /* 0: the access leaves its tensor or tile, `fault` says how; nothing else is set */
+  int32_t peer;          /* tiles: 0 for the issuing core's memory, else 1 + the PTO_PEER_* core whose memory
+                          * `base` and `origin` point into (a move that crosses the cores of a mixed block) */
   PtoFaultDetail fault;
 } PtoSanAccess;
 

@@ -67,18 +67,6 @@ inline void matmul_acc(CoreCtx& ctx, int line, TD& dst, const TA& acc, const TL&
   detail::Matmul(ctx, line, "matmul_acc", dst, lhs, rhs, {acc.data, TA::kCols});
 }
 
-namespace detail {
-
-// Where `tile`'s bytes lie in core `peer`'s (PTO_PEER_*) copy of its memory; null outside a mixed
-// kernel. Addresses mean the same in every core's memory, so the offset carries over.
-template <typename T>
-inline typename T::Elem* PeerData(CoreCtx& ctx, const T& tile, int peer) {
-  uint8_t* base = ctx.api->peer_memory ? ctx.api->peer_memory(&ctx, peer, T::kMem) : nullptr;
-  if (!base) return nullptr;
-  return reinterpret_cast<typename T::Elem*>(base + (reinterpret_cast<const uint8_t*>(tile.data) - ctx.mem[T::kMem]));
-}
-
-}  // namespace detail
 
 // acc_to_vec_mode, numbered like the choices of move(acc_to_vec_mode=) (-1: not given).
 enum AccToVecMode : int { kSingleModeVec0 = 0, kSingleModeVec1 = 1, kDualModeSplitM = 2, kDualModeSplitN = 3 };
@@ -178,9 +166,9 @@ inline void move(CoreCtx& ctx, int line, int acc_to_vec_mode, TD& dst, const TS&
   typename TD::Elem* out = dst.data;
   if constexpr (TS::kMem == kAcc && TD::kMem == kVec) {
     const int peer = acc_to_vec_mode == kSingleModeVec1 ? PTO_PEER_AIV1 : PTO_PEER_AIV0;
-    if (auto* in_peer = detail::PeerData(ctx, dst, peer)) out = in_peer;
+    if (auto* in_peer = PeerData(ctx, dst, peer)) out = in_peer;
   } else if constexpr (TS::kMem == kVec && TD::kMem == kMat) {
-    if (auto* in_peer = detail::PeerData(ctx, dst, PTO_PEER_AIC)) out = in_peer;
+    if (auto* in_peer = PeerData(ctx, dst, PTO_PEER_AIC)) out = in_peer;
   }
   (void)acc_to_vec_mode;
   detail::CopyWindow<TD, TS>(out, src.data, rows, cols);

@@ -63,6 +63,20 @@ inline PtoSanAccess Rect(const TileT& tile, int mode, int64_t rows, int64_t cols
   return a;
 }
 
+// Rect of the same tile in core `peer`'s memory (a move that crosses the cores of a mixed block);
+// the issuing core's own Rect outside mixed kernels, where the move stays in its memories.
+template <typename TileT>
+inline PtoSanAccess PeerRect(CoreCtx& ctx, const TileT& tile, int peer, int mode, int64_t rows, int64_t cols,
+                             const char* op, const char* name) {
+  PtoSanAccess a = Rect(tile, mode, rows, cols, op, name);
+  const typename TileT::Elem* there = PeerData(ctx, tile, peer);
+  if (!a.in_bounds || !there) return a;
+  a.base = reinterpret_cast<const uint8_t*>(there);
+  a.origin = ctx.api->peer_memory(&ctx, peer, TileT::kMem);
+  a.peer = 1 + peer;
+  return a;
+}
+
 // One element of a tile at a linear offset (pl.setval, element reads).
 template <typename TileT>
 inline PtoSanAccess Element(const TileT& tile, int mode, int64_t offset, const char* op, const char* name) {

@@ -87,6 +87,16 @@ inline void InitTile(CoreCtx& ctx, TileT& tile, uint32_t addr, int32_t valid_row
   tile.mutex_mask = mutex_mask;
 }
 
+// Where `tile`'s bytes lie in core `peer`'s (PTO_PEER_*) copy of its memory; null outside a mixed
+// kernel. Addresses mean the same in every core's memory, so the offset carries over: the data paths
+// that cross the cores of a mixed block (Acc -> Vec, Vec -> Mat) write there.
+template <typename T>
+inline typename T::Elem* PeerData(CoreCtx& ctx, const T& tile, int peer) {
+  uint8_t* base = ctx.api->peer_memory ? ctx.api->peer_memory(&ctx, peer, T::kMem) : nullptr;
+  if (!base) return nullptr;
+  return reinterpret_cast<typename T::Elem*>(base + (reinterpret_cast<const uint8_t*>(tile.data) - ctx.mem[T::kMem]));
+}
+
 // Group cursors: next() advances then selects, current() selects, previous() the one before.
 inline int32_t CursorNext(int32_t& cursor, int32_t depth) {
   cursor = cursor + 1 == depth ? 0 : cursor + 1;

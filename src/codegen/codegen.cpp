@@ -314,7 +314,7 @@ class KernelWriter {
       Line(indent, call);
       return;
     }
-    SanitizerHook hook = HookFor(s, operands);
+    SanitizerHook hook = HookFor(s, operands, kind_);
     if (!hoisted.empty()) {
       Line(indent, "{");
       ++indent;

@@ -108,8 +108,31 @@ std::vector<std::optional<Window>> TileWindows(const StmtNode& s, const std::vec
 }
 
 // pto::san::Op(ctx, line, pipe, {accesses...}) for an op that moves or computes data.
-std::string DataGuard(const StmtNode& s, const std::vector<std::string>& operands, const std::string& line) {
+// The accesses of a move's destination in the peer core's memory (CrossCoreWriteOf): the AIC's L1,
+// or the UB of the AIV(s) acc_to_vec_mode chooses, each split mode's share at the top-left.
+std::vector<std::string> PeerWrites(const StmtNode& s, CrossCoreWrite where, const std::string& dst,
+                                    const std::string& src, const std::string& mode, const std::string& name,
+                                    const std::string& var) {
+  const std::string rows = "(" + src + ").valid_rows", cols = "(" + src + ").valid_cols";
+  auto rect = [&](const char* peer, const std::string& r, const std::string& c) {
+    return "pto::san::PeerRect(ctx, " + dst + ", " + peer + ", " + mode + ", " + r + ", " + c + ", " + name + ", " +
+           var + ")";
+  };
+  if (where == CrossCoreWrite::kToCubeCore) return {rect("PTO_PEER_AIC", rows, cols)};
+  const int64_t split = AttrOr(s, "acc_to_vec_mode", -1);
+  const std::string share = "pto::AccToVecShare(" + std::to_string(split) + ", " + rows + ", " + cols + ")";
+  switch (split) {
+    case 1: return {rect("PTO_PEER_AIV1", rows, cols)};
+    case 2: return {rect("PTO_PEER_AIV0", share, cols), rect("PTO_PEER_AIV1", rows + " - " + share, cols)};
+    case 3: return {rect("PTO_PEER_AIV0", rows, share), rect("PTO_PEER_AIV1", rows, cols + " - " + share)};
+    default: return {rect("PTO_PEER_AIV0", rows, cols)};
+  }
+}
+
+std::string DataGuard(const StmtNode& s, const std::vector<std::string>& operands, const std::string& line,
+                      KernelKind kind) {
   const OpDef& op = *s.op;
+  const CrossCoreWrite peer = kind == KernelKind::kMixed ? CrossCoreWriteOf(s) : CrossCoreWrite::kNone;
   const std::string name = CString(std::string(op.PublicName()));
   const std::vector<std::optional<Window>> windows = TileWindows(s, operands);
   int tile = -1, offsets = -1;
@@ -129,7 +152,16 @@ std::string DataGuard(const StmtNode& s, const std::vector<std::string>& operand
   for (size_t i : order) {
     const OperandSpec& spec = op.operands[i];
     const std::string mode = ModeOf(spec.access);
-    if (spec.kind == OperandKind::kTile && windows[i]) {
+    if (spec.kind == OperandKind::kTile && peer != CrossCoreWrite::kNone && spec.access != Access::kRead) {
+      size_t src = 0;  // the tile the move reads
+      while (src < s.args.size() && !(op.operands[src].kind == OperandKind::kTile &&
+                                      op.operands[src].access == Access::kRead)) {
+        ++src;
+      }
+      for (std::string& a : PeerWrites(s, peer, operands[i], operands[src], mode, name, CString(VarName(s.args[i])))) {
+        accesses.push_back(std::move(a));
+      }
+    } else if (spec.kind == OperandKind::kTile && windows[i]) {
       accesses.push_back("pto::san::Rect(" + operands[i] + ", " + mode + ", " + windows[i]->rows + ", " +
                          windows[i]->cols + ", " + name + ", " + CString(VarName(s.args[i])) + ")");
     } else if (spec.kind == OperandKind::kTensor && tile >= 0 && offsets >= 0) {
@@ -158,11 +190,11 @@ std::string SyncCall(const std::string& line, const char* event, Pipe pipe, Pipe
 
 }  // namespace
 
-SanitizerHook HookFor(const StmtNode& s, const std::vector<std::string>& operands) {
+SanitizerHook HookFor(const StmtNode& s, const std::vector<std::string>& operands, KernelKind kind) {
   const OpDef& op = *s.op;
   const SyncSpec& sync = op.sync;
   const std::string line = std::to_string(s.span.line);
-  if (op.window != WindowRule::kNone) return {DataGuard(s, operands, line), ""};
+  if (op.window != WindowRule::kNone) return {DataGuard(s, operands, line, kind), ""};
   auto pipe = [&](std::string_view attr) { return attr.empty() ? Pipe::kALL : Pipe(AttrOr(s, attr, 0)); };
   const Pipe acting = pipe(sync.pipe_attr);
   const Pipe peer = sync.peer_pipe_attr.empty() ? acting : pipe(sync.peer_pipe_attr);
@@ -212,6 +244,13 @@ uint32_t SanitizerPipes(const Function& func) {
       IRVisitor::VisitExpr(e);
     }
     void VisitStmt(const StmtNode& s) override {
+      // Bit ALL of a core's tile byte: its moves write the other kind of core's tiles.
+      const uint32_t reaches_peer = 1u << uint32_t(Pipe::kALL);
+      if (kind == KernelKind::kMixed && s.kind == StmtKind::kOp) {
+        const CrossCoreWrite peer = CrossCoreWriteOf(s);
+        if (peer == CrossCoreWrite::kToVectorCores) aic_tile |= reaches_peer;
+        if (peer == CrossCoreWrite::kToCubeCore) aiv_tile |= reaches_peer;
+      }
       if (s.kind == StmtKind::kOp && s.op->window != WindowRule::kNone) {
         const uint32_t pipe = 1u << uint32_t(s.op->PipeFor(TileMemories(s)));
         for (const Expr& arg : s.args) {

@@ -18,10 +18,13 @@ struct SanitizerHook {
 
 // The hook of op statement `s`, whose operand i the op call receives as `operands[i]` (tiles
 // dereferenced, scalars and offsets already evaluated into locals).
-SanitizerHook HookFor(const ir::StmtNode& s, const std::vector<std::string>& operands);
+// `kind` decides whether a move's data path crosses cores (mixed kernels) and so whose memory it
+// writes.
+SanitizerHook HookFor(const ir::StmtNode& s, const std::vector<std::string>& operands, ir::KernelKind kind);
 
 // PtoSanitizerApi::begin's `pipes`: the pipes the kernel's code can touch tiles and GM with, on an
-// AIV (bytes 0 and 1) and on an AIC (bytes 2 and 3).
+// AIV (bytes 0 and 1) and on an AIC (bytes 2 and 3); bit ALL of a tile byte says that core's moves
+// write the other kind of core's tiles (the fixpipe into the AIVs' UB, MTE3 into the AIC's L1).
 uint32_t SanitizerPipes(const ir::Function& func);
 
 }  // namespace pypto_pro::codegen

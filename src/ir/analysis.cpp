@@ -30,6 +30,15 @@ std::vector<CoreSide> CoreSides(const StmtNode& s) {
   return sides;
 }
 
+CrossCoreWrite CrossCoreWriteOf(const StmtNode& s) {
+  if (s.kind != StmtKind::kOp || s.op->pipe_rule != PipeRule::kByMove) return CrossCoreWrite::kNone;
+  const std::vector<MemorySpace> m = TileMemories(s);
+  if (m.size() != 2) return CrossCoreWrite::kNone;
+  if (m[1] == MemorySpace::kAcc && m[0] == MemorySpace::kVec) return CrossCoreWrite::kToVectorCores;
+  if (m[1] == MemorySpace::kVec && m[0] == MemorySpace::kMat) return CrossCoreWrite::kToCubeCore;
+  return CrossCoreWrite::kNone;
+}
+
 KernelKind KernelKindOf(const Function& func) {
   bool vector = false, cube = false, any_section = false, vec_mem = false, cube_mem = false;
   ForEachStmt(func.body, [&](const StmtNode& s) {

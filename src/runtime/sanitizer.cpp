@@ -77,9 +77,21 @@ void ResetBlock(BlockState& b, SanitizerLaunch& launch, const Core& core, uint32
     c.decls.clear();
     c.ended = false;
     c.tile_population.clear();
-    for (int p = 0; p < san::kPipes; ++p) {
+    for (int p = 0; p < san::kPipeAll; ++p) {
       if (masks.tile >> p & 1) c.tile_population.push_back(&c.sync.ClockOf(p));
       if (masks.gm >> p & 1) b.gm_population.push_back(&c.sync.ClockOf(p));
+    }
+  }
+  if (!core.mixed) return;
+  // The moves that cross cores reach the peers' tiles: the AIC's fixpipe the AIVs' UB, the AIVs'
+  // MTE3 the AIC's L1 (bit ALL of the writing core's tile byte).
+  const uint32_t reaches_peer = 1u << san::kPipeAll;
+  for (int s = 1; s < b.cores; ++s) {
+    if (MasksFor(pipes, true).tile & reaches_peer) {
+      b.core[s].tile_population.push_back(&b.core[0].sync.ClockOf(int(hw::Pipe::kFIX)));
+    }
+    if (MasksFor(pipes, false).tile & reaches_peer) {
+      b.core[0].tile_population.push_back(&b.core[s].sync.ClockOf(int(hw::Pipe::kMTE3)));
     }
   }
 }
@@ -178,7 +190,9 @@ int32_t OnAccess(PtoCoreCtx* ctx, int32_t line, int32_t pipe, const PtoSanAccess
     rec.write = a.mode & PTO_SAN_WRITE;
     rec.line = line;
     rec.memory = a.memory;
-    rec.origin = reinterpret_cast<uintptr_t>(a.memory == 0 ? a.origin : ctx->mem[a.memory]);
+    // A move that crosses cores touches the peer core's memory: its log, counted from its arena.
+    const int peer = a.memory != 0 && a.peer > 0 && a.peer - 1 < b.cores ? a.peer - 1 : -1;
+    rec.origin = reinterpret_cast<uintptr_t>(a.memory == 0 || peer >= 0 ? a.origin : ctx->mem[a.memory]);
     rec.name = a.name;
     const bool reads = a.mode & PTO_SAN_READ;
     auto race = [&](const san::Access& before) {
@@ -187,7 +201,8 @@ int32_t OnAccess(PtoCoreCtx* ctx, int32_t line, int32_t pipe, const PtoSanAccess
     if (a.memory == 0) {
       b.gm.Record(rec, now, b.gm_population.data(), int(b.gm_population.size()), race);
     } else {
-      c->arena.Record(rec, now, c->tile_population.data(), int(c->tile_population.size()), race);
+      CoreState& owner = peer >= 0 ? b.core[peer] : *c;
+      owner.arena.Record(rec, now, owner.tile_population.data(), int(owner.tile_population.size()), race);
     }
   }
   return 1;

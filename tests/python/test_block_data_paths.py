@@ -76,8 +76,9 @@ def test_fixpipe_writes_the_ub_of_the_chosen_aiv(mode, receiver):
 @pl.jit
 def mte3_to_l1(x: pl.Tensor[[N, N], pl.DT_FP16], eye: pl.Tensor[[N, N], pl.DT_FP16],
                out: pl.Tensor[[N, N], pl.DT_FP32]):
-    """Each AIV loads x into its UB and moves it to the AIC's L1 (both write the same bytes); the AIC
-    multiplies what arrived by the identity and stores it."""
+    """AIV 0 loads x into its UB and moves it to the AIC's L1 (both AIVs doing it would be a race on
+    the same L1 bytes, which the sanitizer reports); the AIC multiplies what arrived by the identity
+    and stores it."""
     x_vec = pl.make_tile_group(type=H_VEC, addrs=0x0, mutex_ids=[0]).current()
     x_mat = pl.make_tile_group(type=H_MAT, addrs=0x0, mutex_ids=[1]).current()
     eye_mat = pl.make_tile_group(type=H_MAT, addrs=0x1000, mutex_ids=[2]).current()
@@ -85,8 +86,9 @@ def mte3_to_l1(x: pl.Tensor[[N, N], pl.DT_FP16], eye: pl.Tensor[[N, N], pl.DT_FP
     right = pl.make_tile_group(type=H_RIGHT, addrs=0x0, mutex_ids=[4]).current()
     acc = pl.make_tile_group(type=F_ACC, addrs=0x0, mutex_ids=[5]).current()
     with pl.section_vector():
-        pl.load(x_vec, x, [0, 0])
-        pl.move(x_mat, x_vec)
+        if pl.get_subblock_idx() == 0:
+            pl.load(x_vec, x, [0, 0])
+            pl.move(x_mat, x_vec)
         pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=1)
     with pl.section_cube():
         pl.load(eye_mat, eye, [0, 0])
@@ -232,3 +234,26 @@ def test_synchronised_hand_offs_are_clean_under_the_sanitizer():
     pl.jit(mte3_to_l1.fn, sanitizer=True, name="mte3_checked")[None, 2](x, torch.eye(N).half(), res)
     sync()
     assert torch.equal(res, x.float())
+
+
+@pl.jit(sanitizer=True)
+def unsynchronised_hand_off(a: pl.Tensor[[N, N], pl.DT_FP32], out: pl.Tensor[[2 * N, N], pl.DT_FP32]):
+    """The seeded race: the AIVs store their UB tile without waiting for the fixpipe's write."""
+    acc = pl.make_tile_group(type=F_ACC, addrs=0x0, mutex_ids=[0]).current()
+    vec = pl.make_tile_group(type=F_VEC, addrs=0x0, mutex_ids=[1]).current()
+    with pl.section_cube():
+        pl.move(vec, acc)
+    with pl.section_vector():
+        pl.store(out, vec, [pl.get_subblock_idx() * N, 0])
+
+
+def test_an_unordered_fixpipe_write_and_aiv_read_is_a_pipe_race_naming_both_cores():
+    unsynchronised_hand_off[None, 1](torch.zeros(N, N), torch.zeros(2 * N, N))
+    with pytest.raises(pypto_pro.SanitizerError) as info:
+        sync()
+    races = [f for f in info.value.findings if f.kind == "PIPE_RACE"]
+    assert races, info.value.findings
+    line = unsynchronised_hand_off.fn.__code__.co_firstlineno
+    messages = " | ".join(f.message for f in races)
+    assert "AIC FIX wrote" in messages and "tile 'vec'" in messages, messages
+    assert {f.core for f in races} == {"AIV 0"}  # AIV 1's UB is not written (SingleModeVec0)

@@ -32,4 +32,10 @@ struct CoreSide {
 };
 std::vector<CoreSide> CoreSides(const StmtNode& op_stmt);
 
+// Where a move writes when its data path crosses the cores of a mixed block: Acc -> Vec into the
+// AIVs' UB (the AIC's fixpipe), Vec -> Mat into the AIC's L1 (an AIV's MTE3). kNone for every other
+// op and path; outside mixed kernels no path crosses.
+enum class CrossCoreWrite : uint8_t { kNone, kToVectorCores, kToCubeCore };
+CrossCoreWrite CrossCoreWriteOf(const StmtNode& op_stmt);
+
 }  // namespace pypto_pro::ir
