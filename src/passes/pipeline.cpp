@@ -7,6 +7,7 @@ const std::vector<Pass>& Pipeline() {
   static const std::vector<Pass> pipeline = {
       {"fold_constants", &FoldConstants},
       {"check_memory", &CheckMemory},
+      {"check_data_paths", &CheckDataPaths},
       {"auto_mutex", &AutoMutex},
   };
   return pipeline;

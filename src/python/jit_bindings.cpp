@@ -134,6 +134,7 @@ void BindJit(py::module_& m) {
     d["name"] = std::string(arch->name);
     d["model"] = std::string(arch->model);
     d["aic_cores"] = arch->aic_cores;
+    d["cube_vector_local_paths"] = arch->cube_vector_local_paths;
     d["aiv_cores"] = arch->aiv_cores;
     py::dict capacity;
     for (size_t i = 1; i < size_t(ir::MemorySpace::kCount); ++i) {

@@ -257,3 +257,14 @@ def test_an_unordered_fixpipe_write_and_aiv_read_is_a_pipe_race_naming_both_core
     messages = " | ".join(f.message for f in races)
     assert "AIC FIX wrote" in messages and "tile 'vec'" in messages, messages
     assert {f.core for f in races} == {"AIV 0"}  # AIV 1's UB is not written (SingleModeVec0)
+
+
+@pytest.mark.parametrize("arch", ["a3", "a2"])
+def test_archs_without_the_local_paths_refuse_the_moves_at_their_line(arch):
+    kernel = pl.jit(fixpipe_to_ub(None).fn, arch=arch, name=f"fixpipe_{arch}")
+    with pytest.raises(errors.ParserTypeError, match=rf"pl.move: {arch} has no data path from Acc to Vec") as info:
+        kernel[None, 1](torch.zeros(N, N).half(), torch.zeros(N, N).half(), torch.zeros(2 * N, N))
+    assert "pl.move(vec, acc)" in str(info.value) and "compile for a5" in str(info.value)
+    upward = pl.jit(mte3_to_l1.fn, arch=arch, name=f"mte3_{arch}")
+    with pytest.raises(errors.ParserTypeError, match=rf"{arch} has no data path from Vec to Mat"):
+        upward[None, 1](torch.zeros(N, N).half(), torch.eye(N).half(), torch.zeros(N, N))

@@ -34,6 +34,8 @@ void FoldConstants(ir::Function& func, const PassContext& ctx);
 // Tile addresses: aligned for their memory and inside its capacity on the target arch; tiles (and
 // slots of a group) that share bytes of one memory without being the same view are a warning.
 void CheckMemory(ir::Function& func, const PassContext& ctx);
+// Moves between the cube and vector cores' local memories only where the target arch has the path.
+void CheckDataPaths(ir::Function& func, const PassContext& ctx);
 // Lock/unlock TileGroup mutex ids around every op whose tiles carry them (when ctx.auto_mutex).
 void AutoMutex(ir::Function& func, const PassContext& ctx);
 

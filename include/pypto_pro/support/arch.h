@@ -16,6 +16,9 @@ struct ArchModel {
   std::string_view model;  // "Ascend 950 (DAV_3510)"
   int aic_cores;
   int aiv_cores;
+  // The cube core's fixpipe writes the vector cores' UB and the vector cores write the cube core's
+  // L1 (a5); without these paths (a3, a2) data between them goes through GM.
+  bool cube_vector_local_paths;
   // Bytes of each local memory, indexed by hw::MemorySpace (DDR = 0: unbounded host memory).
   std::array<uint32_t, size_t(hw::MemorySpace::kCount)> capacity;
 
