@@ -25,6 +25,15 @@ def sync():
     pypto_pro.runtime.synchronize()
 
 
+def cube_matmul(acc, left, right, a_mat, b_mat, a, b):
+    """acc = a @ b on the cube core: GM -> L1 -> L0A/L0B -> the cube (inlined into the kernels)."""
+    pl.load(a_mat, a, [0, 0])
+    pl.load(b_mat, b, [0, 0])
+    pl.move(left, a_mat)
+    pl.move(right, b_mat)
+    pl.matmul(acc, left, right)
+
+
 def fixpipe_to_ub(mode):
     """C = A @ B on the AIC, moved Acc -> Vec with `mode` (None: not given) once both AIVs have filled
     their UB tile with -1; each AIV then stores its tile: the receiver's holds C, the other's the -1s."""
@@ -38,11 +47,7 @@ def fixpipe_to_ub(mode):
         acc = pl.make_tile_group(type=F_ACC, addrs=0x0, mutex_ids=[4]).current()
         vec = pl.make_tile_group(type=F_VEC, addrs=0x2000, mutex_ids=[5]).current()
         with pl.section_cube():
-            pl.load(a_mat, a, [0, 0])
-            pl.load(b_mat, b, [0, 0])
-            pl.move(left, a_mat)
-            pl.move(right, b_mat)
-            pl.matmul(acc, left, right)
+            cube_matmul(acc, left, right, a_mat, b_mat, a, b)
             pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=1)  # both UB tiles are filled
             if mode is None:
                 pl.move(vec, acc)
@@ -130,11 +135,7 @@ def fixpipe_split(mode, vec_shape):
         vec = pl.make_tile_group(type=pl.TileType(shape=vec_shape, dtype=pl.DT_FP32, target_memory=M.Vec),
                                  addrs=0x0, mutex_ids=[5]).current()
         with pl.section_cube():
-            pl.load(a_mat, a, [0, 0])
-            pl.load(b_mat, b, [0, 0])
-            pl.move(left, a_mat)
-            pl.move(right, b_mat)
-            pl.matmul(acc, left, right)
+            cube_matmul(acc, left, right, a_mat, b_mat, a, b)
             pl.set_validshape(acc, [vm, vn])
             pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=1)
             pl.move(vec, acc, acc_to_vec_mode=mode)
