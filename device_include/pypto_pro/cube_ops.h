@@ -89,12 +89,15 @@ constexpr int32_t AccToVecShareCols(int mode, int32_t cols) {
 
 namespace detail {
 
-[[noreturn]] inline void MoveWindowFault(CoreCtx& ctx, int line, int32_t rows, int32_t cols, int32_t max_rows,
-                                         int32_t max_cols) {
+[[noreturn]] inline void MoveWindowFault(CoreCtx& ctx, int line, const char* op, int32_t rows, int32_t cols,
+                                         int32_t max_rows, int32_t max_cols, int64_t row0 = 0, int64_t col0 = 0) {
   PtoFaultDetail d{};
-  d.op = "move";
-  d.message = "the source's valid window does not fit the source or the destination tile";
+  d.op = op;
+  d.message = row0 || col0 ? "the window at the offset does not fit the source or the destination tile"
+                           : "the source's valid window does not fit the source or the destination tile";
   d.rank = 2;
+  d.offsets[0] = row0;
+  d.offsets[1] = col0;
   d.extent[0] = rows;
   d.extent[1] = cols;
   d.shape[0] = max_rows;
@@ -102,19 +105,74 @@ namespace detail {
   Fault(ctx, line, d);
 }
 
+// One element converted on a move: through the fixpipe from an accumulator, else fp16/bf16 <-> fp32.
 template <typename TD, typename TS>
-inline void CopyWindow(typename TD::Elem* out, const typename TS::Elem* in, int32_t rows, int32_t cols) {
-  if constexpr (__is_same(typename TD::Elem, typename TS::Elem)) {
-    Copy2D(out, TD::kCols, in, TS::kCols, rows, cols);
+inline TD MoveElem(TS v, const Fixpipe& f) {
+  if constexpr (__is_same(TD, TS) && !kFixpipeSource<TS>) {
+    return v;
+  } else if constexpr (kFixpipeSource<TS>) {
+    return __is_same(TD, TS) && f.Plain() ? v : FixpipeElem<TD>(v, f);
   } else {
-    ConvertCopy2D(out, TD::kCols, in, TS::kCols, rows, cols);
+    return FromFloat<TD>(ToFloat(v));
   }
+}
+
+// rows x cols elements between row-major windows, converted like the path converts.
+template <typename TD, typename TS>
+inline void CopyWindow(TD* out, int64_t out_stride, const TS* in, int64_t in_stride, int32_t rows, int32_t cols,
+                       const Fixpipe& f) {
+  if constexpr (__is_same(TD, TS)) {
+    if (kFixpipeSource<TS> && !f.Plain()) {
+      FixpipeCopy2D(out, out_stride, in, in_stride, rows, cols, f);
+    } else {
+      Copy2D(out, out_stride, in, in_stride, rows, cols);
+    }
+  } else if constexpr (kIsFloatLike<TD> && kIsFloatLike<TS>) {
+    if (f.Plain()) {
+      ConvertCopy2D(out, out_stride, in, in_stride, rows, cols);
+    } else {
+      FixpipeCopy2D(out, out_stride, in, in_stride, rows, cols, f);
+    }
+  } else {
+    FixpipeCopy2D(out, out_stride, in, in_stride, rows, cols, f);
+  }
+}
+
+// out[c][r] = in[r][c] for the rows x cols window of `in`, in 16 x 16 blocks so both sides stay in cache.
+template <typename TD, typename TS>
+inline void TransposeWindow(TD* out, int64_t out_stride, const TS* in, int64_t in_stride, int32_t rows, int32_t cols,
+                            const Fixpipe& f) {
+  constexpr int32_t kBlock = 16;
+  for (int32_t r0 = 0; r0 < rows; r0 += kBlock) {
+    for (int32_t c0 = 0; c0 < cols; c0 += kBlock) {
+      const int32_t r1 = Min(r0 + kBlock, rows), c1 = Min(c0 + kBlock, cols);
+      for (int32_t c = c0; c < c1; ++c) {
+        for (int32_t r = r0; r < r1; ++r) out[int64_t(c) * out_stride + r] = MoveElem<TD>(in[int64_t(r) * in_stride + c], f);
+      }
+    }
+  }
+}
+
+// Where a move writes `dst`: in a mixed kernel, the paths that cross cores land in the destination
+// core's memory (Acc -> Vec: the UB of the AIV acc_to_vec_mode names; Vec -> Mat: the AIC's L1).
+template <typename TD, typename TS>
+inline typename TD::Elem* MoveTarget(CoreCtx& ctx, int acc_to_vec_mode, TD& dst) {
+  if constexpr (TS::kMem == kAcc && TD::kMem == kVec) {
+    const int peer = acc_to_vec_mode == kSingleModeVec1 ? PTO_PEER_AIV1 : PTO_PEER_AIV0;
+    if (auto* in_peer = PeerData(ctx, dst, peer)) return in_peer;
+  } else if constexpr (TS::kMem == kVec && TD::kMem == kMat) {
+    if (auto* in_peer = PeerData(ctx, dst, PTO_PEER_AIC)) return in_peer;
+  }
+  (void)ctx;
+  (void)acc_to_vec_mode;
+  return dst.data;
 }
 
 // The fixpipe splitting an Acc window between the UBs of AIV 0 and AIV 1 (each share at the top-left
 // of that AIV's destination tile).
 template <typename TD, typename TS>
-inline void MoveSplit(CoreCtx& ctx, int line, int mode, TD& dst, const TS& src, int32_t rows, int32_t cols) {
+inline void MoveSplit(CoreCtx& ctx, int line, int mode, TD& dst, const TS& src, int32_t rows, int32_t cols,
+                      const Fixpipe& f) {
   typename TD::Elem* aiv0 = PeerData(ctx, dst, PTO_PEER_AIV0);
   typename TD::Elem* aiv1 = PeerData(ctx, dst, PTO_PEER_AIV1);
   if (!aiv0 || !aiv1) {
@@ -128,50 +186,104 @@ inline void MoveSplit(CoreCtx& ctx, int line, int mode, TD& dst, const TS& src, 
   const bool by_rows = mode == kDualModeSplitM;
   const int32_t rows0 = by_rows ? share : rows, cols0 = by_rows ? cols : share;
   if (rows0 > TD::kRows || cols0 > TD::kCols) {
-    MoveWindowFault(ctx, line, rows0, cols0, TD::kRows, TD::kCols);
+    MoveWindowFault(ctx, line, "move", rows0, cols0, TD::kRows, TD::kCols);
   }
-  CopyWindow<TD, TS>(aiv0, src.data, rows0, cols0);
+  CopyWindow(aiv0, TD::kCols, src.data, TS::kCols, rows0, cols0, f);
   if (by_rows) {
-    CopyWindow<TD, TS>(aiv1, src.data + int64_t(share) * TS::kCols, rows - share, cols);
+    CopyWindow(aiv1, TD::kCols, src.data + int64_t(share) * TS::kCols, TS::kCols, rows - share, cols, f);
   } else {
-    CopyWindow<TD, TS>(aiv1, src.data + share, rows, cols - share);
+    CopyWindow(aiv1, TD::kCols, src.data + share, TS::kCols, rows, cols - share, f);
   }
 }
+
+// The source's valid window written into `dst` at `off` (pl.insert, and move's insert form).
+template <typename TD, typename TS>
+inline void Insert(CoreCtx& ctx, int line, const char* op, TD& dst, const TS& src, Idx<2> off) {
+  const int32_t rows = src.valid_rows, cols = src.valid_cols;
+  const bool fits = rows >= 0 && cols >= 0 && rows <= TS::kRows && cols <= TS::kCols && off.v[0] >= 0 &&
+                    off.v[1] >= 0 && off.v[0] + rows <= TD::kRows && off.v[1] + cols <= TD::kCols;
+  if (__builtin_expect(!fits, 0)) MoveWindowFault(ctx, line, op, rows, cols, TD::kRows, TD::kCols, off.v[0], off.v[1]);
+  typename TD::Elem* out = MoveTarget<TD, TS>(ctx, -1, dst) + off.v[0] * TD::kCols + off.v[1];
+  CopyWindow(out, TD::kCols, src.data, TS::kCols, rows, cols, MakeFixpipe(0, -1));
+}
+
+// NZ <-> ZN tiles of swapped, non-square shapes: the bytes stay, the logical matrix transposes.
+template <typename TD, typename TS>
+constexpr bool kTransposes = ((TS::kLayout == kNZ && TD::kLayout == kZN) || (TS::kLayout == kZN && TD::kLayout == kNZ)) &&
+                             TS::kRows == TD::kCols && TS::kCols == TD::kRows && TS::kRows != TS::kCols;
+// A source that fits inside a different destination: move(..., offset) inserts it there.
+template <typename TD, typename TS>
+constexpr bool kFitsInside = TS::kRows <= TD::kRows && TS::kCols <= TD::kCols &&
+                             !(TS::kRows == TD::kRows && TS::kCols == TD::kCols);
 
 }  // namespace detail
 
 // Copies the source's valid window to the top-left of the destination (whose own valid window is
-// left as it is), converting fp32 accumulators to fp16/bf16 on Acc -> Vec and fp16/bf16 to fp32 on
-// Mat -> Bias. A window that does not fit the destination is a kernel fault.
+// left as it is), converting on Acc -> Vec (the fixpipe: relu_pre_mode, scale, then the dtype) and
+// fp16/bf16 to fp32 on Mat -> Bias; between NZ and ZN tiles of swapped shapes it transposes. A
+// window that does not fit the destination is a kernel fault.
 // In a mixed kernel the data paths that cross cores land in the destination core's memory, as on
 // a5: Acc -> Vec is the AIC's fixpipe writing the UB of AIV 0 (acc_to_vec_mode SingleModeVec0, the
 // default) or AIV 1 (SingleModeVec1), or splitting the window's rows (DualModeSplitM) or columns
 // (DualModeSplitN) between both; Vec -> Mat is an AIV's MTE3 writing the AIC's L1.
 template <typename TD, typename TS>
-inline void move(CoreCtx& ctx, int line, int acc_to_vec_mode, TD& dst, const TS& src) {
+inline void move(CoreCtx& ctx, int line, int acc_to_vec_mode, int relu_pre_mode, int64_t scale, TD& dst,
+                 const TS& src) {
+  const Fixpipe f = MakeFixpipe(relu_pre_mode, scale);
   const int32_t rows = src.valid_rows, cols = src.valid_cols;
   if (__builtin_expect(rows < 0 || cols < 0 || rows > TS::kRows || cols > TS::kCols, 0)) {
-    detail::MoveWindowFault(ctx, line, rows, cols, TS::kRows, TS::kCols);
+    detail::MoveWindowFault(ctx, line, "move", rows, cols, TS::kRows, TS::kCols);
   }
   if constexpr (TS::kMem == kAcc && TD::kMem == kVec) {
     if (acc_to_vec_mode == kDualModeSplitM || acc_to_vec_mode == kDualModeSplitN) {
-      detail::MoveSplit(ctx, line, acc_to_vec_mode, dst, src, rows, cols);
+      detail::MoveSplit(ctx, line, acc_to_vec_mode, dst, src, rows, cols, f);
       return;
     }
   }
-  if (__builtin_expect(rows > TD::kRows || cols > TD::kCols, 0)) {
-    detail::MoveWindowFault(ctx, line, rows, cols, TD::kRows < TS::kRows ? TD::kRows : TS::kRows,
-                            TD::kCols < TS::kCols ? TD::kCols : TS::kCols);
+  typename TD::Elem* out = detail::MoveTarget<TD, TS>(ctx, acc_to_vec_mode, dst);
+  if constexpr (detail::kTransposes<TD, TS>) {
+    if (__builtin_expect(cols > TD::kRows || rows > TD::kCols, 0)) {
+      detail::MoveWindowFault(ctx, line, "move", cols, rows, TD::kRows, TD::kCols);
+    }
+    detail::TransposeWindow(out, TD::kCols, src.data, TS::kCols, rows, cols, f);
+  } else {
+    if (__builtin_expect(rows > TD::kRows || cols > TD::kCols, 0)) {
+      detail::MoveWindowFault(ctx, line, "move", rows, cols, Min(TD::kRows, TS::kRows), Min(TD::kCols, TS::kCols));
+    }
+    detail::CopyWindow(out, TD::kCols, src.data, TS::kCols, rows, cols, f);
   }
-  typename TD::Elem* out = dst.data;
-  if constexpr (TS::kMem == kAcc && TD::kMem == kVec) {
-    const int peer = acc_to_vec_mode == kSingleModeVec1 ? PTO_PEER_AIV1 : PTO_PEER_AIV0;
-    if (auto* in_peer = PeerData(ctx, dst, peer)) out = in_peer;
-  } else if constexpr (TS::kMem == kVec && TD::kMem == kMat) {
-    if (auto* in_peer = PeerData(ctx, dst, PTO_PEER_AIC)) out = in_peer;
+}
+
+// move(dst, src, offset): a source that fits inside the destination is inserted at `offset` (unless
+// a fixpipe option is given); otherwise the destination's valid window is extracted from the source
+// at `offset`, which must lie inside the source's valid window.
+template <typename TD, typename TS>
+inline void move_offset(CoreCtx& ctx, int line, int acc_to_vec_mode, int relu_pre_mode, int64_t scale, TD& dst,
+                        const TS& src, Idx<2> off) {
+  const bool fixpipe_option = acc_to_vec_mode >= 0 || relu_pre_mode == 1 || scale >= 0;
+  if constexpr (detail::kFitsInside<TD, TS>) {
+    if (!fixpipe_option) {
+      detail::Insert(ctx, line, "move", dst, src, off);
+      return;
+    }
   }
-  (void)acc_to_vec_mode;
-  detail::CopyWindow<TD, TS>(out, src.data, rows, cols);
+  const int32_t rows = dst.valid_rows, cols = dst.valid_cols;
+  const bool fits = rows >= 0 && cols >= 0 && rows <= TD::kRows && cols <= TD::kCols && off.v[0] >= 0 &&
+                    off.v[1] >= 0 && src.valid_rows <= TS::kRows && src.valid_cols <= TS::kCols &&
+                    off.v[0] + rows <= src.valid_rows && off.v[1] + cols <= src.valid_cols;
+  if (__builtin_expect(!fits, 0)) {
+    detail::MoveWindowFault(ctx, line, "move", rows, cols, src.valid_rows, src.valid_cols, off.v[0], off.v[1]);
+  }
+  typename TD::Elem* out = detail::MoveTarget<TD, TS>(ctx, acc_to_vec_mode, dst);
+  detail::CopyWindow(out, TD::kCols, src.data + off.v[0] * TS::kCols + off.v[1], TS::kCols, rows, cols,
+                     MakeFixpipe(relu_pre_mode, scale));
+}
+
+// pl.insert(dst, src, offset): Vec -> Mat on MTE3, the source's valid window at `offset` of `dst`.
+template <typename TD, typename TS>
+inline void insert(CoreCtx& ctx, int line, TD& dst, const TS& src, Idx<2> off) {
+  static_assert(TS::kMem == kVec && TD::kMem == kMat, "insert goes from Vec to Mat");
+  detail::Insert(ctx, line, "insert", dst, src, off);
 }
 
 }  // namespace pto

@@ -4,6 +4,7 @@
 // through the fixpipe, which writes an fp32 accumulator as fp32, fp16 or bf16 (nearest even).
 #pragma once
 
+#include "pypto_pro/fixpipe.h"
 #include "pypto_pro/tile.h"
 
 namespace pto {
@@ -61,7 +62,8 @@ inline T* CheckedWindow(CoreCtx& ctx, int line, const char* op, const TileT& til
 // Stores from Acc convert like the fixpipe; every other transfer keeps the dtype.
 template <typename TileT, typename T>
 constexpr bool kStorable = __is_same(typename TileT::Elem, T) ||
-                           (TileT::kMem == kAcc && __is_same(typename TileT::Elem, float) && kIsFloatLike<T>);
+                           (TileT::kMem == kAcc && (__is_same(typename TileT::Elem, float) ||
+                                                    __is_same(typename TileT::Elem, int32_t)));
 
 // load_tile / store_tile: tile indices times the tile's shape along the axes it spans.
 template <typename TileT, int N>
@@ -169,19 +171,52 @@ inline void StreamRows(T* dst, int64_t dst_stride, const T* src, int64_t src_str
 #endif
 }
 
-// The tile -> GM copy of a store: plain, streamed for large tensors, or converted on the fixpipe.
+// The tile -> GM copy of a store along `axes`: plain, streamed for large tensors, through the
+// fixpipe's stages (an Acc source), or added atomically (atomic=AtomicAdd).
 template <typename TileT, typename T, int N>
-inline void StoreWindow(T* to, const GmTensor<T, N>& dst, const TileT& src) {
-  const int64_t stride = N >= 2 ? dst.stride[N - 2] : 0;
+inline void StoreWindow(T* to, const GmTensor<T, N>& dst, const TileT& src, Axes axes, const Fixpipe& f, bool atomic) {
+  const int64_t row_step = axes.rows >= 0 ? dst.stride[axes.rows] : 0, col_step = dst.stride[axes.cols];
+  const int64_t rows = src.valid_rows, cols = src.valid_cols;
+  if (atomic || col_step != 1) {
+    // Columns strided in GM (order= picking a non-last axis) or atomic adds: element by element.
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        T* at = to + r * row_step + c * col_step;
+        const auto v = src.data[r * TileT::kCols + c];
+        T out;
+        if constexpr (!kFixpipeSource<typename TileT::Elem>) {
+          out = v;  // a Vec tile of a type no accumulator has: no fixpipe stage applies
+        } else if constexpr (__is_same(typename TileT::Elem, T)) {
+          out = f.Plain() ? v : FixpipeElem<T>(v, f);
+        } else {
+          out = FixpipeElem<T>(v, f);
+        }
+        if (atomic) {
+          AtomicAdd(at, out);
+        } else {
+          *at = out;
+        }
+      }
+    }
+    return;
+  }
   if constexpr (__is_same(typename TileT::Elem, T)) {
-    if (dst.shape[0] * (N >= 2 ? dst.stride[0] : 1) * int64_t(sizeof(T)) >= kStreamingStoreBytes &&
-        src.valid_cols * int64_t(sizeof(T)) >= 64) {
-      StreamRows(to, stride, src.data, TileT::kCols, src.valid_rows, src.valid_cols);
+    if (kFixpipeSource<T> && !f.Plain()) {
+      FixpipeCopy2D(to, row_step, src.data, TileT::kCols, rows, cols, f);
+    } else if (dst.shape[0] * (N >= 2 ? dst.stride[0] : 1) * int64_t(sizeof(T)) >= kStreamingStoreBytes &&
+               cols * int64_t(sizeof(T)) >= 64) {
+      StreamRows(to, row_step, src.data, TileT::kCols, rows, cols);
     } else {
-      Copy2D(to, stride, src.data, TileT::kCols, src.valid_rows, src.valid_cols);
+      Copy2D(to, row_step, src.data, TileT::kCols, rows, cols);
+    }
+  } else if constexpr (kIsFloatLike<typename TileT::Elem> && kIsFloatLike<T>) {
+    if (f.Plain()) {
+      ConvertCopy2D(to, row_step, src.data, TileT::kCols, rows, cols);
+    } else {
+      FixpipeCopy2D(to, row_step, src.data, TileT::kCols, rows, cols, f);
     }
   } else {
-    ConvertCopy2D(to, stride, src.data, TileT::kCols, src.valid_rows, src.valid_cols);
+    FixpipeCopy2D(to, row_step, src.data, TileT::kCols, rows, cols, f);
   }
 }
 
@@ -205,19 +240,25 @@ inline void load_tile(CoreCtx& ctx, int line, int order, TileT& dst, const GmTen
   detail::LoadWindow(dst, from, src, axes);
 }
 
+// relu_pre_mode, scale (MakeFixpipe's encodings), order (DecodeOrder's) and atomic (1: AtomicAdd) are
+// the store's options.
 template <typename TileT, typename T, int N>
-inline void store(CoreCtx& ctx, int line, const GmTensor<T, N>& dst, const TileT& src, Idx<N> offsets) {
+inline void store(CoreCtx& ctx, int line, int relu_pre_mode, int64_t scale, int order, int atomic,
+                  const GmTensor<T, N>& dst, const TileT& src, Idx<N> offsets) {
   static_assert(detail::kStorable<TileT, T>, "this tile cannot be stored to a tensor of this dtype");
-  T* to = detail::CheckedWindow(ctx, line, "store", src, dst, offsets);
-  detail::StoreWindow(to, dst, src);
+  const detail::Axes axes = detail::DecodeOrder<N>(order);
+  T* to = detail::CheckedWindow(ctx, line, "store", src, dst, offsets, axes);
+  detail::StoreWindow(to, dst, src, axes, MakeFixpipe(relu_pre_mode, scale), atomic == 1);
 }
 
 template <typename TileT, typename T, int N>
-inline void store_tile(CoreCtx& ctx, int line, const GmTensor<T, N>& dst, const TileT& src, Idx<N> tile_idx) {
-  Idx<N> offsets = detail::TileOffsets<TileT>(tile_idx);
+inline void store_tile(CoreCtx& ctx, int line, int relu_pre_mode, int64_t scale, int order, int atomic,
+                       const GmTensor<T, N>& dst, const TileT& src, Idx<N> tile_idx) {
   static_assert(detail::kStorable<TileT, T>, "this tile cannot be stored to a tensor of this dtype");
-  T* to = detail::CheckedWindow(ctx, line, "store_tile", src, dst, offsets);
-  detail::StoreWindow(to, dst, src);
+  const detail::Axes axes = detail::DecodeOrder<N>(order);
+  Idx<N> offsets = detail::TileOffsets<TileT>(tile_idx, axes);
+  T* to = detail::CheckedWindow(ctx, line, "store_tile", src, dst, offsets, axes);
+  detail::StoreWindow(to, dst, src, axes, MakeFixpipe(relu_pre_mode, scale), atomic == 1);
 }
 
 }  // namespace pto

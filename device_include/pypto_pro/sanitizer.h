@@ -37,12 +37,15 @@ constexpr int64_t kRowBytes = int64_t(TileT::kCols) * int64_t(sizeof(typename Ti
 
 }  // namespace detail
 
-// `rows` x `cols` elements from the top-left of `tile`: every op indexes tiles row-major.
+// `rows` x `cols` elements of `tile` from (row0, col0): every op indexes tiles row-major.
 template <typename TileT>
-inline PtoSanAccess Rect(const TileT& tile, int mode, int64_t rows, int64_t cols, const char* op, const char* name) {
-  if (rows < 0 || cols < 0 || rows > TileT::kRows || cols > TileT::kCols) {
+inline PtoSanAccess Rect(const TileT& tile, int mode, int64_t row0, int64_t col0, int64_t rows, int64_t cols,
+                         const char* op, const char* name) {
+  if (rows < 0 || cols < 0 || row0 < 0 || col0 < 0 || row0 + rows > TileT::kRows || col0 + cols > TileT::kCols) {
     PtoSanAccess a = detail::Refused(mode, TileT::kMem, name, op, "the window does not fit the tile");
     a.fault.rank = 2;
+    a.fault.offsets[0] = row0;
+    a.fault.offsets[1] = col0;
     a.fault.extent[0] = rows;
     a.fault.extent[1] = cols;
     a.fault.shape[0] = TileT::kRows;
@@ -50,7 +53,7 @@ inline PtoSanAccess Rect(const TileT& tile, int mode, int64_t rows, int64_t cols
     return a;
   }
   PtoSanAccess a{};
-  a.base = detail::Bytes(tile);
+  a.base = detail::Bytes(tile) + row0 * detail::kRowBytes<TileT> + col0 * int64_t(sizeof(typename TileT::Elem));
   a.rows = rows;
   a.row_stride = detail::kRowBytes<TileT>;
   a.runs = 1;
@@ -66,12 +69,12 @@ inline PtoSanAccess Rect(const TileT& tile, int mode, int64_t rows, int64_t cols
 // Rect of the same tile in core `peer`'s memory (a move that crosses the cores of a mixed block);
 // the issuing core's own Rect outside mixed kernels, where the move stays in its memories.
 template <typename TileT>
-inline PtoSanAccess PeerRect(CoreCtx& ctx, const TileT& tile, int peer, int mode, int64_t rows, int64_t cols,
-                             const char* op, const char* name) {
-  PtoSanAccess a = Rect(tile, mode, rows, cols, op, name);
+inline PtoSanAccess PeerRect(CoreCtx& ctx, const TileT& tile, int peer, int mode, int64_t row0, int64_t col0,
+                             int64_t rows, int64_t cols, const char* op, const char* name) {
+  PtoSanAccess a = Rect(tile, mode, row0, col0, rows, cols, op, name);
   const typename TileT::Elem* there = PeerData(ctx, tile, peer);
   if (!a.in_bounds || !there) return a;
-  a.base = reinterpret_cast<const uint8_t*>(there);
+  a.base = reinterpret_cast<const uint8_t*>(there) + (a.base - detail::Bytes(tile));
   a.origin = ctx.api->peer_memory(&ctx, peer, TileT::kMem);
   a.peer = 1 + peer;
   return a;

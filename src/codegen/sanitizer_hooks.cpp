@@ -33,10 +33,44 @@ std::string ModeOf(Access access) {
 
 std::string VarName(const Expr& e) { return e->var ? e->var->name : "?"; }
 
-// The window an operand is touched in, as C++ expressions of rows and columns.
+// The window an operand is touched in, as C++ expressions: rows x cols from (row0, col0).
 struct Window {
   std::string rows, cols;
+  std::string row0 = "0", col0 = "0";
 };
+
+// A tile -> tile move's windows by its MoveForm: [dst, src] (a cross-core destination is booked
+// by PeerWrites instead).
+std::vector<std::optional<Window>> MoveWindows(const StmtNode& s, const std::vector<std::string>& operands) {
+  auto rows = [&](size_t i) { return "(" + operands[i] + ").valid_rows"; };
+  auto cols = [&](size_t i) { return "(" + operands[i] + ").valid_cols"; };
+  std::vector<std::optional<Window>> out(s.args.size());
+  const std::string row0 = s.args.size() > 2 ? "(" + operands[2] + ").v[0]" : "0";
+  const std::string col0 = s.args.size() > 2 ? "(" + operands[2] + ").v[1]" : "0";
+  switch (MoveFormOf(s)) {
+    case MoveForm::kCopy: {
+      // The fixpipe's split modes give AIV 0 the larger share of the source's window.
+      const std::string mode = std::to_string(AttrOr(s, "acc_to_vec_mode", -1));
+      out[0] = Window{"pto::AccToVecShareRows(" + mode + ", " + rows(1) + ")",
+                      "pto::AccToVecShareCols(" + mode + ", " + cols(1) + ")"};
+      out[1] = Window{rows(1), cols(1)};
+      break;
+    }
+    case MoveForm::kTranspose:
+      out[0] = Window{cols(1), rows(1)};
+      out[1] = Window{rows(1), cols(1)};
+      break;
+    case MoveForm::kExtract:
+      out[0] = Window{rows(0), cols(0)};
+      out[1] = Window{rows(0), cols(0), row0, col0};
+      break;
+    case MoveForm::kInsert:
+      out[0] = Window{rows(1), cols(1), row0, col0};
+      out[1] = Window{rows(1), cols(1)};
+      break;
+  }
+  return out;
+}
 
 // Each tile operand's window under the op's window rule (OpDef::window), or nothing for an operand
 // the op does not touch (a scratch tile the implementation never reads).
@@ -52,6 +86,7 @@ std::vector<std::optional<Window>> TileWindows(const StmtNode& s, const std::vec
         if (is_tile(i)) out[i] = Window{rows(i), cols(i)};
       }
       break;
+    case WindowRule::kMove: return MoveWindows(s, operands);
     case WindowRule::kDestination:
     case WindowRule::kSource: {
       // The reference: the destination, or the first tile read (the source).
@@ -65,19 +100,8 @@ std::vector<std::optional<Window>> TileWindows(const StmtNode& s, const std::vec
           case ShapeRole::kSame: out[i] = Window{rows(ref), cols(ref)}; break;
           case ShapeRole::kColumn: out[i] = Window{rows(ref), "1"}; break;
           case ShapeRole::kRow: out[i] = Window{"1", cols(ref)}; break;
-          case ShapeRole::kAny:
-            // A move's source and destination take the source's window (the fixpipe's split modes
-            // give AIV 0 the larger share of it); any other such operand is scratch the
-            // implementation never touches.
-            if (i == ref) {
-              out[i] = Window{rows(ref), cols(ref)};
-            } else if (op.operands[i].access != Access::kRead) {
-              const std::string mode = std::to_string(AttrOr(s, "acc_to_vec_mode", -1));
-              out[i] = op.pipe_rule == PipeRule::kByMove
-                           ? Window{"pto::AccToVecShareRows(" + mode + ", " + rows(ref) + ")",
-                                    "pto::AccToVecShareCols(" + mode + ", " + cols(ref) + ")"}
-                           : Window{rows(ref), cols(ref)};
-            }
+          case ShapeRole::kAny:  // scratch the implementation never touches, unless it is the reference
+            if (i == ref) out[i] = Window{rows(ref), cols(ref)};
             break;
         }
       }
@@ -111,21 +135,21 @@ std::vector<std::optional<Window>> TileWindows(const StmtNode& s, const std::vec
 // The accesses of a move's destination in the peer core's memory (CrossCoreWriteOf): the AIC's L1,
 // or the UB of the AIV(s) acc_to_vec_mode chooses, each split mode's share at the top-left.
 std::vector<std::string> PeerWrites(const StmtNode& s, CrossCoreWrite where, const std::string& dst,
-                                    const std::string& src, const std::string& mode, const std::string& name,
-                                    const std::string& var) {
+                                    const std::string& src, const Window& window, const std::string& mode,
+                                    const std::string& name, const std::string& var) {
   const std::string rows = "(" + src + ").valid_rows", cols = "(" + src + ").valid_cols";
-  auto rect = [&](const char* peer, const std::string& r, const std::string& c) {
-    return "pto::san::PeerRect(ctx, " + dst + ", " + peer + ", " + mode + ", " + r + ", " + c + ", " + name + ", " +
-           var + ")";
+  auto rect = [&](const char* peer, const Window& w) {
+    return "pto::san::PeerRect(ctx, " + dst + ", " + peer + ", " + mode + ", " + w.row0 + ", " + w.col0 + ", " +
+           w.rows + ", " + w.cols + ", " + name + ", " + var + ")";
   };
-  if (where == CrossCoreWrite::kToCubeCore) return {rect("PTO_PEER_AIC", rows, cols)};
+  if (where == CrossCoreWrite::kToCubeCore) return {rect("PTO_PEER_AIC", window)};
   const int64_t split = AttrOr(s, "acc_to_vec_mode", -1);
   const std::string share = "pto::AccToVecShare(" + std::to_string(split) + ", " + rows + ", " + cols + ")";
   switch (split) {
-    case 1: return {rect("PTO_PEER_AIV1", rows, cols)};
-    case 2: return {rect("PTO_PEER_AIV0", share, cols), rect("PTO_PEER_AIV1", rows + " - " + share, cols)};
-    case 3: return {rect("PTO_PEER_AIV0", rows, share), rect("PTO_PEER_AIV1", rows, cols + " - " + share)};
-    default: return {rect("PTO_PEER_AIV0", rows, cols)};
+    case 1: return {rect("PTO_PEER_AIV1", window)};
+    case 2: return {rect("PTO_PEER_AIV0", {share, cols}), rect("PTO_PEER_AIV1", {rows + " - " + share, cols})};
+    case 3: return {rect("PTO_PEER_AIV0", {rows, share}), rect("PTO_PEER_AIV1", {rows, cols + " - " + share})};
+    default: return {rect("PTO_PEER_AIV0", window)};
   }
 }
 
@@ -158,12 +182,14 @@ std::string DataGuard(const StmtNode& s, const std::vector<std::string>& operand
                                       op.operands[src].access == Access::kRead)) {
         ++src;
       }
-      for (std::string& a : PeerWrites(s, peer, operands[i], operands[src], mode, name, CString(VarName(s.args[i])))) {
+      for (std::string& a : PeerWrites(s, peer, operands[i], operands[src], *windows[i], mode, name,
+                                       CString(VarName(s.args[i])))) {
         accesses.push_back(std::move(a));
       }
     } else if (spec.kind == OperandKind::kTile && windows[i]) {
-      accesses.push_back("pto::san::Rect(" + operands[i] + ", " + mode + ", " + windows[i]->rows + ", " +
-                         windows[i]->cols + ", " + name + ", " + CString(VarName(s.args[i])) + ")");
+      const Window& w = *windows[i];
+      accesses.push_back("pto::san::Rect(" + operands[i] + ", " + mode + ", " + w.row0 + ", " + w.col0 + ", " +
+                         w.rows + ", " + w.cols + ", " + name + ", " + CString(VarName(s.args[i])) + ")");
     } else if (spec.kind == OperandKind::kTensor && tile >= 0 && offsets >= 0) {
       const bool by_tile = op.operands[size_t(offsets)].unit == OffsetUnit::kTiles;
       accesses.push_back(std::string(by_tile ? "pto::san::GmTile(" : "pto::san::Gm(") + operands[i] + ", " + mode +

@@ -39,6 +39,31 @@ CrossCoreWrite CrossCoreWriteOf(const StmtNode& s) {
   return CrossCoreWrite::kNone;
 }
 
+bool FitsInside(const TileType& inner, const TileType& outer) {
+  return inner.Rows() <= outer.Rows() && inner.Cols() <= outer.Cols();
+}
+
+bool TransposedLayouts(const TileType& a, const TileType& b) {
+  return (a.layout == Layout::kNZ && b.layout == Layout::kZN) || (a.layout == Layout::kZN && b.layout == Layout::kNZ);
+}
+
+MoveForm MoveFormOf(const StmtNode& s) {
+  const TileType &dst = *s.args.at(0)->type.tile, &src = *s.args.at(1)->type.tile;
+  if (s.op->name == "insert") return MoveForm::kInsert;
+  if (s.args.size() == 3) {
+    // A fixpipe option keeps move's extract semantics (the public move page).
+    bool fixpipe_option = false;
+    for (const Attr& a : s.attrs) {
+      if ((a.name == "acc_to_vec_mode" || a.name == "scale") && a.value >= 0) fixpipe_option = true;
+      if (a.name == "relu_pre_mode" && a.value > 0) fixpipe_option = true;
+    }
+    const bool smaller = FitsInside(src, dst) && !(src.Rows() == dst.Rows() && src.Cols() == dst.Cols());
+    return smaller && !fixpipe_option ? MoveForm::kInsert : MoveForm::kExtract;
+  }
+  const bool swapped = src.Rows() == dst.Cols() && src.Cols() == dst.Rows() && src.Rows() != src.Cols();
+  return swapped && TransposedLayouts(src, dst) ? MoveForm::kTranspose : MoveForm::kCopy;
+}
+
 KernelKind KernelKindOf(const Function& func) {
   bool vector = false, cube = false, any_section = false, vec_mem = false, cube_mem = false;
   ForEachStmt(func.body, [&](const StmtNode& s) {

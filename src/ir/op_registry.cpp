@@ -90,7 +90,6 @@ const std::vector<PlannedOp>& PlannedOps() {
       {"addptr", "a GM pointer moved by an element offset"},
       {"make_ptr", "a GM pointer from a tensor"},
       {"set_stride", "change a GM view's strides"},
-      {"insert", "vector core writes a Vec tile into the cube core's L1 (Vec -> Mat)"},
   };
   return planned;
 }
@@ -125,7 +124,10 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
       if (!positional && !by_keyword) continue;
       if (by_keyword) {
         if (it->second.kind != KwargValue::Kind::kExpr) {
-          Fail(ErrorKind::kType, span, callee + ": '" + std::string(k.name) + "' must be a tile");
+          Fail(ErrorKind::kType, span, callee + ": '" + std::string(k.name) + "' must be " +
+                                           (FindOp(k.choices[0])->operands.back().kind == OperandKind::kOffsets
+                                                ? "a list of indices"
+                                                : "a tile"));
         }
         args.push_back(it->second.e);
         rest.erase(it);
@@ -255,6 +257,23 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
                      "] (rows, columns; a descending pair transposes)");
           }
           attr.value = rows << 8 | cols;
+          break;
+        }
+        case AttrKind::kFloat: {
+          // A compile-time number (an int or a float literal); a run-time scalar or a tile is another
+          // feature of the same keyword, refused until it exists.
+          const bool is_float = v.kind == KwargValue::Kind::kExpr && v.e->kind == ExprKind::kConst &&
+                                v.e->type.dtype == DataType::kFP32;
+          if (v.kind != KwargValue::Kind::kInt && !is_float) {
+            Fail(ErrorKind::kUnsupported, span,
+                 what + " must be a compile-time number here; a run-time scalar or a tile " + attr.name +
+                     " is not implemented yet (see docs/language.md#planned)");
+          }
+          const float f = is_float ? float(v.e->float_value) : float(v.i);
+          if (!(f == f) || f == __builtin_inff() || f == -__builtin_inff()) {
+            Fail(ErrorKind::kValue, span, what + " must be a finite number");
+          }
+          attr.value = int64_t(__builtin_bit_cast(uint32_t, f));
           break;
         }
         default: break;

@@ -1,6 +1,7 @@
 // Data movement (docs/language.md#data-movement): GM <-> tile transfers and tile -> tile moves.
 #include "op_checks.h"
 #include "op_tables.h"
+#include "pypto_pro/ir/analysis.h"
 
 namespace pypto_pro::ir {
 
@@ -12,17 +13,52 @@ constexpr uint32_t kStoreSrc = Bit(MemorySpace::kVec) | Bit(MemorySpace::kAcc);
 bool Is(const TileType& t, MemorySpace m) { return t.memory == m; }
 
 
-// The dtypes the fixpipe writes an accumulator as without quantisation: fp32 as fp32, fp16 or
-// bf16 (rounded to nearest even); int32 as int32. Accumulators are fp32 or int32.
-bool FixpipeConverts(DataType from, DataType to) {
-  if (from == DataType::kFP32) return to == DataType::kFP32 || to == DataType::kFP16 || to == DataType::kBF16;
-  return from == DataType::kInt32 && to == DataType::kInt32;
+int64_t AttrValue(const StmtNode& call, std::string_view name, int64_t fallback) {
+  for (const Attr& a : call.attrs) {
+    if (a.name == name) return a.value;
+  }
+  return fallback;
+}
+
+// The fixpipe options a statement sets: relu_pre_mode=NormalRelu, scale= (-1: not given).
+bool HasRelu(const StmtNode& call) { return AttrValue(call, "relu_pre_mode", 0) > 0; }
+bool HasScale(const StmtNode& call) { return AttrValue(call, "scale", -1) >= 0; }
+
+// The dtypes the fixpipe writes an accumulator as: fp32 as fp32, fp16 or bf16 (rounded to nearest
+// even), or int8 with a quantising scale=; int32 as int32, or with a dequantising scale= as fp16,
+// bf16 or int8.
+bool FixpipeConverts(DataType from, DataType to, bool scaled) {
+  if (from == DataType::kFP32) {
+    return to == DataType::kFP32 || to == DataType::kFP16 || to == DataType::kBF16 || (scaled && to == DataType::kInt8);
+  }
+  if (from != DataType::kInt32) return false;
+  return to == DataType::kInt32 ||
+         (scaled && (to == DataType::kFP16 || to == DataType::kBF16 || to == DataType::kInt8));
 }
 
 std::string FixpipeTargets(DataType from) {
-  if (from == DataType::kFP32) return "fp32, fp16 or bf16";
-  if (from == DataType::kInt32) return "int32";
+  if (from == DataType::kFP32) return "fp32, fp16 or bf16 (int8 with scale=)";
+  if (from == DataType::kInt32) return "int32 (fp16, bf16 or int8 with scale=)";
   return "nothing (accumulators are fp32 or int32)";
+}
+
+// relu_pre_mode= and scale= are the fixpipe's: a source outside Acc has no such stage.
+void CheckFixpipeOptions(const StmtNode& call, const TileType& src, const std::string& path) {
+  if (src.memory == MemorySpace::kAcc) return;
+  const std::string what = CallName(call) + ": ";
+  if (HasRelu(call)) {
+    Fail(ErrorKind::kValue, call.span, what + "relu_pre_mode= is applied by the fixpipe, which only " + path);
+  }
+  if (HasScale(call)) Fail(ErrorKind::kValue, call.span, what + "scale= is applied by the fixpipe, which only " + path);
+}
+
+void CheckFixpipeDtype(const StmtNode& call, const TileType& src, DataType to, size_t to_operand) {
+  if (FixpipeConverts(src.dtype, to, HasScale(call))) return;
+  const bool needs_scale = FixpipeConverts(src.dtype, to, true);
+  Fail(ErrorKind::kType, OperandSpan(call, to_operand),
+       CallName(call) + ": an " + std::string(Name(src.dtype)) + " Acc tile " +
+           (needs_scale ? "writes " + std::string(Name(to)) + " only with scale= (the fixpipe's quantisation)"
+                        : "is written as " + FixpipeTargets(src.dtype) + ", not " + std::string(Name(to))));
 }
 
 // Mat -> Bias: the bias table holds fp32 (widened from fp16/bf16) or int32.
@@ -31,84 +67,143 @@ DataType BiasTableType(DataType from) {
   return from == DataType::kInt32 ? DataType::kInt32 : DataType::kCount;
 }
 
+// Element types atomic=AtomicAdd accumulates into GM.
+constexpr uint32_t kAtomicDTypes = Bit(DataType::kFP32) | Bit(DataType::kFP16) | Bit(DataType::kBF16) |
+                                   Bit(DataType::kInt32) | Bit(DataType::kInt16) | Bit(DataType::kInt8);
+
 // store / store_tile: a Vec tile has the tensor's dtype; an Acc tile goes through the fixpipe.
 void CheckStore(const StmtNode& call) {
   const TileType& tile = TileOf(call, 1);
   const DataType tensor = call.args[0]->type.dtype;
   const std::string what = CallName(call) + ": ";
+  CheckFixpipeOptions(call, tile, "stores from Acc tiles (a Vec tile leaves through MTE3)");
   if (Is(tile, MemorySpace::kAcc)) {
-    if (!FixpipeConverts(tile.dtype, tensor)) {
-      Fail(ErrorKind::kType, OperandSpan(call, 0),
-           what + "an " + std::string(Name(tile.dtype)) + " Acc tile stores to " + FixpipeTargets(tile.dtype) +
-               " tensors, not " + std::string(Name(tensor)) + " (quantising stores are not implemented yet)");
-    }
+    CheckFixpipeDtype(call, tile, tensor, 0);
   } else if (tile.dtype != tensor) {
     Fail(ErrorKind::kType, OperandSpan(call, 1),
          what + "dtype mismatch: operand 'src_tile' is " + std::string(Name(tile.dtype)) + " but 'dst_tensor' is " +
              std::string(Name(tensor)));
   }
+  if (AttrValue(call, "atomic", 0) > 0 && !(kAtomicDTypes & Bit(tensor))) {
+    Fail(ErrorKind::kType, OperandSpan(call, 0),
+         what + "atomic=AtomicAdd accumulates fp32, fp16, bf16, int32, int16 or int8 tensors, not " +
+             std::string(Name(tensor)));
+  }
+  const int64_t order = AttrValue(call, "order", -1);
+  if (order >= 0 && (order >> 8) > (order & 0xff)) {
+    Fail(ErrorKind::kValue, call.span,
+         what + "order= must name the axes in ascending order on a store (a transposing store is not a data path); "
+                "got [" + std::to_string(order >> 8) + ", " + std::to_string(order & 0xff) + "]");
+  }
 }
 
-// move: the data paths of docs/language.md#data-movement (plus Mat -> Bias, which feeds matmul's bias, and
-// Vec -> Vec), their dtype conversions, and the shape rule of moves out of L1.
+bool IsPath(const TileType& src, const TileType& dst) {
+  const bool to_l0 = Is(dst, MemorySpace::kLeft) || Is(dst, MemorySpace::kRight) || Is(dst, MemorySpace::kBias);
+  return (Is(src, MemorySpace::kMat) && (to_l0 || Is(dst, MemorySpace::kVec))) ||
+         (Is(src, MemorySpace::kAcc) && Is(dst, MemorySpace::kVec)) ||
+         (Is(src, MemorySpace::kVec) && (Is(dst, MemorySpace::kMat) || Is(dst, MemorySpace::kVec)));
+}
+
+// The offset= of a move or insert: [row, col] (a 1-D tile: [col] or [0, col]).
+void CheckOffsetRank(const StmtNode& call) {
+  if (call.args.size() < 3) return;
+  const size_t given = call.args[2]->operands.size();
+  if (given != 2) {
+    Fail(ErrorKind::kType, OperandSpan(call, 2),
+         CallName(call) + ": offset needs [row, col], got " + std::to_string(given) + " entries");
+  }
+}
+
+// How the shapes of a move's source and destination relate, by its MoveForm.
+void CheckMoveShapes(const StmtNode& call, const TileType& dst, const TileType& src) {
+  const std::string what = CallName(call) + ": ";
+  const std::string shapes = "'src_tile' is " + ShapeText(src) + " and 'dst_tile' is " + ShapeText(dst);
+  switch (MoveFormOf(call)) {
+    case MoveForm::kInsert:
+      if (!FitsInside(src, dst)) {
+        Fail(ErrorKind::kType, OperandSpan(call, 1),
+             what + "the inserted tile must fit inside the destination: " + shapes);
+      }
+      break;
+    case MoveForm::kExtract:
+      if (!FitsInside(dst, src)) {
+        const bool transposed = TransposedLayouts(src, dst) && dst.Rows() <= src.Cols() && dst.Cols() <= src.Rows();
+        Fail(transposed ? ErrorKind::kUnsupported : ErrorKind::kType, OperandSpan(call, 0),
+             what + (transposed ? "an offset= move that transposes (NZ <-> ZN) is not implemented yet: " + shapes
+                                : "with offset=, the source is either at least the destination in both dims "
+                                  "(extract) or fits inside it (insert, without fixpipe options): " + shapes));
+      }
+      if (Is(src, MemorySpace::kAcc) && AttrValue(call, "acc_to_vec_mode", -1) >= 2) {
+        Fail(ErrorKind::kUnsupported, call.span,
+             what + "offset= with a dual acc_to_vec_mode (a split extract) is not implemented yet");
+      }
+      break;
+    case MoveForm::kTranspose: break;
+    case MoveForm::kCopy: {
+      const bool from_mat = Is(src, MemorySpace::kMat);
+      const bool to_l0 = Is(dst, MemorySpace::kLeft) || Is(dst, MemorySpace::kRight) || Is(dst, MemorySpace::kBias);
+      if (from_mat && to_l0 && !Is(dst, MemorySpace::kBias) && (dst.Rows() != src.Rows() || dst.Cols() != src.Cols())) {
+        Fail(ErrorKind::kType, OperandSpan(call, 0),
+             what + "a move out of Mat keeps the shape (or swaps it between NZ and ZN tiles, which transposes; "
+                    "offset= extracts a part): " + shapes);
+      }
+      break;
+    }
+  }
+}
+
+// move / insert: the data paths of docs/language.md#data-movement (plus Mat -> Bias, which feeds
+// matmul's bias, and Vec -> Vec), their dtype conversions, and their shapes.
 void CheckMove(const StmtNode& call) {
   const TileType &dst = TileOf(call, 0), &src = TileOf(call, 1);
   const std::string what = CallName(call) + ": ";
-  const bool from_mat = Is(src, MemorySpace::kMat);
-  const bool to_l0 = Is(dst, MemorySpace::kLeft) || Is(dst, MemorySpace::kRight) || Is(dst, MemorySpace::kBias);
-  const bool path = (from_mat && (to_l0 || Is(dst, MemorySpace::kVec))) ||
-                    (Is(src, MemorySpace::kAcc) && Is(dst, MemorySpace::kVec)) ||
-                    (Is(src, MemorySpace::kVec) && (Is(dst, MemorySpace::kMat) || Is(dst, MemorySpace::kVec)));
-  if (!path) {
+  if (!IsPath(src, dst)) {
     Fail(ErrorKind::kType, call.span,
          what + "there is no data path from " + std::string(Name(src.memory)) + " to " +
              std::string(Name(dst.memory)) + "; moves go Mat -> Left/Right/Bias/Vec, Acc -> Vec, Vec -> Mat/Vec");
   }
-  bool dtype_ok = dst.dtype == src.dtype;
-  std::string allowed = std::string(Name(src.dtype));
+  CheckFixpipeOptions(call, src, "moves from Acc tiles (Acc -> Vec)");
   if (Is(src, MemorySpace::kAcc)) {
-    dtype_ok = FixpipeConverts(src.dtype, dst.dtype);
-    allowed = FixpipeTargets(src.dtype);
-  } else if (Is(dst, MemorySpace::kBias)) {
-    DataType table = BiasTableType(src.dtype);
-    dtype_ok = dst.dtype == table;
-    allowed = table == DataType::kCount ? "nothing (the bias table takes fp32, fp16, bf16 or int32)"
-                                        : std::string(Name(table));
-  }
-  if (!dtype_ok) {
-    Fail(ErrorKind::kType, OperandSpan(call, 0),
-         what + "a move from " + std::string(Name(src.dtype)) + " " + std::string(Name(src.memory)) + " to " +
-             std::string(Name(dst.memory)) + " writes " + allowed + ", not " + std::string(Name(dst.dtype)));
+    CheckFixpipeDtype(call, src, dst.dtype, 0);
+  } else {
+    bool dtype_ok = dst.dtype == src.dtype;
+    std::string allowed = std::string(Name(src.dtype));
+    if (Is(dst, MemorySpace::kBias)) {
+      DataType table = BiasTableType(src.dtype);
+      dtype_ok = dst.dtype == table;
+      allowed = table == DataType::kCount ? "nothing (the bias table takes fp32, fp16, bf16 or int32)"
+                                          : std::string(Name(table));
+    }
+    if (!dtype_ok) {
+      Fail(ErrorKind::kType, OperandSpan(call, 0),
+           what + "a move from " + std::string(Name(src.dtype)) + " " + std::string(Name(src.memory)) + " to " +
+               std::string(Name(dst.memory)) + " writes " + allowed + ", not " + std::string(Name(dst.dtype)));
+    }
   }
   if (Is(dst, MemorySpace::kBias) && dst.Rows() != 1) {
     Fail(ErrorKind::kType, OperandSpan(call, 0),
          what + "the bias table holds one row: 'dst_tile' is " + ShapeText(dst));
   }
-  if (from_mat && to_l0 && (dst.Rows() != src.Rows() || dst.Cols() != src.Cols())) {
-    Fail(ErrorKind::kType, OperandSpan(call, 0),
-         what + "a move out of Mat keeps the shape: 'src_tile' is " + ShapeText(src) + " but 'dst_tile' is " +
-             ShapeText(dst));
-  }
+  CheckOffsetRank(call);
+  CheckMoveShapes(call, dst, src);
   // acc_to_vec_mode: which AIV's UB the fixpipe writes, or how it splits between both (-1: not given,
   // SingleModeVec0).
-  for (const Attr& a : call.attrs) {
-    if (a.name != "acc_to_vec_mode" || a.value < 0) continue;
-    if (!(Is(src, MemorySpace::kAcc) && Is(dst, MemorySpace::kVec))) {
-      Fail(ErrorKind::kValue, call.span, what + "acc_to_vec_mode= applies to a move from Acc to Vec only");
-    }
+  if (AttrValue(call, "acc_to_vec_mode", -1) >= 0 && !(Is(src, MemorySpace::kAcc) && Is(dst, MemorySpace::kVec))) {
+    Fail(ErrorKind::kValue, call.span, what + "acc_to_vec_mode= applies to a move from Acc to Vec only");
   }
 }
 
 KwargSpec ReluPreMode() {
-  return KwargSpec{"relu_pre_mode", AttrKind::kEnum, 0, {"NoRelu", "NormalRelu"}, false};
+  return KwargSpec{"relu_pre_mode", AttrKind::kEnum, 0, {"NoRelu", "NormalRelu"}};
 }
+// The fixpipe's per-tensor quantisation factor (-1: none).
+KwargSpec Scale() { return KwargSpec{"scale", AttrKind::kFloat, -1, {}}; }
 
 OpDef Transfer(std::string_view name, bool is_load, bool by_tile_index, std::string_view device_fn,
                std::string_view doc) {
   std::string_view index_name = by_tile_index ? "tile_idx" : "offsets";
   OpDef op{name, is_load ? Pipe::kMTE2 : Pipe::kMTE3, is_load ? PipeRule::kFixed : PipeRule::kBySourceTile,
            WindowRule::kTransferTile, {}, true, kAllSupportedDTypes, "", device_fn, {}, doc};
-  auto later = [](std::string_view kwarg) { return KwargSpec{kwarg, AttrKind::kInt, 0, {}, false}; };
   if (is_load) {
     op.operands = {{"dst_tile", OperandKind::kTile, Access::kWrite, kLoadDst},
                    {"src_tensor", OperandKind::kTensor, Access::kRead},
@@ -119,8 +214,8 @@ OpDef Transfer(std::string_view name, bool is_load, bool by_tile_index, std::str
     op.operands = {{"dst_tensor", OperandKind::kTensor, Access::kWrite},
                    {"src_tile", OperandKind::kTile, Access::kRead, kStoreSrc, kAllSupportedDTypes},
                    {index_name, OperandKind::kOffsets, Access::kRead}};
-    op.kwargs = {KwargSpec{"atomic", AttrKind::kEnum, 0, {"AtomicNone", "AtomicAdd"}, false},
-                 ReluPreMode(), later("scale"), later("order"),
+    op.kwargs = {ReluPreMode(), Scale(), KwargSpec{"order", AttrKind::kAxes, -1, {}},
+                 KwargSpec{"atomic", AttrKind::kEnum, 0, {"AtomicNone", "AtomicAdd"}},
                  KwargSpec{"phase", AttrKind::kEnum, 0, {"Unspecified", "Partial", "Final"}, false}};
     op.check = &CheckStore;
   }
@@ -137,19 +232,40 @@ void AddTransferOps(std::vector<OpDef>& ops) {
   ops.push_back(Transfer("store_tile", false, true, "pto::store_tile", "Vec/Acc -> GM at tile_idx x tile shape"));
 
   // CheckMove decides which memory pairs are data paths; the pipe follows the path
-  // (PipeRule::kByMove), OpDef::pipe covers the rest (Vec -> Vec).
-  OpDef move{"move", Pipe::kV, PipeRule::kByMove, WindowRule::kSource,
-             {{"dst_tile", OperandKind::kTile, Access::kWrite, kAnyTileMemory, kAllSupportedDTypes, ShapeRole::kAny},
-              {"src_tile", OperandKind::kTile, Access::kRead, kAnyTileMemory, kAllSupportedDTypes, ShapeRole::kAny}},
-             false, kAllSupportedDTypes, "", "pto::move",
-             {KwargSpec{"offset", AttrKind::kInt, 0, {}, false},
-              // Passed to the device as its index, -1 when not given (SingleModeVec0).
-              KwargSpec{"acc_to_vec_mode", AttrKind::kEnum, -1,
-                        {"SingleModeVec0", "SingleModeVec1", "DualModeSplitM", "DualModeSplitN"}, true},
-              ReluPreMode(), KwargSpec{"scale", AttrKind::kInt, 0, {}, false}},
-             "tile -> tile: the source's valid window, converted on the Acc -> Vec and Mat -> Bias paths"};
+  // (PipeRule::kByMove), OpDef::pipe covers the rest (Vec -> Vec). offset= selects move_offset.
+  const OperandSpec dst{"dst_tile", OperandKind::kTile, Access::kWrite, kAnyTileMemory, kAllSupportedDTypes,
+                        ShapeRole::kAny};
+  const OperandSpec src{"src_tile", OperandKind::kTile, Access::kRead, kAnyTileMemory, kAllSupportedDTypes,
+                        ShapeRole::kAny};
+  const OperandSpec offset{"offset", OperandKind::kOffsets, Access::kRead};
+  // acc_to_vec_mode is passed to the device as its index, -1 when not given (SingleModeVec0).
+  const KwargSpec acc_to_vec{"acc_to_vec_mode", AttrKind::kEnum, -1,
+                             {"SingleModeVec0", "SingleModeVec1", "DualModeSplitM", "DualModeSplitN"}};
+  OpDef move{"move", Pipe::kV, PipeRule::kByMove, WindowRule::kMove, {dst, src}, false, kAllSupportedDTypes, "",
+             "pto::move",
+             {KwargSpec{"offset", AttrKind::kOperand, -1, {"move_offset"}}, acc_to_vec, ReluPreMode(), Scale()},
+             "tile -> tile: the source's valid window (transposed between NZ and ZN tiles of swapped shapes), "
+             "converted on the Acc -> Vec and Mat -> Bias paths"};
   move.check = &CheckMove;
   ops.push_back(move);
+  OpDef at = move;
+  at.name = "move_offset";
+  at.public_name = "move";
+  at.operands = {dst, src, offset};
+  at.kwargs = {acc_to_vec, ReluPreMode(), Scale()};
+  at.device_fn = "pto::move_offset";
+  at.doc = "move(dst, src, offset): a part of a larger source at offset (extract), or a smaller source into the "
+           "destination at offset (insert)";
+  ops.push_back(at);
+  OpDef insert{"insert", Pipe::kMTE3, PipeRule::kByMove, WindowRule::kMove,
+               {{"dst_tile", OperandKind::kTile, Access::kWrite, Bit(MemorySpace::kMat), kAllSupportedDTypes,
+                 ShapeRole::kAny},
+                {"src_tile", OperandKind::kTile, Access::kRead, kVecOnly, kAllSupportedDTypes, ShapeRole::kAny},
+                offset},
+               false, kAllSupportedDTypes, "", "pto::insert", {},
+               "Vec -> Mat (MTE3): the source's valid window written into the destination at offset [row, col]"};
+  insert.check = &CheckMove;
+  ops.push_back(insert);
 }
 
 }  // namespace pypto_pro::ir

@@ -106,6 +106,9 @@ std::string Print(const Stmt& s, int indent) {
         } else if (spec && spec->kind == AttrKind::kAxes) {
           if (attr.value < 0) os << "None";
           else os << "[" << (attr.value >> 8) << ", " << (attr.value & 0xff) << "]";
+        } else if (spec && spec->kind == AttrKind::kFloat) {
+          if (attr.value < 0) os << "None";
+          else os << __builtin_bit_cast(float, uint32_t(attr.value));
         } else if (spec && spec->kind == AttrKind::kBool) {
           os << (attr.value ? "True" : "False");
         } else {

@@ -123,6 +123,7 @@ const char* AttrKindName(AttrKind kind) {
     case AttrKind::kDispatch: return "dispatch";
     case AttrKind::kOperand: return "operand";
     case AttrKind::kAxes: return "axes";
+    case AttrKind::kFloat: return "float";
   }
   return "?";
 }

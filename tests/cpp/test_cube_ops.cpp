@@ -10,6 +10,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ir_test_util.h"
@@ -64,8 +65,9 @@ TEST(CubeRegistry, MoveAndStorePipesFollowTheirPath) {
   EXPECT_EQ(move->PipeFor({MemorySpace::kMat, MemorySpace::kVec}), Pipe::kMTE3);
   EXPECT_EQ(move->PipeFor({MemorySpace::kVec, MemorySpace::kVec}), Pipe::kV);
   EXPECT_EQ(ir::FindOp("store")->PipeFor({MemorySpace::kAcc}), Pipe::kFIX);
-  // acc_to_vec_mode is the one option pto::move takes; the others are planned and hold their default.
-  for (const ir::KwargSpec& k : move->kwargs) EXPECT_EQ(k.implemented, k.name == "acc_to_vec_mode") << k.name;
+  // Every option of move is built; of store's, phase= is the one planned.
+  for (const ir::KwargSpec& k : move->kwargs) EXPECT_TRUE(k.implemented) << k.name;
+  for (const ir::KwargSpec& k : ir::FindOp("store")->kwargs) EXPECT_EQ(k.implemented, k.name != "phase") << k.name;
   EXPECT_TRUE(std::none_of(ir::PlannedOps().begin(), ir::PlannedOps().end(), [](const ir::PlannedOp& p) {
     return p.name == "move" || p.name == "matmul" || p.name == "matmul_acc";
   }));
@@ -217,7 +219,8 @@ TEST(CubeVerifier, MovePathsDtypesAndCores) {
   ExpectRejected(k.With({Call("move", {Ref(mat), Ref(left)})}), ErrorKind::kType,
                  "pl.move: there is no data path from Left to Mat");
   ExpectRejected(k.With({Call("move", {Ref(right), Ref(mat)})}), ErrorKind::kType,
-                 "pl.move: a move out of Mat keeps the shape: 'src_tile' is [16, 32] but 'dst_tile' is [32, 16]");
+                 "pl.move: a move out of Mat keeps the shape (or swaps it between NZ and ZN tiles, which transposes; "
+                 "offset= extracts a part): 'src_tile' is [16, 32] and 'dst_tile' is [32, 16]");
   ir::Var int8_row = k.Tile("int8_row", 1, 32, DataType::kInt8, MemorySpace::kMat);
   ExpectRejected(k.With({Call("move", {Ref(bias), Ref(int8_row)})}), ErrorKind::kType,
                  "pl.move: a move from int8 Mat to Bias writes nothing (the bias table takes fp32, fp16, bf16 or "
@@ -226,7 +229,7 @@ TEST(CubeVerifier, MovePathsDtypesAndCores) {
   ExpectRejected(k.With({Call("move", {Ref(tall_bias), Ref(mat)})}), ErrorKind::kType,
                  "pl.move: the bias table holds one row: 'dst_tile' is [16, 32]");
   ExpectRejected(k.With({Call("move", {Ref(vec_int), Ref(acc)})}), ErrorKind::kType,
-                 "pl.move: a move from fp32 Acc to Vec writes fp32, fp16 or bf16, not int32");
+                 "pl.move: an fp32 Acc tile is written as fp32, fp16 or bf16 (int8 with scale=), not int32");
   // Vec -> Mat is the vector core's MTE3; Acc -> Vec the cube core's fixpipe.
   ExpectRejected(k.With({Call("move", {Ref(mat), Ref(vec_half)})}), ErrorKind::kType,
                  "pl.move uses a move from Vec to Mat (pipe MTE3) inside pl.section_cube(); the move runs on the "
@@ -249,7 +252,7 @@ TEST(CubeVerifier, StoresFromAccConvertOnlyLikeTheFixpipe) {
   ir::Expr origin = ir::Tuple({ir::IntConst(0), ir::IntConst(0)});
   EXPECT_NO_THROW(ir::Verify(k.With({Call("store", {Ref(h), Ref(acc), origin}), Call("store_tile", {Ref(b), Ref(acc), origin})})));
   ExpectRejected(k.With({Call("store", {Ref(h), Ref(acc_i), origin})}), ErrorKind::kType,
-                 "pl.store: an int32 Acc tile stores to int32 tensors, not fp16");
+                 "pl.store: an int32 Acc tile writes fp16 only with scale= (the fixpipe's quantisation)");
 }
 
 // ---------------------------------------------------------------- the GEMM routine
@@ -447,8 +450,8 @@ TEST(CubeDevice, MoveAccToVecRoundsToNearestEven) {
   VecBf16 vb = core.Make<VecBf16>(0x1000);
   for (int i = 0; i < 64; ++i) acc.data[i] = 1.0f + float(i) * std::ldexp(1.0f, -12) - 70000.0f * (i == 5);
   for (int i = 0; i < 64; ++i) vh.data[i] = pto::HalfFromFloat(9.0f);
-  pto::move(core.ctx, 1, -1, vh, acc);
-  pto::move(core.ctx, 1, -1, vb, acc);
+  pto::move(core.ctx, 1, -1, 0, -1, vh, acc);
+  pto::move(core.ctx, 1, -1, 0, -1, vb, acc);
   for (int i = 0; i < 64; ++i) {
     if (i < 48) {
       EXPECT_EQ(vh.data[i].bits, pto::HalfFromFloat(acc.data[i]).bits) << i;
@@ -466,7 +469,7 @@ TEST(CubeDevice, MoveAccToVecRoundsToNearestEven) {
   Int ai = core.Make<Int>(0x4000, 2, 5);
   VecInt vi = core.Make<VecInt>(0x2000);
   for (int i = 0; i < 64; ++i) ai.data[i] = i * 1000003;
-  pto::move(core.ctx, 1, -1, vi, ai);
+  pto::move(core.ctx, 1, -1, 0, -1, vi, ai);
   EXPECT_EQ(vi.data[16 + 4], 20 * 1000003);
   EXPECT_EQ(vi.data[16 + 5], 0);
 }
@@ -478,14 +481,14 @@ TEST(CubeDevice, MoveIntoTheBiasTableWidensAndOversizedWindowsFault) {
   MatRow row = core.Make<MatRow>(0);
   Bias bias = core.Make<Bias>(0);
   for (int j = 0; j < 32; ++j) row.data[j] = pto::Bf16FromFloat(float(j) * 0.37f - 3.0f);
-  pto::move(core.ctx, 1, -1, bias, row);
+  pto::move(core.ctx, 1, -1, 0, -1, bias, row);
   for (int j = 0; j < 32; ++j) EXPECT_EQ(bias.data[j], pto::ToFloat(row.data[j])) << j;
 
   using Small = pto::Tile<float, 8, 16, pto::kVec>;
   using Big = pto::Tile<float, 16, 16, pto::kMat>;
   Big big = core.Make<Big>(0x1000, 12, 16);
   Small small = core.Make<Small>(0);
-  EXPECT_THROW(pto::move(core.ctx, 1, -1, small, big), Faulted);  // 12 rows do not fit 8
+  EXPECT_THROW(pto::move(core.ctx, 1, -1, 0, -1, small, big), Faulted);  // 12 rows do not fit 8
 }
 
 TEST(CubeDevice, StoreFromAccConvertsToTheTensorDtype) {
@@ -495,7 +498,7 @@ TEST(CubeDevice, StoreFromAccConvertsToTheTensorDtype) {
   for (int i = 0; i < 40; ++i) acc.data[i] = float(i) / 3.0f;
   std::vector<pto::half> out(3 * 24, pto::HalfFromFloat(-1.0f));
   auto gm = pto::MakeGm<pto::half, 2>(reinterpret_cast<uint8_t*>(out.data()), pto::Idx<2>{{3, 24}}, "out");
-  pto::store(core.ctx, 1, gm, acc, pto::Idx<2>{{1, 2}});
+  pto::store(core.ctx, 1, 0, -1, -1, 0, gm, acc, pto::Idx<2>{{1, 2}});
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 24; ++j) {
       bool inside = i >= 1 && j >= 2 && j < 21;
@@ -503,7 +506,78 @@ TEST(CubeDevice, StoreFromAccConvertsToTheTensorDtype) {
       EXPECT_EQ(pto::ToFloat(out[size_t(i) * 24 + j]), want) << i << ", " << j;
     }
   }
-  EXPECT_THROW(pto::store(core.ctx, 1, gm, acc, pto::Idx<2>{{2, 2}}), Faulted);  // rows 2..3 of 3
+  EXPECT_THROW(pto::store(core.ctx, 1, 0, -1, -1, 0, gm, acc, pto::Idx<2>{{2, 2}}), Faulted);  // rows 2..3 of 3
+}
+
+TEST(CubeDevice, MovesTransposeExtractAndInsert) {
+  TestCore core;
+  using MatNZ = pto::Tile<pto::half, 4, 8, pto::kMat, pto::kNZ>;
+  using RightZN = pto::Tile<pto::half, 8, 4, pto::kRight, pto::kZN>;
+  MatNZ k = core.Make<MatNZ>(0, 3, 8);
+  RightZN kt = core.Make<RightZN>(0);
+  for (int i = 0; i < 32; ++i) k.data[i] = pto::HalfFromFloat(float(i));
+  for (int i = 0; i < 32; ++i) kt.data[i] = pto::HalfFromFloat(-1.0f);
+  pto::move(core.ctx, 1, -1, 0, -1, kt, k);  // NZ [4, 8] -> ZN [8, 4]: the window transposed
+  for (int r = 0; r < 8; ++r) {
+    for (int c = 0; c < 4; ++c) {
+      EXPECT_EQ(pto::ToFloat(kt.data[r * 4 + c]), c < 3 ? float(c * 8 + r) : -1.0f) << r << ", " << c;
+    }
+  }
+
+  using Wide = pto::Tile<float, 4, 16, pto::kVec>;
+  using Part = pto::Tile<float, 2, 4, pto::kVec>;
+  Wide wide = core.Make<Wide>(0x100);
+  Part part = core.Make<Part>(0x400);
+  for (int i = 0; i < 64; ++i) wide.data[i] = float(i);
+  pto::move_offset(core.ctx, 1, -1, 0, -1, part, wide, pto::Idx<2>{{2, 12}});  // extract rows 2..3, cols 12..15
+  EXPECT_EQ(part.data[0], 44.0f);
+  EXPECT_EQ(part.data[7], 63.0f);
+  EXPECT_THROW(pto::move_offset(core.ctx, 1, -1, 0, -1, part, wide, pto::Idx<2>{{3, 0}}), Faulted);
+  wide.valid_cols = 14;  // the extract must lie inside the source's valid window
+  EXPECT_THROW(pto::move_offset(core.ctx, 1, -1, 0, -1, part, wide, pto::Idx<2>{{0, 12}}), Faulted);
+
+  part.valid_rows = 1;  // insert: the source's window, at the offset
+  pto::move_offset(core.ctx, 1, -1, 0, -1, wide, part, pto::Idx<2>{{3, 1}});
+  EXPECT_EQ(wide.data[3 * 16 + 1], 44.0f);
+  EXPECT_EQ(wide.data[3 * 16 + 4], 47.0f);
+  EXPECT_EQ(wide.data[3 * 16 + 5], 53.0f);  // outside the inserted window: untouched
+  EXPECT_THROW(pto::move_offset(core.ctx, 1, -1, 0, -1, wide, part, pto::Idx<2>{{0, 13}}), Faulted);
+}
+
+TEST(CubeDevice, FixpipeAppliesReluScaleAndSaturatingQuantisation) {
+  const pto::Fixpipe quant = pto::MakeFixpipe(0, pto::FloatBits(0.5f));
+  EXPECT_EQ((pto::detail::FixpipeElem<int8_t>(5.0f, quant)), 2);     // 2.5 -> 2: to even
+  EXPECT_EQ((pto::detail::FixpipeElem<int8_t>(7.0f, quant)), 4);     // 3.5 -> 4
+  EXPECT_EQ((pto::detail::FixpipeElem<int8_t>(1000.0f, quant)), 127);
+  EXPECT_EQ((pto::detail::FixpipeElem<int8_t>(-1000.0f, quant)), -128);
+  EXPECT_EQ((pto::detail::FixpipeElem<int8_t>(__builtin_nanf(""), quant)), 0);
+  const pto::Fixpipe relu = pto::MakeFixpipe(1, -1);
+  EXPECT_EQ((pto::detail::FixpipeElem<int32_t>(-7, relu)), 0);
+  EXPECT_EQ((pto::detail::FixpipeElem<int32_t>(7, relu)), 7);
+  EXPECT_EQ((pto::detail::FixpipeElem<float>(-1.5f, relu)), 0.0f);
+  const pto::Fixpipe deq = pto::MakeFixpipe(0, pto::FloatBits(0.25f));
+  EXPECT_EQ(pto::ToFloat(pto::detail::FixpipeElem<pto::half>(int32_t(-6), deq)), -1.5f);
+  EXPECT_TRUE(pto::MakeFixpipe(0, -1).Plain());
+}
+
+TEST(CubeDevice, AtomicAddIsIndivisibleAcrossThreads) {
+  pto::half h = pto::HalfFromFloat(0.0f);
+  float f = 0.0f;
+  int32_t n = 0;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 500; ++i) {
+        pto::detail::AtomicAdd(&h, pto::HalfFromFloat(1.0f));
+        pto::detail::AtomicAdd(&f, 0.5f);
+        pto::detail::AtomicAdd(&n, int32_t(3));
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(pto::ToFloat(h), 2000.0f);  // exact in fp16 (integers up to 2048)
+  EXPECT_EQ(f, 1000.0f);
+  EXPECT_EQ(n, 6000);
 }
 
 }  // namespace

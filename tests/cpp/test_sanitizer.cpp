@@ -329,7 +329,7 @@ TEST(SanitizerCodegen, PlainKernelsCarryNoHooks) {
   EXPECT_NE(code.find("#include \"pypto_pro/sanitizer.h\""), std::string::npos) << code;
   EXPECT_NE(code.find("pto::san::CoreScope sanitizer(ctx, raw_args, "), std::string::npos) << code;
   EXPECT_NE(code.find("if (pto::san::Op(ctx, " + std::to_string(test_util::kLineAdd) +
-                      ", pto::kPipeV, {pto::san::Rect(*v_ta, pto::san::kRead, (*v_tc).valid_rows, "),
+                      ", pto::kPipeV, {pto::san::Rect(*v_ta, pto::san::kRead, 0, 0, (*v_tc).valid_rows, "),
             std::string::npos)
       << code;
   EXPECT_NE(code.find("pto::san::AutoMutex(ctx, " + std::to_string(test_util::kLineAdd) +

@@ -327,7 +327,7 @@ def test_wrong_dtypes_are_refused():
 
     with pytest.raises(errors.ParserTypeError) as info:
         pl.jit(body_store)[None, 1](torch.zeros(16, 16, dtype=torch.int32))
-    assert "an fp32 Acc tile stores to fp32, fp16 or bf16 tensors, not int32" in info.value.message
+    assert "an fp32 Acc tile is written as fp32, fp16 or bf16 (int8 with scale=), not int32" in info.value.message
 
 
 def test_moves_check_path_dtype_shape_and_core():
@@ -347,7 +347,7 @@ def test_moves_check_path_dtype_shape_and_core():
             pl.move(v, acc)
 
     expect_error(acc_to_int8, errors.ParserTypeError, "pl.move(v, acc)",
-                 "a move from fp32 Acc to Vec writes fp32, fp16 or bf16, not int8")
+                 "an fp32 Acc tile writes int8 only with scale=")
 
     def reshaping(c: pl.Tensor[[16, 16], pl.DT_FP32]):
         m = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_FP16, target_memory=M.Mat), addr=0)
@@ -356,7 +356,8 @@ def test_moves_check_path_dtype_shape_and_core():
             pl.move(l, m)
 
     expect_error(reshaping, errors.ParserTypeError, "pl.move(l, m)",
-                 "a move out of Mat keeps the shape: 'src_tile' is [16, 32] but 'dst_tile' is [32, 16]")
+                 "a move out of Mat keeps the shape (or swaps it between NZ and ZN tiles, which transposes; offset= "
+                 "extracts a part): 'src_tile' is [16, 32] and 'dst_tile' is [32, 16]")
 
     def wrong_core(c: pl.Tensor[[16, 16], pl.DT_FP32]):
         m = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=M.Mat), addr=0)
@@ -380,29 +381,15 @@ def test_planned_options_say_so():
     expect_error(phase, errors.UnsupportedFeatureError, "phase=pl.AccPhase.Final",
                  "pl.matmul(phase=...) is not implemented yet")
 
-    def relu(c: pl.Tensor[[16, 16], pl.DT_FP32]):
-        acc = pl.make_tile(at, addr=0)
-        v = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0)
-        with pl.section_cube():
-            pl.move(v, acc, relu_pre_mode=pl.ReluPreMode.NormalRelu)
-
-    expect_error(relu, errors.UnsupportedFeatureError, "relu_pre_mode=",
-                 "pl.move(relu_pre_mode=...) is not implemented yet (planned for a later version; see docs/language.md#planned)")
-
-    def scale(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+    def runtime_scale(c: pl.Tensor[[16, 16], pl.DT_FP32], s: pl.DT_FP32):
         acc = pl.make_tile(at, addr=0)
         with pl.section_cube():
-            pl.store(c, acc, [0, 0], scale=2.0)
+            pl.store(c, acc, [0, 0], scale=s)
 
-    expect_error(scale, errors.UnsupportedFeatureError, "scale=2.0",
-                 "pl.store(scale=...) is not implemented yet (planned for a later version; see docs/language.md#planned)")
-
-    def scale_zero(c: pl.Tensor[[16, 16], pl.DT_FP32]):  # a planned number is refused even at 0
-        acc = pl.make_tile(at, addr=0)
-        with pl.section_cube():
-            pl.store(c, acc, [0, 0], scale=0)
-
-    expect_error(scale_zero, errors.UnsupportedFeatureError, "scale=0", "pl.store(scale=...) is not implemented yet")
+    with pytest.raises(errors.UnsupportedFeatureError) as info:
+        pl.jit(runtime_scale)[None, 1](torch.zeros(16, 16), 2.0)
+    assert ("pl.store(): scale must be a compile-time number here; a run-time scalar or a tile scale is not "
+            "implemented yet") in info.value.message
 
 
 @pytest.mark.parametrize("dtype", [pl.DT_FP16, pl.DT_BF16, pl.DT_INT8], ids=IDS)

@@ -38,4 +38,17 @@ std::vector<CoreSide> CoreSides(const StmtNode& op_stmt);
 enum class CrossCoreWrite : uint8_t { kNone, kToVectorCores, kToCubeCore };
 CrossCoreWrite CrossCoreWriteOf(const StmtNode& op_stmt);
 
+// How a tile -> tile move places its source in its destination (docs/language.md#data-movement):
+//   kCopy       the source's valid window at the destination's top-left;
+//   kTranspose  the same, transposed: NZ <-> ZN tiles of swapped, non-square shapes;
+//   kExtract    offset= on a source at least as large as the destination: the destination's valid
+//               window read from the source at the offset;
+//   kInsert     pl.insert, or offset= on a source that fits inside the destination (and no fixpipe
+//               option): the source's valid window written into the destination at the offset.
+// The device's move functions derive the same from the tile types (cube_ops.h).
+enum class MoveForm : uint8_t { kCopy, kTranspose, kExtract, kInsert };
+MoveForm MoveFormOf(const StmtNode& move_stmt);
+bool FitsInside(const TileType& inner, const TileType& outer);  // <= in both dims
+bool TransposedLayouts(const TileType& a, const TileType& b);   // one NZ, the other ZN
+
 }  // namespace pypto_pro::ir

@@ -113,6 +113,7 @@ enum class WindowRule : uint8_t {
   kSource,        // reductions and moves: the source's valid window
   kElement,       // one element at a linear offset (setval), whatever the window
   kMatmul,        // matmul: lhs valid rows x rhs valid cols of the destination, over lhs valid cols of k
+  kMove,          // tile -> tile moves: by the move's MoveForm (ir/analysis.h)
 };
 
 // Keyword options of an op: compile-time values stored as op attributes, passed to the device
@@ -126,6 +127,7 @@ enum class AttrKind : uint8_t {
   kOperand,   // an optional operand (by keyword or positionally after the operands): when given,
               // `choices[0]` is the op used, with it appended
   kAxes,      // two tensor axes [rows, cols] (load order=): stored as rows << 8 | cols, -1 = the last two
+  kFloat,     // a compile-time number, stored as its float32 bit pattern (0..2^32-1); -1 = not given
 };
 
 struct KwargSpec {

@@ -102,8 +102,8 @@ def test_a_sanitized_kernel_is_an_instance_of_its_own(racy):
     assert "pto::san::CoreScope sanitizer(ctx, raw_args, " in checked_code
     muls = line_of(racy_scale, "# RACE")
     # Every operand in the window the op's registry entry gives it: reads first, then writes.
-    assert (f"if (pto::san::Op(ctx, {muls}, pto::kPipeV, {{pto::san::Rect(*v_t, pto::san::kRead, (*v_u).valid_rows, "
-            f"(*v_u).valid_cols, \"muls\", \"t\"), pto::san::Rect(*v_u, pto::san::kWrite, ") in checked_code
+    assert (f"if (pto::san::Op(ctx, {muls}, pto::kPipeV, {{pto::san::Rect(*v_t, pto::san::kRead, 0, 0, (*v_u).valid_rows, "
+            f"(*v_u).valid_cols, \"muls\", \"t\"), pto::san::Rect(*v_u, pto::san::kWrite, 0, 0, ") in checked_code
     assert f"pto::san::Sync(ctx, {muls + 1}, PTO_SAN_FLAG_SET, pto::kPipeV, pto::kPipeMTE3, 0)" in checked_code
     assert "pto::san::Sync(ctx, " in checked_code and "PTO_SAN_BARRIER, pto::kPipeALL" in checked_code
 
