@@ -131,7 +131,8 @@ inline void GatherFromGm(T* dst, int64_t dst_stride, const T* src, int64_t row_s
   }
 }
 
-// GM -> tile for a load along `axes`.
+// GM -> tile for a load along `axes`; a tile with a pad value (TileType(pad=)) gets it everywhere
+// outside the window.
 template <typename TileT, typename T, int N>
 inline void LoadWindow(TileT& dst, const T* from, const GmTensor<T, N>& src, Axes axes) {
   const int64_t row_step = axes.rows >= 0 ? src.stride[axes.rows] : 0, col_step = src.stride[axes.cols];
@@ -140,6 +141,7 @@ inline void LoadWindow(TileT& dst, const T* from, const GmTensor<T, N>& src, Axe
   } else {
     GatherFromGm(dst.data, TileT::kCols, from, row_step, col_step, dst.valid_rows, dst.valid_cols);
   }
+  if constexpr (TileT::kPad != 0) FillOutsideWindow<TileT>(dst.data, dst.valid_rows, dst.valid_cols);
 }
 
 // Tensors at least this large are written with non-temporal stores: they would not stay in cache

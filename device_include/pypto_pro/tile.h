@@ -65,13 +65,15 @@ inline GmTensor<T, N> MakeGm(uint8_t* data, Idx<N> shape, const char* name) {
 
 // One tile slot: a typed window at a byte address of a core's local memory. Tile variables in
 // kernel code point at slots, so pl.set_validshape on a tile changes what later ops see.
-template <typename T, int R, int C, int M, int L = kND>
+// P: the pl.TilePad value that fills the region outside the valid window (0 null, 1 zero, 2 max, 3 min).
+template <typename T, int R, int C, int M, int L = kND, int P = 0>
 struct Tile {
   using Elem = T;
   static constexpr int kRows = R;
   static constexpr int kCols = C;
   static constexpr int kMem = M;
   static constexpr int kLayout = L;
+  static constexpr int kPad = P;
   T* data;
   int32_t valid_rows;
   int32_t valid_cols;
@@ -138,6 +140,34 @@ inline T IntMod(CoreCtx& ctx, int line, T a, T b) {
 }
 template <typename T>
 inline T Min(T a, T b) { return b < a ? b : a; }
+
+// The value pl.TilePad `pad` fills a tile's invalid region with: 0, or the dtype's largest / smallest
+// value (+inf / -inf for floating types).
+template <typename T>
+inline T PadValue(int pad) {
+  if constexpr (kIsFloatLike<T>) {
+    return FromFloat<T>(pad == 1 ? 0.0f : (pad == 2 ? __builtin_inff() : -__builtin_inff()));
+  } else if constexpr (__is_same(T, bool)) {
+    return pad == 2;
+  } else if constexpr (T(-1) < T(0)) {
+    constexpr T kMax = T((uint64_t(1) << (8 * sizeof(T) - 1)) - 1);
+    return pad == 1 ? T(0) : (pad == 2 ? kMax : T(-kMax - 1));
+  } else {
+    return pad == 2 ? T(~T(0)) : T(0);
+  }
+}
+
+// Every element of the tile at `data` outside its top-left rows x cols window = the tile's pad value.
+template <typename TileT>
+inline void FillOutsideWindow(typename TileT::Elem* data, int64_t rows, int64_t cols) {
+  static_assert(TileT::kPad != 0, "the tile has no pad value");
+  const typename TileT::Elem v = PadValue<typename TileT::Elem>(TileT::kPad);
+  if (rows < 0) rows = 0;
+  if (cols < 0) cols = 0;
+  for (int64_t r = 0; r < TileT::kRows; ++r) {
+    for (int64_t c = r < rows ? cols : 0; c < TileT::kCols; ++c) data[r * TileT::kCols + c] = v;
+  }
+}
 template <typename T>
 inline T Max(T a, T b) { return a < b ? b : a; }
 inline float FloorDiv(float a, float b) { return __builtin_floorf(a / b); }

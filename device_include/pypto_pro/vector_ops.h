@@ -3,6 +3,7 @@
 // 16 lanes at a time in fp32 (fp16/bf16 rounded back after every op, like the hardware and torch).
 #pragma once
 
+#include "pypto_pro/data_movement.h"
 #include "pypto_pro/tile.h"
 #include "pypto_pro/vector_math.h"
 
@@ -272,6 +273,26 @@ inline void axpy(CoreCtx&, int, TD& dst, const TS& src, S alpha) {
   using T = typename TD::Elem;
   const auto a = detail::ScalarAs<typename TS::Elem>(alpha);
   detail::MapWindow(dst, [&](auto x, auto acc) { return detail::Round<T>(decltype(x)(a) * x) + acc; }, src, dst);
+}
+
+// fillpad (mode 0 NORMAL, 1 EXPAND, 2 INPLACE): out = src's valid window at the top-left, every other
+// element of out its pad value. NORMAL and EXPAND read src at another address, INPLACE at out's own.
+template <typename TD, typename TS>
+inline void fillpad(CoreCtx& ctx, int line, int mode, TD& out, const TS& src) {
+  static_assert(__is_same(typename TD::Elem, typename TS::Elem), "fillpad keeps the dtype");
+  const int32_t rows = src.valid_rows, cols = src.valid_cols;
+  if (__builtin_expect(rows < 0 || cols < 0 || rows > TS::kRows || cols > TS::kCols || rows > TD::kRows ||
+                           cols > TD::kCols, 0)) {
+    Fault(ctx, line, "fillpad", "the source's valid window does not fit the source or 'out'");
+  }
+  const bool same_address = static_cast<const void*>(out.data) == static_cast<const void*>(src.data);
+  if (__builtin_expect(same_address != (mode == 2), 0)) {
+    Fault(ctx, line, "fillpad",
+          mode == 2 ? "mode=INPLACE fills 'out' in place: 'out' and 'src' must be at the same address"
+                    : "mode=NORMAL and EXPAND copy 'src' into 'out' at another address (INPLACE fills in place)");
+  }
+  if (!same_address) detail::Copy2D(out.data, TD::kCols, src.data, TS::kCols, rows, cols);
+  FillOutsideWindow<TD>(out.data, rows, cols);
 }
 
 }  // namespace pto

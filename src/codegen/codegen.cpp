@@ -448,7 +448,8 @@ class KernelWriter {
     for (size_t i = 0; i < tile_types_.size(); ++i) {
       const TileType& t = tile_types_[i];
       os << "using Tile" << i << " = pto::Tile<" << DeviceType(t.dtype) << ", " << t.Rows() << ", " << t.Cols()
-         << ", pto::k" << Name(t.memory) << ", pto::k" << Name(t.layout) << ">;  // " << t.ToString() << "\n";
+         << ", pto::k" << Name(t.memory) << ", pto::k" << Name(t.layout) << (t.pad ? ", " + std::to_string(t.pad) : "")
+         << ">;  // " << t.ToString() << "\n";
     }
     os << "\n" << ArgsStruct(func_) << "\n";
     os << "void KernelEntry(PtoCoreCtx* ctx_ptr, const void* raw_args) {\n";

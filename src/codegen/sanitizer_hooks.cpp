@@ -83,10 +83,20 @@ std::vector<std::optional<Window>> TileWindows(const StmtNode& s, const std::vec
   switch (op.window) {
     case WindowRule::kTransferTile:
       for (size_t i = 0; i < out.size(); ++i) {
-        if (is_tile(i)) out[i] = Window{rows(i), cols(i)};
+        if (!is_tile(i)) continue;
+        const TileType& t = *s.args[i]->type.tile;
+        // A load into a tile with a pad value writes all of it (the pad outside the window).
+        const bool whole = t.pad != 0 && op.operands[i].access != Access::kRead;
+        out[i] = whole ? Window{std::to_string(t.Rows()), std::to_string(t.Cols())} : Window{rows(i), cols(i)};
       }
       break;
     case WindowRule::kMove: return MoveWindows(s, operands);
+    case WindowRule::kFill: {
+      const TileType& out_type = *s.args[0]->type.tile;
+      out[0] = Window{std::to_string(out_type.Rows()), std::to_string(out_type.Cols())};
+      out[1] = Window{rows(1), cols(1)};
+      break;
+    }
     case WindowRule::kDestination:
     case WindowRule::kSource: {
       // The reference: the destination, or the first tile read (the source).

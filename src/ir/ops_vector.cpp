@@ -38,6 +38,30 @@ OperandSpec ScalarIn(std::string_view name) { return {name, OperandKind::kScalar
 // A scratch tile the public signature requires and no implementation touches.
 OperandSpec UnusedTmp() { return In("tmp", ShapeRole::kAny, kAllSupportedDTypes); }
 
+// fillpad: out has a pad value; NORMAL and INPLACE keep the shape, EXPAND may grow it.
+void CheckFillPad(const StmtNode& call) {
+  const TileType &out = *call.args[0]->type.tile, &src = *call.args[1]->type.tile;
+  const std::string what = "pl.fillpad: ";
+  if (out.pad == 0) {
+    Fail(ErrorKind::kType, call.args[0]->span.valid() ? call.args[0]->span : call.span,
+         what + "'out' fills its padding with its TileType's pad= value, and " + out.ToString() +
+             " has none (give it pad=pl.TilePad.zero, max or min)");
+  }
+  int64_t mode = 0;
+  for (const Attr& a : call.attrs) {
+    if (a.name == "mode") mode = a.value;
+  }
+  const bool same = out.shape == src.shape;
+  const bool grows = out.Rows() >= src.Rows() && out.Cols() >= src.Cols();
+  if (mode == 1 ? !grows : !same) {
+    Fail(ErrorKind::kType, call.span,
+         what + (mode == 1 ? "mode=EXPAND needs 'out' at least as large as 'src' in both dims"
+                           : std::string(mode == 0 ? "mode=NORMAL" : "mode=INPLACE") +
+                                 " needs 'out' and 'src' of the same shape (EXPAND grows it)") +
+             ": 'out' is " + out.ToString() + ", 'src' " + src.ToString());
+  }
+}
+
 OpDef VecOp(std::string_view name, WindowRule window, std::vector<OperandSpec> operands, uint32_t dtypes,
             std::string_view device_fn, std::string_view doc) {
   return OpDef{name, Pipe::kV, PipeRule::kFixed, window, std::move(operands), true, dtypes, "", device_fn, {}, doc};
@@ -104,6 +128,15 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
   // The docs also allow Mat tiles; their layout belongs to the cube ops, so Vec only for now.
   ops.push_back(VecOp("expands", WindowRule::kDestination, {Out(), ScalarIn("scalar")}, kNumericDTypes,
                       "pto::expands", "every element of out = scalar"));
+  // fillpad: out = src's valid window, every other element of out its TileType's pad value.
+  OpDef fillpad = VecOp("fillpad", WindowRule::kFill, {Out("out", ShapeRole::kAny), In("src", ShapeRole::kAny)},
+                        Bits({D::kInt8, D::kUInt8, D::kInt16, D::kUInt16, D::kInt32, D::kUInt32, D::kFP16, D::kBF16,
+                              D::kFP32}),
+                        "pto::fillpad",
+                        "out = src's valid window, the rest of out filled with out's TileType pad value");
+  fillpad.kwargs = {KwargSpec{"mode", AttrKind::kEnum, 0, {"NORMAL", "EXPAND", "INPLACE"}}};
+  fillpad.check = &CheckFillPad;
+  ops.push_back(fillpad);
 }
 
 // ---- fused ----

@@ -31,6 +31,7 @@ std::string TileType::ToString() const {
   for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
   os << "], " << Name(dtype) << ", " << Name(memory);
   if (layout != Layout::kND) os << ", " << Name(layout);
+  if (pad != 0) os << ", pad=" << (pad == 1 ? "zero" : pad == 2 ? "max" : "min");
   bool full = true;  // -1 (set at run time, initially the full shape) prints like the default
   for (size_t i = 0; i < valid_shape.size(); ++i) full = full && (valid_shape[i] == shape[i] || valid_shape[i] < 0);
   if (!full) {

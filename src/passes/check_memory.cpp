@@ -26,15 +26,33 @@ struct Placed {
   ir::MemorySpace memory;
   int64_t begin, end;
   int line;
-  std::string type;  // TileType::ToString()
+  ir::TileType type;
 };
+
+bool Fractal(const ir::TileType& t) { return t.layout == ir::Layout::kNZ || t.layout == ir::Layout::kZN; }
+
+// Two tile types that read the same bytes as the same elements: the simulator stores every tile in
+// logical row-major order, which is the hardware's order for ND (and one-column DN) tiles only.
+bool SameView(const ir::TileType& a, const ir::TileType& b) {
+  return a.dtype == b.dtype && a.shape == b.shape && a.layout == b.layout;
+}
 
 void WarnOverlaps(const std::vector<Placed>& earlier, const Placed& slot, Span span,
                   std::vector<CompileWarning>& warnings) {
   for (const Placed& other : earlier) {
     if (other.memory != slot.memory || other.end <= slot.begin || slot.end <= other.begin) continue;
     const bool same_bytes = other.begin == slot.begin && other.end == slot.end;
-    if (same_bytes && (other.type != slot.type || other.line == slot.line)) continue;  // one view
+    if (other.begin == slot.begin && (Fractal(other.type) || Fractal(slot.type)) && !SameView(other.type, slot.type)) {
+      // A deliberate alias (the same start) that reinterprets fractal bytes: the hardware's NZ/ZN byte
+      // order is not modelled, so reading one view after writing the other would not give its answer.
+      Fail(ErrorKind::kUnsupported, span,
+           slot.what + " (" + slot.type.ToString() + ") starts at the same " + std::string(ir::Name(slot.memory)) +
+               " address " + Hex(slot.begin) + " as " + other.what + " (" + other.type.ToString() + ", line " +
+               std::to_string(other.line) + "): reading fractal (NZ/ZN) bytes through another tile type is not "
+               "implemented yet (the simulator keeps tiles in logical order, docs/device.md#cube-layouts); give "
+               "each view its own bytes");
+    }
+    if (same_bytes && (other.type.ToString() != slot.type.ToString() || other.line == slot.line)) continue;  // one view
     std::string where = other.line == span.line ? "" : " (line " + std::to_string(other.line) + ")";
     warnings.push_back(
         {span, slot.what + " at [" + Hex(slot.begin) + ", " + Hex(slot.end) + ") of " +
@@ -78,7 +96,7 @@ void CheckMemory(ir::Function& func, const PassContext& ctx) {
                    ") ends at " + Hex(addr + bytes) + ", outside " + mem_name + " memory (" +
                    std::to_string(capacity) + " bytes on " + std::string(ctx.arch->name) + ")");
         }
-        Placed slot{what, memory, addr, addr + bytes, s->span.line, g.tile.ToString()};
+        Placed slot{what, memory, addr, addr + bytes, s->span.line, g.tile};
         if (ctx.warnings) WarnOverlaps(placed, slot, s->span, *ctx.warnings);
         placed.push_back(std::move(slot));
       }

@@ -43,8 +43,8 @@ const char* KindName(TypeKind kind) {
   return "?";
 }
 
-// (dtype, shape, memory, layout, valid_shape) as the Python front end validated it.
-using TileSpec = std::tuple<std::string, std::vector<int64_t>, std::string, std::string, std::vector<int64_t>>;
+// (dtype, shape, memory, layout, valid_shape, pad) as the Python front end validated it.
+using TileSpec = std::tuple<std::string, std::vector<int64_t>, std::string, std::string, std::vector<int64_t>, int>;
 
 TileType ParseTileSpec(const TileSpec& spec, Span span) {
   TileType t;
@@ -57,6 +57,8 @@ TileType ParseTileSpec(const TileSpec& spec, Span span) {
   t.memory = *memory;
   t.layout = *layout;
   t.valid_shape = std::get<4>(spec);
+  t.pad = std::get<5>(spec);
+  if (t.pad < 0 || t.pad > 3) Fail(ErrorKind::kValue, span, "a tile's pad is a pl.TilePad value (0..3)");
   if (t.shape.empty() || t.shape.size() > 2) Fail(ErrorKind::kType, span, "a tile shape has 1 or 2 dims");
   if (t.valid_shape.size() != t.shape.size()) Fail(ErrorKind::kType, span, "valid_shape must match the tile rank");
   return t;
@@ -70,7 +72,7 @@ StructType LayoutStruct(const std::string& name, const std::vector<std::tuple<st
 
 TileSpec ToTileSpec(const TileType& t) {
   return {std::string(Name(t.dtype)), t.shape, std::string(Name(t.memory)), std::string(Name(t.layout)),
-          t.valid_shape};
+          t.valid_shape, t.pad};
 }
 
 std::vector<Expr> Unwrap(const std::vector<PyExpr>& items) {

@@ -114,6 +114,7 @@ enum class WindowRule : uint8_t {
   kElement,       // one element at a linear offset (setval), whatever the window
   kMatmul,        // matmul: lhs valid rows x rhs valid cols of the destination, over lhs valid cols of k
   kMove,          // tile -> tile moves: by the move's MoveForm (ir/analysis.h)
+  kFill,          // fillpad: the destination's whole tile, the source's valid window
 };
 
 // Keyword options of an op: compile-time values stored as op attributes, passed to the device

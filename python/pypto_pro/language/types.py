@@ -74,6 +74,13 @@ class AtomicType(enum.Enum):
     AtomicAdd = "AtomicAdd"
 
 
+class FillPadMode(enum.Enum):
+    """pl.fillpad(mode=): NORMAL (same shape, another address), EXPAND (a larger out), INPLACE (same address)."""
+    NORMAL = "NORMAL"
+    EXPAND = "EXPAND"
+    INPLACE = "INPLACE"
+
+
 class AccToVecMode(enum.Enum):
     """Which UB an Acc -> Vec move writes (pl.move(..., acc_to_vec_mode=))."""
     SingleModeVec0 = "SingleModeVec0"
@@ -211,10 +218,18 @@ class TileType:
         if layout is DN and target_memory is MemorySpace.Vec and len(shape) == 2 and min(shape) > 1:
             raise NotImplementedError("column-major (pl.DN) Vec tiles wider than one column are not implemented "
                                       "yet")
-        if pad is not None and not (_is_int(pad) and 0 <= pad <= 3) and not isinstance(pad, enum.Enum):
+        if pad is not None and not (_is_int(pad) and 0 <= pad <= 3):
             raise ValueError(f"TileType pad must be a pl.TilePad member or an int in 0..3, got {pad!r}")
         if compact is not None and compact not in (0, 1, 2):
             raise ValueError(f"TileType compact must be None, 0, 1 or 2, got {compact!r}")
+        if compact == 2:
+            raise NotImplementedError("TileType(compact=2) (RowPlusOne: an extra physical row per fractal) is not "
+                                      "implemented yet; compact=None, 0 and 1 are (see docs/device.md#cube-layouts)")
+        standard = 1024 if target_memory is MemorySpace.Acc and dtype.bits == 32 else 512
+        if fractal is not None and fractal != standard:
+            raise NotImplementedError(f"TileType(fractal={fractal!r}) is not implemented: a {dtype!r} "
+                                      f"{target_memory.name} tile has the hardware's standard {standard}-byte "
+                                      f"fractal, the one the simulator models (pass fractal={standard} or omit it)")
         self.shape = tuple(shape)
         self.dtype = dtype
         self.target_memory = target_memory
@@ -232,14 +247,15 @@ class TileType:
         return n * self.dtype.bits // 8
 
     def spec(self) -> tuple:
-        """The (dtype, shape, memory, layout, valid_shape) tuple the C++ IR builder takes."""
-        return (self.dtype.name, list(self.shape), self.target_memory.value, self.layout.value, list(self.valid_shape))
+        """The (dtype, shape, memory, layout, valid_shape, pad) tuple the C++ IR builder takes."""
+        return (self.dtype.name, list(self.shape), self.target_memory.value, self.layout.value, list(self.valid_shape),
+                int(self.pad or 0))
 
     def __eq__(self, other):
         return isinstance(other, TileType) and self.spec() == other.spec()
 
     def __hash__(self):
-        return hash((self.dtype.name, self.shape, self.target_memory, self.layout, self.valid_shape))
+        return hash((self.dtype.name, self.shape, self.target_memory, self.layout, self.valid_shape, self.pad))
 
     def __repr__(self):
         return (f"pl.TileType(shape={list(self.shape)}, dtype={self.dtype!r}, target_memory={self.target_memory!r}"

@@ -1088,8 +1088,9 @@ _PY_BINOP = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult:
 
 def _tile_type_of(var) -> TileType:
     from pypto_pro.language.types import DTYPES, MemorySpace, TensorLayout
-    dtype, shape, memory, layout, valid = var.tile
-    return TileType(shape, DTYPES[dtype], MemorySpace(memory), valid_shape=valid, layout=TensorLayout(layout))
+    dtype, shape, memory, layout, valid, pad = var.tile
+    return TileType(shape, DTYPES[dtype], MemorySpace(memory), valid_shape=valid, layout=TensorLayout(layout),
+                    pad=pad or None)
 
 
 class _HelperReturn(Exception):

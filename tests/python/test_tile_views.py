@@ -1,0 +1,137 @@
+"""A tile's invalid region (TileType(pad=), pl.fillpad) and views of a tile's bytes
+(docs/language.md#types-and-tiles), against torch references."""
+
+import pytest
+import torch
+
+import pypto_pro
+import pypto_pro.language as pl
+from pypto_pro import errors
+
+M = pl.MemorySpace
+
+
+def sync():
+    pypto_pro.runtime.synchronize()
+
+
+PADS = {pl.TilePad.zero: 0.0, pl.TilePad.max: float("inf"), pl.TilePad.min: float("-inf")}
+
+
+def pad_on_load(pad):
+    @pl.jit(name=f"pad_on_load_{pad.name}")
+    def kernel(x: pl.Tensor[[8, 8], pl.DT_FP32], out: pl.Tensor[[8, 8], pl.DT_FP32]):
+        t = pl.make_tile(pl.TileType(shape=[8, 8], dtype=pl.DT_FP32, valid_shape=[-1, -1], pad=pad), addr=0)
+        full = pl.make_tile(pl.TileType(shape=[8, 8], dtype=pl.DT_FP32), addr=0)  # the same bytes, all of them
+        pl.expands(full, 7.0)
+        pl.system.bar_all()
+        pl.set_validshape(t, [5, 3])
+        pl.load(t, x, [0, 0])
+        pl.system.bar_all()
+        pl.store(out, full, [0, 0])
+    return kernel
+
+
+@pytest.mark.parametrize("pad", list(PADS), ids=[p.name for p in PADS])
+def test_a_load_fills_the_invalid_region_with_the_tiles_pad(pad):
+    x = torch.randn(8, 8)
+    out = torch.zeros(8, 8)
+    pad_on_load(pad)[None, 1](x, out)
+    sync()
+    ref = torch.full((8, 8), PADS[pad])
+    ref[:5, :3] = x[:5, :3]
+    assert torch.equal(out, ref)
+
+
+@pl.jit(auto_mutex=True)
+def fillpad_modes(x: pl.Tensor[[8, 8], pl.DT_INT32], same: pl.Tensor[[8, 8], pl.DT_INT32],
+                  wide: pl.Tensor[[8, 16], pl.DT_INT32], inplace: pl.Tensor[[8, 8], pl.DT_INT32]):
+    src_t = pl.TileType(shape=[8, 8], dtype=pl.DT_INT32, target_memory=M.Vec, valid_shape=[-1, -1])
+    src = pl.make_tile_group(type=src_t, addrs=0x0, mutex_ids=[0]).current()
+    out = pl.make_tile_group(type=pl.TileType(shape=[8, 8], dtype=pl.DT_INT32, pad=pl.TilePad.max), addrs=0x100,
+                             mutex_ids=[1]).current()
+    big = pl.make_tile_group(type=pl.TileType(shape=[8, 16], dtype=pl.DT_INT32, pad=pl.TilePad.min), addrs=0x200,
+                             mutex_ids=[2]).current()
+    own_t = pl.TileType(shape=[8, 8], dtype=pl.DT_INT32, valid_shape=[-1, -1], pad=pl.TilePad.zero)
+    own = pl.make_tile_group(type=own_t, addrs=0x400, mutex_ids=[3]).current()
+    with pl.section_vector():
+        pl.load(src, x, [0, 0])
+        pl.set_validshape(src, [5, 7])
+        pl.fillpad(out, src)
+        pl.store(same, out, [0, 0])
+        pl.fillpad(big, src, mode=pl.FillPadMode.EXPAND)
+        pl.store(wide, big, [0, 0])
+        pl.load(own, x, [0, 0])
+        pl.set_validshape(own, [2, 4])
+        pl.fillpad(own, own, mode=pl.FillPadMode.INPLACE)
+        pl.set_validshape(own, [8, 8])
+        pl.store(inplace, own, [0, 0])
+
+
+def test_fillpad_normal_expand_and_inplace():
+    x = torch.randint(-100, 100, (8, 8), dtype=torch.int32)
+    same, inplace = torch.zeros(8, 8, dtype=torch.int32), torch.zeros(8, 8, dtype=torch.int32)
+    wide = torch.zeros(8, 16, dtype=torch.int32)
+    fillpad_modes[None, 1](x, same, wide, inplace)
+    sync()
+    i32 = torch.iinfo(torch.int32)
+    ref = torch.full((8, 8), i32.max, dtype=torch.int32)
+    ref[:5, :7] = x[:5, :7]
+    assert torch.equal(same, ref)
+    ref = torch.full((8, 16), i32.min, dtype=torch.int32)
+    ref[:5, :7] = x[:5, :7]
+    assert torch.equal(wide, ref)
+    ref = torch.zeros(8, 8, dtype=torch.int32)
+    ref[:2, :4] = x[:2, :4]
+    assert torch.equal(inplace, ref)
+
+
+def test_fillpad_misuse_is_refused():
+    def no_pad(x: pl.Tensor[[8, 8], pl.DT_FP32]):
+        a = pl.make_tile(pl.TileType(shape=[8, 8], dtype=pl.DT_FP32), addr=0)
+        b = pl.make_tile(pl.TileType(shape=[8, 8], dtype=pl.DT_FP32), addr=0x100)
+        pl.fillpad(b, a)
+
+    with pytest.raises(errors.ParserTypeError) as info:
+        pl.jit(no_pad)[None, 1](torch.zeros(8, 8))
+    assert "pl.fillpad: 'out' fills its padding with its TileType's pad= value" in info.value.message
+
+    def shrink(x: pl.Tensor[[8, 8], pl.DT_FP32]):
+        a = pl.make_tile(pl.TileType(shape=[8, 8], dtype=pl.DT_FP32), addr=0)
+        b = pl.make_tile(pl.TileType(shape=[8, 4], dtype=pl.DT_FP32, pad=pl.TilePad.zero), addr=0x100)
+        pl.fillpad(b, a, mode=pl.FillPadMode.EXPAND)
+
+    with pytest.raises(errors.ParserTypeError) as info:
+        pl.jit(shrink)[None, 1](torch.zeros(8, 8))
+    assert "mode=EXPAND needs 'out' at least as large as 'src' in both dims" in info.value.message
+
+    @pl.jit
+    def normal_in_place(x: pl.Tensor[[8, 8], pl.DT_FP32]):
+        a = pl.make_tile(pl.TileType(shape=[8, 8], dtype=pl.DT_FP32, pad=pl.TilePad.zero), addr=0)
+        pl.fillpad(a, a)
+
+    normal_in_place[None, 1](torch.zeros(8, 8))
+    with pytest.raises(errors.KernelFault, match="mode=NORMAL and EXPAND copy 'src' into 'out' at another address"):
+        sync()
+
+
+def test_reading_fractal_bytes_through_another_view_is_refused():
+    def alias(x: pl.Tensor[[16, 32], pl.DT_FP16]):
+        nd = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_FP16), addr=0x100)
+        nz = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP16, layout=pl.NZ), addr=0x100)
+        pl.load(nd, x, [0, 0])
+        pl.move(nz, nd)
+
+    with pytest.raises(errors.UnsupportedFeatureError) as info:
+        pl.jit(alias)[None, 1](torch.zeros(16, 32).half())
+    assert "starts at the same Vec address 0x100 as tile 'nd'" in info.value.message
+    assert "reading fractal (NZ/ZN) bytes through another tile type is not implemented yet" in info.value.message
+
+
+def test_compact_and_fractal_are_honoured_or_refused():
+    pl.TileType(shape=[64, 64], dtype=pl.DT_FP32, target_memory=M.Acc, fractal=1024, compact=1)
+    pl.TileType(shape=[64, 64], dtype=pl.DT_FP16, target_memory=M.Mat, fractal=512, compact=0)
+    with pytest.raises(NotImplementedError, match=r"TileType\(compact=2\) \(RowPlusOne"):
+        pl.TileType(shape=[33, 64], dtype=pl.DT_FP16, layout=pl.NZ, compact=2)
+    with pytest.raises(NotImplementedError, match="has the hardware's standard 1024-byte fractal"):
+        pl.TileType(shape=[64, 64], dtype=pl.DT_FP32, target_memory=M.Acc, fractal=512)
