@@ -7,7 +7,7 @@
 
 #include "pypto_pro/hw_tables.h"
 
-#define PTO_ABI_VERSION 5
+#define PTO_ABI_VERSION 6
 #define PTO_MEM_ONE_(name) +1
 #define PTO_MEM_COUNT (0 PTO_HW_MEMORIES(PTO_MEM_ONE_)) /* memories indexed as in hw_tables.h, DDR first */
 #define PTO_FAULT_MAX_RANK 8
@@ -97,7 +97,9 @@ enum {
   PTO_SAN_BARRIER = 4,     /* bar_*: pipe (or every pipe for ALL) drains */
   PTO_SAN_CROSS_SET = 5,   /* set_cross_core: pipe signals event `id` to the other side of the block */
   PTO_SAN_CROSS_WAIT = 6,  /* wait_cross_core: pipe has received event `id` */
-  PTO_SAN_AUTO_MUTEX = 8   /* or'ed into LOCK / UNLOCK when auto_mutex inserted them */
+  PTO_SAN_AUTO_MUTEX = 8,  /* or'ed into LOCK / UNLOCK when auto_mutex inserted them */
+  PTO_SAN_UNIT_SET = 16,   /* a Final matmul (pipe M) or store (pipe FIX) changed the unit flag for `other` */
+  PTO_SAN_UNIT_WAIT = 17   /* a phase= matmul or store on `pipe` waited for the unit flag `other` changes */
 };
 
 typedef struct PtoSanitizerApi {
@@ -166,6 +168,9 @@ typedef struct PtoCoreCtx {
    * runtime changed it: how a running launch learns it was cancelled. */
   const volatile uint32_t* poll_word;
   uint32_t poll_seen;
+  /* The AIC's unit flag (matmul / store phase=): 1 once a Final matmul wrote L0C, 0 once a Final
+   * store read it. 0 when a block starts. */
+  int32_t unit_flag;
 } PtoCoreCtx;
 
 #ifdef __cplusplus

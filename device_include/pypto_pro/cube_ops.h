@@ -47,24 +47,30 @@ inline void Matmul(CoreCtx& ctx, int line, const char* op, TD& dst, const TL& lh
 
 }  // namespace detail
 
-// dst[:M, :N] = lhs[:M, :K] x rhs[:K, :N]
+// dst[:M, :N] = lhs[:M, :K] x rhs[:K, :N]; phase: the unit-flag handshake (fixpipe.h)
 template <typename TD, typename TL, typename TR>
-inline void matmul(CoreCtx& ctx, int line, TD& dst, const TL& lhs, const TR& rhs) {
+inline void matmul(CoreCtx& ctx, int line, int phase, TD& dst, const TL& lhs, const TR& rhs) {
+  UnitFlagWait(ctx, line, "matmul", phase, 0);
   detail::Matmul(ctx, line, "matmul", dst, lhs, rhs, {});
+  UnitFlagDone(ctx, phase, 1);
 }
 
 // dst[:M, :N] = lhs x rhs + bias[0, :N] on every row
 template <typename TD, typename TL, typename TR, typename TB>
-inline void matmul_bias(CoreCtx& ctx, int line, TD& dst, const TL& lhs, const TR& rhs, const TB& bias) {
+inline void matmul_bias(CoreCtx& ctx, int line, int phase, TD& dst, const TL& lhs, const TR& rhs, const TB& bias) {
   static_assert(TB::kCols == TD::kCols && __is_same(typename TB::Elem, typename TD::Elem), "bias: one per column");
+  UnitFlagWait(ctx, line, "matmul", phase, 0);
   detail::Matmul(ctx, line, "matmul", dst, lhs, rhs, {bias.data, 0});
+  UnitFlagDone(ctx, phase, 1);
 }
 
 // dst[:M, :N] = acc[:M, :N] + lhs x rhs; dst may be acc itself
 template <typename TD, typename TA, typename TL, typename TR>
-inline void matmul_acc(CoreCtx& ctx, int line, TD& dst, const TA& acc, const TL& lhs, const TR& rhs) {
+inline void matmul_acc(CoreCtx& ctx, int line, int phase, TD& dst, const TA& acc, const TL& lhs, const TR& rhs) {
   static_assert(TA::kRows == TD::kRows && TA::kCols == TD::kCols, "matmul_acc: acc has the shape of dst");
+  UnitFlagWait(ctx, line, "matmul_acc", phase, 0);
   detail::Matmul(ctx, line, "matmul_acc", dst, lhs, rhs, {acc.data, TA::kCols});
+  UnitFlagDone(ctx, phase, 1);
 }
 
 

@@ -242,25 +242,29 @@ inline void load_tile(CoreCtx& ctx, int line, int order, TileT& dst, const GmTen
   detail::LoadWindow(dst, from, src, axes);
 }
 
-// relu_pre_mode, scale (MakeFixpipe's encodings), order (DecodeOrder's) and atomic (1: AtomicAdd) are
-// the store's options.
+// relu_pre_mode, scale (MakeFixpipe's encodings), order (DecodeOrder's), atomic (1: AtomicAdd) and
+// phase (the unit-flag handshake, fixpipe.h) are the store's options.
 template <typename TileT, typename T, int N>
-inline void store(CoreCtx& ctx, int line, int relu_pre_mode, int64_t scale, int order, int atomic,
+inline void store(CoreCtx& ctx, int line, int relu_pre_mode, int64_t scale, int order, int atomic, int phase,
                   const GmTensor<T, N>& dst, const TileT& src, Idx<N> offsets) {
   static_assert(detail::kStorable<TileT, T>, "this tile cannot be stored to a tensor of this dtype");
+  UnitFlagWait(ctx, line, "store", phase, 1);
   const detail::Axes axes = detail::DecodeOrder<N>(order);
   T* to = detail::CheckedWindow(ctx, line, "store", src, dst, offsets, axes);
   detail::StoreWindow(to, dst, src, axes, MakeFixpipe(relu_pre_mode, scale), atomic == 1);
+  UnitFlagDone(ctx, phase, 0);
 }
 
 template <typename TileT, typename T, int N>
-inline void store_tile(CoreCtx& ctx, int line, int relu_pre_mode, int64_t scale, int order, int atomic,
+inline void store_tile(CoreCtx& ctx, int line, int relu_pre_mode, int64_t scale, int order, int atomic, int phase,
                        const GmTensor<T, N>& dst, const TileT& src, Idx<N> tile_idx) {
   static_assert(detail::kStorable<TileT, T>, "this tile cannot be stored to a tensor of this dtype");
+  UnitFlagWait(ctx, line, "store_tile", phase, 1);
   const detail::Axes axes = detail::DecodeOrder<N>(order);
   Idx<N> offsets = detail::TileOffsets<TileT>(tile_idx, axes);
   T* to = detail::CheckedWindow(ctx, line, "store_tile", src, dst, offsets, axes);
   detail::StoreWindow(to, dst, src, axes, MakeFixpipe(relu_pre_mode, scale), atomic == 1);
+  UnitFlagDone(ctx, phase, 0);
 }
 
 }  // namespace pto

@@ -5,9 +5,32 @@
 // conversion runs, 16 lanes at a time. GM stores may add into the tensor atomically (atomic=).
 #pragma once
 
+#include "pypto_pro/abi.h"
 #include "pypto_pro/numeric.h"
 
 namespace pto {
+
+// The unit-flag handshake of phase= (pl.AccPhase on matmul, pl.STPhase on stores from Acc; 0 not
+// given, 1 Partial, 2 Final): a phase= matmul writes L0C once the flag is 0 and a Final one sets
+// it to 1; a phase= store reads L0C once it is 1 and a Final one clears it. A core runs its ops in
+// program order, so a wait the flag does not satisfy would wait forever on the NPU: a fault here.
+enum : int { kPhaseNone = 0, kPhasePartial = 1, kPhaseFinal = 2 };
+
+inline void UnitFlagWait(PtoCoreCtx& ctx, int line, const char* op, int phase, int32_t want) {
+  if (phase == kPhaseNone || ctx.unit_flag == want) return;
+  PtoFaultDetail d{};
+  d.op = op;
+  d.message = want == 0 ? "phase=: the cube waits for the unit flag to be cleared by a store with "
+                          "phase=pl.STPhase.Final after the last Final matmul, and none came; this hangs on the NPU"
+                        : "phase=: the fixpipe waits for the unit flag to be set by a matmul with "
+                          "phase=pl.AccPhase.Final, and none came since the last Final store; this hangs on the NPU";
+  ctx.api->fault(&ctx, line, &d);
+  __builtin_unreachable();
+}
+
+inline void UnitFlagDone(PtoCoreCtx& ctx, int phase, int32_t value) {
+  if (phase == kPhaseFinal) ctx.unit_flag = value;
+}
 
 struct Fixpipe {
   bool relu;

@@ -45,6 +45,10 @@ inline void mutex_unlock(CoreCtx&, int, int /*pipe*/, int /*mutex_id*/) {}
 template <int kPipe>
 inline void pipe_barrier(CoreCtx&, int) {}
 
+// pl.system.set_mm_layout_transform: the fixpipe's L0C read direction; the simulator's fixpipe reads
+// logical rows whichever it is.
+inline void set_mm_layout_transform(CoreCtx&, int, int /*enabled*/) {}
+
 // pl.system.set_cross_core / wait_cross_core between the AIC and the AIVs of a logical block.
 inline void set_cross_core(CoreCtx& ctx, int line, int pipe, int event_id, int mode) {
   ctx.api->set_cross_core(&ctx, line, pipe, event_id, mode);

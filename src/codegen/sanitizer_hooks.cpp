@@ -230,7 +230,17 @@ SanitizerHook HookFor(const StmtNode& s, const std::vector<std::string>& operand
   const OpDef& op = *s.op;
   const SyncSpec& sync = op.sync;
   const std::string line = std::to_string(s.span.line);
-  if (op.window != WindowRule::kNone) return {DataGuard(s, operands, line, kind), ""};
+  if (op.window != WindowRule::kNone) {
+    std::string guard = DataGuard(s, operands, line, kind);
+    const int64_t phase = AttrOr(s, "phase", 0);
+    if (phase <= 0) return {guard, ""};
+    // The unit flag: every phase= op waits for what the other side last published through it, a
+    // Final one publishes its own pipe's work.
+    const Pipe own = op.PipeFor(TileMemories(s)), other = own == Pipe::kM ? Pipe::kFIX : Pipe::kM;
+    std::string wait = SyncCall(line, "PTO_SAN_UNIT_WAIT", own, other, "0");
+    return {guard.empty() ? wait : wait + " && " + guard,
+            phase == 2 ? SyncCall(line, "PTO_SAN_UNIT_SET", own, other, "0") + ";" : ""};
+  }
   auto pipe = [&](std::string_view attr) { return attr.empty() ? Pipe::kALL : Pipe(AttrOr(s, attr, 0)); };
   const Pipe acting = pipe(sync.pipe_attr);
   const Pipe peer = sync.peer_pipe_attr.empty() ? acting : pipe(sync.peer_pipe_attr);

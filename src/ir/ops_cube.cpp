@@ -64,9 +64,8 @@ void CheckMatmul(const StmtNode& call) { CheckMatmulOperands(call, {}); }
 void CheckMatmulBias(const StmtNode& call) { CheckMatmulOperands(call, {.bias = 3}); }
 void CheckMatmulAcc(const StmtNode& call) { CheckMatmulOperands(call, {.acc = 1, .lhs = 2, .rhs = 3}); }
 
-KwargSpec Phase() {
-  return KwargSpec{"phase", AttrKind::kEnum, 0, {"Unspecified", "Partial", "Final"}, false};
-}
+// pl.AccPhase: the cube side of the unit-flag handshake with the fixpipe (0: not given).
+KwargSpec Phase() { return KwargSpec{"phase", AttrKind::kEnum, 0, {"Unspecified", "Partial", "Final"}}; }
 
 OpDef Matmul(std::string_view name, std::vector<OperandSpec> operands, std::vector<KwargSpec> kwargs,
              std::string_view device_fn, OpCheck check, std::string_view doc) {

@@ -143,6 +143,14 @@ void AddSyncOps(std::vector<OpDef>& ops) {
     ops.push_back(SyncOp(name, fn, {}, nullptr, {SyncEvent::kBarrier, "", "", "", pipe}, doc));
   }
 
+  // The fixpipe reads L0C along N while enabled. The simulator's fixpipe reads Acc tiles in logical
+  // order either way, so results do not depend on it (docs/language.md#the-unit-flag).
+  OpDef layout = SyncOp("system.set_mm_layout_transform", "pto::set_mm_layout_transform",
+                        {KwargSpec{"enabled", AttrKind::kBool, 0, {}, true, {}, INT64_MIN, INT64_MAX, true}}, nullptr,
+                        {}, "switch the fixpipe's L0C read direction (K-split accumulation with phase=)");
+  layout.pipe = Pipe::kFIX;
+  ops.push_back(layout);
+
   auto cross_core_kwargs = [] {
     return std::vector<KwargSpec>{PipeKwarg("pipe"), IdKwarg("event_id", kEventIds),
                                   KwargSpec{"sync_mode", AttrKind::kEnum, kIntraBlock, kSyncModes, true, "PTO_SYNC_"}};

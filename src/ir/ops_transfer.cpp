@@ -89,6 +89,11 @@ void CheckStore(const StmtNode& call) {
          what + "atomic=AtomicAdd accumulates fp32, fp16, bf16, int32, int16 or int8 tensors, not " +
              std::string(Name(tensor)));
   }
+  if (AttrValue(call, "phase", 0) > 0 && !Is(tile, MemorySpace::kAcc)) {
+    Fail(ErrorKind::kValue, call.span,
+         what + "phase= is the fixpipe's side of the unit-flag handshake with the cube: it applies to stores from "
+                "Acc tiles only");
+  }
   const int64_t order = AttrValue(call, "order", -1);
   if (order >= 0 && (order >> 8) > (order & 0xff)) {
     Fail(ErrorKind::kValue, call.span,
@@ -216,7 +221,7 @@ OpDef Transfer(std::string_view name, bool is_load, bool by_tile_index, std::str
                    {index_name, OperandKind::kOffsets, Access::kRead}};
     op.kwargs = {ReluPreMode(), Scale(), KwargSpec{"order", AttrKind::kAxes, -1, {}},
                  KwargSpec{"atomic", AttrKind::kEnum, 0, {"AtomicNone", "AtomicAdd"}},
-                 KwargSpec{"phase", AttrKind::kEnum, 0, {"Unspecified", "Partial", "Final"}, false}};
+                 KwargSpec{"phase", AttrKind::kEnum, 0, {"Unspecified", "Partial", "Final"}}};
     op.check = &CheckStore;
   }
   if (by_tile_index) op.operands[2].unit = OffsetUnit::kTiles;

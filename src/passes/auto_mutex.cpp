@@ -74,7 +74,12 @@ Stmt Guard(const Stmt& s, const std::set<int>& guarded) {
   Pipe pipe = Pipe::kS;
   if (s->kind == StmtKind::kOp) {
     if (s->op->window != WindowRule::kNone) {
+      // With phase= the unit flag orders the cube and the fixpipe on the Acc tile: no lock for it, as
+      // on the hardware (docs/language.md#the-unit-flag).
+      bool phase = false;
+      for (const Attr& a : s->attrs) phase = phase || (a.name == "phase" && a.value > 0);
       for (const Expr& arg : s->args) {
+        if (phase && arg->type.IsTile() && arg->type.tile->memory == MemorySpace::kAcc) continue;
         if (arg->type.IsTile() && arg->kind == ExprKind::kVar && guarded.count(arg->var->id)) own.Add(arg->var, arg->span);
       }
       pipe = s->op->PipeFor(TileMemories(*s));

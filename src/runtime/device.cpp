@@ -106,6 +106,7 @@ void Device::RunBlocks(Job& job, AfterBlock after_block) {
       } else {
         ctx.block_idx = block;
         ctx.poll_seen = *ctx.poll_word;
+        ctx.unit_flag = 0;
         core.block = block;
         try {
           job.desc->entry(&ctx, job.args);

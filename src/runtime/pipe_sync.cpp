@@ -28,6 +28,7 @@ void CoreSync::Reset(int slot) {
   }
   for (Mutex& m : mutexes_) m = Mutex{};
   flags_.clear();
+  for (VectorClock& u : unit_) u = VectorClock{};
 }
 
 VectorClock CoreSync::Release(int pipe) {
@@ -46,6 +47,10 @@ void CoreSync::FlagSet(int line, int set_pipe, int wait_pipe, int event) {
   }
   flag.pending.push_back({released, line});
 }
+
+void CoreSync::UnitSet(int pipe, int) { unit_[pipe] = Release(pipe); }
+
+void CoreSync::UnitWait(int pipe, int other) { Acquire(pipe, unit_[other]); }
 
 void CoreSync::FlagWait(int line, int set_pipe, int wait_pipe, int event) {
   Flag& flag = flags_[FlagKey(set_pipe, wait_pipe, event)];

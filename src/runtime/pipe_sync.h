@@ -44,6 +44,10 @@ class CoreSync {
   void Lock(int line, int pipe, uint32_t ids, bool automatic, Findings& findings);
   void Unlock(int line, int pipe, uint32_t ids, bool automatic, Findings& findings);
   void Barrier(int pipe);
+  // The unit flag of matmul / store phase=: a level, not a count. A Final op on `pipe` publishes what
+  // `pipe` has done to `other`; every phase= op on `pipe` acquires what `other` last published.
+  void UnitSet(int pipe, int other);
+  void UnitWait(int pipe, int other);
   // The end of the kernel: mutexes still held, flags set and never waited for or waited and never set.
   void Finish(Findings& findings);
 
@@ -67,6 +71,7 @@ class CoreSync {
   VectorClock clocks_[kPipes];
   Mutex mutexes_[kMutexes];
   std::map<int, Flag> flags_;  // ordered: end-of-kernel findings come in a stable order
+  VectorClock unit_[kPipes];   // what each pipe last published through the unit flag
 };
 
 // The cross-core flags of a mixed block (INTRA_BLOCK): the AIC's set reaches both AIVs, an AIV's set

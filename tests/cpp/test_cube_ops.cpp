@@ -65,9 +65,9 @@ TEST(CubeRegistry, MoveAndStorePipesFollowTheirPath) {
   EXPECT_EQ(move->PipeFor({MemorySpace::kMat, MemorySpace::kVec}), Pipe::kMTE3);
   EXPECT_EQ(move->PipeFor({MemorySpace::kVec, MemorySpace::kVec}), Pipe::kV);
   EXPECT_EQ(ir::FindOp("store")->PipeFor({MemorySpace::kAcc}), Pipe::kFIX);
-  // Every option of move is built; of store's, phase= is the one planned.
+  // Every option of move and store is built.
   for (const ir::KwargSpec& k : move->kwargs) EXPECT_TRUE(k.implemented) << k.name;
-  for (const ir::KwargSpec& k : ir::FindOp("store")->kwargs) EXPECT_EQ(k.implemented, k.name != "phase") << k.name;
+  for (const ir::KwargSpec& k : ir::FindOp("store")->kwargs) EXPECT_TRUE(k.implemented) << k.name;
   EXPECT_TRUE(std::none_of(ir::PlannedOps().begin(), ir::PlannedOps().end(), [](const ir::PlannedOp& p) {
     return p.name == "move" || p.name == "matmul" || p.name == "matmul_acc";
   }));
@@ -152,9 +152,10 @@ TEST(CubeVerifier, AcceptsMatmulChainAndBiasFormsSelectMatmulBias) {
   ir::KwargValue final_phase;
   final_phase.kind = ir::KwargValue::Kind::kString;
   final_phase.s = "Final";
-  std::string phase =
-      DiagnosticOf([&] { Call("matmul", {Ref(acc), Ref(l), Ref(r)}, {{"phase", final_phase}}); }, ErrorKind::kUnsupported);
-  EXPECT_NE(phase.find("pl.matmul(phase=...) is not implemented yet"), std::string::npos) << phase;
+  // phase= is an option of both forms: the unit-flag handshake (Final = 2).
+  ir::Stmt with_phase = Call("matmul", {Ref(acc), Ref(l), Ref(r)}, {{"phase", final_phase}});
+  ASSERT_EQ(with_phase->attrs.size(), 1u);
+  EXPECT_EQ(with_phase->attrs[0].value, 2);
 }
 
 TEST(CubeVerifier, RejectsMatmulIntoAVecTile) {
@@ -425,7 +426,7 @@ TEST(CubeDevice, MatmulUsesTheLeftWindowForMAndKAndTheRightForN) {
   for (int i = 0; i < 16 * 32; ++i) l.data[i] = pto::HalfFromFloat(float(i % 5) - 2.0f);
   for (int i = 0; i < 32 * 48; ++i) r.data[i] = pto::HalfFromFloat(float(i % 7) - 3.0f);
   for (int i = 0; i < 16 * 48; ++i) acc.data[i] = -1.0f;
-  pto::matmul(core.ctx, 1, acc, l, r);
+  pto::matmul(core.ctx, 1, 0, acc, l, r);
   for (int i = 0; i < 16; ++i) {
     for (int j = 0; j < 48; ++j) {
       float want = -1.0f;
@@ -437,7 +438,7 @@ TEST(CubeDevice, MatmulUsesTheLeftWindowForMAndKAndTheRightForN) {
     }
   }
   Left empty = core.Make<Left>(0, 0, 7);
-  EXPECT_THROW(pto::matmul(core.ctx, 1, acc, empty, r), Faulted);
+  EXPECT_THROW(pto::matmul(core.ctx, 1, 0, acc, empty, r), Faulted);
 }
 
 TEST(CubeDevice, MoveAccToVecRoundsToNearestEven) {
@@ -498,7 +499,7 @@ TEST(CubeDevice, StoreFromAccConvertsToTheTensorDtype) {
   for (int i = 0; i < 40; ++i) acc.data[i] = float(i) / 3.0f;
   std::vector<pto::half> out(3 * 24, pto::HalfFromFloat(-1.0f));
   auto gm = pto::MakeGm<pto::half, 2>(reinterpret_cast<uint8_t*>(out.data()), pto::Idx<2>{{3, 24}}, "out");
-  pto::store(core.ctx, 1, 0, -1, -1, 0, gm, acc, pto::Idx<2>{{1, 2}});
+  pto::store(core.ctx, 1, 0, -1, -1, 0, 0, gm, acc, pto::Idx<2>{{1, 2}});
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 24; ++j) {
       bool inside = i >= 1 && j >= 2 && j < 21;
@@ -506,7 +507,7 @@ TEST(CubeDevice, StoreFromAccConvertsToTheTensorDtype) {
       EXPECT_EQ(pto::ToFloat(out[size_t(i) * 24 + j]), want) << i << ", " << j;
     }
   }
-  EXPECT_THROW(pto::store(core.ctx, 1, 0, -1, -1, 0, gm, acc, pto::Idx<2>{{2, 2}}), Faulted);  // rows 2..3 of 3
+  EXPECT_THROW(pto::store(core.ctx, 1, 0, -1, -1, 0, 0, gm, acc, pto::Idx<2>{{2, 2}}), Faulted);  // rows 2..3 of 3
 }
 
 TEST(CubeDevice, MovesTransposeExtractAndInsert) {

@@ -373,14 +373,6 @@ def test_moves_check_path_dtype_shape_and_core():
 def test_planned_options_say_so():
     lt, rt, at = tiles()
 
-    def phase(c: pl.Tensor[[16, 16], pl.DT_FP32]):
-        l, r, acc = pl.make_tile(lt, addr=0), pl.make_tile(rt, addr=0), pl.make_tile(at, addr=0)
-        with pl.section_cube():
-            pl.matmul(acc, l, r, phase=pl.AccPhase.Final)
-
-    expect_error(phase, errors.UnsupportedFeatureError, "phase=pl.AccPhase.Final",
-                 "pl.matmul(phase=...) is not implemented yet")
-
     def runtime_scale(c: pl.Tensor[[16, 16], pl.DT_FP32], s: pl.DT_FP32):
         acc = pl.make_tile(at, addr=0)
         with pl.section_cube():

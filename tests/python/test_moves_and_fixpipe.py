@@ -492,3 +492,111 @@ def test_misused_offsets_and_fixpipe_options_are_located_errors():
 
     expect_error(transposed_extract, errors.UnsupportedFeatureError,
                  "an offset= move that transposes (NZ <-> ZN) is not implemented yet")
+
+
+# ---- phase=: the unit-flag handshake between the cube and the fixpipe ----
+
+TILE_K = 64
+
+
+def k_split(name, first, middle, last, store_phase, sanitizer=False):
+    """C = A @ B with K split in TILE_K blocks accumulated in one L0C tile (auto_mutex, K loop as the
+    public tutorial writes it); the phases of the first, middle and last matmuls and of the store."""
+    @pl.jit(name=name, auto_mutex=True, sanitizer=sanitizer)
+    def kernel(a: pl.Tensor[[32, pl.STATIC], pl.DT_FP16], b: pl.Tensor[[pl.STATIC, 32], pl.DT_FP16],
+               c: pl.Tensor[[32, 32], pl.DT_FP32]):
+        a_l1 = pl.make_tile_group(type=tt([32, TILE_K], pl.DT_FP16, M.Mat), addrs=[0x0, 0x1000], mutex_ids=[0, 1])
+        b_l1 = pl.make_tile_group(type=tt([TILE_K, 32], pl.DT_FP16, M.Mat), addrs=[0x2000, 0x3000],
+                                  mutex_ids=[2, 3])
+        a_l0 = pl.make_tile_group(type=tt([32, TILE_K], pl.DT_FP16, M.Left), addrs=[0x0, 0x1000], mutex_ids=[4, 5])
+        b_l0 = pl.make_tile_group(type=tt([TILE_K, 32], pl.DT_FP16, M.Right), addrs=[0x0, 0x1000], mutex_ids=[6, 7])
+        acc = pl.make_tile_group(type=tt([32, 32], pl.DT_FP32, M.Acc, fractal=1024), addrs=0x0, mutex_ids=[8])
+        with pl.section_cube():
+            pl.system.set_mm_layout_transform(enabled=True)
+            ac = acc.current()
+            k_total = a.shape[1]
+            for k in pl.range(0, k_total, TILE_K):
+                cur_a, cur_b, al, br = a_l1.next(), b_l1.next(), a_l0.next(), b_l0.next()
+                pl.load(cur_a, a, [0, k])
+                pl.load(cur_b, b, [k, 0])
+                pl.move(al, cur_a)
+                pl.move(br, cur_b)
+                if k == 0:
+                    pl.matmul(ac, al, br, phase=first)
+                elif k < k_total - TILE_K:
+                    pl.matmul_acc(ac, ac, al, br, phase=middle)
+                else:
+                    pl.matmul_acc(ac, ac, al, br, phase=last)
+            pl.store(c, ac, [0, 0], phase=store_phase)
+            pl.system.set_mm_layout_transform(enabled=False)
+    return kernel
+
+
+P, F = pl.AccPhase.Partial, pl.AccPhase.Final
+
+
+@pytest.mark.parametrize("sanitizer", [False, True], ids=["plain", "sanitizer"])
+@pytest.mark.parametrize("k", [128, 256])
+def test_k_split_accumulation_with_phase(k, sanitizer):
+    gen = torch.Generator().manual_seed(k)
+    a, b = torch.randn(32, k, generator=gen).half(), torch.randn(k, 32, generator=gen).half()
+    c = torch.zeros(32, 32)
+    k_split("k_split_ok", P, P, F, pl.STPhase.Final, sanitizer)[None, 1](a, b, c)
+    sync()
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-4, atol=1e-3)
+
+
+def test_a_store_waiting_for_a_final_matmul_that_never_comes_hangs_as_on_the_npu():
+    a, b = torch.randn(32, 128).half(), torch.randn(128, 32).half()
+    k_split("k_split_no_final", P, P, P, pl.STPhase.Final)[None, 1](a, b, torch.zeros(32, 32))
+    with pytest.raises(errors.KernelFault) as info:
+        sync()
+    text = str(info.value)
+    assert "in pl.store: phase=: the fixpipe waits for the unit flag to be set by a matmul with " \
+           "phase=pl.AccPhase.Final, and none came since the last Final store; this hangs on the NPU" in text
+
+
+def test_a_matmul_after_a_partial_store_hangs_as_on_the_npu():
+    @pl.jit
+    def final_then_partial(a: pl.Tensor[[16, 32], pl.DT_FP16], b: pl.Tensor[[32, 16], pl.DT_FP16],
+                           c: pl.Tensor[[16, 16], pl.DT_FP32]):
+        a_mat = pl.make_tile(tt([16, 32], pl.DT_FP16, M.Mat), addr=0)
+        b_mat = pl.make_tile(tt([32, 16], pl.DT_FP16, M.Mat), addr=0x1000)
+        left = pl.make_tile(tt([16, 32], pl.DT_FP16, M.Left), addr=0)
+        right = pl.make_tile(tt([32, 16], pl.DT_FP16, M.Right), addr=0)
+        acc = pl.make_tile(tt([16, 16], pl.DT_FP32, M.Acc), addr=0)
+        with pl.section_cube():
+            pl.load(a_mat, a, [0, 0])
+            pl.load(b_mat, b, [0, 0])
+            pl.system.bar_all()
+            pl.move(left, a_mat)
+            pl.move(right, b_mat)
+            pl.system.bar_all()
+            for i in pl.range(2):
+                pl.matmul(acc, left, right, phase=pl.AccPhase.Final)  # HANG on the second trip
+                pl.store(c, acc, [0, 0], phase=pl.STPhase.Partial)
+
+    final_then_partial[None, 1](torch.randn(16, 32).half(), torch.randn(32, 16).half(), torch.zeros(16, 16))
+    with pytest.raises(errors.KernelFault) as info:
+        sync()
+    assert "in pl.matmul: phase=: the cube waits for the unit flag to be cleared" in str(info.value)
+
+
+def test_sanitizer_finds_a_store_without_phase_after_phased_matmuls():
+    """The tutorial's second wrong case: the matmuls hand over through the unit flag, the store does
+    not wait for it and auto_mutex inserts no cube/fixpipe sync for phase= ops: the store races."""
+    a, b = torch.randn(32, 128).half(), torch.randn(128, 32).half()
+    k_split("k_split_store_without_phase", P, P, F, None, sanitizer=True)[None, 1](a, b, torch.zeros(32, 32))
+    with pytest.raises(errors.SanitizerError) as info:
+        sync()
+    text = str(info.value)
+    assert "PIPE_RACE" in text and "FIX" in text and "M" in text, text
+
+
+def test_phase_on_a_vec_store_is_refused():
+    def vec_phase(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+        t = pl.make_tile(tt([16, 16], pl.DT_FP32), addr=0)
+        pl.store(c, t, [0, 0], phase=pl.STPhase.Final)
+
+    expect_error(vec_phase, errors.ParserValueError,
+                 "pl.store: phase= is the fixpipe's side of the unit-flag handshake with the cube")
