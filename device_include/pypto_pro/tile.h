@@ -99,6 +99,36 @@ inline typename T::Elem* PeerData(CoreCtx& ctx, const T& tile, int peer) {
   return reinterpret_cast<typename T::Elem*>(base + (reinterpret_cast<const uint8_t*>(tile.data) - ctx.mem[T::kMem]));
 }
 
+// tile[row0:row1, col0:col1] (a subview): the same bytes from (row0, col0) with the same row stride,
+// its window the slice clamped to the tile's window. A slice outside the tile's shape is a fault.
+template <typename TD, typename TS>
+inline TD Subview(CoreCtx& ctx, int line, const TS& tile, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+  static_assert(__is_same(typename TD::Elem, typename TS::Elem) && TD::kRows == TS::kRows && TD::kCols == TS::kCols &&
+                    TD::kMem == TS::kMem,
+                "a subview keeps its tile's type");
+  if (!(0 <= r0 && r0 <= r1 && r1 <= TS::kRows && 0 <= c0 && c0 <= c1 && c1 <= TS::kCols)) {
+    PtoFaultDetail d{};
+    d.op = "tile[r0:r1, c0:c1]";
+    d.message = "the slice leaves the tile's shape";
+    d.rank = 2;
+    d.offsets[0] = r0;
+    d.offsets[1] = c0;
+    d.extent[0] = r1 - r0;
+    d.extent[1] = c1 - c0;
+    d.shape[0] = TS::kRows;
+    d.shape[1] = TS::kCols;
+    Fault(ctx, line, d);
+  }
+  TD view;
+  view.data = tile.data + r0 * TS::kCols + c0;
+  const int64_t rows = (r1 < tile.valid_rows ? r1 : tile.valid_rows) - r0;
+  const int64_t cols = (c1 < tile.valid_cols ? c1 : tile.valid_cols) - c0;
+  view.valid_rows = int32_t(rows > 0 ? rows : 0);
+  view.valid_cols = int32_t(cols > 0 ? cols : 0);
+  view.mutex_mask = tile.mutex_mask;
+  return view;
+}
+
 // Group cursors: next() advances then selects, current() selects, previous() the one before.
 inline int32_t CursorNext(int32_t& cursor, int32_t depth) {
   cursor = cursor + 1 == depth ? 0 : cursor + 1;

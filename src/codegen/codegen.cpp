@@ -60,6 +60,7 @@ class KernelWriter {
   // Its own prefix: a group named "a_cursor" must not meet group "a"'s cursor.
   std::string CursorName(const Var& v) const { return CppIdent("cur_", v->name); }
   std::string TensorName(const Var& v) const { return CppIdent("t_", v->name); }
+  std::string ViewName(const Var& v) const { return CppIdent("view_", v->name); }
 
   void CollectDecls(const Stmt& body) {
     ForEachStmt(body, [&](const StmtNode& s) {
@@ -67,6 +68,8 @@ class KernelWriter {
         case StmtKind::kAssign:
         case StmtKind::kFor:
         case StmtKind::kSelectTile:
+        case StmtKind::kSubview:
+          if (s.kind == StmtKind::kSubview) views_.insert(s.var->id);
           if (!IsParam(s.var) && declared_.insert(s.var->id).second) locals_.push_back(s.var);
           break;
         case StmtKind::kDeclTiles:
@@ -227,6 +230,12 @@ class KernelWriter {
       case StmtKind::kOp: EmitOp(*s, indent); break;
       case StmtKind::kDeclTiles: EmitDeclTiles(*s, indent); break;
       case StmtKind::kSelectTile: EmitSelect(*s, indent); break;
+      case StmtKind::kSubview:
+        Line(indent, ViewName(s->var) + " = pto::Subview<" + TileTypeName(*s->var->type.tile) + ">(ctx, " +
+                         std::to_string(s->span.line) + ", *" + Expr_(s->value) + ", " + Expr_(s->args[0]) + ", " +
+                         Expr_(s->args[1]) + ", " + Expr_(s->args[2]) + ", " + Expr_(s->args[3]) + ");");
+        Line(indent, VarName(s->var) + " = &" + ViewName(s->var) + ";");
+        break;
       case StmtKind::kSection:
         Line(indent, std::string("if (ctx.core_type == ") +
                          (s->section == SectionKind::kVector ? "PTO_CORE_AIV" : "PTO_CORE_AIC") + ") {  // section " +
@@ -433,6 +442,8 @@ class KernelWriter {
     for (const Var& v : locals_) {
       if (v->type.IsTile()) {
         decls << "  " << TileTypeName(*v->type.tile) << "* " << VarName(v) << " = nullptr;\n";
+        // A subview's descriptor lives here; the tile variable points at it.
+        if (views_.count(v->id)) decls << "  " << TileTypeName(*v->type.tile) << " " << ViewName(v) << "{};\n";
       } else {
         decls << "  " << ScalarCType(v->type.dtype) << " " << VarName(v) << " = 0;\n";
       }
@@ -475,6 +486,7 @@ class KernelWriter {
   KernelKind kind_ = KernelKind::kVector;
   std::vector<TileType> tile_types_;
   std::vector<Var> locals_;
+  std::set<int> views_;  // tile variables bound by a subview
   std::vector<Var> groups_;
   std::set<int> declared_;
   std::ostringstream body_;

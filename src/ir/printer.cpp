@@ -142,6 +142,10 @@ std::string Print(const Stmt& s, int indent) {
       else os << "." << Name(s->mode) << "()\n";
       break;
     case StmtKind::kSection: os << pad << "section " << Name(s->section) << ":\n" << Print(s->body, indent + 1); break;
+    case StmtKind::kSubview:
+      os << pad << s->var->name << " = " << Print(s->value) << "[" << Print(s->args[0]) << ":" << Print(s->args[1])
+         << ", " << Print(s->args[2]) << ":" << Print(s->args[3]) << "]\n";
+      break;
   }
   return os.str();
 }

@@ -106,6 +106,14 @@ Stmt Section(SectionKind section, Stmt body, Span span) {
   return node;
 }
 
+Stmt Subview(const Var& view, Expr tile, std::vector<Expr> bounds, Span span) {
+  auto node = New(StmtKind::kSubview, span);
+  node->var = view;
+  node->value = std::move(tile);
+  node->args = std::move(bounds);
+  return node;
+}
+
 std::shared_ptr<StmtNode> CopyNode(const Stmt& stmt) { return std::make_shared<StmtNode>(*stmt); }
 
 Var Function::NewVar(const std::string& name, Type type, Span span, std::shared_ptr<const TileGroupInfo> group) {

@@ -1,6 +1,7 @@
 #include "pypto_pro/ir/verifier.h"
 
 #include <optional>
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -42,7 +43,19 @@ class Verifier : public IRVisitor {
     // Python scoping: a name assigned anywhere in the function may be read anywhere after it.
     ForEachStmt(func_.body, [&](const StmtNode& s) {
       if (s.var) defined_.insert(s.var->id);
+      if (s.kind == StmtKind::kSubview) views_[s.var->id] = s.span.line;
     });
+    // A tile variable assigned a subview is one too (to a fixed point).
+    for (bool changed = true; changed;) {
+      changed = false;
+      ForEachStmt(func_.body, [&](const StmtNode& s) {
+        if (s.kind == StmtKind::kAssign && s.var->type.IsTile() && s.value->kind == ExprKind::kVar &&
+            views_.count(s.value->var->id) && !views_.count(s.var->id)) {
+          views_[s.var->id] = views_[s.value->var->id];
+          changed = true;
+        }
+      });
+    }
     if (!func_.body) Fail(ErrorKind::kInternal, {}, "kernel '" + func_.name + "' has no body");
     Visit(func_.body);
     CheckSectionPlacement();
@@ -118,6 +131,7 @@ class Verifier : public IRVisitor {
       case StmtKind::kOp: VisitOp(*s); break;
       case StmtKind::kDeclTiles: VisitDeclTiles(*s); break;
       case StmtKind::kSelectTile: VisitSelect(*s); break;
+      case StmtKind::kSubview: VisitSubview(*s); break;
       case StmtKind::kSection:
         if (in_section_) Fail(ErrorKind::kSyntax, s->span, "sections cannot be nested");
         in_section_ = true;
@@ -135,6 +149,13 @@ class Verifier : public IRVisitor {
   void VisitOp(const StmtNode& s) {
     const OpDef& op = *s.op;
     std::string where = "pl." + std::string(op.PublicName());
+    if (op.sync.event == SyncEvent::kValidShape && !s.args.empty() && s.args[0] && s.args[0]->var &&
+        views_.count(s.args[0]->var->id)) {
+      Fail(ErrorKind::kType, s.args[0]->span.valid() ? s.args[0]->span : s.span,
+           where + ": '" + s.args[0]->var->name + "' is a subview (line " +
+               std::to_string(views_.at(s.args[0]->var->id)) +
+               "): its window is its slice, clamped to the viewed tile's; set the window of that tile instead");
+    }
     if (s.args.size() != op.operands.size()) {
       Fail(ErrorKind::kType, s.span,
            where + " takes " + std::to_string(op.operands.size()) + " operands, got " + std::to_string(s.args.size()));
@@ -306,6 +327,24 @@ class Verifier : public IRVisitor {
     }
   }
 
+  void VisitSubview(const StmtNode& s) {
+    if (!s.value || !s.value->type.IsTile() || s.value->kind != ExprKind::kVar) {
+      Fail(ErrorKind::kType, s.span, "only a tile can be sliced into a subview");
+    }
+    CheckDefined(s.value, s.span);
+    const TileType &tile = *s.value->type.tile, &view = *s.var->type.tile;
+    if (tile.shape.size() != 2) {
+      Fail(ErrorKind::kType, s.span, "a subview slices a 2-D tile: " + tile.ToString() + " is 1-D");
+    }
+    if (!(view.dtype == tile.dtype && view.shape == tile.shape && view.memory == tile.memory &&
+          view.layout == tile.layout && view.pad == 0)) {
+      Fail(ErrorKind::kInternal, s.span, "a subview keeps its tile's type: " + view.ToString() + " of " +
+                                             tile.ToString());
+    }
+    if (s.args.size() != 4) Fail(ErrorKind::kInternal, s.span, "a subview takes row and column bounds");
+    for (const Expr& bound : s.args) RequireInt(bound, s.span, "a subview bound");
+  }
+
   void VisitSelect(const StmtNode& s) {
     if (!s.group || s.group->type.kind != TypeKind::kTileGroup) {
       Fail(ErrorKind::kType, s.span, "tiles can only be selected from a tile group");
@@ -392,6 +431,7 @@ class Verifier : public IRVisitor {
 
   const Function& func_;
   std::set<int> defined_;
+  std::map<int, int> views_;  // tile variables bound to a subview -> the line of the slice
   int loop_depth_ = 0;
   bool in_section_ = false;
 };

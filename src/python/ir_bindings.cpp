@@ -360,6 +360,9 @@ void BindIR(py::module_& parent) {
                                         : SelectMode::kIndex;
     return PyStmt{SelectTile(tile.var, group.var, m, index ? index->expr : nullptr, At(line, col))};
   });
+  m.def("subview", [](const PyVar& view, const PyVar& tile, const std::vector<PyExpr>& bounds, int line, int col) {
+    return PyStmt{Subview(view.var, VarRef(tile.var, At(line, col)), Unwrap(bounds), At(line, col))};
+  });
   m.def("section", [](const std::string& kind, const PyStmt& body, int line, int col) {
     return PyStmt{Section(kind == "cube" ? SectionKind::kCube : SectionKind::kVector, body.stmt, At(line, col))};
   });

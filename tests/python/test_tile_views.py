@@ -135,3 +135,86 @@ def test_compact_and_fractal_are_honoured_or_refused():
         pl.TileType(shape=[33, 64], dtype=pl.DT_FP16, layout=pl.NZ, compact=2)
     with pytest.raises(NotImplementedError, match="has the hardware's standard 1024-byte fractal"):
         pl.TileType(shape=[64, 64], dtype=pl.DT_FP32, target_memory=M.Acc, fractal=512)
+
+
+# ---- subviews: tile[r0:r1, c0:c1] ----
+
+@pl.jit(auto_mutex=True)
+def subview_store(a: pl.Tensor[[8, 64], pl.DT_FP16], out: pl.Tensor[[4, 34], pl.DT_FP16]):
+    group = pl.make_tile_group(type=pl.TileType(shape=[8, 64], dtype=pl.DT_FP16), addrs=0x0, mutex_ids=[0])
+    with pl.section_vector():
+        tile = group.next()
+        pl.load(tile, a, [0, 0])
+        sub = tile[2:6, 16:50]
+        pl.store(out, sub, [0, 0])
+
+
+@pl.jit(auto_mutex=True)
+def subview_clamped(a: pl.Tensor[[8, 64], pl.DT_FP16], out: pl.Tensor[[4, 24], pl.DT_FP16]):
+    group = pl.make_tile_group(type=pl.TileType(shape=[8, 64], dtype=pl.DT_FP16, valid_shape=[-1, -1]), addrs=0x0,
+                               mutex_ids=[0])
+    with pl.section_vector():
+        tile = group.next()
+        pl.load(tile, a, [0, 0])
+        pl.set_validshape(tile, [6, 40])
+        pl.store(out, tile[2:6, 16:50], [0, 0])
+
+
+def test_a_subview_stores_its_slice():
+    a = torch.randn(8, 64).half()
+    out = torch.zeros(4, 34).half()
+    subview_store[None, 1](a, out)
+    out2 = torch.zeros(4, 24).half()
+    subview_clamped[None, 1](a, out2)
+    sync()
+    assert torch.equal(out, a[2:6, 16:50])
+    assert torch.equal(out2, a[2:6, 16:40])  # the slice clamped to the [6, 40] window
+
+
+@pl.jit
+def subview_compute(x: pl.Tensor[[16, 32], pl.DT_FP32], out: pl.Tensor[[16, 32], pl.DT_FP32], r: pl.DT_INT32):
+    t = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_FP32), addr=0)
+    pl.load(t, x, [0, 0])
+    pl.system.bar_all()
+    part = t[r:r + 4, 8:]      # a run-time row, an open end
+    pl.muls(part, part, 10.0)  # computes on the viewed bytes, in place
+    pl.system.bar_all()
+    pl.store(out, t, [0, 0])
+
+
+@pytest.mark.parametrize("sanitizer", [False, True], ids=["plain", "sanitizer"])
+def test_ops_on_a_subview_change_the_viewed_tile(sanitizer):
+    x = torch.randn(16, 32)
+    out = torch.zeros(16, 32)
+    kernel = subview_compute if not sanitizer else pl.jit(subview_compute.fn, sanitizer=True)
+    kernel[None, 1](x, out, 5)
+    sync()
+    ref = x.clone()
+    ref[5:9, 8:] *= 10.0
+    assert torch.equal(out, ref)
+
+
+def test_subview_misuse_is_refused():
+    def out_of_shape(x: pl.Tensor[[16, 32], pl.DT_FP32]):
+        t = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_FP32), addr=0)
+        pl.store(x, t[0:17, 0:8], [0, 0])
+
+    with pytest.raises(errors.ParserValueError, match=r"subview bound 17 is outside \[0, 16\] of axis 0"):
+        pl.jit(out_of_shape)[None, 1](torch.zeros(16, 32))
+
+    def resize_view(x: pl.Tensor[[16, 32], pl.DT_FP32]):
+        t = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_FP32), addr=0)
+        v = t[0:4, 0:8]
+        pl.set_validshape(v, [16, 32])
+
+    with pytest.raises(errors.ParserTypeError, match="'v' is a subview .*its window is its slice"):
+        pl.jit(resize_view)[None, 1](torch.zeros(16, 32))
+
+    @pl.jit
+    def runtime_out_of_shape(x: pl.Tensor[[16, 32], pl.DT_FP32], r: pl.DT_INT32):
+        t = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_FP32), addr=0)
+        pl.store(x, t[r:r + 4, 0:8], [0, 0])
+
+    runtime_out_of_shape[None, 1](torch.zeros(16, 32), 14)
+    with pytest.raises(errors.KernelFault, match="the slice leaves the tile's shape"):
+        sync()

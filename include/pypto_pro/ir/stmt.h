@@ -25,6 +25,7 @@ enum class StmtKind : uint8_t {
   kDeclTiles,   // var = make_tile_group(...) / make_tile(...): the slots of var->group
   kSelectTile,  // var = group.next() / .current() / .previous() / group[index]
   kSection,     // with pl.section_vector() / pl.section_cube(): body
+  kSubview,     // var = value[args[0]:args[1], args[2]:args[3]]: a view of a tile's bytes (tile[r0:r1, c0:c1])
 };
 
 enum class SelectMode : uint8_t { kNext, kCurrent, kPrevious, kIndex };
@@ -48,14 +49,14 @@ struct StmtNode {
   StmtKind kind = StmtKind::kSeq;
   Span span;
   std::vector<Stmt> stmts;        // kSeq
-  Var var;                        // kAssign/kFor/kDeclTiles/kSelectTile target
-  Expr value;                     // kAssign value; kSelectTile index (kIndex)
+  Var var;                        // kAssign/kFor/kDeclTiles/kSelectTile/kSubview target
+  Expr value;                     // kAssign value; kSelectTile index (kIndex); kSubview the viewed tile
   Expr start, stop, step;         // kFor
   Expr cond;                      // kIf, kWhile
   Stmt body;                      // kFor, kWhile, kIf (then), kSection
   Stmt orelse;                    // kIf (may be null)
   const OpDef* op = nullptr;      // kOp
-  std::vector<Expr> args;         // kOp operands, in OpDef::operands order
+  std::vector<Expr> args;         // kOp operands, in OpDef::operands order; kSubview row0, row1, col0, col1
   std::vector<Attr> attrs;        // kOp
   Var group;                      // kSelectTile
   SelectMode mode = SelectMode::kCurrent;
@@ -74,6 +75,9 @@ Stmt OpCall(const OpDef* op, std::vector<Expr> args, std::vector<Attr> attrs, Sp
 Stmt DeclTiles(const Var& group, Span span = {});
 Stmt SelectTile(const Var& tile, const Var& group, SelectMode mode, Expr index, Span span = {});
 Stmt Section(SectionKind section, Stmt body, Span span = {});
+// view = tile[row0:row1, col0:col1] (half-open, in the tile's shape): `view` has `tile`'s type with a
+// run-time valid window (the slice clamped to `tile`'s window) and no pad.
+Stmt Subview(const Var& view, Expr tile, std::vector<Expr> bounds, Span span = {});
 
 // Rebuilds `stmt` with new children; passes use it to keep unchanged subtrees shared.
 std::shared_ptr<StmtNode> CopyNode(const Stmt& stmt);

@@ -697,6 +697,10 @@ class KernelParser:
 
     def expr_Subscript(self, node):
         base = self.eval(node.value)
+        if isinstance(base, (TileHandle, PendingTile)) and _is_slicing(node.slice):
+            if isinstance(base, PendingTile):
+                base = self.bind_tile(None, base, node)
+            return self.subview(base, node)
         index = self.eval(node.slice)
         if isinstance(base, ShapeProxy):
             if not isinstance(index, int) or isinstance(index, bool):
@@ -736,6 +740,35 @@ class KernelParser:
             return base[index]
         except Exception as exc:
             raise self.error(errors.ParserTypeError, node, f"cannot index {self.describe(base)}: {exc}") from None
+
+    def subview(self, tile, node):
+        """tile[r0:r1, c0:c1]: a new tile variable viewing the same bytes (docs/language.md#subviews)."""
+        from pypto_pro.language.types import TileType
+        t = tile.tile_type
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if len(t.shape) != 2 or len(parts) != 2:
+            raise self.error(errors.ParserTypeError, node,
+                             f"a subview slices a 2-D tile as tile[r0:r1, c0:c1]; '{tile.var.name}' is "
+                             f"{list(t.shape)} and the subscript has {len(parts)} part(s)")
+        bounds = []
+        for axis, part in enumerate(parts):
+            if not isinstance(part, ast.Slice):
+                raise self.error(errors.ParserTypeError, part,
+                                 "a subview takes a slice on both axes (tile[r0:r1, c0:c1]); tile[i, j] reads one "
+                                 "element")
+            if part.step is not None:
+                raise self.error(errors.UnsupportedFeatureError, part.step, "a subview slice cannot have a step")
+            for end, default in ((part.lower, 0), (part.upper, t.shape[axis])):
+                value = default if end is None else self.eval(end)
+                if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= t.shape[axis]:
+                    raise self.error(errors.ParserValueError, end,
+                                     f"subview bound {value} is outside [0, {t.shape[axis]}] of axis {axis} of "
+                                     f"'{tile.var.name}' {list(t.shape)}")
+                bounds.append(self.to_index(value, end if end is not None else node, "a subview bound"))
+        view_type = TileType(list(t.shape), t.dtype, t.target_memory, valid_shape=[-1, -1], layout=t.layout)
+        var = self.tile_var(self.temp_name(tile.var.name + "_view"), view_type, node)
+        self.emit(ir.subview(var, tile.var, bounds, *self.span(node)))
+        return TileHandle(var, view_type)
 
     def container_dims(self, container):
         """The dims that linearise `container[i, j]`: ints, or run-time dims of DYNAMIC tensors."""
@@ -1085,6 +1118,11 @@ class KernelParser:
 _PY_BINOP = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
              ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
              **_CONST_ONLY_BINOPS}
+
+def _is_slicing(subscript) -> bool:
+    parts = subscript.elts if isinstance(subscript, ast.Tuple) else [subscript]
+    return any(isinstance(p, ast.Slice) for p in parts)
+
 
 def _tile_type_of(var) -> TileType:
     from pypto_pro.language.types import DTYPES, MemorySpace, TensorLayout
