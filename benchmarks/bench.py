@@ -366,6 +366,7 @@ def section_vector():
     from softmax import softmax_kernel
     from layernorm import layernorm_kernel
     from flash_attention import attention, reference
+    from flash_attention_gm import attention as attention_gm
 
     threads = pypto_pro.runtime.device_threads()
     torch.set_num_threads(threads)
@@ -399,7 +400,13 @@ def section_vector():
     out = attention(q, k, v, False, stream)
     stream.synchronize()
     assert torch.allclose(out.float(), reference(q, k, v, False), atol=2e-2)
+    out_gm = attention_gm(q, k, v, False, stream)
+    stream.synchronize()
+    assert torch.allclose(out_gm.float(), out.float(), atol=2e-3)
+    # The UB / L1 hand-over of a5 against the same kernel through GM workspaces (the a3/a2 way).
     times = interleaved_medians({"ours": lambda: (attention(q, k, v, False, stream), stream.synchronize()),
+                                 "GM-workspace version (flash_attention_gm.py)":
+                                     lambda: (attention_gm(q, k, v, False, stream), stream.synchronize()),
                                  "torch fp32 softmax(q@kT)@v": lambda: reference(q, k, v, False)}, repeat=3)
     rows.append({"name": "flash attention example, b=1 n=2 s=2048 d=128", "ours": times.pop("ours"), "peers": times,
                  "unit": "ms", "flops": 4 * 2 * 2048 * 2048 * 128})

@@ -68,14 +68,40 @@ def test_fused_softmax_matmul(fused, m, block_dim):
 
 
 @pytest.mark.parametrize("b, s, causal, block_dim", [(1, 512, False, 1), (1, 512, True, 5), (2, 1024, True, 32),
-                                                     (2, 512, False, 24), (1, 2048, False, 32)])
+                                                     (2, 333, False, 24), (1, 1000, True, 7), (3, 129, True, 4),
+                                                     (1, 70, False, 2)])
 def test_flash_attention(attention, b, s, causal, block_dim):
+    """The UB / L1 hand-over example, sequence lengths with tails included."""
     torch.manual_seed(s + b)
     q, k, v = (torch.randn(b, s, 2, 128).half() for _ in range(3))
     out = attention.attention(q, k, v, causal, block_dim=block_dim)
     pypto_pro.runtime.synchronize()
     ref = attention.reference(q, k, v, causal)
     torch.testing.assert_close(out.float(), ref, rtol=5e-3, atol=5e-3)
+
+
+@pytest.mark.parametrize("s, causal", [(200, True), (256, False)])
+def test_flash_attention_is_clean_under_the_sanitizer(attention, s, causal):
+    """Every cross-core hand-over (fixpipe -> UB, insert -> L1) is ordered by its flags: no finding."""
+    torch.manual_seed(s)
+    q, k, v = (torch.randn(1, s, 2, 128).half() for _ in range(3))
+    out = attention.attention(q, k, v, causal, block_dim=2, sanitizer=True)
+    pypto_pro.runtime.synchronize()  # raises SanitizerError on any finding
+    torch.testing.assert_close(out.float(), attention.reference(q, k, v, causal), rtol=5e-3, atol=5e-3)
+
+
+@pytest.fixture(scope="module")
+def attention_gm():
+    return load("flash_attention_gm")
+
+
+@pytest.mark.parametrize("b, s, causal, block_dim", [(1, 512, True, 5), (2, 512, False, 24)])
+def test_flash_attention_through_gm_workspaces(attention_gm, b, s, causal, block_dim):
+    torch.manual_seed(s + b)
+    q, k, v = (torch.randn(b, s, 2, 128).half() for _ in range(3))
+    out = attention_gm.attention(q, k, v, causal, block_dim=block_dim)
+    pypto_pro.runtime.synchronize()
+    torch.testing.assert_close(out.float(), attention_gm.reference(q, k, v, causal), rtol=5e-3, atol=5e-3)
 
 
 def test_flash_attention_causal_and_full_are_two_instances(attention):
