@@ -219,6 +219,10 @@ std::string DataGuard(const StmtNode& s, const std::vector<std::string>& operand
   return "pto::san::Op(ctx, " + line + ", " + PipeConstant(op.PipeFor(TileMemories(s))) + ", {" + list + "})";
 }
 
+std::string CrossId(const StmtNode& s, const std::string& id) {
+  return "(" + id + "u | " + std::to_string(AttrOr(s, "sync_mode", 2)) + "u << 8)";
+}
+
 std::string SyncCall(const std::string& line, const char* event, Pipe pipe, Pipe other, const std::string& id) {
   return std::string("pto::san::Sync(ctx, ") + line + ", " + event + ", " + PipeConstant(pipe) + ", " +
          PipeConstant(other) + ", " + id + ")";
@@ -263,10 +267,11 @@ SanitizerHook HookFor(const StmtNode& s, const std::vector<std::string>& operand
     case SyncEvent::kUnlock: return {event("PTO_SAN_UNLOCK", "1u << " + id), ""};
     case SyncEvent::kBarrier:
       return {SyncCall(line, "PTO_SAN_BARRIER", sync.barrier_pipe, sync.barrier_pipe, "0"), ""};
-    // Before the set: the clock must be queued when the receiving core's wait returns.
-    case SyncEvent::kCrossSet: return {event("PTO_SAN_CROSS_SET", id), ""};
+    // Before the set: the clock must be queued when the receiving core's wait returns. The id carries
+    // the sync mode above its low byte (the mode routes it).
+    case SyncEvent::kCrossSet: return {event("PTO_SAN_CROSS_SET", CrossId(s, id)), ""};
     // After the wait: its set has happened by then.
-    case SyncEvent::kCrossWait: return {"", event("PTO_SAN_CROSS_WAIT", id) + ";"};
+    case SyncEvent::kCrossWait: return {"", event("PTO_SAN_CROSS_WAIT", CrossId(s, id)) + ";"};
   }
   return {};
 }

@@ -76,13 +76,22 @@ void CheckFlag(const StmtNode& call) {
 
 void CheckMutex(const StmtNode& call) { RequirePipe(call, "pipe", {Pipe::kALL}); }
 
+// INTRA_BLOCK, UNICAST_BLOCK and INTER_SUBBLOCK pair cores of one logical block (docs/language.md#cross-core-flags);
+// INTER_BLOCK pairs every AIV (or AIC) of the launch, which needs them all resident at once.
 void CheckCrossCoreMode(const StmtNode& call) {
-  int64_t mode = AttrValue(call, "sync_mode");
-  if (mode == kIntraBlock) return;
-  Fail(ErrorKind::kUnsupported, call.span,
-       "pl." + std::string(call.op->name) + "(sync_mode=pl.CrossCoreSyncMode." + std::string(kSyncModes[size_t(mode)]) +
-           ") is not implemented yet; INTRA_BLOCK synchronises the cube and vector "
-           "cores of a logical block");
+  const int64_t mode = AttrValue(call, "sync_mode"), id = AttrValue(call, "event_id");
+  const std::string what = "pl." + std::string(call.op->name) + "(sync_mode=pl.CrossCoreSyncMode." +
+                           std::string(kSyncModes[size_t(mode)]) + ")";
+  if (mode == int64_t(hw::CrossCoreSyncMode::kINTER_BLOCK)) {
+    Fail(ErrorKind::kUnsupported, call.span,
+         what + " is not implemented yet: it pairs every AIV (or AIC) of the launch; INTRA_BLOCK, UNICAST_BLOCK "
+                "and INTER_SUBBLOCK pair the cores of a logical block");
+  }
+  if (id >= kEventIds && mode != int64_t(hw::CrossCoreSyncMode::kUNICAST_BLOCK)) {
+    Fail(ErrorKind::kType, call.span,
+         what + ": event_id=" + std::to_string(id) + " is out of range [0, 15] (ids 16..31 exist only for "
+                "UNICAST_BLOCK on the AIC, where they address AIV 1)");
+  }
 }
 
 // The AIC's set reaches both AIVs and each AIV's set reaches the AIC; the set side names the pipe
@@ -152,7 +161,8 @@ void AddSyncOps(std::vector<OpDef>& ops) {
   ops.push_back(layout);
 
   auto cross_core_kwargs = [] {
-    return std::vector<KwargSpec>{PipeKwarg("pipe"), IdKwarg("event_id", kEventIds),
+    // UNICAST_BLOCK's AIC ids reach 31 (CheckCrossCoreMode narrows the others to 0..15).
+    return std::vector<KwargSpec>{PipeKwarg("pipe"), IdKwarg("event_id", 2 * kEventIds),
                                   KwargSpec{"sync_mode", AttrKind::kEnum, kIntraBlock, kSyncModes, true, "PTO_SYNC_"}};
   };
   ops.push_back(SyncOp("system.set_cross_core", "pto::set_cross_core", cross_core_kwargs(), &CheckSetCrossCore,

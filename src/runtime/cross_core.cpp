@@ -4,54 +4,102 @@
 
 namespace pypto_pro::runtime {
 
-void CrossCoreFlags::Clear() {
-  std::memset(to_aiv_, 0, sizeof to_aiv_);
-  std::memset(to_aic_, 0, sizeof to_aic_);
+namespace {
+
+constexpr int kAicToAiv0 = 0, kAiv0ToAic = 2, kAiv0ToAiv1 = 4;
+
+}  // namespace
+
+CrossCoreFlags::Route CrossCoreFlags::RouteOf(bool set, int core, int mode, int event) {
+  Route r;
+  r.event = event;
+  const bool aic = core == kAic;
+  const int aiv = core - kAiv0;  // 0 or 1 on an AIV
+  const int limit = mode == PTO_SYNC_UNICAST_BLOCK && aic ? 2 * kEvents : kEvents;
+  if (event < 0 || event >= limit) {
+    r.error = limit == kEvents
+                  ? "event_id is out of range [0, 15]"
+                  : "event_id is out of range [0, 31] (UNICAST_BLOCK on the AIC: 0..15 AIV 0, 16..31 AIV 1)";
+    return r;
+  }
+  switch (mode) {
+    case PTO_SYNC_INTRA_BLOCK:
+      if (aic) {
+        r.dirs[0] = set ? kAicToAiv0 : kAiv0ToAic;
+        r.dirs[1] = r.dirs[0] + 1;
+        r.count = 2;
+      } else {
+        r.dirs[0] = set ? kAiv0ToAic + aiv : kAicToAiv0 + aiv;
+        r.count = 1;
+      }
+      return r;
+    case PTO_SYNC_UNICAST_BLOCK:
+      if (aic) {
+        const int to = event / kEvents;
+        r.event = event % kEvents;
+        r.dirs[0] = set ? kAicToAiv0 + to : kAiv0ToAic + to;
+      } else {
+        r.dirs[0] = set ? kAiv0ToAic + aiv : kAicToAiv0 + aiv;
+      }
+      r.count = 1;
+      return r;
+    case PTO_SYNC_INTER_SUBBLOCK:
+      if (aic) {
+        r.error = "sync_mode=INTER_SUBBLOCK pairs the two AIVs of a block; the AIC takes no part (INTRA_BLOCK or "
+                  "UNICAST_BLOCK reach it)";
+        return r;
+      }
+      r.dirs[0] = set ? kAiv0ToAiv1 + aiv : kAiv0ToAiv1 + (1 - aiv);
+      r.count = 1;
+      return r;
+    default:
+      r.error = "sync_mode INTER_BLOCK (every AIV or AIC of the launch) is not supported";
+      return r;
+  }
 }
 
-int CrossCoreFlags::Set(int core, int event) {
-  if (core == kAic) {
-    for (int aiv = 0; aiv < 2; ++aiv) {
-      if (to_aiv_[aiv][event] >= kMaxPending) return kAiv0 + aiv;
-    }
-    ++to_aiv_[0][event];
-    ++to_aiv_[1][event];
-    return -1;
+void CrossCoreFlags::Clear() { std::memset(pending_, 0, sizeof pending_); }
+
+int CrossCoreFlags::Set(const Route& route) {
+  for (int i = 0; i < route.count; ++i) {
+    if (pending_[route.dirs[i]][route.event] >= kMaxPending) return Receiver(route.dirs[i]);
   }
-  uint8_t& counter = to_aic_[core - kAiv0][event];
-  if (counter >= kMaxPending) return kAic;
-  ++counter;
+  for (int i = 0; i < route.count; ++i) ++pending_[route.dirs[i]][route.event];
   return -1;
 }
 
-bool CrossCoreFlags::CanWait(int core, int event) const {
-  if (core == kAic) return to_aic_[0][event] > 0 && to_aic_[1][event] > 0;
-  return to_aiv_[core - kAiv0][event] > 0;
-}
-
-bool CrossCoreFlags::TryWait(int core, int event) {
-  if (!CanWait(core, event)) return false;
-  if (core == kAic) {
-    --to_aic_[0][event];
-    --to_aic_[1][event];
-  } else {
-    --to_aiv_[core - kAiv0][event];
+bool CrossCoreFlags::CanWait(const Route& route) const {
+  for (int i = 0; i < route.count; ++i) {
+    if (pending_[route.dirs[i]][route.event] == 0) return false;
   }
   return true;
 }
 
-std::string CrossCoreFlags::DescribeWait(int core, int event) const {
-  const std::string id = std::to_string(event);
-  if (core == kAic) {
-    return "AIV 0 and AIV 1 to set event " + id + " (pending sets: AIV 0 " + std::to_string(to_aic_[0][event]) +
-           ", AIV 1 " + std::to_string(to_aic_[1][event]) + ")";
+bool CrossCoreFlags::TryWait(const Route& route) {
+  if (!CanWait(route)) return false;
+  for (int i = 0; i < route.count; ++i) --pending_[route.dirs[i]][route.event];
+  return true;
+}
+
+std::string CrossCoreFlags::DescribeWait(const Route& route) const {
+  const std::string id = std::to_string(route.event);
+  std::string who, counts;
+  for (int i = 0; i < route.count; ++i) {
+    const int d = route.dirs[i];
+    who += std::string(i ? " and " : "") + Name(Sender(d));
+    counts += std::string(i ? ", " : "") + (route.count > 1 ? std::string(Name(Sender(d))) + " " : "") +
+              std::to_string(pending_[d][route.event]);
   }
-  return "the AIC to set event " + id + " (pending sets: " + std::to_string(to_aiv_[core - kAiv0][event]) + ")";
+  const bool aic_sends = route.count > 0 && Sender(route.dirs[0]) == kAic;
+  return (aic_sends ? "the AIC" : who) + " to set event " + id + " (pending sets: " + counts + ")";
 }
 
 const char* CrossCoreFlags::Name(int core) {
   static const char* const kNames[kCores] = {"AIC", "AIV 0", "AIV 1"};
   return kNames[core];
 }
+
+int CrossCoreFlags::Sender(int d) { return d < 2 ? kAic : d < 4 ? kAiv0 + (d - 2) : kAiv0 + (d - 4); }
+int CrossCoreFlags::Receiver(int d) { return d < 2 ? kAiv0 + d : d < 4 ? kAic : kAiv1 - (d - 4); }
 
 }  // namespace pypto_pro::runtime

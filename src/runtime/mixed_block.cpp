@@ -84,7 +84,7 @@ std::optional<FaultInfo> MixedBlock::Run(const PtoKernelDesc& desc, const void* 
     for (Slot& s : slots_) {
       if (s.fiber.idle()) continue;
       unfinished = true;
-      if (s.waiting && !flags_.CanWait(s.index, s.wait.event)) continue;
+      if (s.waiting && !flags_.CanWait(CrossCoreFlags::RouteOf(false, s.index, s.wait.mode, s.wait.event))) continue;
       s.fiber.Resume();
       ran = true;
       if (s.fault) {
@@ -107,23 +107,24 @@ void MixedBlock::Suspend(Slot& slot) {
   if (cancelled_) throw Cancelled{};
 }
 
-void MixedBlock::CheckFlagArgs(PtoCoreCtx& ctx, int line, const char* op, int event, int mode) {
-  if (mode != PTO_SYNC_INTRA_BLOCK) {
-    AbortCore(ctx, line, op, "sync_mode " + std::to_string(mode) + " is not supported; only INTRA_BLOCK is");
+CrossCoreFlags::Route MixedBlock::RouteFor(PtoCoreCtx& ctx, int line, const char* op, bool set, int event,
+                                           int mode) {
+  CrossCoreFlags::Route route = CrossCoreFlags::RouteOf(set, SlotOf(ctx).index, mode, event);
+  if (route.error) {
+    AbortCore(ctx, line, op, std::string(route.error) + " (event_id " + std::to_string(event) + " on " +
+                                 CrossCoreFlags::Name(SlotOf(ctx).index) + ")");
   }
-  if (event < 0 || event >= CrossCoreFlags::kEvents) {
-    AbortCore(ctx, line, op, "event_id " + std::to_string(event) + " is out of range [0, 15]");
-  }
+  return route;
 }
 
 void MixedBlock::SetCrossCore(PtoCoreCtx& ctx, int line, int /*pipe*/, int event, int mode) {
-  CheckFlagArgs(ctx, line, "system.set_cross_core", event, mode);
+  const CrossCoreFlags::Route route = RouteFor(ctx, line, "system.set_cross_core", true, event, mode);
   Slot& slot = SlotOf(ctx);
-  if (flags_.Set(slot.index, event) < 0) return;
+  if (flags_.Set(route) < 0) return;
   // A full counter: the receivers may not have had their turn yet (on the hardware they run at the
   // same time), so let every other core run once before calling it an overflow.
   Suspend(slot);
-  int full = flags_.Set(slot.index, event);
+  int full = flags_.Set(route);
   if (full < 0) return;
   AbortCore(ctx, line, "system.set_cross_core",
         "event " + std::to_string(event) + " already has " + std::to_string(CrossCoreFlags::kMaxPending) +
@@ -132,14 +133,14 @@ void MixedBlock::SetCrossCore(PtoCoreCtx& ctx, int line, int /*pipe*/, int event
 }
 
 void MixedBlock::WaitCrossCore(PtoCoreCtx& ctx, int line, int pipe, int event, int mode) {
-  CheckFlagArgs(ctx, line, "system.wait_cross_core", event, mode);
+  const CrossCoreFlags::Route route = RouteFor(ctx, line, "system.wait_cross_core", false, event, mode);
   Slot& slot = SlotOf(ctx);
-  if (flags_.TryWait(slot.index, event)) return;
+  if (flags_.TryWait(route)) return;
   slot.waiting = true;
-  slot.wait = Wait{line, pipe, event};
+  slot.wait = Wait{line, pipe, event, mode};
   do {
     Suspend(slot);
-  } while (!flags_.TryWait(slot.index, event));
+  } while (!flags_.TryWait(route));
   slot.waiting = false;
 }
 
@@ -165,7 +166,7 @@ FaultInfo MixedBlock::DeadlockReport() const {
     info.message += "\n  " + name + where + " at " + file + ":" + std::to_string(s.wait.line) +
                     ": pl.system.wait_cross_core(pipe=" + std::string(hw::PipeName(s.wait.pipe)) +
                     ", event_id=" + std::to_string(s.wait.event) + ") waits for " +
-                    flags_.DescribeWait(s.index, s.wait.event);
+                    flags_.DescribeWait(CrossCoreFlags::RouteOf(false, s.index, s.wait.mode, s.wait.event));
   }
   return info;
 }

@@ -43,6 +43,7 @@ class MixedBlock {
     int line = 0;
     int pipe = 0;
     int event = 0;
+    int mode = PTO_SYNC_INTRA_BLOCK;
   };
   struct Slot {
     MixedBlock* owner = nullptr;
@@ -62,7 +63,8 @@ class MixedBlock {
   Slot& SlotOf(PtoCoreCtx& ctx) { return slots_[CoreOf(&ctx).slot]; }
   // Suspends the core; throws Cancelled when the block was abandoned meanwhile.
   void Suspend(Slot& slot);
-  void CheckFlagArgs(PtoCoreCtx& ctx, int line, const char* op, int event, int mode);
+  // The route of a set or wait of the calling core; a fault at `line` when the mode or id cannot be used.
+  CrossCoreFlags::Route RouteFor(PtoCoreCtx& ctx, int line, const char* op, bool set, int event, int mode);
   FaultInfo DeadlockReport() const;
   void Cancel();
 

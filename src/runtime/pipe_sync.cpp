@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "cross_core.h"
 #include "pypto_pro/hw_tables.h"
 
 namespace pypto_pro::runtime::san {
@@ -147,40 +148,33 @@ void CrossCoreClocks::Clear() {
   }
 }
 
-void CrossCoreClocks::Set(CoreSync& from, int line, int pipe, int event) {
-  if (event < 0 || event >= CoreSync::kEvents) return;  // the runtime faults the core
+void CrossCoreClocks::Set(CoreSync& from, int line, int pipe, uint32_t id) {
+  const CrossCoreFlags::Route route = CrossCoreFlags::RouteOf(true, from.slot(), int(id >> 8), int(id & 0xff));
+  if (route.error) return;  // the runtime faults the core
   VectorClock released = from.Release(pipe);
-  if (from.slot() == 0) {
-    queues_[0][event].push_back({released, line});
-    queues_[1][event].push_back({released, line});
-  } else {
-    queues_[1 + from.slot()][event].push_back({released, line});
-  }
+  for (int i = 0; i < route.count; ++i) queues_[route.dirs[i]][route.event].push_back({released, line});
 }
 
-void CrossCoreClocks::Wait(CoreSync& to, int pipe, int event) {
-  if (event < 0 || event >= CoreSync::kEvents) return;
-  auto take = [&](std::vector<Signal>& queue) {
-    if (queue.empty()) return;  // the runtime only returns from a wait that had its set
+void CrossCoreClocks::Wait(CoreSync& to, int pipe, uint32_t id) {
+  const CrossCoreFlags::Route route = CrossCoreFlags::RouteOf(false, to.slot(), int(id >> 8), int(id & 0xff));
+  if (route.error) return;
+  for (int i = 0; i < route.count; ++i) {
+    std::vector<Signal>& queue = queues_[route.dirs[i]][route.event];
+    if (queue.empty()) continue;  // the runtime only returns from a wait that had its set
     to.Acquire(pipe, queue.front().clock);
     queue.erase(queue.begin());
-  };
-  if (to.slot() == 0) {
-    take(queues_[2][event]);
-    take(queues_[3][event]);
-  } else {
-    take(queues_[to.slot() - 1][event]);
   }
 }
 
 void CrossCoreClocks::Finish(Findings* findings_by_slot) {
-  for (int direction = 0; direction < 4; ++direction) {
-    const int setter = direction < 2 ? 0 : direction - 1;
-    const char* receiver = direction == 0 ? "AIV 0" : direction == 1 ? "AIV 1" : "the AIC";
+  for (int direction = 0; direction < CrossCoreFlags::kDirections; ++direction) {
+    const int setter = CrossCoreFlags::Sender(direction);
+    const int receiver = CrossCoreFlags::Receiver(direction);
     for (int event = 0; event < CoreSync::kEvents; ++event) {
       for (const Signal& set : queues_[direction][event]) {
         findings_by_slot[setter].Add(Kind::kFlagNeverWaited, set.line, [&] {
-          return "pl.system.set_cross_core(event_id=" + std::to_string(event) + ") signals " + receiver +
+          return "pl.system.set_cross_core(event_id=" + std::to_string(event) + ") signals " +
+                 (receiver == CrossCoreFlags::kAic ? std::string("the AIC") : CrossCoreFlags::Name(receiver)) +
                  ", which never waits for it before the kernel ends";
         });
       }

@@ -79,8 +79,9 @@ class CoreSync {
 class CrossCoreClocks {
  public:
   void Clear();
-  void Set(CoreSync& from, int line, int pipe, int event);
-  void Wait(CoreSync& to, int pipe, int event);
+  // `id`: the event id | the sync mode << 8 (the hook's encoding); routed like CrossCoreFlags.
+  void Set(CoreSync& from, int line, int pipe, uint32_t id);
+  void Wait(CoreSync& to, int pipe, uint32_t id);
   // Sets never waited for, reported on the setting core's findings (indexed by slot).
   void Finish(Findings* findings_by_slot);
 
@@ -89,8 +90,8 @@ class CrossCoreClocks {
     VectorClock clock;
     int line;
   };
-  // [0]: AIC -> AIV 0, [1]: AIC -> AIV 1, [2]: AIV 0 -> AIC, [3]: AIV 1 -> AIC.
-  std::vector<Signal> queues_[4][CoreSync::kEvents];
+  // Indexed by CrossCoreFlags' directions (AIC -> AIV 0/1, AIV 0/1 -> AIC, AIV 0 -> 1, AIV 1 -> 0).
+  std::vector<Signal> queues_[6][CoreSync::kEvents];
 };
 
 }  // namespace pypto_pro::runtime::san

@@ -218,8 +218,8 @@ void OnSync(PtoCoreCtx* ctx, int32_t line, int32_t event, int32_t pipe, int32_t 
     case PTO_SAN_LOCK: c->sync.Lock(line, pipe, id, automatic, c->findings); break;
     case PTO_SAN_UNLOCK: c->sync.Unlock(line, pipe, id, automatic, c->findings); break;
     case PTO_SAN_BARRIER: c->sync.Barrier(pipe); break;
-    case PTO_SAN_CROSS_SET: c->block->cross.Set(c->sync, line, pipe, int(id)); break;
-    case PTO_SAN_CROSS_WAIT: c->block->cross.Wait(c->sync, pipe, int(id)); break;
+    case PTO_SAN_CROSS_SET: c->block->cross.Set(c->sync, line, pipe, id); break;
+    case PTO_SAN_CROSS_WAIT: c->block->cross.Wait(c->sync, pipe, id); break;
     case PTO_SAN_UNIT_SET: c->sync.UnitSet(pipe, other); break;
     case PTO_SAN_UNIT_WAIT: c->sync.UnitWait(pipe, other); break;
     default: break;

@@ -234,18 +234,28 @@ TEST(SanitizerPipes, BarriersDrainOnePipeOrAll) {
 TEST(SanitizerPipes, CrossCoreFlagsCarryClocksBetweenCores) {
   Core aic(0), aiv0(1), aiv1(2);
   CrossCoreClocks cross;
+  // The hook's id: the event | the sync mode << 8.
+  auto intra = [](uint32_t event) { return event | uint32_t(PTO_SYNC_INTRA_BLOCK) << 8; };
   runtime::san::Clock fix = aic.sync.Epoch(6);
-  cross.Set(aic.sync, 40, 6, 0);  // FIX
-  cross.Wait(aiv0.sync, kMTE2, 0);
+  cross.Set(aic.sync, 40, 6, intra(0));  // FIX
+  cross.Wait(aiv0.sync, kMTE2, intra(0));
   EXPECT_TRUE(aiv0.sync.ClockOf(kMTE2).Knows(ThreadOf(0, 6), fix));
   EXPECT_FALSE(aiv1.sync.ClockOf(kMTE2).Knows(ThreadOf(0, 6), fix));
   // Both AIVs signal; the AIC's wait takes one set from each.
   runtime::san::Clock v0 = aiv0.sync.Epoch(kMTE3), v1 = aiv1.sync.Epoch(kMTE3);
-  cross.Set(aiv0.sync, 50, kMTE3, 1);
-  cross.Set(aiv1.sync, 50, kMTE3, 1);
-  cross.Wait(aic.sync, kMTE2, 1);
+  cross.Set(aiv0.sync, 50, kMTE3, intra(1));
+  cross.Set(aiv1.sync, 50, kMTE3, intra(1));
+  cross.Wait(aic.sync, kMTE2, intra(1));
   EXPECT_TRUE(aic.sync.ClockOf(kMTE2).Knows(ThreadOf(1, kMTE3), v0));
   EXPECT_TRUE(aic.sync.ClockOf(kMTE2).Knows(ThreadOf(2, kMTE3), v1));
+  // UNICAST_BLOCK: the AIC's event 16 + 4 is AIV 1's event 4, and AIV 0 learns nothing from it.
+  const uint32_t unicast = uint32_t(PTO_SYNC_UNICAST_BLOCK) << 8;
+  runtime::san::Clock m = aic.sync.Epoch(kMTE2);
+  cross.Set(aic.sync, 60, kMTE2, (16 + 4) | unicast);
+  cross.Wait(aiv0.sync, 6, 4 | unicast);
+  cross.Wait(aiv1.sync, 6, 4 | unicast);
+  EXPECT_FALSE(aiv0.sync.ClockOf(6).Knows(ThreadOf(0, kMTE2), m));
+  EXPECT_TRUE(aiv1.sync.ClockOf(6).Knows(ThreadOf(0, kMTE2), m));
   Findings by_slot[3];
   cross.Finish(by_slot);  // AIV 1 never took the AIC's event 0
   EXPECT_EQ(by_slot[0].size(), 1u);

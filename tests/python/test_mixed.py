@@ -258,7 +258,7 @@ def kernel_from_source(directory, src):
     ("pl.mutex.mutex_unlock(pipe=pl.PipeType.MTE2, mutex_id=40)",
      errors.ParserTypeError, "pl.system.mutex_unlock(): mutex_id=40 is out of range [0, 31]"),
     ("pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id=16)",
-     errors.ParserTypeError, "pl.system.set_cross_core(): event_id=16 is out of range [0, 15]"),
+     errors.ParserTypeError, "pl.system.set_cross_core(sync_mode=pl.CrossCoreSyncMode.INTRA_BLOCK): event_id=16 is out of range [0, 15]"),
     ("pl.system.sync_src(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3)",
      errors.ParserTypeError, "pl.system.sync_src() is missing its 'event_id' keyword"),
     ("pl.system.sync_src(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.V, event_id=1)",
@@ -387,3 +387,124 @@ def test_pto_assert_loc_prefixes_the_message_with_file_and_line():
         sync()
     line = line_of(checked_loc.fn, "loc=True")
     assert str(info.value).endswith(f"assertion failed: {info.value.source_file}:{line}: block 1")
+
+
+# ---- the sync modes within a block: UNICAST_BLOCK and INTER_SUBBLOCK ----
+
+@pl.jit
+def unicast_to_aiv1(x: pl.Tensor[[16, 16], pl.DT_FP32], out: pl.Tensor[[2, 16, 16], pl.DT_FP32]):
+    """The AIC signals AIV 1 alone (its event 16 + 3 is AIV 1's event 3); AIV 1 answers on its event 5,
+    which the AIC waits for as 16 + 5. AIV 0 takes no part and writes its marker at once."""
+    t = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0)
+    with pl.section_cube():
+        pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id=16 + 3, sync_mode=pl.CrossCoreSyncMode.UNICAST_BLOCK)
+        pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=16 + 5, sync_mode=pl.CrossCoreSyncMode.UNICAST_BLOCK)
+    with pl.section_vector():
+        sub = pl.get_subblock_idx()
+        if sub == 1:
+            pl.system.wait_cross_core(pipe=pl.PipeType.MTE2, event_id=3, sync_mode=pl.CrossCoreSyncMode.UNICAST_BLOCK)
+        pl.load(t, x, [0, 0])
+        pl.system.bar_all()
+        pl.adds(t, t, sub * 1.0)
+        pl.system.bar_all()
+        pl.store(out, t, [sub, 0, 0])
+        if sub == 1:
+            pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=5, sync_mode=pl.CrossCoreSyncMode.UNICAST_BLOCK)
+
+
+@pl.jit
+def subblock_relay(x: pl.Tensor[[16, 16], pl.DT_FP32], mid: pl.Tensor[[16, 16], pl.DT_FP32],
+                   out: pl.Tensor[[16, 16], pl.DT_FP32]):
+    """AIV 0 writes mid = 2 x through GM and signals AIV 1 (INTER_SUBBLOCK), which reads it back and
+    writes out = mid + 1: a hand-over between the two vector cores of one block."""
+    t = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0)
+    with pl.section_cube():
+        pass
+    with pl.section_vector():
+        if pl.get_subblock_idx() == 0:
+            pl.load(t, x, [0, 0])
+            pl.system.bar_all()
+            pl.muls(t, t, 2.0)
+            pl.system.bar_all()
+            pl.store(mid, t, [0, 0])
+            pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=7,
+                                     sync_mode=pl.CrossCoreSyncMode.INTER_SUBBLOCK)
+        else:
+            pl.system.wait_cross_core(pipe=pl.PipeType.MTE2, event_id=7,
+                                      sync_mode=pl.CrossCoreSyncMode.INTER_SUBBLOCK)
+            pl.load(t, mid, [0, 0])
+            pl.system.bar_all()
+            pl.adds(t, t, 1.0)
+            pl.system.bar_all()
+            pl.store(out, t, [0, 0])
+
+
+@pytest.mark.parametrize("sanitizer", [False, True], ids=["plain", "sanitizer"])
+def test_unicast_and_inter_subblock_flags(sanitizer):
+    x = torch.randn(16, 16)
+    out = torch.zeros(2, 16, 16)
+    kernel = unicast_to_aiv1 if not sanitizer else pl.jit(unicast_to_aiv1.fn, sanitizer=True)
+    kernel[None, 1](x, out)
+    mid, out2 = torch.zeros(16, 16), torch.zeros(16, 16)
+    relay = subblock_relay if not sanitizer else pl.jit(subblock_relay.fn, sanitizer=True)
+    relay[None, 3](x, mid, out2)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(out[0], x) and torch.equal(out[1], x + 1)
+    assert torch.equal(out2, 2 * x + 1)
+
+
+def test_sanitizer_finds_an_inter_subblock_hand_over_without_its_flag():
+    @pl.jit(sanitizer=True)
+    def unsynchronised(x: pl.Tensor[[16, 16], pl.DT_FP32], mid: pl.Tensor[[16, 16], pl.DT_FP32]):
+        t = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0)
+        with pl.section_cube():
+            pass
+        with pl.section_vector():
+            if pl.get_subblock_idx() == 0:
+                pl.load(t, x, [0, 0])
+                pl.system.bar_all()
+                pl.store(mid, t, [0, 0])
+            else:
+                pl.load(t, mid, [0, 0])  # RACE: nothing orders it after AIV 0's store
+
+    unsynchronised[None, 1](torch.randn(16, 16), torch.zeros(16, 16))
+    with pytest.raises(pypto_pro.SanitizerError, match="PIPE_RACE"):
+        pypto_pro.runtime.synchronize()
+
+
+def test_a_unicast_wait_for_the_other_aiv_deadlocks_naming_it():
+    @pl.jit
+    def wrong_aiv(x: pl.Tensor[[16, 16], pl.DT_FP32]):
+        with pl.section_cube():
+            pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=16 + 2,
+                                      sync_mode=pl.CrossCoreSyncMode.UNICAST_BLOCK)  # AIV 1's event 2
+        with pl.section_vector():
+            if pl.get_subblock_idx() == 0:
+                pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=2,
+                                         sync_mode=pl.CrossCoreSyncMode.UNICAST_BLOCK)
+
+    wrong_aiv[None, 1](torch.zeros(16, 16))
+    with pytest.raises(pypto_pro.KernelDeadlock, match="waits for AIV 1 to set event 2"):
+        pypto_pro.runtime.synchronize()
+
+
+def test_sync_mode_misuse_is_refused():
+    @pl.jit
+    def aic_subblock(x: pl.Tensor[[16, 16], pl.DT_FP32]):
+        with pl.section_cube():
+            pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id=1, sync_mode=pl.CrossCoreSyncMode.INTER_SUBBLOCK)
+        with pl.section_vector():
+            pass
+
+    aic_subblock[None, 1](torch.zeros(16, 16))
+    with pytest.raises(pypto_pro.KernelFault, match="INTER_SUBBLOCK pairs the two AIVs of a block; the AIC takes no"):
+        pypto_pro.runtime.synchronize()
+
+    def high_id(x: pl.Tensor[[16, 16], pl.DT_FP32]):
+        with pl.section_cube():
+            pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id=20)
+        with pl.section_vector():
+            pass
+
+    with pytest.raises(errors.ParserTypeError, match=r"event_id=20 is out of range \[0, 15\] \(ids 16..31 exist"):
+        pl.jit(high_id)[None, 1](torch.zeros(16, 16))
