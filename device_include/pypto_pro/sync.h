@@ -45,6 +45,35 @@ inline void mutex_unlock(CoreCtx&, int, int /*pipe*/, int /*mutex_id*/) {}
 template <int kPipe>
 inline void pipe_barrier(CoreCtx&, int) {}
 
+// pl.system.dcci: write back and invalidate the data cache. Host memory is coherent, so there is
+// nothing to write back; the offset is checked against the target like an element access.
+template <typename Container>
+inline void dcci(CoreCtx&, int, int /*cache_line*/, int /*dst*/, const Container&) {}
+
+template <typename T, int N>
+inline void dcci_at(CoreCtx& ctx, int line, int, int, const GmTensor<T, N>& gm, Idx<N> off) {
+  for (int i = 0; i < N; ++i) {
+    if (off.v[i] < 0 || off.v[i] >= gm.shape[i]) {
+      PtoFaultDetail d{};
+      d.op = "system.dcci";
+      d.message = "offset outside the tensor";
+      d.tensor = gm.name;
+      d.rank = N < PTO_FAULT_MAX_RANK ? N : PTO_FAULT_MAX_RANK;
+      for (int k = 0; k < d.rank; ++k) {
+        d.offsets[k] = off.v[k];
+        d.extent[k] = 1;
+        d.shape[k] = gm.shape[k];
+      }
+      Fault(ctx, line, d);
+    }
+  }
+}
+
+template <typename Container, typename Offset>
+inline void dcci_at(CoreCtx& ctx, int line, int, int, const Container& target, Offset linear) {
+  (void)getval(ctx, line, target, int64_t(linear));  // the bounds check of an element read
+}
+
 // pl.system.set_mm_layout_transform: the fixpipe's L0C read direction; the simulator's fixpipe reads
 // logical rows whichever it is.
 inline void set_mm_layout_transform(CoreCtx&, int, int /*enabled*/) {}

@@ -122,12 +122,15 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
       if (positional && by_keyword) Fail(ErrorKind::kType, span, callee + " got '" + std::string(k.name) + "' twice");
       if (it != rest.end() && !by_keyword) rest.erase(it);
       if (!positional && !by_keyword) continue;
-      if (by_keyword) {
+      if (by_keyword && it->second.kind == KwargValue::Kind::kInt) {
+        args.push_back(IntConst(it->second.i, span));  // a linear offset given as an int
+        rest.erase(it);
+      } else if (by_keyword) {
         if (it->second.kind != KwargValue::Kind::kExpr) {
           Fail(ErrorKind::kType, span, callee + ": '" + std::string(k.name) + "' must be " +
-                                           (FindOp(k.choices[0])->operands.back().kind == OperandKind::kOffsets
-                                                ? "a list of indices"
-                                                : "a tile"));
+                                           (FindOp(k.choices[0])->operands.back().kind == OperandKind::kTile
+                                                ? "a tile"
+                                                : "a list of indices"));
         }
         args.push_back(it->second.e);
         rest.erase(it);

@@ -106,6 +106,24 @@ void CheckWaitCrossCore(const StmtNode& call) {
   CheckCrossCoreMode(call);
 }
 
+// dcci's offset: a list of one entry per axis of a GM tensor, or a linear element offset (the only
+// form a Vec tile takes).
+void CheckDcci(const StmtNode& call) {
+  if (call.args.size() < 2) return;
+  const Expr &target = call.args[0], &offset = call.args[1];
+  const Span at = offset->span.valid() ? offset->span : call.span;
+  if (offset->kind != ExprKind::kTuple) return;
+  if (target->type.IsTile()) {
+    Fail(ErrorKind::kType, at, "pl.system.dcci: a Vec tile takes a linear element offset, not a list");
+  }
+  const size_t rank = target->type.tensor->dims.size();
+  if (offset->operands.size() != rank) {
+    Fail(ErrorKind::kType, at,
+         "pl.system.dcci: the offset list needs one entry per axis of tensor '" + target->var->name + "' (" +
+             std::to_string(rank) + "), got " + std::to_string(offset->operands.size()));
+  }
+}
+
 }  // namespace
 
 void AddSyncOps(std::vector<OpDef>& ops) {
@@ -159,6 +177,24 @@ void AddSyncOps(std::vector<OpDef>& ops) {
                         {}, "switch the fixpipe's L0C read direction (K-split accumulation with phase=)");
   layout.pipe = Pipe::kFIX;
   ops.push_back(layout);
+
+  // dcci: write back and invalidate the data cache over a GM tensor or Vec tile. Host memory is
+  // coherent, so only the target and offset are checked (a fault when the offset leaves the target).
+  const std::vector<KwargSpec> dcci_kwargs = {
+      KwargSpec{"cache_line", AttrKind::kEnum, 1, {"SINGLE_CACHE_LINE", "ENTIRE_DATA_CACHE"}},
+      KwargSpec{"dst", AttrKind::kEnum, 0, {"AUTO", "CACHELINE_OUT", "CACHELINE_UB", "CACHELINE_ALL", "CACHELINE_ATOMIC"}}};
+  OpDef dcci = SyncOp("system.dcci", "pto::dcci", dcci_kwargs, &CheckDcci, {},
+                      "write back and invalidate the data cache for a GM tensor or Vec tile (coherent here)");
+  dcci.operands = {{"target", OperandKind::kContainer, Access::kRead, kVecOnly}};
+  dcci.kwargs.insert(dcci.kwargs.begin(), KwargSpec{"offset", AttrKind::kOperand, -1, {"system.dcci_at"}});
+  ops.push_back(dcci);
+  OpDef dcci_at = dcci;
+  dcci_at.name = "system.dcci_at";
+  dcci_at.public_name = "system.dcci";
+  dcci_at.operands.push_back({"offset", OperandKind::kIndex, Access::kRead});
+  dcci_at.kwargs = dcci_kwargs;
+  dcci_at.device_fn = "pto::dcci_at";
+  ops.push_back(dcci_at);
 
   auto cross_core_kwargs = [] {
     // UNICAST_BLOCK's AIC ids reach 31 (CheckCrossCoreMode narrows the others to 0..15).

@@ -203,6 +203,13 @@ class Verifier : public IRVisitor {
         case OperandKind::kScalars:
           if (arg->kind != ExprKind::kTuple) Fail(ErrorKind::kType, span, name + " must be a list of scalars");
           break;
+        case OperandKind::kIndex:
+          if (arg->kind == ExprKind::kTuple) {
+            for (const Expr& item : arg->operands) RequireInt(item, span, name + " entry");
+          } else {
+            RequireInt(arg, span, name);
+          }
+          break;
         case OperandKind::kContainer:
           if (arg->type.IsTile()) {
             if (!(spec.memories & Bit(arg->type.tile->memory))) {

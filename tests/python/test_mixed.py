@@ -508,3 +508,41 @@ def test_sync_mode_misuse_is_refused():
 
     with pytest.raises(errors.ParserTypeError, match=r"event_id=20 is out of range \[0, 15\] \(ids 16..31 exist"):
         pl.jit(high_id)[None, 1](torch.zeros(16, 16))
+
+
+# ---- pl.system.dcci: coherent host memory, checked arguments ----
+
+@pl.jit
+def dcci_forms(x: pl.Tensor[[16, 16], pl.DT_FP32], out: pl.Tensor[[16, 16], pl.DT_FP32], i: pl.DT_INT32):
+    t = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0)
+    pl.system.dcci(x)
+    pl.system.dcci(x, [0, 0], cache_line=pl.CacheLine.SINGLE_CACHE_LINE, dst=pl.DcciDst.CACHELINE_OUT)
+    pl.system.dcci(x, i, cache_line=pl.CacheLine.ENTIRE_DATA_CACHE)
+    pl.load(t, x, [0, 0])
+    pl.system.bar_all()
+    pl.system.dcci(t, offset=3, dst=pl.DcciDst.CACHELINE_UB)
+    pl.store(out, t, [0, 0])
+
+
+def test_dcci_takes_every_documented_form_and_checks_its_offset():
+    x = torch.randn(16, 16)
+    out = torch.zeros(16, 16)
+    dcci_forms[None, 2](x, out, 255)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(out, x)
+    dcci_forms[None, 1](x, out, 256)  # a linear offset past the 256 elements
+    with pytest.raises(pypto_pro.KernelFault, match="element offset out of range"):
+        pypto_pro.runtime.synchronize()
+
+    def tile_list(x: pl.Tensor[[16, 16], pl.DT_FP32]):
+        t = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0)
+        pl.system.dcci(t, [0, 0])
+
+    with pytest.raises(errors.ParserTypeError, match="a Vec tile takes a linear element offset, not a list"):
+        pl.jit(tile_list)[None, 1](torch.zeros(16, 16))
+
+    def wrong_rank(x: pl.Tensor[[16, 16], pl.DT_FP32]):
+        pl.system.dcci(x, [0, 0, 0])
+
+    with pytest.raises(errors.ParserTypeError, match=r"needs one entry per axis of tensor 'x' \(2\), got 3"):
+        pl.jit(wrong_rank)[None, 1](torch.zeros(16, 16))

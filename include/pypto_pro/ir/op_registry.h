@@ -22,6 +22,7 @@ enum class OperandKind : uint8_t {
   kTiles,    // a tuple of tiles (auto_mutex locks the ids all of them carry)
   kScalars,  // a tuple of scalars of any type (pl.printf arguments)
   kContainer,  // a tile (of `memories`) or a GM tensor (pl.setval)
+  kIndex,      // an element offset: a list with one integer per tensor axis, or one linear integer
 };
 enum class Access : uint8_t { kRead, kWrite, kReadWrite };
 

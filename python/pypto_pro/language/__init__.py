@@ -13,8 +13,8 @@ from pypto_pro.language import pipeline, system
 from pypto_pro.language.builtins import top_level as _top_level
 from pypto_pro.language.jit import JitFunction, TilingKeyField, jit
 from pypto_pro.language.types import (DN, DTYPES, DYNAMIC, ND, NZ, STATIC, ZN, AccPhase, AccToVecMode, AtomicType,
-                                      CrossCoreSyncMode, DataType, FillPadMode, MemorySpace, PipeType, ReluPreMode,
-                                      RoundMode, STPhase, Tensor, TensorLayout, TileType)
+                                      CacheLine, CrossCoreSyncMode, DataType, DcciDst, FillPadMode, MemorySpace,
+                                      PipeType, ReluPreMode, RoundMode, STPhase, Tensor, TensorLayout, TileType)
 
 globals().update(_top_level())
 for _dtype in DTYPES.values():

@@ -81,6 +81,21 @@ class FillPadMode(enum.Enum):
     INPLACE = "INPLACE"
 
 
+class CacheLine(enum.Enum):
+    """pl.system.dcci(cache_line=): the 64-byte line of the address, or the whole data cache."""
+    SINGLE_CACHE_LINE = "SINGLE_CACHE_LINE"
+    ENTIRE_DATA_CACHE = "ENTIRE_DATA_CACHE"
+
+
+class DcciDst(enum.Enum):
+    """pl.system.dcci(dst=): which cache the operation targets."""
+    AUTO = "AUTO"
+    CACHELINE_OUT = "CACHELINE_OUT"
+    CACHELINE_UB = "CACHELINE_UB"
+    CACHELINE_ALL = "CACHELINE_ALL"
+    CACHELINE_ATOMIC = "CACHELINE_ATOMIC"
+
+
 class AccToVecMode(enum.Enum):
     """Which UB an Acc -> Vec move writes (pl.move(..., acc_to_vec_mode=))."""
     SingleModeVec0 = "SingleModeVec0"
