@@ -65,7 +65,11 @@ typedef struct PtoKernelDesc {
   PtoKernelEntry entry;
   /* Sanitizer mode: the report file each launch appends its findings to; NULL in a plain kernel. */
   const char* sanitizer_report;
+  uint32_t flags; /* PTO_KERNEL_FLAG_* */
 } PtoKernelDesc;
+
+/* The kernel calls pl.system.sync_all: every block of a launch must be resident at once. */
+#define PTO_KERNEL_FLAG_SYNC_ALL 1u
 
 /* ---- sanitizer mode (pl.jit(sanitizer=True)): what an instrumented kernel tells the runtime ---- */
 
@@ -146,6 +150,8 @@ typedef struct PtoRuntimeApi {
    * (PTO_PEER_*): where a data path that crosses cores (Acc -> Vec, Vec -> Mat) writes. NULL outside
    * mixed kernels. */
   uint8_t* (*peer_memory)(struct PtoCoreCtx* ctx, int32_t peer, int32_t memory);
+  /* pl.system.sync_all: suspends the core until every block of the launch has reached it. */
+  void (*sync_all)(struct PtoCoreCtx* ctx, int32_t line);
 } PtoRuntimeApi;
 
 /* Every stream object the runtime hands to call_kernel starts with this header. */

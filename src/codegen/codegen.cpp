@@ -80,6 +80,14 @@ class KernelWriter {
     });
   }
 
+  bool UsesSyncAll() const {
+    bool found = false;
+    ForEachStmt(func_.body, [&](const StmtNode& s) {
+      found = found || (s.kind == StmtKind::kOp && s.op->name == "system.sync_all");
+    });
+    return found;
+  }
+
   bool IsParam(const Var& v) const {
     for (const Var& p : func_.params) {
       if (p->id == v->id) return true;
@@ -473,8 +481,9 @@ class KernelWriter {
     }
     os << decls.str() << body_.str() << "}\n\n";
     os << "const PtoKernelDesc kKernelDesc = {PTO_ABI_VERSION, " << KindConstant(kind_) << ", " << CString(func_.name)
-       << ", " << CString(func_.source_file) << ", " << CString(std::string(arch_.name)) << ", &KernelEntry"
-       << (sanitize_ ? ", " + CString(report_) : "") << "};\n\n";
+       << ", " << CString(func_.source_file) << ", " << CString(std::string(arch_.name)) << ", &KernelEntry, "
+       << (sanitize_ ? CString(report_) : "nullptr") << ", " << (UsesSyncAll() ? "PTO_KERNEL_FLAG_SYNC_ALL" : "0u")
+       << "};\n\n";
     os << "}  // namespace\n";
     return os.str();
   }

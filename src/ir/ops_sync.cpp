@@ -124,6 +124,14 @@ void CheckDcci(const StmtNode& call) {
   }
 }
 
+void CheckSyncAll(const StmtNode& call) {
+  if (AttrValue(call, "mode") == 1) {
+    Fail(ErrorKind::kUnsupported, call.span,
+         "pl.system.sync_all(mode=pl.SyncAllMode.SOFT) (a barrier through a GM workspace) is not implemented yet; "
+         "mode=pl.SyncAllMode.HARD is");
+  }
+}
+
 }  // namespace
 
 void AddSyncOps(std::vector<OpDef>& ops) {
@@ -195,6 +203,14 @@ void AddSyncOps(std::vector<OpDef>& ops) {
   dcci_at.kwargs = dcci_kwargs;
   dcci_at.device_fn = "pto::dcci_at";
   ops.push_back(dcci_at);
+
+  // sync_all: HARD mode (the FFTS barrier; SOFT's GM workspace protocol is planned). core_type must
+  // match the kernel (the verifier); in a mixed kernel it is planned.
+  OpDef sync_all = SyncOp("system.sync_all", "pto::sync_all",
+                          {KwargSpec{"core_type", AttrKind::kEnum, 2, {"AIV_ONLY", "AIC_ONLY", "MIX"}},
+                           KwargSpec{"mode", AttrKind::kEnum, 0, {"HARD", "SOFT"}}},
+                          &CheckSyncAll, {}, "a barrier of every block of the launch");
+  ops.push_back(sync_all);
 
   auto cross_core_kwargs = [] {
     // UNICAST_BLOCK's AIC ids reach 31 (CheckCrossCoreMode narrows the others to 0..15).

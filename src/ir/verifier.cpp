@@ -60,6 +60,7 @@ class Verifier : public IRVisitor {
     Visit(func_.body);
     CheckSectionPlacement();
     CheckCrossCoreSync();
+    CheckSyncAll();
   }
 
  private:
@@ -434,6 +435,31 @@ class Verifier : public IRVisitor {
          "pl." + std::string(first->op->name) + " synchronises the cube and vector cores of a mixed kernel, but '" +
              func_.name + "' is a " + Name(kind) + " kernel",
          "a kernel with both 'with pl.section_cube():' and 'with pl.section_vector():' runs 1 AIC + 2 AIV per block");
+  }
+
+  // sync_all's core_type names the cores the kernel runs on; in a mixed kernel it is not built yet.
+  void CheckSyncAll() {
+    const KernelKind kind = KernelKindOf(func_);
+    ForEachStmt(func_.body, [&](const StmtNode& s) {
+      if (s.kind != StmtKind::kOp || s.op->name != "system.sync_all") return;
+      int64_t core_type = 2;
+      for (const Attr& a : s.attrs) {
+        if (a.name == "core_type") core_type = a.value;
+      }
+      if (kind == KernelKind::kMixed) {
+        Fail(ErrorKind::kUnsupported, s.span,
+             "pl.system.sync_all in a mixed kernel is not implemented yet; vector-only (AIV_ONLY) and cube-only "
+             "(AIC_ONLY) kernels have it");
+      }
+      const int64_t want = kind == KernelKind::kVector ? 0 : 1;
+      if (core_type != want) {
+        static const char* const kTypes[] = {"AIV_ONLY", "AIC_ONLY", "MIX"};
+        Fail(ErrorKind::kValue, s.span,
+             "pl.system.sync_all(core_type=pl.SyncCoreType." + std::string(kTypes[core_type]) + ") in '" +
+                 func_.name + "', a " + Name(kind) + " kernel: its barrier would wait for cores that never reach "
+                 "it (the NPU hangs); use core_type=pl.SyncCoreType." + kTypes[want]);
+      }
+    });
   }
 
   const Function& func_;

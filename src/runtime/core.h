@@ -11,6 +11,7 @@
 namespace pypto_pro::runtime {
 
 class MixedBlock;
+class ResidentLaunch;
 struct LaunchControl;
 namespace san {
 struct CoreState;
@@ -24,6 +25,7 @@ struct Core {
   KernelOutput output;          // pl.printf text of this core not printed yet
   san::CoreState* sanitizer = nullptr;  // sanitizer mode: this core's checks (sanitizer.h)
   LaunchControl* control = nullptr;     // what can stop the launch (launch_control.h); may be null
+  ResidentLaunch* resident = nullptr;   // a launch whose blocks are all resident (pl.system.sync_all)
 };
 
 inline Core& CoreOf(PtoCoreCtx* ctx) { return *static_cast<Core*>(ctx->runtime); }

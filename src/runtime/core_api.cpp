@@ -5,6 +5,7 @@
 #include "core.h"
 #include "launch_control.h"
 #include "mixed_block.h"
+#include "resident_launch.h"
 #include "sanitizer.h"
 
 namespace pypto_pro::runtime {
@@ -75,11 +76,17 @@ uint8_t* PeerMemoryCallback(PtoCoreCtx* ctx, int32_t peer, int32_t memory) {
 
 int64_t SubmitUnavailable(void*, const PtoKernelDesc*, const void*, uint32_t, uint32_t) { return -1; }
 
+void SyncAllCallback(PtoCoreCtx* ctx, int32_t line) {
+  Core& core = CoreOf(ctx);
+  if (!core.resident) AbortCore(*ctx, line, "system.sync_all", "internal error: the launch is not resident");
+  core.resident->SyncAll(*ctx, line);
+}
+
 // Cores cannot launch kernels.
 const PtoRuntimeApi kCoreApi = {PTO_ABI_VERSION,     &SubmitUnavailable,    &FaultCallback,
                                 &PrintCallback,      &AssertCallback,       &SetCrossCoreCallback,
                                 &WaitCrossCoreCallback, &kSanitizerApi, &PollCallback,
-                                &PeerMemoryCallback};
+                                &PeerMemoryCallback, &SyncAllCallback};
 
 }  // namespace
 

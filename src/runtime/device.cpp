@@ -12,6 +12,7 @@
 #include "core.h"
 #include "launch_control.h"
 #include "mixed_block.h"
+#include "resident_launch.h"
 #include "pypto_pro/runtime/spin.h"
 #include "pypto_pro/support/arch.h"
 #include "pypto_pro/support/config.h"
@@ -182,6 +183,18 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
   // Exactly block_dim blocks, never truncated: more blocks than the arch has cores run in waves, as
   // on the hardware (the host threads claim blocks until none are left).
   const int blocks = int(std::max<uint32_t>(block_dim, 1));
+  if (desc.flags & PTO_KERNEL_FLAG_SYNC_ALL) {
+    // pl.system.sync_all: every block resident at once, as fibers of this thread.
+    const ArchModel* arch = FindArch(desc.arch ? desc.arch : "");
+    SanitizerLaunch sanitizer(desc, args);
+    std::optional<FaultInfo> result =
+        ResidentLaunch::ForThisThread().Run(desc, args, arch ? *arch : DefaultArch(), blocks, control);
+    if (result) {
+      result->kernel = desc.name ? desc.name : "?";
+      result->source_file = desc.source_file ? desc.source_file : "?";
+    }
+    return sanitizer.Finish(std::move(result));
+  }
   const bool may_share = blocks > 1 && num_threads_ > 1;
   Job local;
   Job* job = &local;

@@ -42,7 +42,7 @@ int64_t SubmitThunk(void* stream, const PtoKernelDesc* desc, const void* args, u
 
 // call_kernel only submits; the callbacks of running cores come with PtoCoreCtx::api.
 const PtoRuntimeApi kStreamApi = {PTO_ABI_VERSION, &SubmitThunk, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                  nullptr,         nullptr,      nullptr};
+                                  nullptr,         nullptr,      nullptr, nullptr};
 
 int64_t SubmitThunk(void* stream, const PtoKernelDesc* desc, const void* args, uint32_t args_size,
                     uint32_t block_dim) {

@@ -546,3 +546,89 @@ def test_dcci_takes_every_documented_form_and_checks_its_offset():
 
     with pytest.raises(errors.ParserTypeError, match=r"needs one entry per axis of tensor 'x' \(2\), got 3"):
         pl.jit(wrong_rank)[None, 1](torch.zeros(16, 16))
+
+
+# ---- pl.system.sync_all: every block of the launch resident at once ----
+
+@pl.jit
+def rotate_rows(x: pl.Tensor[[pl.DYNAMIC, 64], pl.DT_FP32], mid: pl.Tensor[[pl.DYNAMIC, 64], pl.DT_FP32],
+                out: pl.Tensor[[pl.DYNAMIC, 64], pl.DT_FP32]):
+    """Phase 1: block b writes mid[b] = 2 x[b]. Phase 2, after the barrier: out[b] = mid[b + 1] + 1,
+    a row another block wrote; without the barrier that row may not be there yet."""
+    t = pl.make_tile(pl.TileType(shape=[1, 64], dtype=pl.DT_FP32), addr=0)
+    b = pl.get_block_idx()
+    n = pl.get_block_num()
+    with pl.section_vector():
+        pl.load(t, x, [b, 0])
+        pl.system.bar_all()
+        pl.muls(t, t, 2.0)
+        pl.system.bar_all()
+        pl.store(mid, t, [b, 0])
+        pl.system.bar_all()  # the store is done (the barrier orders cores, not the pipes of one)
+        pl.system.sync_all(mode=pl.SyncAllMode.HARD, core_type=pl.SyncCoreType.AIV_ONLY)
+        pl.load(t, mid, [(b + 1) % n, 0])
+        pl.system.bar_all()
+        pl.adds(t, t, 1.0)
+        pl.system.bar_all()
+        pl.store(out, t, [b, 0])
+
+
+@pytest.mark.parametrize("blocks, sanitizer", [(1, False), (8, False), (64, False), (8, True)])
+def test_sync_all_is_a_barrier_of_every_block(blocks, sanitizer):
+    x = torch.randn(blocks, 64)
+    mid, out = torch.zeros(blocks, 64), torch.zeros(blocks, 64)
+    kernel = rotate_rows if not sanitizer else pl.jit(rotate_rows.fn, sanitizer=True)
+    kernel[None, blocks](x, mid, out)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(out, 2 * torch.roll(x, -1, dims=0) + 1)
+
+
+def test_sync_all_with_more_blocks_than_cores_is_refused_and_the_stream_goes_on():
+    x = torch.randn(65, 64)
+    rotate_rows[None, 65](x, torch.zeros(65, 64), torch.zeros(65, 64))
+    with pytest.raises(pypto_pro.KernelFault, match="needs every block of the launch resident at once, and a5 has "
+                                                    "64 AIVs for block_dim 65"):
+        pypto_pro.runtime.synchronize()
+    out = torch.zeros(4, 64)
+    rotate_rows[None, 4](x[:4], torch.zeros(4, 64), out)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(out, 2 * torch.roll(x[:4], -1, dims=0) + 1)
+
+
+def test_a_block_that_skips_sync_all_deadlocks_the_others():
+    @pl.jit
+    def skipping(x: pl.Tensor[[8, 64], pl.DT_FP32]):
+        with pl.section_vector():
+            if pl.get_block_idx() != 3:
+                pl.system.sync_all(core_type=pl.SyncCoreType.AIV_ONLY)
+
+    skipping[None, 8](torch.zeros(8, 64))
+    with pytest.raises(pypto_pro.KernelDeadlock, match=r"7 of 8 blocks wait at pl.system.sync_all \(.*\) for "
+                                                       r"block\(s\) 3, which ended without reaching it"):
+        pypto_pro.runtime.synchronize()
+
+
+def test_sync_all_misuse_is_refused():
+    def mix_in_vector(x: pl.Tensor[[8, 64], pl.DT_FP32]):
+        with pl.section_vector():
+            pl.system.sync_all()  # core_type=MIX by default
+
+    with pytest.raises(errors.ParserValueError, match=r"core_type=pl.SyncCoreType.MIX\) in 'mix_in_vector', a "
+                                                      r"vector kernel.*use core_type=pl.SyncCoreType.AIV_ONLY"):
+        pl.jit(mix_in_vector)[None, 1](torch.zeros(8, 64))
+
+    def soft(x: pl.Tensor[[8, 64], pl.DT_FP32]):
+        with pl.section_vector():
+            pl.system.sync_all(mode=pl.SyncAllMode.SOFT, core_type=pl.SyncCoreType.AIV_ONLY)
+
+    with pytest.raises(errors.UnsupportedFeatureError, match="mode=pl.SyncAllMode.SOFT"):
+        pl.jit(soft)[None, 1](torch.zeros(8, 64))
+
+    def mixed(x: pl.Tensor[[8, 64], pl.DT_FP32]):
+        with pl.section_cube():
+            pl.system.sync_all()
+        with pl.section_vector():
+            pl.system.sync_all()
+
+    with pytest.raises(errors.UnsupportedFeatureError, match="sync_all in a mixed kernel is not implemented yet"):
+        pl.jit(mixed)[None, 1](torch.zeros(8, 64))

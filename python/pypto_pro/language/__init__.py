@@ -14,7 +14,8 @@ from pypto_pro.language.builtins import top_level as _top_level
 from pypto_pro.language.jit import JitFunction, TilingKeyField, jit
 from pypto_pro.language.types import (DN, DTYPES, DYNAMIC, ND, NZ, STATIC, ZN, AccPhase, AccToVecMode, AtomicType,
                                       CacheLine, CrossCoreSyncMode, DataType, DcciDst, FillPadMode, MemorySpace,
-                                      PipeType, ReluPreMode, RoundMode, STPhase, Tensor, TensorLayout, TileType)
+                                      PipeType, ReluPreMode, RoundMode, STPhase, SyncAllMode, SyncCoreType, Tensor,
+                                      TensorLayout, TileType)
 
 globals().update(_top_level())
 for _dtype in DTYPES.values():

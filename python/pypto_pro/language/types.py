@@ -81,6 +81,19 @@ class FillPadMode(enum.Enum):
     INPLACE = "INPLACE"
 
 
+class SyncCoreType(enum.Enum):
+    """pl.system.sync_all(core_type=): which cores the barrier holds."""
+    AIV_ONLY = "AIV_ONLY"
+    AIC_ONLY = "AIC_ONLY"
+    MIX = "MIX"
+
+
+class SyncAllMode(enum.Enum):
+    """pl.system.sync_all(mode=): the hardware barrier (HARD) or one through a GM workspace (SOFT)."""
+    HARD = "HARD"
+    SOFT = "SOFT"
+
+
 class CacheLine(enum.Enum):
     """pl.system.dcci(cache_line=): the 64-byte line of the address, or the whole data cache."""
     SINGLE_CACHE_LINE = "SINGLE_CACHE_LINE"
