@@ -17,6 +17,19 @@ void CheckValidShape(const StmtNode& call) {
   }
 }
 
+// setval writes at a linear offset, which counts in fractal order in an NZ/ZN tile (not modelled).
+void CheckSetval(const StmtNode& call) {
+  const Expr& container = call.args[0];
+  if (!container->type.IsTile()) return;
+  const Layout layout = container->type.tile->layout;
+  if (layout == Layout::kNZ || layout == Layout::kZN) {
+    Fail(ErrorKind::kUnsupported, OperandSpan(call, 0),
+         "pl.setval on the " + std::string(Name(layout)) + " tile '" + container->var->name +
+             "' is not implemented yet: a linear offset counts in the tile's fractal byte order on the NPU, which "
+             "the simulator does not model (docs/device.md#cube-layouts)");
+  }
+}
+
 }  // namespace
 
 void AddTileOps(std::vector<OpDef>& ops) {
@@ -30,12 +43,14 @@ void AddTileOps(std::vector<OpDef>& ops) {
   valid_shape.sync = {SyncEvent::kValidShape};
   valid_shape.per_slot = true;
   ops.push_back(valid_shape);
-  ops.push_back(OpDef{"setval", Pipe::kS, PipeRule::kFixed, WindowRule::kElement,
-                      {{"container", OperandKind::kContainer, Access::kWrite, kVecOnly},
-                       {"offset", OperandKind::kScalar, Access::kRead},
-                       {"value", OperandKind::kScalar, Access::kRead}},
-                      false, kNumericDTypes, "", "pto::setval", {},
-                      "container[offset] = value (a linear element offset into a Vec tile or GM tensor)"});
+  OpDef setval{"setval", Pipe::kS, PipeRule::kFixed, WindowRule::kElement,
+               {{"container", OperandKind::kContainer, Access::kWrite, kVecOnly},
+                {"offset", OperandKind::kScalar, Access::kRead},
+                {"value", OperandKind::kScalar, Access::kRead}},
+               false, kNumericDTypes, "", "pto::setval", {},
+               "container[offset] = value (a linear element offset into a Vec tile or GM tensor)"};
+  setval.check = &CheckSetval;
+  ops.push_back(setval);
 }
 
 }  // namespace pypto_pro::ir

@@ -218,3 +218,20 @@ def test_subview_misuse_is_refused():
     runtime_out_of_shape[None, 1](torch.zeros(16, 32), 14)
     with pytest.raises(errors.KernelFault, match="the slice leaves the tile's shape"):
         sync()
+
+
+def test_element_access_to_a_fractal_tile_is_refused():
+    def read_nz(x: pl.Tensor[[16, 16], pl.DT_FP32]):
+        t = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, layout=pl.NZ), addr=0)
+        v = t[0, 1]
+        pl.setval(x, 0, v)
+
+    with pytest.raises(errors.UnsupportedFeatureError, match="element access to the NZ tile 't' is not implemented"):
+        pl.jit(read_nz)[None, 1](torch.zeros(16, 16))
+
+    def write_nz(x: pl.Tensor[[16, 16], pl.DT_FP32]):
+        t = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, layout=pl.NZ), addr=0)
+        pl.setval(t, 3, 1.0)
+
+    with pytest.raises(errors.UnsupportedFeatureError, match="pl.setval on the NZ tile 't' is not implemented yet"):
+        pl.jit(write_nz)[None, 1](torch.zeros(16, 16))
