@@ -267,4 +267,60 @@ inline void store_tile(CoreCtx& ctx, int line, int relu_pre_mode, int64_t scale,
   UnitFlagDone(ctx, phase, 0);
 }
 
+// store(..., scale=<Scaling tile>): the fixpipe's per-channel path. Column c of the window is
+// multiplied by the fp32 factor in the low 32 bits of the tile's element c (the rest must be 0), then
+// converted like a scaled store.
+namespace detail {
+
+template <typename TileT, typename T, int N, typename TS>
+inline void StorePerChannel(CoreCtx& ctx, int line, const char* op, T* to, const GmTensor<T, N>& dst, const TileT& src,
+                            Axes axes, const TS& scaling, bool atomic) {
+  const int64_t rows = src.valid_rows, cols = src.valid_cols;
+  if (__builtin_expect(cols > scaling.valid_cols, 0)) {
+    Fault(ctx, line, op, "the per-channel Scaling tile has fewer factors than the window has columns");
+  }
+  float factors[TS::kCols];
+  for (int64_t c = 0; c < cols; ++c) {
+    const uint64_t word = uint64_t(scaling.data[c]);
+    if (__builtin_expect(word >> 32, 0)) {
+      Fault(ctx, line, op, "a per-channel factor has bits above its low 32 set (offset and sign fields of the "
+                           "quantisation word are not implemented)");
+    }
+    factors[c] = BitsFloat(uint32_t(word));
+  }
+  const int64_t row_step = axes.rows >= 0 ? dst.stride[axes.rows] : 0, col_step = dst.stride[axes.cols];
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      const T out = FixpipeElem<T>(src.data[r * TileT::kCols + c], Fixpipe{false, true, factors[c]});
+      T* at = to + r * row_step + c * col_step;
+      if (atomic) {
+        AtomicAdd(at, out);
+      } else {
+        *at = out;
+      }
+    }
+  }
+}
+
+}  // namespace detail
+
+template <typename TileT, typename T, int N, typename TS>
+inline void store_fp(CoreCtx& ctx, int line, int /*relu_pre_mode: excluded*/, int order, int atomic,
+                     int /*phase: excluded*/, const GmTensor<T, N>& dst, const TileT& src, Idx<N> offsets,
+                     const TS& scaling) {
+  const detail::Axes axes = detail::DecodeOrder<N>(order);
+  T* to = detail::CheckedWindow(ctx, line, "store", src, dst, offsets, axes);
+  detail::StorePerChannel(ctx, line, "store", to, dst, src, axes, scaling, atomic == 1);
+}
+
+template <typename TileT, typename T, int N, typename TS>
+inline void store_tile_fp(CoreCtx& ctx, int line, int /*relu_pre_mode: excluded*/, int order, int atomic,
+                          int /*phase: excluded*/, const GmTensor<T, N>& dst, const TileT& src, Idx<N> tile_idx,
+                          const TS& scaling) {
+  const detail::Axes axes = detail::DecodeOrder<N>(order);
+  Idx<N> offsets = detail::TileOffsets<TileT>(tile_idx, axes);
+  T* to = detail::CheckedWindow(ctx, line, "store_tile", src, dst, offsets, axes);
+  detail::StorePerChannel(ctx, line, "store_tile", to, dst, src, axes, scaling, atomic == 1);
+}
+
 }  // namespace pto

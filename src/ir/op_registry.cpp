@@ -34,6 +34,7 @@ Pipe OpDef::PipeFor(const std::vector<MemorySpace>& mems) const {
       if (mems.size() < 2) return pipe;
       MemorySpace dst = mems[0], src = mems[1];
       if (src == MemorySpace::kAcc) return Pipe::kFIX;
+      if (src == MemorySpace::kMat && dst == MemorySpace::kScaling) return Pipe::kFIX;  // the fixpipe's table
       if (src == MemorySpace::kVec && IsCubeMemory(dst)) return Pipe::kMTE3;
       if (src == MemorySpace::kMat && dst == MemorySpace::kVec) return Pipe::kV;
       if (src == MemorySpace::kMat) return Pipe::kMTE1;
@@ -112,6 +113,17 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
 
   // Keywords that choose another op: dispatch values (sum(..., dim=1)) and optional operands.
   std::map<std::string, KwargValue> rest = kwargs;
+  // A number option whose tile form is another op (store's scale= given a Scaling tile: the
+  // per-channel path), the tile appended as its last operand.
+  for (const KwargSpec& k : op->kwargs) {
+    if (k.kind != AttrKind::kFloat || k.choices.empty()) continue;
+    auto it = rest.find(std::string(k.name));
+    if (it == rest.end() || it->second.kind != KwargValue::Kind::kExpr || !it->second.e->type.IsTile()) continue;
+    args.push_back(it->second.e);
+    rest.erase(it);
+    op = FindOp(k.choices[0]);
+    break;
+  }
   for (const KwargSpec& k : op->kwargs) {
     if (k.kind != AttrKind::kDispatch && k.kind != AttrKind::kOperand) continue;
     auto it = rest.find(std::string(k.name));

@@ -22,7 +22,10 @@ int64_t AttrValue(const StmtNode& call, std::string_view name, int64_t fallback)
 
 // The fixpipe options a statement sets: relu_pre_mode=NormalRelu, scale= (-1: not given).
 bool HasRelu(const StmtNode& call) { return AttrValue(call, "relu_pre_mode", 0) > 0; }
-bool HasScale(const StmtNode& call) { return AttrValue(call, "scale", -1) >= 0; }
+// A compile-time scale=, or a per-channel one (store_fp: the Scaling tile is the 4th operand).
+bool HasScale(const StmtNode& call) {
+  return AttrValue(call, "scale", -1) >= 0 || (call.args.size() == 4 && call.args[3]->type.IsTile());
+}
 
 // The dtypes the fixpipe writes an accumulator as: fp32 as fp32, fp16 or bf16 (rounded to nearest
 // even), or int8 with a quantising scale=; int32 as int32, or with a dequantising scale= as fp16,
@@ -104,7 +107,7 @@ void CheckStore(const StmtNode& call) {
 
 bool IsPath(const TileType& src, const TileType& dst) {
   const bool to_l0 = Is(dst, MemorySpace::kLeft) || Is(dst, MemorySpace::kRight) || Is(dst, MemorySpace::kBias);
-  return (Is(src, MemorySpace::kMat) && (to_l0 || Is(dst, MemorySpace::kVec))) ||
+  return (Is(src, MemorySpace::kMat) && (to_l0 || Is(dst, MemorySpace::kVec) || Is(dst, MemorySpace::kScaling))) ||
          (Is(src, MemorySpace::kAcc) && Is(dst, MemorySpace::kVec)) ||
          (Is(src, MemorySpace::kVec) && (Is(dst, MemorySpace::kMat) || Is(dst, MemorySpace::kVec)));
 }
@@ -165,7 +168,7 @@ void CheckMove(const StmtNode& call) {
   if (!IsPath(src, dst)) {
     Fail(ErrorKind::kType, call.span,
          what + "there is no data path from " + std::string(Name(src.memory)) + " to " +
-             std::string(Name(dst.memory)) + "; moves go Mat -> Left/Right/Bias/Vec, Acc -> Vec, Vec -> Mat/Vec");
+             std::string(Name(dst.memory)) + "; moves go Mat -> Left/Right/Bias/Scaling/Vec, Acc -> Vec, Vec -> Mat/Vec");
   }
   CheckFixpipeOptions(call, src, "moves from Acc tiles (Acc -> Vec)");
   if (Is(src, MemorySpace::kAcc)) {
@@ -185,6 +188,10 @@ void CheckMove(const StmtNode& call) {
                std::string(Name(dst.memory)) + " writes " + allowed + ", not " + std::string(Name(dst.dtype)));
     }
   }
+  if (Is(dst, MemorySpace::kScaling) && (dst.Rows() != 1 || dst.Cols() % 16 != 0 || dst.Cols() > 512)) {
+    Fail(ErrorKind::kType, OperandSpan(call, 0),
+         what + "a Scaling tile is [1, N] with N a multiple of 16 up to 512: 'dst_tile' is " + ShapeText(dst));
+  }
   if (Is(dst, MemorySpace::kBias) && dst.Rows() != 1) {
     Fail(ErrorKind::kType, OperandSpan(call, 0),
          what + "the bias table holds one row: 'dst_tile' is " + ShapeText(dst));
@@ -201,8 +208,12 @@ void CheckMove(const StmtNode& call) {
 KwargSpec ReluPreMode() {
   return KwargSpec{"relu_pre_mode", AttrKind::kEnum, 0, {"NoRelu", "NormalRelu"}};
 }
-// The fixpipe's per-tensor quantisation factor (-1: none).
-KwargSpec Scale() { return KwargSpec{"scale", AttrKind::kFloat, -1, {}}; }
+// The fixpipe's per-tensor quantisation factor (-1: none); `tile_form`: the op a Scaling tile selects.
+KwargSpec Scale(std::string_view tile_form = {}) {
+  KwargSpec k{"scale", AttrKind::kFloat, -1, {}};
+  if (!tile_form.empty()) k.choices = {tile_form};
+  return k;
+}
 
 OpDef Transfer(std::string_view name, bool is_load, bool by_tile_index, std::string_view device_fn,
                std::string_view doc) {
@@ -219,13 +230,50 @@ OpDef Transfer(std::string_view name, bool is_load, bool by_tile_index, std::str
     op.operands = {{"dst_tensor", OperandKind::kTensor, Access::kWrite},
                    {"src_tile", OperandKind::kTile, Access::kRead, kStoreSrc, kAllSupportedDTypes},
                    {index_name, OperandKind::kOffsets, Access::kRead}};
-    op.kwargs = {ReluPreMode(), Scale(), KwargSpec{"order", AttrKind::kAxes, -1, {}},
+    op.kwargs = {ReluPreMode(), Scale(std::string(name) == "store" ? "store_fp" : "store_tile_fp"),
+                 KwargSpec{"order", AttrKind::kAxes, -1, {}},
                  KwargSpec{"atomic", AttrKind::kEnum, 0, {"AtomicNone", "AtomicAdd"}},
                  KwargSpec{"phase", AttrKind::kEnum, 0, {"Unspecified", "Partial", "Final"}}};
     op.check = &CheckStore;
   }
   if (by_tile_index) op.operands[2].unit = OffsetUnit::kTiles;
   return op;
+}
+
+// store(..., scale=<Scaling tile>): the per-channel fixpipe path. Exclusive with relu_pre_mode= and
+// phase= (the public store page); the tile holds one int64 per column, its low 32 bits an fp32 factor.
+void CheckStoreFp(const StmtNode& call) {
+  const TileType& tile = TileOf(call, 1);
+  const std::string what = CallName(call) + ": ";
+  if (!Is(tile, MemorySpace::kAcc)) {
+    Fail(ErrorKind::kValue, call.span, what + "a per-channel scale= is applied by the fixpipe: the source must be Acc");
+  }
+  if (HasRelu(call) || AttrValue(call, "phase", 0) > 0) {
+    Fail(ErrorKind::kValue, call.span,
+         what + "scale=<Scaling tile> (per-channel) excludes relu_pre_mode= and phase= on the fixpipe");
+  }
+  const TileType& scaling = TileOf(call, 3);
+  if (scaling.Rows() != 1 || scaling.Cols() % 16 != 0 || scaling.Cols() > 512) {
+    Fail(ErrorKind::kType, OperandSpan(call, 3),
+         what + "a per-channel Scaling tile is [1, N] with N a multiple of 16 up to 512, got " + ShapeText(scaling));
+  }
+  CheckStore(call);
+}
+
+OpDef PerChannelStore(OpDef store, std::string_view name, std::string_view device_fn) {
+  store.name = name;
+  store.public_name = name == "store_fp" ? "store" : "store_tile";
+  store.device_fn = device_fn;
+  store.operands.push_back({"scale", OperandKind::kTile, Access::kRead, Bit(MemorySpace::kScaling),
+                            Bit(DataType::kInt64)});
+  std::vector<KwargSpec> kwargs;
+  for (const KwargSpec& k : store.kwargs) {
+    if (k.name != "scale") kwargs.push_back(k);
+  }
+  store.kwargs = kwargs;
+  store.check = &CheckStoreFp;
+  store.doc = "store from Acc through the fixpipe's per-channel scale: column c times the Scaling tile's factor c";
+  return store;
 }
 
 }  // namespace
@@ -235,6 +283,8 @@ void AddTransferOps(std::vector<OpDef>& ops) {
   ops.push_back(Transfer("load_tile", true, true, "pto::load_tile", "GM -> Vec/Mat at tile_idx x tile shape"));
   ops.push_back(Transfer("store", false, false, "pto::store", "Vec/Acc -> GM at element offsets"));
   ops.push_back(Transfer("store_tile", false, true, "pto::store_tile", "Vec/Acc -> GM at tile_idx x tile shape"));
+  ops.push_back(PerChannelStore(ops[ops.size() - 2], "store_fp", "pto::store_fp"));
+  ops.push_back(PerChannelStore(ops[ops.size() - 2], "store_tile_fp", "pto::store_tile_fp"));
 
   // CheckMove decides which memory pairs are data paths; the pipe follows the path
   // (PipeRule::kByMove), OpDef::pipe covers the rest (Vec -> Vec). offset= selects move_offset.

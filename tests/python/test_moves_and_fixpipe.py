@@ -600,3 +600,72 @@ def test_phase_on_a_vec_store_is_refused():
 
     expect_error(vec_phase, errors.ParserValueError,
                  "pl.store: phase= is the fixpipe's side of the unit-flag handshake with the cube")
+
+
+# ---- per-channel quantisation: scale= a Scaling tile ----
+
+@pl.jit
+def per_channel_int8(a: pl.Tensor[[16, 32], pl.DT_FP16], b: pl.Tensor[[32, 32], pl.DT_FP16],
+                     deq: pl.Tensor[[1, 32], pl.DT_INT64], c: pl.Tensor[[16, 32], pl.DT_INT8], rows: pl.DT_INT32):
+    a_mat = pl.make_tile(tt([16, 32], pl.DT_FP16, M.Mat), addr=0)
+    b_mat = pl.make_tile(tt([32, 32], pl.DT_FP16, M.Mat), addr=0x1000)
+    deq_mat = pl.make_tile(tt([1, 32], pl.DT_INT64, M.Mat), addr=0x4000)
+    left = pl.make_tile(tt([16, 32], pl.DT_FP16, M.Left), addr=0)
+    right = pl.make_tile(tt([32, 32], pl.DT_FP16, M.Right), addr=0)
+    acc = pl.make_tile(tt([16, 32], pl.DT_FP32, M.Acc, valid_shape=[-1, -1]), addr=0)
+    factors = pl.make_tile(tt([1, 32], pl.DT_INT64, M.Scaling), addr=0)
+    with pl.section_cube():
+        pl.load(a_mat, a, [0, 0])
+        pl.load(b_mat, b, [0, 0])
+        pl.load(deq_mat, deq, [0, 0])
+        pl.system.bar_all()
+        pl.move(left, a_mat)
+        pl.move(right, b_mat)
+        pl.move(factors, deq_mat)  # L1 -> the fixpipe's Scaling buffer (pipe FIX)
+        pl.system.bar_all()
+        pl.matmul(acc, left, right)
+        pl.system.bar_all()
+        pl.set_validshape(acc, [rows, 32])
+        pl.store(c, acc, [0, 0], scale=factors)
+
+
+def test_per_channel_scale_quantises_each_column_with_its_factor():
+    import struct
+    gen = torch.Generator().manual_seed(11)
+    a, b = torch.randn(16, 32, generator=gen).half(), torch.randn(32, 32, generator=gen).half()
+    per_col = torch.linspace(0.5, 20.0, 32)
+    deq = torch.tensor([[struct.unpack("<I", struct.pack("<f", float(f)))[0] for f in per_col]], dtype=torch.int64)
+    c = torch.full((16, 32), 99, dtype=torch.int8)
+    per_channel_int8[None, 1](a, b, deq, c, 13)  # a 13-row tail
+    sync()
+    ref = int8_reference((a.float() @ b.float()) * per_col)
+    assert (c[:13].int() - ref[:13].int()).abs().max() <= 1
+    assert torch.all(c[13:] == 99)  # outside the window: untouched
+
+
+def test_per_channel_scale_misuse_is_refused():
+    def with_relu(c: pl.Tensor[[16, 16], pl.DT_INT8]):
+        acc = pl.make_tile(tt([16, 16], pl.DT_FP32, M.Acc), addr=0)
+        factors = pl.make_tile(tt([1, 16], pl.DT_INT64, M.Scaling), addr=0)
+        with pl.section_cube():
+            pl.store(c, acc, [0, 0], scale=factors, relu_pre_mode=pl.ReluPreMode.NormalRelu)
+
+    expect_error(with_relu, errors.ParserValueError, "scale=<Scaling tile> (per-channel) excludes relu_pre_mode=",
+                 torch.zeros(16, 16, dtype=torch.int8))
+
+    def on_move(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+        acc = pl.make_tile(tt([16, 16], pl.DT_FP32, M.Acc), addr=0)
+        v = pl.make_tile(tt([16, 16], pl.DT_FP16), addr=0)
+        factors = pl.make_tile(tt([1, 16], pl.DT_INT64, M.Scaling), addr=0)
+        with pl.section_cube():
+            pl.move(v, acc, scale=factors)
+
+    expect_error(on_move, errors.UnsupportedFeatureError, "a run-time scalar or a tile scale is not implemented yet")
+
+    def bad_shape(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+        m = pl.make_tile(tt([1, 24], pl.DT_INT64, M.Mat), addr=0)
+        factors = pl.make_tile(tt([1, 24], pl.DT_INT64, M.Scaling), addr=0)
+        with pl.section_cube():
+            pl.move(factors, m)
+
+    expect_error(bad_shape, errors.ParserTypeError, "a Scaling tile is [1, N] with N a multiple of 16 up to 512")
