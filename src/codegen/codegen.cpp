@@ -308,7 +308,7 @@ class KernelWriter {
     // Every implemented option in declaration order (a default when the IR carries none), so each
     // device function has one signature however the statement was built.
     for (const KwargSpec& spec : s.op->kwargs) {
-      if (!spec.implemented || spec.kind == AttrKind::kDispatch || spec.kind == AttrKind::kOperand) continue;
+      if (spec.kind == AttrKind::kDispatch || spec.kind == AttrKind::kOperand) continue;
       Attr attr;
       attr.value = spec.default_value;
       attr.is_string = spec.kind == AttrKind::kString;

@@ -217,16 +217,6 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
     if (given) {
       const KwargValue& v = it->second;
       std::string what = callee + ": " + attr.name;
-      auto planned = [&] {
-        Fail(ErrorKind::kUnsupported, span,
-             "pl." + std::string(op->PublicName()) + "(" + attr.name +
-                 "=...) is not implemented yet (planned for a later version; see docs/language.md#planned)");
-      };
-      // A planned enum option accepts its default member (AtomicNone, NoRelu, ...); a planned number
-      // (a scale, an offset) has no "off" value, so any given one is refused, 0 included.
-      bool parses = k.kind == AttrKind::kEnum || k.kind == AttrKind::kString ? v.kind == KwargValue::Kind::kString
-                                                                             : v.kind == KwargValue::Kind::kInt;
-      if (!k.implemented && (!parses || k.kind == AttrKind::kInt)) planned();
       switch (k.kind) {
         case AttrKind::kInt:
           if (v.kind != KwargValue::Kind::kInt) Fail(ErrorKind::kType, span, what + " must be a compile-time int");
@@ -292,14 +282,13 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
         }
         default: break;
       }
-      if (!k.implemented && attr.value != k.default_value) planned();
       rest.erase(it);
     } else if (k.required) {
       Fail(ErrorKind::kType, span, callee + " is missing its '" + attr.name + "' keyword");
     } else if (it != rest.end()) {
       rest.erase(it);  // an explicit None: the default
     }
-    if (k.implemented) attrs.push_back(std::move(attr));  // planned options only ever hold their default
+    attrs.push_back(std::move(attr));
   }
   if (!rest.empty()) {
     std::string accepted;

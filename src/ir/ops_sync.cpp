@@ -17,7 +17,7 @@ constexpr int64_t kMutexIds = 32;
 
 // Pipe options hold ir::Pipe values (the choices are in Pipe order) and print as pto::kPipe<name>.
 KwargSpec PipeKwarg(std::string_view name) {
-  KwargSpec k{name, AttrKind::kEnum, 0, kPipes, true, "pto::kPipe"};
+  KwargSpec k{name, AttrKind::kEnum, 0, kPipes, "pto::kPipe"};
   k.required = true;
   return k;
 }
@@ -181,7 +181,7 @@ void AddSyncOps(std::vector<OpDef>& ops) {
   // The fixpipe reads L0C along N while enabled. The simulator's fixpipe reads Acc tiles in logical
   // order either way, so results do not depend on it (docs/language.md#the-unit-flag).
   OpDef layout = SyncOp("system.set_mm_layout_transform", "pto::set_mm_layout_transform",
-                        {KwargSpec{"enabled", AttrKind::kBool, 0, {}, true, {}, INT64_MIN, INT64_MAX, true}}, nullptr,
+                        {KwargSpec{"enabled", AttrKind::kBool, 0, {}, {}, INT64_MIN, INT64_MAX, true}}, nullptr,
                         {}, "switch the fixpipe's L0C read direction (K-split accumulation with phase=)");
   layout.pipe = Pipe::kFIX;
   ops.push_back(layout);
@@ -215,7 +215,7 @@ void AddSyncOps(std::vector<OpDef>& ops) {
   auto cross_core_kwargs = [] {
     // UNICAST_BLOCK's AIC ids reach 31 (CheckCrossCoreMode narrows the others to 0..15).
     return std::vector<KwargSpec>{PipeKwarg("pipe"), IdKwarg("event_id", 2 * kEventIds),
-                                  KwargSpec{"sync_mode", AttrKind::kEnum, kIntraBlock, kSyncModes, true, "PTO_SYNC_"}};
+                                  KwargSpec{"sync_mode", AttrKind::kEnum, kIntraBlock, kSyncModes, "PTO_SYNC_"}};
   };
   ops.push_back(SyncOp("system.set_cross_core", "pto::set_cross_core", cross_core_kwargs(), &CheckSetCrossCore,
                        {SyncEvent::kCrossSet, "pipe", "", "event_id", Pipe::kALL, "system.wait_cross_core"},

@@ -200,7 +200,7 @@ void AddConversionOps(std::vector<OpDef>& ops) {
                      {Out("out", ShapeRole::kSame, kNumericDTypes), In("src", ShapeRole::kSame, kNumericDTypes)},
                      kNumericDTypes, "pto::cast", "out = src converted to out's dtype, rounded by mode");
   cast.same_dtype = false;
-  cast.kwargs = {KwargSpec{"mode", AttrKind::kEnum, 1, RoundModes(), true, "pto::RoundMode::"}};
+  cast.kwargs = {KwargSpec{"mode", AttrKind::kEnum, 1, RoundModes(), "pto::RoundMode::"}};
   cast.check = CastCheck;
   ops.push_back(cast);
 

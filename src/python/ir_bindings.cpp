@@ -394,7 +394,6 @@ void BindIR(py::module_& parent) {
       std::vector<std::string> choices(k.choices.begin(), k.choices.end());
       kw["choices"] = choices;
       kw["default"] = k.default_value;
-      kw["implemented"] = k.implemented;
       kwargs.append(kw);
     }
     info["name"] = std::string(op->name);

@@ -65,9 +65,6 @@ TEST(CubeRegistry, MoveAndStorePipesFollowTheirPath) {
   EXPECT_EQ(move->PipeFor({MemorySpace::kMat, MemorySpace::kVec}), Pipe::kMTE3);
   EXPECT_EQ(move->PipeFor({MemorySpace::kVec, MemorySpace::kVec}), Pipe::kV);
   EXPECT_EQ(ir::FindOp("store")->PipeFor({MemorySpace::kAcc}), Pipe::kFIX);
-  // Every option of move and store is built.
-  for (const ir::KwargSpec& k : move->kwargs) EXPECT_TRUE(k.implemented) << k.name;
-  for (const ir::KwargSpec& k : ir::FindOp("store")->kwargs) EXPECT_TRUE(k.implemented) << k.name;
   EXPECT_TRUE(std::none_of(ir::PlannedOps().begin(), ir::PlannedOps().end(), [](const ir::PlannedOp& p) {
     return p.name == "move" || p.name == "matmul" || p.name == "matmul_acc";
   }));

@@ -137,7 +137,6 @@ struct KwargSpec {
   AttrKind kind = AttrKind::kInt;
   int64_t default_value = 0;               // kDispatch/kOperand: -1 = absent, the op itself is used
   std::vector<std::string_view> choices;   // kEnum names; kDispatch/kOperand target ops
-  bool implemented = true;                 // false: planned; only its default is accepted
   std::string_view cpp_prefix = {};        // kEnum: kernel.cpp names value X as <prefix>X ("pto::kPipe")
   int64_t min_value = INT64_MIN;           // kInt: the accepted range (event ids 0..15, mutex ids 0..31)
   int64_t max_value = INT64_MAX;
