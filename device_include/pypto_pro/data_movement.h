@@ -267,6 +267,28 @@ inline void store_tile(CoreCtx& ctx, int line, int relu_pre_mode, int64_t scale,
   UnitFlagDone(ctx, phase, 0);
 }
 
+// store(..., scale=<run-time scalar>): an fp32 scalar is the factor, an integer one carries its fp32
+// bit pattern. The rest is the compile-time scale's path.
+namespace detail {
+inline int64_t ScaleBits(float f) { return int64_t(FloatBits(f)); }
+template <typename S>
+inline int64_t ScaleBits(S bits) {
+  return int64_t(uint32_t(bits));
+}
+}  // namespace detail
+
+template <typename TileT, typename T, int N, typename S>
+inline void store_scaled(CoreCtx& ctx, int line, int relu_pre_mode, int order, int atomic, int phase,
+                         const GmTensor<T, N>& dst, const TileT& src, Idx<N> offsets, S scale) {
+  store(ctx, line, relu_pre_mode, detail::ScaleBits(scale), order, atomic, phase, dst, src, offsets);
+}
+
+template <typename TileT, typename T, int N, typename S>
+inline void store_tile_scaled(CoreCtx& ctx, int line, int relu_pre_mode, int order, int atomic, int phase,
+                              const GmTensor<T, N>& dst, const TileT& src, Idx<N> tile_idx, S scale) {
+  store_tile(ctx, line, relu_pre_mode, detail::ScaleBits(scale), order, atomic, phase, dst, src, tile_idx);
+}
+
 // store(..., scale=<Scaling tile>): the fixpipe's per-channel path. Column c of the window is
 // multiplied by the fp32 factor in the low 32 bits of the tile's element c (the rest must be 0), then
 // converted like a scaled store.

@@ -113,15 +113,20 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
 
   // Keywords that choose another op: dispatch values (sum(..., dim=1)) and optional operands.
   std::map<std::string, KwargValue> rest = kwargs;
-  // A number option whose tile form is another op (store's scale= given a Scaling tile: the
-  // per-channel path), the tile appended as its last operand.
+  // A number option whose tile and run-time forms are other ops (store's scale= given a Scaling
+  // tile: choices[0], the per-channel path; a run-time scalar: choices[1]), the value appended as
+  // the op's last operand.
   for (const KwargSpec& k : op->kwargs) {
     if (k.kind != AttrKind::kFloat || k.choices.empty()) continue;
     auto it = rest.find(std::string(k.name));
-    if (it == rest.end() || it->second.kind != KwargValue::Kind::kExpr || !it->second.e->type.IsTile()) continue;
-    args.push_back(it->second.e);
+    if (it == rest.end() || it->second.kind != KwargValue::Kind::kExpr) continue;
+    const Expr& value = it->second.e;
+    const bool tile = value->type.IsTile();
+    const bool runtime = value->type.IsScalar() && !value->IsConst();
+    if (!tile && !(runtime && k.choices.size() > 1)) continue;
+    args.push_back(value);
     rest.erase(it);
-    op = FindOp(k.choices[0]);
+    op = FindOp(k.choices[tile ? 0 : 1]);
     break;
   }
   for (const KwargSpec& k : op->kwargs) {

@@ -22,10 +22,9 @@ int64_t AttrValue(const StmtNode& call, std::string_view name, int64_t fallback)
 
 // The fixpipe options a statement sets: relu_pre_mode=NormalRelu, scale= (-1: not given).
 bool HasRelu(const StmtNode& call) { return AttrValue(call, "relu_pre_mode", 0) > 0; }
-// A compile-time scale=, or a per-channel one (store_fp: the Scaling tile is the 4th operand).
-bool HasScale(const StmtNode& call) {
-  return AttrValue(call, "scale", -1) >= 0 || (call.args.size() == 4 && call.args[3]->type.IsTile());
-}
+// A compile-time scale=, a per-channel one (store_fp: the Scaling tile is the 4th operand) or a
+// run-time one (store_scaled: a scalar 4th operand).
+bool HasScale(const StmtNode& call) { return AttrValue(call, "scale", -1) >= 0 || call.args.size() == 4; }
 
 // The dtypes the fixpipe writes an accumulator as: fp32 as fp32, fp16 or bf16 (rounded to nearest
 // even), or int8 with a quantising scale=; int32 as int32, or with a dequantising scale= as fp16,
@@ -208,10 +207,11 @@ void CheckMove(const StmtNode& call) {
 KwargSpec ReluPreMode() {
   return KwargSpec{"relu_pre_mode", AttrKind::kEnum, 0, {"NoRelu", "NormalRelu"}};
 }
-// The fixpipe's per-tensor quantisation factor (-1: none); `tile_form`: the op a Scaling tile selects.
-KwargSpec Scale(std::string_view tile_form = {}) {
+// The fixpipe's per-tensor quantisation factor (-1: none); `tile_form` / `runtime_form`: the ops a
+// Scaling tile / a run-time scalar selects.
+KwargSpec Scale(std::string_view tile_form = {}, std::string_view runtime_form = {}) {
   KwargSpec k{"scale", AttrKind::kFloat, -1, {}};
-  if (!tile_form.empty()) k.choices = {tile_form};
+  if (!tile_form.empty()) k.choices = {tile_form, runtime_form};
   return k;
 }
 
@@ -230,7 +230,8 @@ OpDef Transfer(std::string_view name, bool is_load, bool by_tile_index, std::str
     op.operands = {{"dst_tensor", OperandKind::kTensor, Access::kWrite},
                    {"src_tile", OperandKind::kTile, Access::kRead, kStoreSrc, kAllSupportedDTypes},
                    {index_name, OperandKind::kOffsets, Access::kRead}};
-    op.kwargs = {ReluPreMode(), Scale(std::string(name) == "store" ? "store_fp" : "store_tile_fp"),
+    const bool elements = std::string(name) == "store";
+    op.kwargs = {ReluPreMode(), Scale(elements ? "store_fp" : "store_tile_fp", elements ? "store_scaled" : "store_tile_scaled"),
                  KwargSpec{"order", AttrKind::kAxes, -1, {}},
                  KwargSpec{"atomic", AttrKind::kEnum, 0, {"AtomicNone", "AtomicAdd"}},
                  KwargSpec{"phase", AttrKind::kEnum, 0, {"Unspecified", "Partial", "Final"}}};
@@ -260,6 +261,33 @@ void CheckStoreFp(const StmtNode& call) {
   CheckStore(call);
 }
 
+// store(..., scale=<run-time scalar>): an fp32 scalar is the factor, an integer one its fp32 bit
+// pattern (the public store page).
+void CheckStoreScaled(const StmtNode& call) {
+  const DataType t = call.args[3]->type.dtype;
+  if (!(t == DataType::kFP32 || t == DataType::kInt32 || t == DataType::kInt64 || t == DataType::kUInt32)) {
+    Fail(ErrorKind::kType, OperandSpan(call, 3),
+         CallName(call) + ": a run-time scale= is an fp32 scalar (the factor) or an integer one (its fp32 bit "
+                          "pattern), not " + std::string(Name(t)));
+  }
+  CheckStore(call);
+}
+
+OpDef RuntimeScaledStore(OpDef store, std::string_view name, std::string_view device_fn) {
+  store.name = name;
+  store.public_name = name == "store_scaled" ? "store" : "store_tile";
+  store.device_fn = device_fn;
+  store.operands.push_back({"scale", OperandKind::kScalar, Access::kRead});
+  std::vector<KwargSpec> kwargs;
+  for (const KwargSpec& k : store.kwargs) {
+    if (k.name != "scale") kwargs.push_back(k);
+  }
+  store.kwargs = kwargs;
+  store.check = &CheckStoreScaled;
+  store.doc = "store through the fixpipe with a run-time per-tensor scale";
+  return store;
+}
+
 OpDef PerChannelStore(OpDef store, std::string_view name, std::string_view device_fn) {
   store.name = name;
   store.public_name = name == "store_fp" ? "store" : "store_tile";
@@ -283,8 +311,11 @@ void AddTransferOps(std::vector<OpDef>& ops) {
   ops.push_back(Transfer("load_tile", true, true, "pto::load_tile", "GM -> Vec/Mat at tile_idx x tile shape"));
   ops.push_back(Transfer("store", false, false, "pto::store", "Vec/Acc -> GM at element offsets"));
   ops.push_back(Transfer("store_tile", false, true, "pto::store_tile", "Vec/Acc -> GM at tile_idx x tile shape"));
-  ops.push_back(PerChannelStore(ops[ops.size() - 2], "store_fp", "pto::store_fp"));
-  ops.push_back(PerChannelStore(ops[ops.size() - 2], "store_tile_fp", "pto::store_tile_fp"));
+  const OpDef store = ops[ops.size() - 2], store_tile = ops[ops.size() - 1];
+  ops.push_back(PerChannelStore(store, "store_fp", "pto::store_fp"));
+  ops.push_back(PerChannelStore(store_tile, "store_tile_fp", "pto::store_tile_fp"));
+  ops.push_back(RuntimeScaledStore(store, "store_scaled", "pto::store_scaled"));
+  ops.push_back(RuntimeScaledStore(store_tile, "store_tile_scaled", "pto::store_tile_scaled"));
 
   // CheckMove decides which memory pairs are data paths; the pipe follows the path
   // (PipeRule::kByMove), OpDef::pipe covers the rest (Vec -> Vec). offset= selects move_offset.

@@ -669,3 +669,41 @@ def test_per_channel_scale_misuse_is_refused():
             pl.move(factors, m)
 
     expect_error(bad_shape, errors.ParserTypeError, "a Scaling tile is [1, N] with N a multiple of 16 up to 512")
+
+
+# ---- a run-time scale=: an fp32 scalar, or an integer carrying the fp32 bit pattern ----
+
+def runtime_scaled(scale_dtype):
+    @pl.jit(name=f"runtime_scaled_{scale_dtype.name}")
+    def kernel(a: pl.Tensor[[16, 32], pl.DT_FP16], b: pl.Tensor[[32, 16], pl.DT_FP16],
+               c: pl.Tensor[[16, 16], pl.DT_INT8], s: scale_dtype):
+        a_mat = pl.make_tile(tt([16, 32], pl.DT_FP16, M.Mat), addr=0)
+        b_mat = pl.make_tile(tt([32, 16], pl.DT_FP16, M.Mat), addr=0x1000)
+        left = pl.make_tile(tt([16, 32], pl.DT_FP16, M.Left), addr=0)
+        right = pl.make_tile(tt([32, 16], pl.DT_FP16, M.Right), addr=0)
+        acc = pl.make_tile(tt([16, 16], pl.DT_FP32, M.Acc), addr=0)
+        with pl.section_cube():
+            cube_product(a, b, left, right, a_mat, b_mat, acc)
+            pl.store_tile(c, acc, [0, 0], scale=s)
+    return kernel
+
+
+@pytest.mark.parametrize("as_bits", [False, True], ids=["fp32", "int32_bits"])
+def test_a_run_time_scale_quantises_like_a_constant_one(as_bits):
+    import struct
+    gen = torch.Generator().manual_seed(13)
+    a, b = torch.randn(16, 32, generator=gen).half(), torch.randn(32, 16, generator=gen).half()
+    c = torch.zeros(16, 16, dtype=torch.int8)
+    factor = 12.5
+    if as_bits:
+        runtime_scaled(pl.DT_INT32)[None, 1](a, b, c, struct.unpack("<i", struct.pack("<f", factor))[0])
+    else:
+        runtime_scaled(pl.DT_FP32)[None, 1](a, b, c, factor)
+    sync()
+    assert (c.int() - int8_reference((a.float() @ b.float()) * factor).int()).abs().max() <= 1
+
+
+def test_a_run_time_scale_of_another_dtype_is_refused():
+    with pytest.raises(errors.ParserTypeError, match="a run-time scale= is an fp32 scalar .* not int16"):
+        runtime_scaled(pl.DT_INT16)[None, 1](torch.zeros(16, 32).half(), torch.zeros(32, 16).half(),
+                                             torch.zeros(16, 16, dtype=torch.int8), 3)
