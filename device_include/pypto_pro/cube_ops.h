@@ -285,6 +285,45 @@ inline void move_offset(CoreCtx& ctx, int line, int acc_to_vec_mode, int relu_pr
                      MakeFixpipe(relu_pre_mode, scale));
 }
 
+// move(vec, acc, scale=<run-time scalar>): an fp32 factor, or an integer carrying its bits.
+template <typename TD, typename TS, typename S>
+inline void move_scaled(CoreCtx& ctx, int line, int acc_to_vec_mode, int relu_pre_mode, TD& dst, const TS& src,
+                        S scale) {
+  move(ctx, line, acc_to_vec_mode, relu_pre_mode, detail::ScaleBits(scale), dst, src);
+}
+
+// move(vec, acc, scale=<Scaling tile>): column c times the fp32 factor in the low 32 bits of the
+// tile's element c (the rest must be 0), into the UB of the AIV acc_to_vec_mode names.
+template <typename TD, typename TS, typename TF>
+inline void move_fp(CoreCtx& ctx, int line, int acc_to_vec_mode, int /*relu_pre_mode: excluded*/, TD& dst,
+                    const TS& src, const TF& scaling) {
+  static_assert(TS::kMem == kAcc && TD::kMem == kVec, "a per-channel scale goes from Acc to Vec");
+  const int32_t rows = src.valid_rows, cols = src.valid_cols;
+  if (__builtin_expect(rows < 0 || cols < 0 || rows > TS::kRows || cols > TS::kCols || rows > TD::kRows ||
+                           cols > TD::kCols, 0)) {
+    detail::MoveWindowFault(ctx, line, "move", rows, cols, Min(TD::kRows, TS::kRows), Min(TD::kCols, TS::kCols));
+  }
+  if (__builtin_expect(cols > scaling.valid_cols, 0)) {
+    Fault(ctx, line, "move", "the per-channel Scaling tile has fewer factors than the window has columns");
+  }
+  float factors[TF::kCols];
+  for (int32_t c = 0; c < cols; ++c) {
+    const uint64_t word = uint64_t(scaling.data[c]);
+    if (__builtin_expect(word >> 32, 0)) {
+      Fault(ctx, line, "move", "a per-channel factor has bits above its low 32 set (offset and sign fields of the "
+                               "quantisation word are not implemented)");
+    }
+    factors[c] = BitsFloat(uint32_t(word));
+  }
+  typename TD::Elem* out = detail::MoveTarget<TD, TS>(ctx, acc_to_vec_mode, dst);
+  for (int32_t r = 0; r < rows; ++r) {
+    for (int32_t c = 0; c < cols; ++c) {
+      out[int64_t(r) * TD::kCols + c] =
+          detail::FixpipeElem<typename TD::Elem>(src.data[int64_t(r) * TS::kCols + c], Fixpipe{false, true, factors[c]});
+    }
+  }
+}
+
 // pl.insert(dst, src, offset): Vec -> Mat on MTE3, the source's valid window at `offset` of `dst`.
 template <typename TD, typename TS>
 inline void insert(CoreCtx& ctx, int line, TD& dst, const TS& src, Idx<2> off) {

@@ -45,8 +45,10 @@ std::vector<std::optional<Window>> MoveWindows(const StmtNode& s, const std::vec
   auto rows = [&](size_t i) { return "(" + operands[i] + ").valid_rows"; };
   auto cols = [&](size_t i) { return "(" + operands[i] + ").valid_cols"; };
   std::vector<std::optional<Window>> out(s.args.size());
-  const std::string row0 = s.args.size() > 2 ? "(" + operands[2] + ").v[0]" : "0";
-  const std::string col0 = s.args.size() > 2 ? "(" + operands[2] + ").v[1]" : "0";
+  const bool at_offset = s.args.size() > 2 && s.op->operands[2].kind == OperandKind::kOffsets;
+  const std::string row0 = at_offset ? "(" + operands[2] + ").v[0]" : "0";
+  const std::string col0 = at_offset ? "(" + operands[2] + ").v[1]" : "0";
+  if (s.args.size() > 2 && s.args[2]->type.IsTile()) out[2] = Window{"1", cols(1)};  // a per-channel scale
   switch (MoveFormOf(s)) {
     case MoveForm::kCopy: {
       // The fixpipe's split modes give AIV 0 the larger share of the source's window.

@@ -16,7 +16,7 @@ std::vector<MemorySpace> TileMemories(const StmtNode& s) {
 
 std::vector<CoreSide> CoreSides(const StmtNode& s) {
   std::vector<MemorySpace> memories = TileMemories(s);
-  if (s.op->pipe_rule == PipeRule::kByMove && memories.size() == 2) {
+  if (s.op->pipe_rule == PipeRule::kByMove && memories.size() >= 2) {  // dst, src (and a Scaling tile)
     // Mat -> L0 (MTE1) and Acc -> Vec (the fixpipe) are the cube core's; Vec -> Mat (MTE3) and the
     // V-pipe paths are the vector core's.
     Pipe pipe = s.op->PipeFor(memories);
@@ -33,7 +33,7 @@ std::vector<CoreSide> CoreSides(const StmtNode& s) {
 CrossCoreWrite CrossCoreWriteOf(const StmtNode& s) {
   if (s.kind != StmtKind::kOp || s.op->pipe_rule != PipeRule::kByMove) return CrossCoreWrite::kNone;
   const std::vector<MemorySpace> m = TileMemories(s);
-  if (m.size() != 2) return CrossCoreWrite::kNone;
+  if (m.size() < 2) return CrossCoreWrite::kNone;
   if (m[1] == MemorySpace::kAcc && m[0] == MemorySpace::kVec) return CrossCoreWrite::kToVectorCores;
   if (m[1] == MemorySpace::kVec && m[0] == MemorySpace::kMat) return CrossCoreWrite::kToCubeCore;
   return CrossCoreWrite::kNone;
@@ -50,7 +50,7 @@ bool TransposedLayouts(const TileType& a, const TileType& b) {
 MoveForm MoveFormOf(const StmtNode& s) {
   const TileType &dst = *s.args.at(0)->type.tile, &src = *s.args.at(1)->type.tile;
   if (s.op->name == "insert") return MoveForm::kInsert;
-  if (s.args.size() == 3) {
+  if (s.args.size() == 3 && s.op->operands[2].kind == OperandKind::kOffsets) {
     // A fixpipe option keeps move's extract semantics (the public move page).
     bool fixpipe_option = false;
     for (const Attr& a : s.attrs) {

@@ -1,4 +1,6 @@
 // Data movement (docs/language.md#data-movement): GM <-> tile transfers and tile -> tile moves.
+#include <tuple>
+
 #include "op_checks.h"
 #include "op_tables.h"
 #include "pypto_pro/ir/analysis.h"
@@ -22,9 +24,15 @@ int64_t AttrValue(const StmtNode& call, std::string_view name, int64_t fallback)
 
 // The fixpipe options a statement sets: relu_pre_mode=NormalRelu, scale= (-1: not given).
 bool HasRelu(const StmtNode& call) { return AttrValue(call, "relu_pre_mode", 0) > 0; }
-// A compile-time scale=, a per-channel one (store_fp: the Scaling tile is the 4th operand) or a
-// run-time one (store_scaled: a scalar 4th operand).
-bool HasScale(const StmtNode& call) { return AttrValue(call, "scale", -1) >= 0 || call.args.size() == 4; }
+// A compile-time scale=, or a per-channel (a Scaling tile) or run-time (a scalar) one: the op's
+// operand named scale (store_fp, store_scaled, move_fp, ...).
+bool HasScale(const StmtNode& call) {
+  if (AttrValue(call, "scale", -1) >= 0) return true;
+  for (const OperandSpec& o : call.op->operands) {
+    if (o.name == "scale") return true;
+  }
+  return false;
+}
 
 // The dtypes the fixpipe writes an accumulator as: fp32 as fp32, fp16 or bf16 (rounded to nearest
 // even), or int8 with a quantising scale=; int32 as int32, or with a dequantising scale= as fp16,
@@ -113,7 +121,7 @@ bool IsPath(const TileType& src, const TileType& dst) {
 
 // The offset= of a move or insert: [row, col] (a 1-D tile: [col] or [0, col]).
 void CheckOffsetRank(const StmtNode& call) {
-  if (call.args.size() < 3) return;
+  if (call.args.size() < 3 || call.op->operands[2].kind != OperandKind::kOffsets) return;
   const size_t given = call.args[2]->operands.size();
   if (given != 2) {
     Fail(ErrorKind::kType, OperandSpan(call, 2),
@@ -197,6 +205,33 @@ void CheckMove(const StmtNode& call) {
   }
   CheckOffsetRank(call);
   CheckMoveShapes(call, dst, src);
+  // A per-channel or run-time scale (move_fp / move_scaled): Acc -> Vec, one AIV.
+  if (HasScale(call) && AttrValue(call, "scale", -1) < 0) {
+    if (!Is(src, MemorySpace::kAcc)) {
+      Fail(ErrorKind::kValue, call.span, what + "scale= is applied by the fixpipe: the source must be Acc");
+    }
+    if (AttrValue(call, "acc_to_vec_mode", -1) >= 2) {
+      Fail(ErrorKind::kValue, call.span,
+           what + "a per-channel or run-time scale= takes a single-AIV acc_to_vec_mode (SingleModeVec0/1), not a "
+                  "dual one (the public move page)");
+    }
+    const Expr& scale = call.args[2];
+    if (scale->type.IsTile()) {
+      const TileType& t = *scale->type.tile;
+      if (HasRelu(call)) {
+        Fail(ErrorKind::kValue, call.span, what + "scale=<Scaling tile> (per-channel) excludes relu_pre_mode=");
+      }
+      if (t.Rows() != 1 || t.Cols() % 16 != 0 || t.Cols() > 512) {
+        Fail(ErrorKind::kType, OperandSpan(call, 2),
+             what + "a per-channel Scaling tile is [1, N] with N a multiple of 16 up to 512, got " + ShapeText(t));
+      }
+    } else if (!(scale->type.dtype == DataType::kFP32 || scale->type.dtype == DataType::kInt32 ||
+                 scale->type.dtype == DataType::kInt64 || scale->type.dtype == DataType::kUInt32)) {
+      Fail(ErrorKind::kType, OperandSpan(call, 2),
+           what + "a run-time scale= is an fp32 scalar (the factor) or an integer one (its fp32 bit pattern), not " +
+               std::string(Name(scale->type.dtype)));
+    }
+  }
   // acc_to_vec_mode: which AIV's UB the fixpipe writes, or how it splits between both (-1: not given,
   // SingleModeVec0).
   if (AttrValue(call, "acc_to_vec_mode", -1) >= 0 && !(Is(src, MemorySpace::kAcc) && Is(dst, MemorySpace::kVec))) {
@@ -329,7 +364,8 @@ void AddTransferOps(std::vector<OpDef>& ops) {
                              {"SingleModeVec0", "SingleModeVec1", "DualModeSplitM", "DualModeSplitN"}};
   OpDef move{"move", Pipe::kV, PipeRule::kByMove, WindowRule::kMove, {dst, src}, false, kAllSupportedDTypes, "",
              "pto::move",
-             {KwargSpec{"offset", AttrKind::kOperand, -1, {"move_offset"}}, acc_to_vec, ReluPreMode(), Scale()},
+             {KwargSpec{"offset", AttrKind::kOperand, -1, {"move_offset"}}, acc_to_vec, ReluPreMode(),
+              Scale("move_fp", "move_scaled")},
              "tile -> tile: the source's valid window (transposed between NZ and ZN tiles of swapped shapes), "
              "converted on the Acc -> Vec and Mat -> Bias paths"};
   move.check = &CheckMove;
@@ -340,6 +376,21 @@ void AddTransferOps(std::vector<OpDef>& ops) {
   at.operands = {dst, src, offset};
   at.kwargs = {acc_to_vec, ReluPreMode(), Scale()};
   at.device_fn = "pto::move_offset";
+  // scale= a Scaling tile (per-channel) or a run-time scalar: the fixpipe's other factors.
+  for (auto [name, fn, spec] :
+       {std::tuple{"move_fp", "pto::move_fp",
+                   OperandSpec{"scale", OperandKind::kTile, Access::kRead, Bit(MemorySpace::kScaling),
+                               Bit(DataType::kInt64), ShapeRole::kAny}},
+        std::tuple{"move_scaled", "pto::move_scaled", OperandSpec{"scale", OperandKind::kScalar, Access::kRead}}}) {
+    OpDef scaled = move;
+    scaled.name = name;
+    scaled.public_name = "move";
+    scaled.operands = {dst, src, spec};
+    scaled.kwargs = {acc_to_vec, ReluPreMode()};
+    scaled.device_fn = fn;
+    scaled.doc = "Acc -> Vec through the fixpipe with a per-channel or run-time scale";
+    ops.push_back(scaled);
+  }
   at.doc = "move(dst, src, offset): a part of a larger source at offset (extract), or a smaller source into the "
            "destination at offset (insert)";
   ops.push_back(at);

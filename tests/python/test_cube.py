@@ -370,21 +370,6 @@ def test_moves_check_path_dtype_shape_and_core():
                  "vector core")
 
 
-def test_planned_options_say_so():
-    lt, rt, at = tiles()
-
-    def runtime_scale_on_move(c: pl.Tensor[[16, 16], pl.DT_FP32], s: pl.DT_FP32):
-        acc = pl.make_tile(at, addr=0)
-        v = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP16), addr=0)
-        with pl.section_cube():
-            pl.move(v, acc, scale=s)
-
-    with pytest.raises(errors.UnsupportedFeatureError) as info:
-        pl.jit(runtime_scale_on_move)[None, 1](torch.zeros(16, 16), 2.0)
-    assert ("pl.move(): scale must be a compile-time number here; a run-time scalar or a tile scale is not "
-            "implemented yet") in info.value.message
-
-
 @pytest.mark.parametrize("dtype", [pl.DT_FP16, pl.DT_BF16, pl.DT_INT8], ids=IDS)
 def test_portable_matmul_without_avx512(dtype, monkeypatch):
     """Hosts without AVX-512 (or F16C) get the portable paths of the GEMM routine and conversions."""

@@ -653,14 +653,16 @@ def test_per_channel_scale_misuse_is_refused():
     expect_error(with_relu, errors.ParserValueError, "scale=<Scaling tile> (per-channel) excludes relu_pre_mode=",
                  torch.zeros(16, 16, dtype=torch.int8))
 
-    def on_move(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+    def dual_on_move(c: pl.Tensor[[16, 16], pl.DT_FP32]):
         acc = pl.make_tile(tt([16, 16], pl.DT_FP32, M.Acc), addr=0)
         v = pl.make_tile(tt([16, 16], pl.DT_FP16), addr=0)
         factors = pl.make_tile(tt([1, 16], pl.DT_INT64, M.Scaling), addr=0)
         with pl.section_cube():
-            pl.move(v, acc, scale=factors)
+            pl.move(v, acc, scale=factors, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)
+        with pl.section_vector():
+            pass
 
-    expect_error(on_move, errors.UnsupportedFeatureError, "a run-time scalar or a tile scale is not implemented yet")
+    expect_error(dual_on_move, errors.ParserValueError, "takes a single-AIV acc_to_vec_mode (SingleModeVec0/1)")
 
     def bad_shape(c: pl.Tensor[[16, 16], pl.DT_FP32]):
         m = pl.make_tile(tt([1, 24], pl.DT_INT64, M.Mat), addr=0)
@@ -707,3 +709,48 @@ def test_a_run_time_scale_of_another_dtype_is_refused():
     with pytest.raises(errors.ParserTypeError, match="a run-time scale= is an fp32 scalar .* not int16"):
         runtime_scaled(pl.DT_INT16)[None, 1](torch.zeros(16, 32).half(), torch.zeros(32, 16).half(),
                                              torch.zeros(16, 16, dtype=torch.int8), 3)
+
+
+@pl.jit
+def scaled_moves(a: pl.Tensor[[16, 32], pl.DT_FP16], b: pl.Tensor[[32, 32], pl.DT_FP16],
+                 deq: pl.Tensor[[1, 32], pl.DT_INT64], out: pl.Tensor[[2, 16, 32], pl.DT_INT8], s: pl.DT_FP32):
+    """AIV 0 receives the product quantised per channel, AIV 1 with a run-time factor."""
+    v = pl.make_tile(tt([16, 32], pl.DT_INT8), addr=0)
+    with pl.section_cube():
+        a_mat = pl.make_tile(tt([16, 32], pl.DT_FP16, M.Mat), addr=0)
+        b_mat = pl.make_tile(tt([32, 32], pl.DT_FP16, M.Mat), addr=0x1000)
+        deq_mat = pl.make_tile(tt([1, 32], pl.DT_INT64, M.Mat), addr=0x4000)
+        left = pl.make_tile(tt([16, 32], pl.DT_FP16, M.Left), addr=0)
+        right = pl.make_tile(tt([32, 32], pl.DT_FP16, M.Right), addr=0)
+        acc = pl.make_tile(tt([16, 32], pl.DT_FP32, M.Acc), addr=0)
+        factors = pl.make_tile(tt([1, 32], pl.DT_INT64, M.Scaling), addr=0)
+        pl.load(a_mat, a, [0, 0])
+        pl.load(b_mat, b, [0, 0])
+        pl.load(deq_mat, deq, [0, 0])
+        pl.system.bar_all()
+        pl.move(left, a_mat)
+        pl.move(right, b_mat)
+        pl.move(factors, deq_mat)
+        pl.system.bar_all()
+        pl.matmul(acc, left, right)
+        pl.system.bar_all()
+        pl.move(v, acc, scale=factors, acc_to_vec_mode=pl.AccToVecMode.SingleModeVec0)
+        pl.move(v, acc, scale=s, acc_to_vec_mode=pl.AccToVecMode.SingleModeVec1)
+        pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id=0)
+    with pl.section_vector():
+        pl.system.wait_cross_core(pipe=pl.PipeType.MTE3, event_id=0)
+        pl.store(out, v, [pl.get_subblock_idx(), 0, 0])
+
+
+def test_acc_to_vec_moves_with_per_channel_and_run_time_scales():
+    import struct
+    gen = torch.Generator().manual_seed(17)
+    a, b = torch.randn(16, 32, generator=gen).half(), torch.randn(32, 32, generator=gen).half()
+    per_col = torch.linspace(1.0, 16.0, 32)
+    deq = torch.tensor([[struct.unpack("<I", struct.pack("<f", float(f)))[0] for f in per_col]], dtype=torch.int64)
+    out = torch.zeros(2, 16, 32, dtype=torch.int8)
+    scaled_moves[None, 1](a, b, deq, out, 9.0)
+    sync()
+    prod = a.float() @ b.float()
+    assert (out[0].int() - int8_reference(prod * per_col).int()).abs().max() <= 1
+    assert (out[1].int() - int8_reference(prod * 9.0).int()).abs().max() <= 1
