@@ -217,6 +217,12 @@ inline void Insert(CoreCtx& ctx, int line, const char* op, TD& dst, const TS& sr
 template <typename TD, typename TS>
 constexpr bool kTransposes = ((TS::kLayout == kNZ && TD::kLayout == kZN) || (TS::kLayout == kZN && TD::kLayout == kNZ)) &&
                              TS::kRows == TD::kCols && TS::kCols == TD::kRows && TS::kRows != TS::kCols;
+// NZ <-> ZN tiles where only the transposed destination fits the source: an offset move extracts
+// the transposed window (ir::MoveForm::kExtractTransposed).
+template <typename TD, typename TS>
+constexpr bool kExtractsTransposed =
+    ((TS::kLayout == kNZ && TD::kLayout == kZN) || (TS::kLayout == kZN && TD::kLayout == kNZ)) &&
+    !(TD::kRows <= TS::kRows && TD::kCols <= TS::kCols) && TD::kRows <= TS::kCols && TD::kCols <= TS::kRows;
 // A source that fits inside a different destination: move(..., offset) inserts it there.
 template <typename TD, typename TS>
 constexpr bool kFitsInside = TS::kRows <= TD::kRows && TS::kCols <= TD::kCols &&
@@ -273,16 +279,24 @@ inline void move_offset(CoreCtx& ctx, int line, int acc_to_vec_mode, int relu_pr
       return;
     }
   }
-  const int32_t rows = dst.valid_rows, cols = dst.valid_cols;
-  const bool fits = rows >= 0 && cols >= 0 && rows <= TD::kRows && cols <= TD::kCols && off.v[0] >= 0 &&
-                    off.v[1] >= 0 && src.valid_rows <= TS::kRows && src.valid_cols <= TS::kCols &&
-                    off.v[0] + rows <= src.valid_rows && off.v[1] + cols <= src.valid_cols;
+  // The window read from the source: the destination's, transposed between NZ and ZN tiles.
+  constexpr bool kTransposed = detail::kExtractsTransposed<TD, TS>;
+  const int32_t rows = kTransposed ? dst.valid_cols : dst.valid_rows;
+  const int32_t cols = kTransposed ? dst.valid_rows : dst.valid_cols;
+  const bool fits = dst.valid_rows >= 0 && dst.valid_cols >= 0 && dst.valid_rows <= TD::kRows &&
+                    dst.valid_cols <= TD::kCols && off.v[0] >= 0 && off.v[1] >= 0 && src.valid_rows <= TS::kRows &&
+                    src.valid_cols <= TS::kCols && off.v[0] + rows <= src.valid_rows &&
+                    off.v[1] + cols <= src.valid_cols;
   if (__builtin_expect(!fits, 0)) {
     detail::MoveWindowFault(ctx, line, "move", rows, cols, src.valid_rows, src.valid_cols, off.v[0], off.v[1]);
   }
   typename TD::Elem* out = detail::MoveTarget<TD, TS>(ctx, acc_to_vec_mode, dst);
-  detail::CopyWindow(out, TD::kCols, src.data + off.v[0] * TS::kCols + off.v[1], TS::kCols, rows, cols,
-                     MakeFixpipe(relu_pre_mode, scale));
+  const typename TS::Elem* in = src.data + off.v[0] * TS::kCols + off.v[1];
+  if constexpr (kTransposed) {
+    detail::TransposeWindow(out, TD::kCols, in, TS::kCols, rows, cols, MakeFixpipe(relu_pre_mode, scale));
+  } else {
+    detail::CopyWindow(out, TD::kCols, in, TS::kCols, rows, cols, MakeFixpipe(relu_pre_mode, scale));
+  }
 }
 
 // move(vec, acc, scale=<run-time scalar>): an fp32 factor, or an integer carrying its bits.

@@ -70,6 +70,10 @@ std::vector<std::optional<Window>> MoveWindows(const StmtNode& s, const std::vec
       out[0] = Window{rows(1), cols(1), row0, col0};
       out[1] = Window{rows(1), cols(1)};
       break;
+    case MoveForm::kExtractTransposed:
+      out[0] = Window{rows(0), cols(0)};
+      out[1] = Window{cols(0), rows(0), row0, col0};
+      break;
   }
   return out;
 }

@@ -58,7 +58,10 @@ MoveForm MoveFormOf(const StmtNode& s) {
       if (a.name == "relu_pre_mode" && a.value > 0) fixpipe_option = true;
     }
     const bool smaller = FitsInside(src, dst) && !(src.Rows() == dst.Rows() && src.Cols() == dst.Cols());
-    return smaller && !fixpipe_option ? MoveForm::kInsert : MoveForm::kExtract;
+    if (smaller && !fixpipe_option) return MoveForm::kInsert;
+    const bool transposed_fits = !FitsInside(dst, src) && TransposedLayouts(src, dst) && dst.Rows() <= src.Cols() &&
+                                 dst.Cols() <= src.Rows();
+    return transposed_fits ? MoveForm::kExtractTransposed : MoveForm::kExtract;
   }
   const bool swapped = src.Rows() == dst.Cols() && src.Cols() == dst.Rows() && src.Rows() != src.Cols();
   return swapped && TransposedLayouts(src, dst) ? MoveForm::kTranspose : MoveForm::kCopy;

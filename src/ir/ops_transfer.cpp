@@ -140,13 +140,17 @@ void CheckMoveShapes(const StmtNode& call, const TileType& dst, const TileType& 
              what + "the inserted tile must fit inside the destination: " + shapes);
       }
       break;
+    case MoveForm::kExtractTransposed:
+      if (Is(src, MemorySpace::kAcc)) {
+        Fail(ErrorKind::kUnsupported, call.span, what + "a transposing offset= move from Acc is not implemented yet");
+      }
+      break;
     case MoveForm::kExtract:
       if (!FitsInside(dst, src)) {
-        const bool transposed = TransposedLayouts(src, dst) && dst.Rows() <= src.Cols() && dst.Cols() <= src.Rows();
-        Fail(transposed ? ErrorKind::kUnsupported : ErrorKind::kType, OperandSpan(call, 0),
-             what + (transposed ? "an offset= move that transposes (NZ <-> ZN) is not implemented yet: " + shapes
-                                : "with offset=, the source is either at least the destination in both dims "
-                                  "(extract) or fits inside it (insert, without fixpipe options): " + shapes));
+        Fail(ErrorKind::kType, OperandSpan(call, 0),
+             what + "with offset=, the source is either at least the destination in both dims (extract; "
+                    "transposed between NZ and ZN tiles) or fits inside it (insert, without fixpipe options): " +
+                 shapes);
       }
       if (Is(src, MemorySpace::kAcc) && AttrValue(call, "acc_to_vec_mode", -1) >= 2) {
         Fail(ErrorKind::kUnsupported, call.span,

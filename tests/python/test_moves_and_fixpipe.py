@@ -133,6 +133,37 @@ def q_kt(q: pl.Tensor[[16, 32], pl.DT_FP16], k: pl.Tensor[[64, 32], pl.DT_FP16],
         pl.store(s, acc, [0, 0])
 
 
+@pl.jit
+def q_kt_part(q: pl.Tensor[[16, 16], pl.DT_FP16], k: pl.Tensor[[64, 16], pl.DT_FP16], s: pl.Tensor[[16, 32], pl.DT_FP32]):
+    """Kᵀ of rows 16..47 of a 64-row K block: the [16, 32] ZN tile only fits the NZ [64, 16] source
+    transposed, so the move at offset [16, 0] (source coordinates) extracts transposed."""
+    q_mat = pl.make_tile(tt([16, 16], pl.DT_FP16, M.Mat), addr=0)
+    k_mat = pl.make_tile(tt([64, 16], pl.DT_FP16, M.Mat, layout=pl.NZ), addr=0x1000)
+    left = pl.make_tile(tt([16, 16], pl.DT_FP16, M.Left), addr=0)
+    kt = pl.make_tile(tt([16, 32], pl.DT_FP16, M.Right, layout=pl.ZN), addr=0)
+    acc = pl.make_tile(tt([16, 32], pl.DT_FP32, M.Acc), addr=0)
+    with pl.section_cube():
+        pl.load(q_mat, q, [0, 0])
+        pl.load(k_mat, k, [0, 0])
+        pl.system.bar_all()
+        pl.move(left, q_mat)
+        pl.move(kt, k_mat, [16, 0])
+        pl.system.bar_all()
+        pl.matmul(acc, left, kt)
+        pl.system.bar_all()
+        pl.store(s, acc, [0, 0])
+
+
+@pytest.mark.parametrize("sanitizer", [False, True], ids=["plain", "sanitizer"])
+def test_an_offset_move_between_nz_and_zn_extracts_transposed(sanitizer):
+    q, k = torch.randn(16, 16).half(), torch.randn(64, 16).half()
+    s = torch.zeros(16, 32)
+    kernel = q_kt_part if not sanitizer else pl.jit(q_kt_part.fn, sanitizer=True)
+    kernel[None, 1](q, k, s)
+    sync()
+    torch.testing.assert_close(s, q.float() @ k[16:48].float().T, rtol=1e-4, atol=1e-3)
+
+
 def test_nz_to_zn_move_of_swapped_shape_transposes():
     q, k = torch.randn(16, 32).half(), torch.randn(64, 32).half()
     s = torch.zeros(16, 64)
@@ -440,8 +471,9 @@ def test_misused_offsets_and_fixpipe_options_are_located_errors():
         pl.move(b, a, [0, 0])
 
     expect_error(neither, errors.ParserTypeError,
-                 "with offset=, the source is either at least the destination in both dims (extract) or fits "
-                 "inside it (insert, without fixpipe options): 'src_tile' is [16, 32] and 'dst_tile' is [32, 16]")
+                 "with offset=, the source is either at least the destination in both dims (extract; transposed "
+                 "between NZ and ZN tiles) or fits inside it (insert, without fixpipe options): 'src_tile' is "
+                 "[16, 32] and 'dst_tile' is [32, 16]")
 
     def relu_from_vec(c: pl.Tensor[[16, 16], pl.DT_FP32]):
         t = pl.make_tile(tt([16, 16], pl.DT_FP32), addr=0)
@@ -484,14 +516,16 @@ def test_misused_offsets_and_fixpipe_options_are_located_errors():
 
     expect_error(nan_scale, errors.ParserValueError, "scale must be a finite number")
 
-    def transposed_extract(c: pl.Tensor[[16, 16], pl.DT_FP32]):
-        m = pl.make_tile(tt([16, 64], pl.DT_FP16, M.Mat, layout=pl.NZ), addr=0)
-        r = pl.make_tile(tt([32, 16], pl.DT_FP16, M.Right, layout=pl.ZN), addr=0)
+    def transposed_from_acc(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+        acc = pl.make_tile(tt([16, 64], pl.DT_FP32, M.Acc, layout=pl.NZ), addr=0)
+        v = pl.make_tile(tt([32, 16], pl.DT_FP32, layout=pl.ZN), addr=0)
         with pl.section_cube():
-            pl.move(r, m, [0, 0])
+            pl.move(v, acc, [0, 0])
+        with pl.section_vector():
+            pass
 
-    expect_error(transposed_extract, errors.UnsupportedFeatureError,
-                 "an offset= move that transposes (NZ <-> ZN) is not implemented yet")
+    expect_error(transposed_from_acc, errors.UnsupportedFeatureError,
+                 "a transposing offset= move from Acc is not implemented yet")
 
 
 # ---- phase=: the unit-flag handshake between the cube and the fixpipe ----

@@ -44,9 +44,11 @@ CrossCoreWrite CrossCoreWriteOf(const StmtNode& op_stmt);
 //   kExtract    offset= on a source at least as large as the destination: the destination's valid
 //               window read from the source at the offset;
 //   kInsert     pl.insert, or offset= on a source that fits inside the destination (and no fixpipe
-//               option): the source's valid window written into the destination at the offset.
+//               option): the source's valid window written into the destination at the offset;
+//   kExtractTransposed  offset= between NZ and ZN tiles where only the transposed destination fits
+//               the source: the transposed destination window read at the offset (source coordinates).
 // The device's move functions derive the same from the tile types (cube_ops.h).
-enum class MoveForm : uint8_t { kCopy, kTranspose, kExtract, kInsert };
+enum class MoveForm : uint8_t { kCopy, kTranspose, kExtract, kInsert, kExtractTransposed };
 MoveForm MoveFormOf(const StmtNode& move_stmt);
 bool FitsInside(const TileType& inner, const TileType& outer);  // <= in both dims
 bool TransposedLayouts(const TileType& a, const TileType& b);   // one NZ, the other ZN
