@@ -150,8 +150,9 @@ typedef struct PtoRuntimeApi {
    * (PTO_PEER_*): where a data path that crosses cores (Acc -> Vec, Vec -> Mat) writes. NULL outside
    * mixed kernels. */
   uint8_t* (*peer_memory)(struct PtoCoreCtx* ctx, int32_t peer, int32_t memory);
-  /* pl.system.sync_all: suspends the core until every block of the launch has reached it. */
-  void (*sync_all)(struct PtoCoreCtx* ctx, int32_t line);
+  /* pl.system.sync_all: suspends the core until every core of `core_type` (0 AIV_ONLY, 1 AIC_ONLY,
+   * 2 MIX) of the launch has reached it. */
+  void (*sync_all)(struct PtoCoreCtx* ctx, int32_t line, int32_t core_type);
 } PtoRuntimeApi;
 
 /* Every stream object the runtime hands to call_kernel starts with this header. */

@@ -75,7 +75,9 @@ inline void dcci_at(CoreCtx& ctx, int line, int, int, const Container& target, O
 }
 
 // pl.system.sync_all: a barrier of every block of the launch (the runtime holds them all resident).
-inline void sync_all(CoreCtx& ctx, int line, int /*core_type*/, int /*mode*/) { ctx.api->sync_all(&ctx, line); }
+inline void sync_all(CoreCtx& ctx, int line, int core_type, int /*mode*/) {
+  ctx.api->sync_all(&ctx, line, core_type);
+}
 
 // pl.system.set_mm_layout_transform: the fixpipe's L0C read direction; the simulator's fixpipe reads
 // logical rows whichever it is.

@@ -437,29 +437,49 @@ class Verifier : public IRVisitor {
          "a kernel with both 'with pl.section_cube():' and 'with pl.section_vector():' runs 1 AIC + 2 AIV per block");
   }
 
-  // sync_all's core_type names the cores the kernel runs on; in a mixed kernel it is not built yet.
+  // sync_all's core_type names the cores that reach it: the kernel's own in a vector or cube kernel;
+  // in a mixed kernel AIV_ONLY inside pl.section_vector(), AIC_ONLY inside pl.section_cube(), MIX in
+  // either (both must call it).
   void CheckSyncAll() {
     const KernelKind kind = KernelKindOf(func_);
-    ForEachStmt(func_.body, [&](const StmtNode& s) {
-      if (s.kind != StmtKind::kOp || s.op->name != "system.sync_all") return;
-      int64_t core_type = 2;
-      for (const Attr& a : s.attrs) {
-        if (a.name == "core_type") core_type = a.value;
+    struct Finder : IRVisitor {
+      const Function* func = nullptr;
+      KernelKind kind = KernelKind::kVector;
+      void VisitStmt(const StmtNode& s) override {
+        if (s.kind == StmtKind::kOp && s.op->name == "system.sync_all") Check(s);
+        VisitChildrenOf(s);
       }
-      if (kind == KernelKind::kMixed) {
-        Fail(ErrorKind::kUnsupported, s.span,
-             "pl.system.sync_all in a mixed kernel is not implemented yet; vector-only (AIV_ONLY) and cube-only "
-             "(AIC_ONLY) kernels have it");
-      }
-      const int64_t want = kind == KernelKind::kVector ? 0 : 1;
-      if (core_type != want) {
+      void Check(const StmtNode& s) {
         static const char* const kTypes[] = {"AIV_ONLY", "AIC_ONLY", "MIX"};
-        Fail(ErrorKind::kValue, s.span,
-             "pl.system.sync_all(core_type=pl.SyncCoreType." + std::string(kTypes[core_type]) + ") in '" +
-                 func_.name + "', a " + Name(kind) + " kernel: its barrier would wait for cores that never reach "
-                 "it (the NPU hangs); use core_type=pl.SyncCoreType." + kTypes[want]);
+        int64_t core_type = 2;
+        for (const Attr& a : s.attrs) {
+          if (a.name == "core_type") core_type = a.value;
+        }
+        const std::string what = "pl.system.sync_all(core_type=pl.SyncCoreType." + std::string(kTypes[core_type]) +
+                                 ") in '" + func->name + "'";
+        if (kind != KernelKind::kMixed) {
+          const int64_t want = kind == KernelKind::kVector ? 0 : 1;
+          if (core_type == want) return;
+          Fail(ErrorKind::kValue, s.span,
+               what + ", a " + Name(kind) + " kernel: its barrier would wait for cores that never reach it (the "
+                      "NPU hangs); use core_type=pl.SyncCoreType." + kTypes[want]);
+        }
+        const std::optional<SectionKind> where = section();
+        if (!where) {
+          Fail(ErrorKind::kValue, s.span,
+               what + " outside the sections of a mixed kernel runs on the cube and the vector cores alike; call it "
+                      "inside pl.section_cube() and/or pl.section_vector()");
+        }
+        if ((core_type == 0 && *where != SectionKind::kVector) || (core_type == 1 && *where != SectionKind::kCube)) {
+          Fail(ErrorKind::kValue, s.span,
+               what + " inside pl.section_" + Name(*where) + "(): the barrier holds the " +
+                   (core_type == 0 ? "vector" : "cube") + " cores, which never run this section");
+        }
       }
-    });
+    } finder;
+    finder.func = &func_;
+    finder.kind = kind;
+    finder.Visit(func_.body);
   }
 
   const Function& func_;

@@ -76,10 +76,10 @@ uint8_t* PeerMemoryCallback(PtoCoreCtx* ctx, int32_t peer, int32_t memory) {
 
 int64_t SubmitUnavailable(void*, const PtoKernelDesc*, const void*, uint32_t, uint32_t) { return -1; }
 
-void SyncAllCallback(PtoCoreCtx* ctx, int32_t line) {
+void SyncAllCallback(PtoCoreCtx* ctx, int32_t line, int32_t core_type) {
   Core& core = CoreOf(ctx);
   if (!core.resident) AbortCore(*ctx, line, "system.sync_all", "internal error: the launch is not resident");
-  core.resident->SyncAll(*ctx, line);
+  core.resident->SyncAll(*ctx, line, core_type);
 }
 
 // Cores cannot launch kernels.

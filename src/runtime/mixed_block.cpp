@@ -45,8 +45,8 @@ void MixedBlock::Program(void* raw) {
   if (!slot.core.output.empty()) slot.core.output.Flush(OutputPrefix(slot.ctx));
 }
 
-std::optional<FaultInfo> MixedBlock::Run(const PtoKernelDesc& desc, const void* args, const ArchModel& arch,
-                                         int block, int blocks, LaunchControl* control) {
+void MixedBlock::Start(const PtoKernelDesc& desc, const void* args, const ArchModel& arch, int block, int blocks,
+                       LaunchControl* control, ResidentLaunch* resident) {
   desc_ = &desc;
   args_ = args;
   block_ = block;
@@ -71,35 +71,64 @@ std::optional<FaultInfo> MixedBlock::Run(const PtoKernelDesc& desc, const void* 
     s.core.block = block;
     s.core.mixed = this;
     s.core.slot = s.index;
+    s.core.resident = resident;
     s.waiting = false;
+    s.barrier = nullptr;
     s.fault.reset();
     s.fiber.Start(&Program, &s);
   }
+}
 
-  // Round robin: each core runs until it waits, yields or ends. Nothing runs concurrently, so the
-  // schedule (and therefore any printed output) is the same on every run.
+// Round robin: each core runs until it waits, yields or ends. Nothing runs concurrently, so the
+// schedule (and therefore any printed output) is the same on every run.
+MixedBlock::StepResult MixedBlock::Step() {
+  StepResult r;
+  for (Slot& s : slots_) {
+    if (s.fiber.idle()) continue;
+    r.unfinished = true;
+    if (s.waiting && !flags_.CanWait(CrossCoreFlags::RouteOf(false, s.index, s.wait.mode, s.wait.event))) continue;
+    if (s.barrier && *s.barrier == s.barrier_generation) continue;  // its barrier is still closed
+    s.fiber.Resume();
+    r.ran = true;
+    if (s.fault) {
+      r.fault = std::move(s.fault);
+      return r;
+    }
+  }
+  return r;
+}
+
+std::optional<FaultInfo> MixedBlock::Run(const PtoKernelDesc& desc, const void* args, const ArchModel& arch,
+                                         int block, int blocks, LaunchControl* control) {
+  Start(desc, args, arch, block, blocks, control, nullptr);
   std::optional<FaultInfo> fault;
   for (;;) {
-    bool unfinished = false, ran = false;
-    for (Slot& s : slots_) {
-      if (s.fiber.idle()) continue;
-      unfinished = true;
-      if (s.waiting && !flags_.CanWait(CrossCoreFlags::RouteOf(false, s.index, s.wait.mode, s.wait.event))) continue;
-      s.fiber.Resume();
-      ran = true;
-      if (s.fault) {
-        fault = std::move(s.fault);
-        break;
-      }
-    }
-    if (fault || !unfinished) break;
-    if (!ran) {
+    StepResult r = Step();
+    if (r.fault) fault = std::move(r.fault);
+    if (fault || !r.unfinished) break;
+    if (!r.ran) {
       fault = DeadlockReport();
       break;
     }
   }
   if (fault) Cancel();
   return fault;
+}
+
+bool MixedBlock::AnyAtBarrier() const {
+  for (const Slot& s : slots_) {
+    if (!s.fiber.idle() && s.barrier) return true;
+  }
+  return false;
+}
+
+void MixedBlock::WaitAtBarrier(PtoCoreCtx& ctx, int line, const uint64_t* generation) {
+  Slot& slot = SlotOf(ctx);
+  slot.barrier = generation;
+  slot.barrier_generation = *generation;
+  slot.barrier_line = line;
+  while (*generation == slot.barrier_generation) Suspend(slot);
+  slot.barrier = nullptr;
 }
 
 void MixedBlock::Suspend(Slot& slot) {
@@ -155,6 +184,11 @@ FaultInfo MixedBlock::DeadlockReport() const {
                  " waits for a cross-core flag that no other core will set:";
   for (const Slot& s : slots_) {
     std::string name = CrossCoreFlags::Name(s.index);
+    if (s.barrier && !s.fiber.idle()) {
+      info.message += "\n  " + name + where + " at " + file + ":" + std::to_string(s.barrier_line) +
+                      ": waits at pl.system.sync_all";
+      continue;
+    }
     if (!s.waiting) {
       info.message += "\n  " + name + where + " has finished";
       continue;

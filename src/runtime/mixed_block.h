@@ -28,6 +28,25 @@ class MixedBlock {
   std::optional<FaultInfo> Run(const PtoKernelDesc& desc, const void* args, const ArchModel& arch, int block,
                                int blocks, LaunchControl* control);
 
+  // The same in steps, for a resident launch that interleaves all its blocks (pl.system.sync_all):
+  // Start() sets the cores up (their Core::resident = `resident`); each Step() runs every core that
+  // can run until it waits or ends. `ran` / `unfinished` say whether any core ran / is not done;
+  // `fault` is the first fault. Cancel() unwinds what is left.
+  struct StepResult {
+    bool ran = false, unfinished = false;
+    std::optional<FaultInfo> fault;
+  };
+  void Start(const PtoKernelDesc& desc, const void* args, const ArchModel& arch, int block, int blocks,
+             LaunchControl* control, ResidentLaunch* resident);
+  StepResult Step();
+  void Cancel();
+  // The deadlock report of the block's cross-core waits; a core waiting at a barrier says so.
+  FaultInfo DeadlockReport() const;
+  bool AnyAtBarrier() const;
+
+  // pl.system.sync_all on a core of this block: suspends it until *generation changes.
+  void WaitAtBarrier(PtoCoreCtx& ctx, int line, const uint64_t* generation);
+
   // The arena base of memory `memory` of core `peer` (PTO_PEER_*); nullptr for no such core.
   uint8_t* PeerMemory(int peer, int memory) {
     static_assert(PTO_PEER_AIC == CrossCoreFlags::kAic && PTO_PEER_AIV1 == CrossCoreFlags::kAiv1);
@@ -54,6 +73,9 @@ class MixedBlock {
     Core core;
     bool waiting = false;  // suspended in a wait whose flag is not set yet
     Wait wait;
+    const uint64_t* barrier = nullptr;  // at a sync_all barrier: its generation counter
+    uint64_t barrier_generation = 0;    // ... which was this when the core arrived
+    int barrier_line = 0;
     std::optional<FaultInfo> fault;
   };
   // Unwinds a suspended core when its block is abandoned.
@@ -65,9 +87,6 @@ class MixedBlock {
   void Suspend(Slot& slot);
   // The route of a set or wait of the calling core; a fault at `line` when the mode or id cannot be used.
   CrossCoreFlags::Route RouteFor(PtoCoreCtx& ctx, int line, const char* op, bool set, int event, int mode);
-  FaultInfo DeadlockReport() const;
-  void Cancel();
-
   Slot slots_[CrossCoreFlags::kCores];
   CrossCoreFlags flags_;
   const PtoKernelDesc* desc_ = nullptr;

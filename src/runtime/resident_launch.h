@@ -1,18 +1,22 @@
 // A launch of a kernel that calls pl.system.sync_all: a barrier of every block of the launch, which
 // the hardware can only pass when all of them are resident on cores at once. Here every block runs
-// as a fiber on the launching thread, each with its own local memories; a block that reaches the
-// barrier suspends until all have, and when the blocks that have not finished all wait while
-// another has ended without reaching it, the launch fails with a deadlock report instead of
-// hanging. A block_dim above the arch's cores of the kernel's kind (they could not all be resident)
-// is refused before anything runs. Vector- and cube-only kernels (docs/device.md#execution).
+// as fibers on the launching thread, each core with its own local memories (a mixed kernel's
+// blocks as MixedBlocks, interleaved); a core that reaches a barrier suspends until every core of
+// the barrier's kind (AIV_ONLY, AIC_ONLY or MIX) has, and when nothing can run while cores wait,
+// the launch fails with a deadlock report instead of hanging. A block_dim above what the arch can
+// hold resident (its cores of the kernel's kind; a mixed block needs an AIC) is refused before
+// anything runs (docs/device.md#execution).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "arena.h"
 #include "core.h"
+#include "mixed_block.h"
+#include "vector_clock.h"
 #include "pypto_pro/runtime/fiber.h"
 #include "pypto_pro/support/arch.h"
 
@@ -27,17 +31,18 @@ class ResidentLaunch {
   std::optional<FaultInfo> Run(const PtoKernelDesc& desc, const void* args, const ArchModel& arch, int blocks,
                                LaunchControl* control);
 
-  // pl.system.sync_all on a block's fiber.
-  void SyncAll(PtoCoreCtx& ctx, int line);
+  // pl.system.sync_all(core_type=) on a core's fiber (0 AIV_ONLY, 1 AIC_ONLY, 2 MIX).
+  void SyncAll(PtoCoreCtx& ctx, int line, int core_type);
 
  private:
+  static constexpr int kBarrierKinds = 3;
   struct Slot {
     ResidentLaunch* owner = nullptr;
     Fiber fiber;
     Arena arena;
     PtoCoreCtx ctx{};
     Core core;
-    bool waiting = false;  // at the barrier of generation `generation`
+    int barrier = -1;  // the barrier kind it waits at, -1 when running
     uint64_t generation = 0;
     int line = 0;
     std::optional<FaultInfo> fault;
@@ -45,16 +50,24 @@ class ResidentLaunch {
   struct Cancelled {};
 
   static void Program(void* slot);
-  FaultInfo DeadlockReport(int blocks) const;
-  void Cancel(int blocks);
+  std::optional<FaultInfo> RunSingle(const ArchModel& arch, LaunchControl* control);
+  std::optional<FaultInfo> RunMixed(const ArchModel& arch, LaunchControl* control);
+  // How many cores a barrier of `kind` waits for in this launch.
+  int Participants(int kind) const;
+  FaultInfo BarrierDeadlock(const std::string& who_waits, const std::string& others) const;
 
-  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<std::unique_ptr<Slot>> slots_;         // vector- and cube-only kernels: a core per block
+  std::vector<std::unique_ptr<MixedBlock>> mixed_;   // mixed kernels: a MixedBlock per block
   const PtoKernelDesc* desc_ = nullptr;
   const void* args_ = nullptr;
   int blocks_ = 0;
-  int arrived_ = 0;          // blocks waiting at the current barrier
-  uint64_t generation_ = 0;  // barriers passed
+  int arrived_[kBarrierKinds] = {};
+  uint64_t generation_[kBarrierKinds] = {};
+  int line_[kBarrierKinds] = {};
   bool cancelled_ = false;
+  // Sanitizer mode: per block and barrier kind, what its cores published arriving at the open
+  // barrier and at the last one that opened (SanitizerBarrierArrive / Leave).
+  std::vector<std::array<san::VectorClock, kBarrierKinds>> arriving_, opened_;
 };
 
 }  // namespace pypto_pro::runtime

@@ -208,6 +208,22 @@ int32_t OnAccess(PtoCoreCtx* ctx, int32_t line, int32_t pipe, const PtoSanAccess
   return 1;
 }
 
+}  // namespace
+
+void SanitizerBarrierArrive(PtoCoreCtx& ctx, san::VectorClock& barrier) {
+  // The barrier is issued by the scalar unit: it carries what the scalar pipe knows, not the work
+  // still in flight on the other pipes (a bar_all before it makes the scalar pipe know all of it).
+  if (san::CoreState* c = StateOf(&ctx)) barrier.Join(c->sync.Release(int(hw::Pipe::kS)));
+}
+
+void SanitizerBarrierLeave(PtoCoreCtx& ctx, const san::VectorClock& barrier) {
+  if (san::CoreState* c = StateOf(&ctx)) {
+    for (int p = 0; p < san::kPipes; ++p) c->sync.Acquire(p, barrier);
+  }
+}
+
+namespace {
+
 void OnSync(PtoCoreCtx* ctx, int32_t line, int32_t event, int32_t pipe, int32_t other, uint32_t id) {
   CoreState* c = StateOf(ctx);
   if (!c || pipe < 0 || pipe >= san::kPipes || other < 0 || other >= san::kPipes) return;

@@ -89,6 +89,13 @@ class SanitizerLaunch {
   std::vector<SanitizerFinding> findings_;  // guarded by mutex_
 };
 
+// pl.system.sync_all in sanitizer mode: an arriving core publishes what its scalar pipe knows into
+// `barrier` (work in flight on other pipes is not covered: a bar_all before the barrier is); once the
+// barrier opens, every pipe of a leaving core acquires all of it. Nothing outside sanitizer mode.
+// (Clocks only order accesses within a block, where they are compared.)
+void SanitizerBarrierArrive(PtoCoreCtx& ctx, san::VectorClock& barrier);
+void SanitizerBarrierLeave(PtoCoreCtx& ctx, const san::VectorClock& barrier);
+
 // The callbacks of PtoRuntimeApi::sanitizer.
 extern const PtoSanitizerApi kSanitizerApi;
 

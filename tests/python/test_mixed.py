@@ -603,8 +603,8 @@ def test_a_block_that_skips_sync_all_deadlocks_the_others():
                 pl.system.sync_all(core_type=pl.SyncCoreType.AIV_ONLY)
 
     skipping[None, 8](torch.zeros(8, 64))
-    with pytest.raises(pypto_pro.KernelDeadlock, match=r"7 of 8 blocks wait at pl.system.sync_all \(.*\) for "
-                                                       r"block\(s\) 3, which ended without reaching it"):
+    with pytest.raises(pypto_pro.KernelDeadlock, match=r"7 of 8 blocks wait at pl.system.sync_all\(core_type=AIV_ONLY\) "
+                                                       r"\(.*\) for block\(s\) 3, which never reach it"):
         pypto_pro.runtime.synchronize()
 
 
@@ -624,11 +624,103 @@ def test_sync_all_misuse_is_refused():
     with pytest.raises(errors.UnsupportedFeatureError, match="mode=pl.SyncAllMode.SOFT"):
         pl.jit(soft)[None, 1](torch.zeros(8, 64))
 
-    def mixed(x: pl.Tensor[[8, 64], pl.DT_FP32]):
+    def aiv_barrier_in_cube(x: pl.Tensor[[8, 64], pl.DT_FP32]):
         with pl.section_cube():
-            pl.system.sync_all()
+            pl.system.sync_all(core_type=pl.SyncCoreType.AIV_ONLY)
         with pl.section_vector():
-            pl.system.sync_all()
+            pass
 
-    with pytest.raises(errors.UnsupportedFeatureError, match="sync_all in a mixed kernel is not implemented yet"):
-        pl.jit(mixed)[None, 1](torch.zeros(8, 64))
+    with pytest.raises(errors.ParserValueError, match=r"inside pl.section_cube\(\): the barrier holds the vector "
+                                                      r"cores, which never run this section"):
+        pl.jit(aiv_barrier_in_cube)[None, 1](torch.zeros(8, 64))
+
+
+@pl.jit
+def mixed_phases(a: pl.Tensor[[pl.DYNAMIC, 16], pl.DT_FP16], eye: pl.Tensor[[16, 16], pl.DT_FP16],
+                 mid: pl.Tensor[[pl.DYNAMIC, 16], pl.DT_FP32], out: pl.Tensor[[pl.DYNAMIC, 16], pl.DT_FP32]):
+    """Each block's cube writes mid[block] = a[block] @ I; after a MIX barrier each block's AIV 0
+    copies the next block's rows to out, AIV 1 adds 1 to them after an AIV_ONLY barrier."""
+    b = pl.get_block_idx() // pl.get_subblock_num()
+    n = pl.get_block_num()
+    with pl.section_cube():
+        a_mat = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Mat), addr=0)
+        e_mat = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Mat),
+                             addr=0x1000)
+        left = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Left), addr=0)
+        right = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Right),
+                             addr=0)
+        acc = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Acc), addr=0)
+        pl.load(a_mat, a, [b * 16, 0])
+        pl.load(e_mat, eye, [0, 0])
+        pl.system.bar_all()
+        pl.move(left, a_mat)
+        pl.move(right, e_mat)
+        pl.system.bar_all()
+        pl.matmul(acc, left, right)
+        pl.system.bar_all()
+        pl.store(mid, acc, [b * 16, 0])
+        pl.system.bar_all()
+        pl.system.sync_all(core_type=pl.SyncCoreType.MIX)
+    with pl.section_vector():
+        t = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0)
+        pl.system.sync_all(core_type=pl.SyncCoreType.MIX)
+        if pl.get_subblock_idx() == 0:
+            pl.load(t, mid, [(b + 1) % n * 16, 0])
+            pl.system.bar_all()
+            pl.store(out, t, [b * 16, 0])
+            pl.system.bar_all()
+        pl.system.sync_all(core_type=pl.SyncCoreType.AIV_ONLY)
+        if pl.get_subblock_idx() == 1:
+            pl.load(t, out, [b * 16, 0])
+            pl.system.bar_all()
+            pl.adds(t, t, 1.0)
+            pl.system.bar_all()
+            pl.store(out, t, [b * 16, 0])
+
+
+@pytest.mark.parametrize("blocks, sanitizer", [(1, False), (5, False), (32, False), (4, True)])
+def test_sync_all_in_a_mixed_kernel_holds_every_core_of_the_launch(blocks, sanitizer):
+    a = torch.randn(blocks * 16, 16).half()
+    mid, out = torch.zeros(blocks * 16, 16), torch.zeros(blocks * 16, 16)
+    kernel = mixed_phases if not sanitizer else pl.jit(mixed_phases.fn, sanitizer=True)
+    kernel[None, blocks](a, torch.eye(16).half(), mid, out)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(out, torch.roll(a.float(), -16, dims=0) + 1)
+
+
+def test_mixed_sync_all_limits_and_deadlocks():
+    a = torch.randn(33 * 16, 16).half()
+    mixed_phases[None, 33](a, torch.eye(16).half(), torch.zeros(33 * 16, 16), torch.zeros(33 * 16, 16))
+    with pytest.raises(pypto_pro.KernelFault, match=r"a5 has 32 AICs \(one per mixed block\) for block_dim 33"):
+        pypto_pro.runtime.synchronize()
+
+    @pl.jit
+    def cube_skips(x: pl.Tensor[[8, 64], pl.DT_FP32]):
+        with pl.section_cube():
+            pass
+        with pl.section_vector():
+            pl.system.sync_all(core_type=pl.SyncCoreType.MIX)
+
+    cube_skips[None, 2](torch.zeros(8, 64))
+    with pytest.raises(pypto_pro.KernelDeadlock, match=r"4 of 6 cores wait at pl.system.sync_all\(core_type=MIX\)"):
+        pypto_pro.runtime.synchronize()
+
+
+def test_sanitizer_finds_a_store_the_barrier_does_not_cover():
+    """sync_all orders cores, not the work still in flight on a core's pipes: without the bar_all
+    before it, AIV 0's load of what the AIC stored races that store."""
+    @pl.jit(sanitizer=True)
+    def no_bar_before(a: pl.Tensor[[16, 16], pl.DT_FP32], mid: pl.Tensor[[16, 16], pl.DT_FP32]):
+        with pl.section_cube():
+            acc = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Acc),
+                               addr=0)
+            pl.store(mid, acc, [0, 0])
+            pl.system.sync_all(core_type=pl.SyncCoreType.MIX)
+        with pl.section_vector():
+            t = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0)
+            pl.system.sync_all(core_type=pl.SyncCoreType.MIX)
+            pl.load(t, mid, [0, 0])  # RACE
+
+    no_bar_before[None, 1](torch.zeros(16, 16), torch.zeros(16, 16))
+    with pytest.raises(pypto_pro.SanitizerError, match="PIPE_RACE: read-after-write: MTE2 reads GM tensor 'mid'"):
+        pypto_pro.runtime.synchronize()
