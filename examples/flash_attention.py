@@ -228,18 +228,19 @@ def reference(q, k, v, causal):
     return (torch.softmax(scores, dim=-1) @ vf).permute(0, 2, 1, 3)
 
 
-def main():
+def demo(attention_fn, shapes):
+    """Runs `attention_fn` on each (batch, seq) of `shapes`, full and causal, against torch."""
     torch.manual_seed(0)
     torch.set_num_threads(pypto_pro.runtime.device_threads())
-    for b, s in [(1, 512), (2, 1000), (1, 2048)]:
+    for b, s in shapes:
         q, k, v = (torch.randn(b, s, 2, D).half() for _ in range(3))
         for causal in (False, True):
             start = time.perf_counter()
-            out = attention(q, k, v, causal)
+            out = attention_fn(q, k, v, causal)
             pypto_pro.runtime.synchronize()
             first = time.perf_counter() - start
             start = time.perf_counter()
-            attention(q, k, v, causal)
+            attention_fn(q, k, v, causal)
             pypto_pro.runtime.synchronize()
             ours = time.perf_counter() - start
             start = time.perf_counter()
@@ -249,6 +250,10 @@ def main():
             print(f"flash attention b={b} s={s} n=2 d=128 {'causal' if causal else 'full'}: max |err| vs torch "
                   f"= {err:.2e}, first launch {first * 1e3:.0f} ms, {ours * 1e3:.1f} ms (torch fp32 "
                   f"{theirs * 1e3:.1f} ms)")
+
+
+def main():
+    demo(attention, [(1, 512), (2, 1000), (1, 2048)])
 
 
 if __name__ == "__main__":

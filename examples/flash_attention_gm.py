@@ -12,13 +12,13 @@ Run: PYTHONPATH=python /usr/bin/python3 examples/flash_attention_gm.py
 """
 
 import math
-import time
 
 import torch
 
-import pypto_pro
 import pypto_pro.language as pl
 from pypto_pro.runtime.tilingkey import TilingKeyField
+
+from flash_attention import demo, reference  # noqa: F401  (the same torch reference and demo)
 
 D = 128       # head dim
 T = 128       # query and key/value rows per tile
@@ -165,37 +165,8 @@ def attention(q, k, v, causal, stream=None, block_dim=32):
     return out
 
 
-def reference(q, k, v, causal):
-    """softmax(q kᵀ / sqrt(d)) v in fp32, per batch and head."""
-    qf, kf, vf = (t.float().permute(0, 2, 1, 3) for t in (q, k, v))  # BNSD
-    scores = qf @ kf.transpose(-1, -2) / math.sqrt(q.shape[-1])
-    if causal:
-        s = q.shape[1]
-        scores = scores.masked_fill(torch.triu(torch.ones(s, s, dtype=torch.bool), diagonal=1), float("-inf"))
-    return (torch.softmax(scores, dim=-1) @ vf).permute(0, 2, 1, 3)
-
-
 def main():
-    torch.manual_seed(0)
-    torch.set_num_threads(pypto_pro.runtime.device_threads())
-    for b, s in [(1, 512), (2, 1024), (1, 2048)]:
-        q, k, v = (torch.randn(b, s, 2, D).half() for _ in range(3))
-        for causal in (False, True):
-            start = time.perf_counter()
-            out = attention(q, k, v, causal)
-            pypto_pro.runtime.synchronize()
-            first = time.perf_counter() - start
-            start = time.perf_counter()
-            attention(q, k, v, causal)
-            pypto_pro.runtime.synchronize()
-            ours = time.perf_counter() - start
-            start = time.perf_counter()
-            ref = reference(q, k, v, causal)
-            theirs = time.perf_counter() - start
-            err = (out.float() - ref).abs().max().item()
-            print(f"flash attention b={b} s={s} n=2 d=128 {'causal' if causal else 'full'}: max |err| vs torch "
-                  f"= {err:.2e}, first launch {first * 1e3:.0f} ms, {ours * 1e3:.1f} ms (torch fp32 "
-                  f"{theirs * 1e3:.1f} ms)")
+    demo(attention, [(1, 512), (2, 1024), (1, 2048)])
 
 
 if __name__ == "__main__":

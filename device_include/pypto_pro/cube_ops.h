@@ -317,18 +317,8 @@ inline void move_fp(CoreCtx& ctx, int line, int acc_to_vec_mode, int /*relu_pre_
                            cols > TD::kCols, 0)) {
     detail::MoveWindowFault(ctx, line, "move", rows, cols, Min(TD::kRows, TS::kRows), Min(TD::kCols, TS::kCols));
   }
-  if (__builtin_expect(cols > scaling.valid_cols, 0)) {
-    Fault(ctx, line, "move", "the per-channel Scaling tile has fewer factors than the window has columns");
-  }
   float factors[TF::kCols];
-  for (int32_t c = 0; c < cols; ++c) {
-    const uint64_t word = uint64_t(scaling.data[c]);
-    if (__builtin_expect(word >> 32, 0)) {
-      Fault(ctx, line, "move", "a per-channel factor has bits above its low 32 set (offset and sign fields of the "
-                               "quantisation word are not implemented)");
-    }
-    factors[c] = BitsFloat(uint32_t(word));
-  }
+  detail::PerChannelFactors(ctx, line, "move", scaling, cols, factors);
   typename TD::Elem* out = detail::MoveTarget<TD, TS>(ctx, acc_to_vec_mode, dst);
   for (int32_t r = 0; r < rows; ++r) {
     for (int32_t c = 0; c < cols; ++c) {

@@ -294,14 +294,14 @@ inline void store_tile_scaled(CoreCtx& ctx, int line, int relu_pre_mode, int ord
 // converted like a scaled store.
 namespace detail {
 
-template <typename TileT, typename T, int N, typename TS>
-inline void StorePerChannel(CoreCtx& ctx, int line, const char* op, T* to, const GmTensor<T, N>& dst, const TileT& src,
-                            Axes axes, const TS& scaling, bool atomic) {
-  const int64_t rows = src.valid_rows, cols = src.valid_cols;
+// The fp32 factors of the first `cols` elements of a per-channel Scaling tile (the low 32 bits of
+// each int64; the rest must be 0).
+template <typename TS>
+inline void PerChannelFactors(CoreCtx& ctx, int line, const char* op, const TS& scaling, int64_t cols,
+                              float* factors) {
   if (__builtin_expect(cols > scaling.valid_cols, 0)) {
     Fault(ctx, line, op, "the per-channel Scaling tile has fewer factors than the window has columns");
   }
-  float factors[TS::kCols];
   for (int64_t c = 0; c < cols; ++c) {
     const uint64_t word = uint64_t(scaling.data[c]);
     if (__builtin_expect(word >> 32, 0)) {
@@ -310,6 +310,14 @@ inline void StorePerChannel(CoreCtx& ctx, int line, const char* op, T* to, const
     }
     factors[c] = BitsFloat(uint32_t(word));
   }
+}
+
+template <typename TileT, typename T, int N, typename TS>
+inline void StorePerChannel(CoreCtx& ctx, int line, const char* op, T* to, const GmTensor<T, N>& dst, const TileT& src,
+                            Axes axes, const TS& scaling, bool atomic) {
+  const int64_t rows = src.valid_rows, cols = src.valid_cols;
+  float factors[TS::kCols];
+  PerChannelFactors(ctx, line, op, scaling, cols, factors);
   const int64_t row_step = axes.rows >= 0 ? dst.stride[axes.rows] : 0, col_step = dst.stride[axes.cols];
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) {

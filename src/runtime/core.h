@@ -2,6 +2,8 @@
 // at its Core), and the callbacks device code reaches through PtoCoreCtx::api.
 #pragma once
 
+#include <exception>
+#include <optional>
 #include <string>
 
 #include "kernel_printf.h"
@@ -51,5 +53,29 @@ struct KernelAbort {
 
 // The callbacks of PtoCoreCtx::api: faults, printf, asserts, cross-core flags (not submit).
 const PtoRuntimeApi& CoreApi();
+
+// No launch of a block on its own thread unwinds it from outside.
+struct NotUnwound {};
+
+// Runs the core's program to its end and flushes its printed text: a fault it raised (KernelAbort)
+// or an internal error becomes `fault`; `Unwound`, thrown when the launch abandons the core (a
+// fiber resumed only to unwind), ends it quietly.
+template <typename Unwound>
+void RunCoreProgram(const PtoKernelDesc& desc, const void* args, PtoCoreCtx& ctx, Core& core,
+                    std::optional<FaultInfo>& fault) {
+  try {
+    desc.entry(&ctx, args);
+  } catch (KernelAbort& abort) {
+    fault = std::move(abort.info);
+  } catch (const Unwound&) {
+  } catch (const std::exception& e) {
+    fault = CoreFault(ctx, 0);
+    fault->message = std::string("internal error: ") + e.what();
+  } catch (...) {
+    fault = CoreFault(ctx, 0);
+    fault->message = "internal error: an unknown exception left the kernel";
+  }
+  if (!core.output.empty()) core.output.Flush(OutputPrefix(ctx));
+}
 
 }  // namespace pypto_pro::runtime

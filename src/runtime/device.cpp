@@ -109,18 +109,7 @@ void Device::RunBlocks(Job& job, AfterBlock after_block) {
         ctx.poll_seen = *ctx.poll_word;
         ctx.unit_flag = 0;
         core.block = block;
-        try {
-          job.desc->entry(&ctx, job.args);
-        } catch (KernelAbort& abort) {
-          fault = std::move(abort.info);
-        } catch (const std::exception& e) {
-          fault = CoreFault(ctx, 0);
-          fault->message = std::string("internal error: ") + e.what();
-        } catch (...) {
-          fault = CoreFault(ctx, 0);
-          fault->message = "internal error: an unknown exception left the kernel";
-        }
-        if (!core.output.empty()) core.output.Flush(OutputPrefix(ctx));
+        RunCoreProgram<NotUnwound>(*job.desc, job.args, ctx, core, fault);
       }
       if (fault && job.faults.fetch_add(1) == 0) job.first_fault = std::move(*fault);
     }

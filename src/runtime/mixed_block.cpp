@@ -29,20 +29,8 @@ MixedBlock& MixedBlock::ForThisThread() {
 void MixedBlock::Program(void* raw) {
   Slot& slot = *static_cast<Slot*>(raw);
   MixedBlock& block = *slot.owner;
-  try {
-    block.desc_->entry(&slot.ctx, block.args_);
-  } catch (KernelAbort& abort) {
-    slot.fault = std::move(abort.info);
-  } catch (const Cancelled&) {
-    // The block was abandoned: another core faulted or the block deadlocked.
-  } catch (const std::exception& e) {
-    slot.fault = CoreFault(slot.ctx, 0);
-    slot.fault->message = std::string("internal error: ") + e.what();
-  } catch (...) {
-    slot.fault = CoreFault(slot.ctx, 0);
-    slot.fault->message = "internal error: an unknown exception left the kernel";
-  }
-  if (!slot.core.output.empty()) slot.core.output.Flush(OutputPrefix(slot.ctx));
+  // Cancelled: the block was abandoned (another core faulted, or it deadlocked).
+  RunCoreProgram<Cancelled>(*block.desc_, block.args_, slot.ctx, slot.core, slot.fault);
 }
 
 void MixedBlock::Start(const PtoKernelDesc& desc, const void* args, const ArchModel& arch, int block, int blocks,

@@ -22,20 +22,8 @@ ResidentLaunch& ResidentLaunch::ForThisThread() {
 void ResidentLaunch::Program(void* raw) {
   Slot& slot = *static_cast<Slot*>(raw);
   ResidentLaunch& launch = *slot.owner;
-  try {
-    launch.desc_->entry(&slot.ctx, launch.args_);
-  } catch (KernelAbort& abort) {
-    slot.fault = std::move(abort.info);
-  } catch (const Cancelled&) {
-    // The launch was abandoned: another block faulted or the barrier deadlocked.
-  } catch (const std::exception& e) {
-    slot.fault = CoreFault(slot.ctx, 0);
-    slot.fault->message = std::string("internal error: ") + e.what();
-  } catch (...) {
-    slot.fault = CoreFault(slot.ctx, 0);
-    slot.fault->message = "internal error: an unknown exception left the kernel";
-  }
-  if (!slot.core.output.empty()) slot.core.output.Flush(OutputPrefix(slot.ctx));
+  // Cancelled: the launch was abandoned (another block faulted, or the barrier deadlocked).
+  RunCoreProgram<Cancelled>(*launch.desc_, launch.args_, slot.ctx, slot.core, slot.fault);
 }
 
 int ResidentLaunch::Participants(int kind) const {

@@ -2,6 +2,7 @@
 each test sees its own compile counts) from the add kernel of docs/language.md#kernels-and-launch."""
 
 import importlib.util
+import sys
 import threading
 from pathlib import Path
 
@@ -12,7 +13,10 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 def load_example(name, prefix="example"):
     """A fresh module of examples/<name>.py (its own kernel objects and compile counts), named
-    <prefix>_<name>."""
+    <prefix>_<name>. examples/ is on the import path, as when an example runs as a script (one
+    imports another's helpers)."""
+    if str(EXAMPLES) not in sys.path:
+        sys.path.append(str(EXAMPLES))
     spec = importlib.util.spec_from_file_location(f"{prefix}_{name}", EXAMPLES / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
