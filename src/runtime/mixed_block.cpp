@@ -103,6 +103,13 @@ std::optional<FaultInfo> MixedBlock::Run(const PtoKernelDesc& desc, const void* 
   return fault;
 }
 
+bool MixedBlock::Unfinished() const {
+  for (const Slot& s : slots_) {
+    if (!s.fiber.idle()) return true;
+  }
+  return false;
+}
+
 bool MixedBlock::AnyAtBarrier() const {
   for (const Slot& s : slots_) {
     if (!s.fiber.idle() && s.barrier) return true;

@@ -43,6 +43,7 @@ class MixedBlock {
   // The deadlock report of the block's cross-core waits; a core waiting at a barrier says so.
   FaultInfo DeadlockReport() const;
   bool AnyAtBarrier() const;
+  bool Unfinished() const;  // a core of the block has not ended
 
   // pl.system.sync_all on a core of this block: suspends it until *generation changes.
   void WaitAtBarrier(PtoCoreCtx& ctx, int line, const uint64_t* generation);

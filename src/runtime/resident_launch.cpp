@@ -156,7 +156,7 @@ std::optional<FaultInfo> ResidentLaunch::RunMixed(const ArchModel& arch, LaunchC
       }
       if (at_barrier < 0) {
         for (int b = 0; b < blocks; ++b) {
-          if (!mixed_[size_t(b)]->Step().unfinished) continue;
+          if (!mixed_[size_t(b)]->Unfinished()) continue;
           fault = mixed_[size_t(b)]->DeadlockReport();
           break;
         }
@@ -219,7 +219,6 @@ void ResidentLaunch::SyncAll(PtoCoreCtx& ctx, int line, int core_type) {
   Slot& slot = *slots_[size_t(core.block)];
   slot.barrier = kind;
   slot.generation = generation_[kind];
-  slot.line = line;
   while (slot.generation == generation_[kind]) {
     slot.fiber.Suspend();
     if (cancelled_) throw Cancelled{};

@@ -44,7 +44,6 @@ class ResidentLaunch {
     Core core;
     int barrier = -1;  // the barrier kind it waits at, -1 when running
     uint64_t generation = 0;
-    int line = 0;
     std::optional<FaultInfo> fault;
   };
   struct Cancelled {};
