@@ -7,7 +7,7 @@
 
 #include "pypto_pro/hw_tables.h"
 
-#define PTO_ABI_VERSION 6
+#define PTO_ABI_VERSION 7
 #define PTO_MEM_ONE_(name) +1
 #define PTO_MEM_COUNT (0 PTO_HW_MEMORIES(PTO_MEM_ONE_)) /* memories indexed as in hw_tables.h, DDR first */
 #define PTO_FAULT_MAX_RANK 8
@@ -68,8 +68,9 @@ typedef struct PtoKernelDesc {
   uint32_t flags; /* PTO_KERNEL_FLAG_* */
 } PtoKernelDesc;
 
-/* The kernel calls pl.system.sync_all: every block of a launch must be resident at once. */
-#define PTO_KERNEL_FLAG_SYNC_ALL 1u
+/* The kernel calls pl.system.sync_all or uses INTER_BLOCK cross-core flags: every block of a launch
+ * must be resident at once. */
+#define PTO_KERNEL_FLAG_RESIDENT 1u
 
 /* ---- sanitizer mode (pl.jit(sanitizer=True)): what an instrumented kernel tells the runtime ---- */
 
@@ -137,8 +138,9 @@ typedef struct PtoRuntimeApi {
   /* A failed pl.pto_assert: abort the block with a fault carrying the formatted message. Never returns. */
   void (*assert_fail)(struct PtoCoreCtx* ctx, int32_t line, const char* fmt, const PtoArg* args, int32_t nargs,
                       int32_t flags);
-  /* pl.system.set_cross_core / wait_cross_core between the cores of a mixed kernel's logical block.
-   * A wait without a pending set suspends the core until another core of its block sets the flag. */
+  /* pl.system.set_cross_core / wait_cross_core between the cores of a mixed kernel's logical block,
+   * or (INTER_BLOCK) between every core of one kind of the launch. A wait without a pending set
+   * suspends the core until the cores it waits for have set the flag. */
   void (*set_cross_core)(struct PtoCoreCtx* ctx, int32_t line, int32_t pipe, int32_t event_id, int32_t mode);
   void (*wait_cross_core)(struct PtoCoreCtx* ctx, int32_t line, int32_t pipe, int32_t event_id, int32_t mode);
   /* The callbacks of sanitizer-mode kernels. */
@@ -150,9 +152,10 @@ typedef struct PtoRuntimeApi {
    * (PTO_PEER_*): where a data path that crosses cores (Acc -> Vec, Vec -> Mat) writes. NULL outside
    * mixed kernels. */
   uint8_t* (*peer_memory)(struct PtoCoreCtx* ctx, int32_t peer, int32_t memory);
-  /* pl.system.sync_all: suspends the core until every core of `core_type` (0 AIV_ONLY, 1 AIC_ONLY,
-   * 2 MIX) of the launch has reached it. */
-  void (*sync_all)(struct PtoCoreCtx* ctx, int32_t line, int32_t core_type);
+  /* pl.system.sync_all: suspends the core until `participants` cores of `core_type` (0 AIV_ONLY,
+   * 1 AIC_ONLY, 2 MIX) of the launch have reached it (0: every such core). `soft`: mode=SOFT, a
+   * barrier of its own (its workspaces are checked by the caller). */
+  void (*sync_all)(struct PtoCoreCtx* ctx, int32_t line, int32_t core_type, int32_t soft, int64_t participants);
 } PtoRuntimeApi;
 
 /* Every stream object the runtime hands to call_kernel starts with this header. */

@@ -75,8 +75,84 @@ inline void dcci_at(CoreCtx& ctx, int line, int, int, const Container& target, O
 }
 
 // pl.system.sync_all: a barrier of every block of the launch (the runtime holds them all resident).
+// SOFT mode is called with its workspaces (sync_all_soft), so this is the hardware barrier.
 inline void sync_all(CoreCtx& ctx, int line, int core_type, int /*mode*/) {
-  ctx.api->sync_all(&ctx, line, core_type);
+  ctx.api->sync_all(&ctx, line, core_type, 0, 0);
+}
+
+namespace detail {
+
+// What sync_all's workspaces list holds, sorted by kind (the verifier allowed one of each).
+struct SyncAllWorkspaces {
+  const int32_t* gm = nullptr;
+  int64_t gm_elements = 0;
+  const char* gm_name = nullptr;
+  int64_t ub_bytes = -1;
+  int64_t used_cores = 0;
+};
+template <typename T, int N>
+inline void Collect(SyncAllWorkspaces& w, const GmTensor<T, N>& t) {
+  w.gm = reinterpret_cast<const int32_t*>(t.data);
+  w.gm_name = t.name;
+  w.gm_elements = Elements(t);
+}
+template <typename T, int R, int C, int M, int L, int P>
+inline void Collect(SyncAllWorkspaces& w, const Tile<T, R, C, M, L, P>&) {
+  if (M == kVec) w.ub_bytes = int64_t(R) * C * int64_t(sizeof(T));  // an L1 tile's 32 bytes are checked at compile time
+}
+inline void Collect(SyncAllWorkspaces& w, int64_t used_cores) { w.used_cores = used_cores; }
+
+[[noreturn]] inline void WorkspaceFault(CoreCtx& ctx, int line, const char* message, const char* tensor,
+                                        int64_t offset, int64_t extent, int64_t size) {
+  PtoFaultDetail d{};
+  d.op = "system.sync_all";
+  d.message = message;
+  d.tensor = tensor;
+  d.rank = 1;
+  d.offsets[0] = offset;
+  d.extent[0] = extent;
+  d.shape[0] = size;
+  Fault(ctx, line, d);
+}
+
+}  // namespace detail
+
+// pl.system.sync_all(workspaces, mode=SOFT): the barrier through a GM workspace shared by the
+// participating cores (used_cores of core_type, 0: all of them) and a local UB / L1 tile. Its
+// semantics are the hardware barrier's; the workspaces are checked as the NPU needs them: 32 bytes of
+// GM and of UB per participant, and the GM words all zero (zeroed before the first launch and never
+// used for data; the simulated protocol leaves them untouched). HARD mode takes an empty list.
+template <typename... Ws>
+inline void sync_all_soft(CoreCtx& ctx, int line, int core_type, int mode, const Ws&... workspaces) {
+  if (mode == 0) return sync_all(ctx, line, core_type, mode);
+  detail::SyncAllWorkspaces w;
+  (detail::Collect(w, workspaces), ...);
+  // The cores of core_type in this launch: AIVs (both of a mixed block), AICs, or both.
+  const int64_t launched = core_type == 0 ? int64_t(ctx.block_num) * ctx.subblock_num
+                                          : core_type == 1 ? int64_t(ctx.block_num) : 3 * int64_t(ctx.block_num);
+  if (w.used_cores < 0 || w.used_cores > launched) {
+    detail::WorkspaceFault(ctx, line, "used_cores of a SOFT sync_all is outside [0, the launch's cores of core_type]",
+                           nullptr, w.used_cores, 1, launched);
+  }
+  const int64_t cores = w.used_cores > 0 ? w.used_cores : launched;
+  const int64_t words = 8 * cores;  // 32 bytes per participating core
+  if (w.gm_elements < words) {
+    detail::WorkspaceFault(ctx, line, "the GM workspace of a SOFT sync_all needs 32 bytes per participating core",
+                           w.gm_name, 0, words, w.gm_elements);
+  }
+  if (w.ub_bytes >= 0 && w.ub_bytes < 4 * words) {
+    detail::WorkspaceFault(ctx, line, "the UB workspace tile of a SOFT sync_all needs 32 bytes per participating core",
+                           nullptr, 0, 4 * words, w.ub_bytes / 4);
+  }
+  for (int64_t i = 0; i < words; ++i) {
+    if (w.gm[i] != 0) {
+      detail::WorkspaceFault(ctx, line,
+                             "the GM workspace of a SOFT sync_all must hold zeros (zero it before the kernel first runs "
+                             "and use it for nothing else)",
+                             w.gm_name, i, 1, w.gm_elements);
+    }
+  }
+  ctx.api->sync_all(&ctx, line, core_type, 1, w.used_cores);
 }
 
 // pl.system.set_mm_layout_transform: the fixpipe's L0C read direction; the simulator's fixpipe reads

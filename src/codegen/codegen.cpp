@@ -1,5 +1,6 @@
 #include "pypto_pro/codegen/codegen.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -80,10 +81,16 @@ class KernelWriter {
     });
   }
 
-  bool UsesSyncAll() const {
+  // pl.system.sync_all and INTER_BLOCK cross-core flags hold every block of the launch at once.
+  bool NeedsResidentBlocks() const {
     bool found = false;
     ForEachStmt(func_.body, [&](const StmtNode& s) {
-      found = found || (s.kind == StmtKind::kOp && s.op->name == "system.sync_all");
+      if (s.kind != StmtKind::kOp) return;
+      if (s.op->name == "system.sync_all" || s.op->name == "system.sync_all_soft") found = true;
+      if (!s.op->sync.CrossCore()) return;
+      for (const Attr& a : s.attrs) {
+        if (a.name == "sync_mode" && a.value == int64_t(hw::CrossCoreSyncMode::kINTER_BLOCK)) found = true;
+      }
     });
     return found;
   }
@@ -278,9 +285,13 @@ class KernelWriter {
 
   std::string OpArg(const Expr& arg) {
     if (arg->type.IsTile()) return "*" + Expr_(arg);
-    if (arg->kind == ExprKind::kTuple && !arg->operands.empty() && arg->operands[0]->type.IsTile()) {  // kTiles
+    // kTiles and kWorkspaces: one argument per entry (tiles, GM tensors, scalars).
+    const bool data_list = arg->kind == ExprKind::kTuple &&
+                           std::any_of(arg->operands.begin(), arg->operands.end(),
+                                       [](const Expr& e) { return e->type.IsTile() || e->type.IsTensor(); });
+    if (data_list) {
       std::string list;
-      for (size_t i = 0; i < arg->operands.size(); ++i) list += (i ? ", *" : "*") + Expr_(arg->operands[i]);
+      for (size_t i = 0; i < arg->operands.size(); ++i) list += (i ? ", " : "") + OpArg(arg->operands[i]);
       return list;
     }
     return Expr_(arg);
@@ -482,7 +493,7 @@ class KernelWriter {
     os << decls.str() << body_.str() << "}\n\n";
     os << "const PtoKernelDesc kKernelDesc = {PTO_ABI_VERSION, " << KindConstant(kind_) << ", " << CString(func_.name)
        << ", " << CString(func_.source_file) << ", " << CString(std::string(arch_.name)) << ", &KernelEntry, "
-       << (sanitize_ ? CString(report_) : "nullptr") << ", " << (UsesSyncAll() ? "PTO_KERNEL_FLAG_SYNC_ALL" : "0u")
+       << (sanitize_ ? CString(report_) : "nullptr") << ", " << (NeedsResidentBlocks() ? "PTO_KERNEL_FLAG_RESIDENT" : "0u")
        << "};\n\n";
     os << "}  // namespace\n";
     return os.str();

@@ -1,5 +1,6 @@
 #include "pypto_pro/ir/expr.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace pypto_pro::ir {
@@ -147,12 +148,16 @@ Expr ShapeDim(const Var& tensor, int axis, Span span) {
 }
 
 Expr Tuple(std::vector<Expr> items, Span span) {
-  bool tiles = !items.empty() && items[0] && items[0]->type.IsTile();
+  // A list of scalars, or of data (tiles, GM tensors and scalars: auto_mutex's tiles, sync_all's
+  // workspaces); the op that takes it checks what it may hold.
+  const bool data = std::any_of(items.begin(), items.end(),
+                                [](const Expr& e) { return e && (e->type.IsTile() || e->type.IsTensor()); });
   for (const Expr& item : items) {
-    if (tiles) {
-      if (!item || !item->type.IsTile()) Fail(ErrorKind::kType, span, "a tile list holds only tiles");
-    } else {
+    if (!data) {
       RequireScalar(item, span, "a list of scalars");
+    } else if (!item || !(item->type.IsTile() || item->type.IsTensor() || item->type.IsScalar())) {
+      Fail(ErrorKind::kType, span, "a list holds tiles, GM tensors and scalars, got " +
+                                       (item ? item->type.ToString() : std::string("nothing")));
     }
   }
   auto node = New(ExprKind::kTuple, Type::Tuple(), span);

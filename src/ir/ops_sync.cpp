@@ -76,17 +76,12 @@ void CheckFlag(const StmtNode& call) {
 
 void CheckMutex(const StmtNode& call) { RequirePipe(call, "pipe", {Pipe::kALL}); }
 
-// INTRA_BLOCK, UNICAST_BLOCK and INTER_SUBBLOCK pair cores of one logical block (docs/language.md#cross-core-flags);
-// INTER_BLOCK pairs every AIV (or AIC) of the launch, which needs them all resident at once.
+// INTRA_BLOCK, UNICAST_BLOCK and INTER_SUBBLOCK pair cores of one logical block; INTER_BLOCK every
+// AIV (or AIC) of the launch (docs/language.md#cross-core-flags).
 void CheckCrossCoreMode(const StmtNode& call) {
   const int64_t mode = AttrValue(call, "sync_mode"), id = AttrValue(call, "event_id");
   const std::string what = "pl." + std::string(call.op->name) + "(sync_mode=pl.CrossCoreSyncMode." +
                            std::string(kSyncModes[size_t(mode)]) + ")";
-  if (mode == int64_t(hw::CrossCoreSyncMode::kINTER_BLOCK)) {
-    Fail(ErrorKind::kUnsupported, call.span,
-         what + " is not implemented yet: it pairs every AIV (or AIC) of the launch; INTRA_BLOCK, UNICAST_BLOCK "
-                "and INTER_SUBBLOCK pair the cores of a logical block");
-  }
   if (id >= kEventIds && mode != int64_t(hw::CrossCoreSyncMode::kUNICAST_BLOCK)) {
     Fail(ErrorKind::kType, call.span,
          what + ": event_id=" + std::to_string(id) + " is out of range [0, 15] (ids 16..31 exist only for "
@@ -126,9 +121,74 @@ void CheckDcci(const StmtNode& call) {
 
 void CheckSyncAll(const StmtNode& call) {
   if (AttrValue(call, "mode") == 1) {
-    Fail(ErrorKind::kUnsupported, call.span,
-         "pl.system.sync_all(mode=pl.SyncAllMode.SOFT) (a barrier through a GM workspace) is not implemented yet; "
-         "mode=pl.SyncAllMode.HARD is");
+    Fail(ErrorKind::kValue, call.span,
+         "pl.system.sync_all(mode=pl.SyncAllMode.SOFT) needs its workspaces: a list of the int32 GM tensor all "
+         "participating cores share, plus a Vec (UB) tile for AIV_ONLY, a Mat (L1) tile for AIC_ONLY, both for MIX, "
+         "and optionally used_cores",
+         "pl.system.sync_all([sync_gm, sync_ub], mode=pl.SyncAllMode.SOFT, core_type=pl.SyncCoreType.AIV_ONLY)");
+  }
+}
+
+// sync_all(workspaces, ...): the list holds at most one GM tensor, one Vec tile, one Mat tile and one
+// integer (used_cores), in any order; SOFT mode needs the GM tensor plus the local tile(s) of its
+// core_type, HARD mode none (an empty list is allowed).
+void CheckSyncAllWorkspaces(const StmtNode& call) {
+  static const char* const kTypes[] = {"AIV_ONLY", "AIC_ONLY", "MIX"};
+  const int64_t core_type = AttrValue(call, "core_type");
+  const bool soft = AttrValue(call, "mode") == 1;
+  const Expr& list = call.args.at(0);
+  const Span at = list->span.valid() ? list->span : call.span;
+  const std::string what = "pl.system.sync_all(workspaces, core_type=pl.SyncCoreType." +
+                           std::string(kTypes[core_type]) + ", mode=pl.SyncAllMode." + (soft ? "SOFT" : "HARD") + ")";
+  if (list->kind != ExprKind::kTuple) Fail(ErrorKind::kType, at, what + ": workspaces must be a list");
+  if (!soft) {
+    if (list->operands.empty()) return;
+    Fail(ErrorKind::kValue, at, what + ": the hardware barrier takes no workspaces; pass none (or an empty list)",
+         "SOFT mode is the barrier through a GM workspace: mode=pl.SyncAllMode.SOFT");
+  }
+  const ExprNode *gm = nullptr, *ub = nullptr, *l1 = nullptr, *used = nullptr;
+  for (const Expr& item : list->operands) {
+    const ExprNode** slot = nullptr;
+    std::string kind;
+    if (item->type.IsTensor()) {
+      slot = &gm, kind = "GM tensor";
+      if (item->type.dtype != DataType::kInt32) {
+        Fail(ErrorKind::kType, at, what + ": the GM workspace '" + item->var->name + "' must be int32, got " +
+                                       std::string(Name(item->type.dtype)));
+      }
+    } else if (item->type.IsTile()) {
+      const MemorySpace m = item->type.tile->memory;
+      if (m != MemorySpace::kVec && m != MemorySpace::kMat) {
+        Fail(ErrorKind::kType, at, what + ": a workspace tile is a Vec (UB) or Mat (L1) tile, got " +
+                                       item->type.ToString());
+      }
+      if (item->type.dtype != DataType::kInt32) {
+        Fail(ErrorKind::kType, at, what + ": workspace tiles must be int32, got " + item->type.ToString());
+      }
+      if (item->type.tile->Bytes() < 32) {
+        Fail(ErrorKind::kValue, at, what + ": a workspace tile holds at least 32 bytes, got " + item->type.ToString());
+      }
+      slot = m == MemorySpace::kVec ? &ub : &l1;
+      kind = m == MemorySpace::kVec ? "Vec (UB) tile" : "Mat (L1) tile";
+    } else if (item->type.IsScalar() && IsInteger(item->type.dtype)) {
+      slot = &used, kind = "used_cores";
+      if (item->IsIntConst() && item->int_value < 0) {
+        Fail(ErrorKind::kValue, at, what + ": used_cores must be >= 0 (0: every core of core_type), got " +
+                                       std::to_string(item->int_value));
+      }
+    } else {
+      Fail(ErrorKind::kType, at, what + ": workspaces hold a GM tensor, UB / L1 tiles and an integer used_cores, got " +
+                                     item->type.ToString());
+    }
+    if (*slot) Fail(ErrorKind::kValue, at, what + ": workspaces hold at most one " + kind);
+    *slot = item.get();
+  }
+  const bool wants_ub = core_type != 1, wants_l1 = core_type != 0;
+  const std::string combo = core_type == 0   ? "[gm_workspace, ub_workspace(, used_cores)]"
+                            : core_type == 1 ? "[gm_workspace, l1_workspace(, used_cores)]"
+                                             : "[gm_workspace, ub_workspace, l1_workspace(, used_cores)]";
+  if (!gm || (wants_ub && !ub) || (wants_l1 && !l1) || (!wants_ub && ub) || (!wants_l1 && l1)) {
+    Fail(ErrorKind::kValue, at, what + " takes the workspaces " + combo);
   }
 }
 
@@ -204,13 +264,21 @@ void AddSyncOps(std::vector<OpDef>& ops) {
   dcci_at.device_fn = "pto::dcci_at";
   ops.push_back(dcci_at);
 
-  // sync_all: HARD mode (the FFTS barrier; SOFT's GM workspace protocol is planned). core_type must
-  // match the kernel (the verifier); in a mixed kernel it is planned.
-  OpDef sync_all = SyncOp("system.sync_all", "pto::sync_all",
-                          {KwargSpec{"core_type", AttrKind::kEnum, 2, {"AIV_ONLY", "AIC_ONLY", "MIX"}},
-                           KwargSpec{"mode", AttrKind::kEnum, 0, {"HARD", "SOFT"}}},
-                          &CheckSyncAll, {}, "a barrier of every block of the launch");
+  // sync_all: HARD mode is the FFTS barrier, SOFT mode one through a GM workspace (the same barrier
+  // here, its workspaces checked). core_type must match the kernel's sections (the verifier).
+  const std::vector<KwargSpec> sync_all_kwargs = {KwargSpec{"core_type", AttrKind::kEnum, 2, {"AIV_ONLY", "AIC_ONLY", "MIX"}},
+                                                   KwargSpec{"mode", AttrKind::kEnum, 0, {"HARD", "SOFT"}}};
+  OpDef sync_all = SyncOp("system.sync_all", "pto::sync_all", sync_all_kwargs, &CheckSyncAll, {},
+                          "a barrier of every block of the launch");
+  sync_all.kwargs.insert(sync_all.kwargs.begin(),
+                         KwargSpec{"workspaces", AttrKind::kOperand, -1, {"system.sync_all_soft"}});
   ops.push_back(sync_all);
+  // With its workspaces list (SOFT mode: the barrier through a GM workspace; HARD takes an empty one).
+  OpDef sync_all_soft = SyncOp("system.sync_all_soft", "pto::sync_all_soft", sync_all_kwargs, &CheckSyncAllWorkspaces,
+                               {}, "a barrier of every block (or used_cores cores) of the launch through a GM workspace");
+  sync_all_soft.public_name = "system.sync_all";
+  sync_all_soft.operands = {{"workspaces", OperandKind::kWorkspaces, Access::kReadWrite}};
+  ops.push_back(sync_all_soft);
 
   auto cross_core_kwargs = [] {
     // UNICAST_BLOCK's AIC ids reach 31 (CheckCrossCoreMode narrows the others to 0..15).

@@ -211,6 +211,9 @@ class Verifier : public IRVisitor {
             RequireInt(arg, span, name);
           }
           break;
+        case OperandKind::kWorkspaces:  // sorted out by the op's check
+          if (arg->kind != ExprKind::kTuple) Fail(ErrorKind::kType, span, name + " must be a list");
+          break;
         case OperandKind::kContainer:
           if (arg->type.IsTile()) {
             if (!(spec.memories & Bit(arg->type.tile->memory))) {
@@ -422,12 +425,15 @@ class Verifier : public IRVisitor {
 
   // Cross-core flags pair the cube core of a logical block with its two vector cores: a kernel
   // without both kinds of section has no partner to signal, and its wait would never return.
+  // INTER_BLOCK pairs every core of one kind of the launch, which any kernel has.
   void CheckCrossCoreSync() {
     const StmtNode* first = nullptr;
     ForEachStmt(func_.body, [&](const StmtNode& s) {
-      if (!first && s.kind == StmtKind::kOp && s.op->sync.CrossCore()) {
-        first = &s;
+      if (first || s.kind != StmtKind::kOp || !s.op->sync.CrossCore()) return;
+      for (const Attr& a : s.attrs) {
+        if (a.name == "sync_mode" && a.value == int64_t(hw::CrossCoreSyncMode::kINTER_BLOCK)) return;
       }
+      first = &s;
     });
     KernelKind kind = KernelKindOf(func_);
     if (!first || kind == KernelKind::kMixed) return;
@@ -446,7 +452,7 @@ class Verifier : public IRVisitor {
       const Function* func = nullptr;
       KernelKind kind = KernelKind::kVector;
       void VisitStmt(const StmtNode& s) override {
-        if (s.kind == StmtKind::kOp && s.op->name == "system.sync_all") Check(s);
+        if (s.kind == StmtKind::kOp && s.op->PublicName() == "system.sync_all") Check(s);
         VisitChildrenOf(s);
       }
       void Check(const StmtNode& s) {

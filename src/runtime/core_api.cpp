@@ -46,14 +46,18 @@ void AssertCallback(PtoCoreCtx* ctx, int32_t line, const char* fmt, const PtoArg
   AbortCore(*ctx, line, op, "cross-core flags need a mixed kernel (both pl.section_cube() and pl.section_vector())");
 }
 
+// INTER_BLOCK pairs every core of one kind of the launch (the resident launch's counters); the other
+// modes the cores of a mixed block.
 void SetCrossCoreCallback(PtoCoreCtx* ctx, int32_t line, int32_t pipe, int32_t event_id, int32_t mode) {
   Core& core = CoreOf(ctx);
+  if (mode == PTO_SYNC_INTER_BLOCK && core.resident) return core.resident->SetInterBlock(*ctx, line, event_id);
   if (!core.mixed) NotMixed(ctx, line, "system.set_cross_core");
   core.mixed->SetCrossCore(*ctx, line, pipe, event_id, mode);
 }
 
 void WaitCrossCoreCallback(PtoCoreCtx* ctx, int32_t line, int32_t pipe, int32_t event_id, int32_t mode) {
   Core& core = CoreOf(ctx);
+  if (mode == PTO_SYNC_INTER_BLOCK && core.resident) return core.resident->WaitInterBlock(*ctx, line, pipe, event_id);
   if (!core.mixed) NotMixed(ctx, line, "system.wait_cross_core");
   core.mixed->WaitCrossCore(*ctx, line, pipe, event_id, mode);
 }
@@ -76,10 +80,10 @@ uint8_t* PeerMemoryCallback(PtoCoreCtx* ctx, int32_t peer, int32_t memory) {
 
 int64_t SubmitUnavailable(void*, const PtoKernelDesc*, const void*, uint32_t, uint32_t) { return -1; }
 
-void SyncAllCallback(PtoCoreCtx* ctx, int32_t line, int32_t core_type) {
+void SyncAllCallback(PtoCoreCtx* ctx, int32_t line, int32_t core_type, int32_t soft, int64_t participants) {
   Core& core = CoreOf(ctx);
   if (!core.resident) AbortCore(*ctx, line, "system.sync_all", "internal error: the launch is not resident");
-  core.resident->SyncAll(*ctx, line, core_type);
+  core.resident->SyncAll(*ctx, line, core_type, soft != 0, participants);
 }
 
 // Cores cannot launch kernels.

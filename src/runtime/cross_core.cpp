@@ -53,7 +53,7 @@ CrossCoreFlags::Route CrossCoreFlags::RouteOf(bool set, int core, int mode, int 
       r.count = 1;
       return r;
     default:
-      r.error = "sync_mode INTER_BLOCK (every AIV or AIC of the launch) is not supported";
+      r.error = "sync_mode INTER_BLOCK pairs every AIV or AIC of the launch, not the cores of a block";
       return r;
   }
 }
@@ -79,6 +79,12 @@ bool CrossCoreFlags::TryWait(const Route& route) {
   if (!CanWait(route)) return false;
   for (int i = 0; i < route.count; ++i) --pending_[route.dirs[i]][route.event];
   return true;
+}
+
+int CrossCoreFlags::PendingSets(int event) const {
+  int n = 0;
+  for (const auto& direction : pending_) n += direction[event];
+  return n;
 }
 
 std::string CrossCoreFlags::DescribeWait(const Route& route) const {

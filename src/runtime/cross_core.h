@@ -6,7 +6,7 @@
 //   UNICAST_BLOCK   the AIC talks to one AIV: its event ids 0..15 are AIV 0's, 16..31 AIV 1's (the
 //                   AIVs use 0..15); the AIC's wait needs a set of that one AIV;
 //   INTER_SUBBLOCK  AIV 0 and AIV 1 signal each other; the AIC takes no part.
-// INTER_BLOCK (all AIVs or all AICs of the launch) is not modelled: the verifier refuses it.
+// INTER_BLOCK (all AIVs or all AICs of the launch) is the resident launch's (inter_block_flags.h).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +43,8 @@ class CrossCoreFlags {
   bool CanWait(const Route& route) const;
   // Consumes what a wait along `route` needs; false (and nothing consumed) when it is not there yet.
   bool TryWait(const Route& route);
+  // Pending sets of `event` in every direction.
+  int PendingSets(int event) const;
   // What a wait along `route` still needs: "the AIC to set event 2 (0 pending)".
   std::string DescribeWait(const Route& route) const;
 

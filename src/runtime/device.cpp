@@ -172,7 +172,7 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
   // Exactly block_dim blocks, never truncated: more blocks than the arch has cores run in waves, as
   // on the hardware (the host threads claim blocks until none are left).
   const int blocks = int(std::max<uint32_t>(block_dim, 1));
-  if (desc.flags & PTO_KERNEL_FLAG_SYNC_ALL) {
+  if (desc.flags & PTO_KERNEL_FLAG_RESIDENT) {
     // pl.system.sync_all: every block resident at once, as fibers of this thread.
     const ArchModel* arch = FindArch(desc.arch ? desc.arch : "");
     SanitizerLaunch sanitizer(desc, args);

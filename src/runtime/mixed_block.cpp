@@ -4,14 +4,10 @@
 #include <string>
 
 #include "launch_control.h"
+#include "resident_launch.h"
 #include "pypto_pro/hw_tables.h"
 
 namespace pypto_pro::runtime {
-
-namespace {
-
-
-}  // namespace
 
 MixedBlock::MixedBlock() {
   for (int i = 0; i < CrossCoreFlags::kCores; ++i) {
@@ -74,7 +70,7 @@ MixedBlock::StepResult MixedBlock::Step() {
   for (Slot& s : slots_) {
     if (s.fiber.idle()) continue;
     r.unfinished = true;
-    if (s.waiting && !flags_.CanWait(CrossCoreFlags::RouteOf(false, s.index, s.wait.mode, s.wait.event))) continue;
+    if (s.waiting && !WaitCanReturn(s)) continue;
     if (s.barrier && *s.barrier == s.barrier_generation) continue;  // its barrier is still closed
     s.fiber.Resume();
     r.ran = true;
@@ -156,7 +152,22 @@ void MixedBlock::SetCrossCore(PtoCoreCtx& ctx, int line, int /*pipe*/, int event
             " has not waited for; the hardware counter holds at most 15");
 }
 
+bool MixedBlock::WaitCanReturn(const Slot& s) const {
+  if (s.wait.mode == PTO_SYNC_INTER_BLOCK) return s.core.resident->InterBlockReady(s.ctx, s.wait.event);
+  return flags_.CanWait(CrossCoreFlags::RouteOf(false, s.index, s.wait.mode, s.wait.event));
+}
+
 void MixedBlock::WaitCrossCore(PtoCoreCtx& ctx, int line, int pipe, int event, int mode) {
+  Slot& waiter = SlotOf(ctx);
+  if (mode == PTO_SYNC_INTER_BLOCK) {  // the resident launch's counters; it takes the set itself
+    waiter.waiting = true;
+    waiter.wait = Wait{line, pipe, event, mode};
+    do {
+      Suspend(waiter);
+    } while (!WaitCanReturn(waiter));
+    waiter.waiting = false;
+    return;
+  }
   const CrossCoreFlags::Route route = RouteFor(ctx, line, "system.wait_cross_core", false, event, mode);
   Slot& slot = SlotOf(ctx);
   if (flags_.TryWait(route)) return;
@@ -192,10 +203,13 @@ FaultInfo MixedBlock::DeadlockReport() const {
       info.core = name;
       info.line = s.wait.line;
     }
+    const bool inter = s.wait.mode == PTO_SYNC_INTER_BLOCK;
     info.message += "\n  " + name + where + " at " + file + ":" + std::to_string(s.wait.line) +
                     ": pl.system.wait_cross_core(pipe=" + std::string(hw::PipeName(s.wait.pipe)) +
-                    ", event_id=" + std::to_string(s.wait.event) + ") waits for " +
-                    flags_.DescribeWait(CrossCoreFlags::RouteOf(false, s.index, s.wait.mode, s.wait.event));
+                    ", event_id=" + std::to_string(s.wait.event) + (inter ? ", sync_mode=INTER_BLOCK" : "") +
+                    ") waits for " +
+                    (inter ? s.core.resident->DescribeInterBlockWait(s.ctx, s.wait.event)
+                           : flags_.DescribeWait(CrossCoreFlags::RouteOf(false, s.index, s.wait.mode, s.wait.event)));
   }
   return info;
 }

@@ -54,9 +54,14 @@ class MixedBlock {
     return peer >= 0 && peer < CrossCoreFlags::kCores ? slots_[peer].ctx.mem[memory] : nullptr;
   }
 
-  // The cross-core callbacks of the block's cores; called on the core's fiber.
+  // The cross-core callbacks of the block's cores; called on the core's fiber. An INTER_BLOCK wait
+  // (made by the resident launch, which keeps those counters) returns once the launch says it may.
   void SetCrossCore(PtoCoreCtx& ctx, int line, int pipe, int event, int mode);
   void WaitCrossCore(PtoCoreCtx& ctx, int line, int pipe, int event, int mode);
+  // Lets the other cores run once.
+  void Yield(PtoCoreCtx& ctx) { Suspend(SlotOf(ctx)); }
+  // Sets of `event` in the block that no wait has taken yet.
+  int PendingSets(int event) const { return flags_.PendingSets(event); }
 
  private:
   struct Wait {
@@ -86,6 +91,8 @@ class MixedBlock {
   Slot& SlotOf(PtoCoreCtx& ctx) { return slots_[CoreOf(&ctx).slot]; }
   // Suspends the core; throws Cancelled when the block was abandoned meanwhile.
   void Suspend(Slot& slot);
+  // Whether the wait `slot` is suspended in can return now.
+  bool WaitCanReturn(const Slot& slot) const;
   // The route of a set or wait of the calling core; a fault at `line` when the mode or id cannot be used.
   CrossCoreFlags::Route RouteFor(PtoCoreCtx& ctx, int line, const char* op, bool set, int event, int mode);
   Slot slots_[CrossCoreFlags::kCores];

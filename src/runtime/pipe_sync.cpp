@@ -1,6 +1,8 @@
 #include "pipe_sync.h"
 
+#include <algorithm>
 #include <string>
+#include <utility>
 
 #include "cross_core.h"
 #include "pypto_pro/hw_tables.h"
@@ -8,7 +10,6 @@
 namespace pypto_pro::runtime::san {
 
 namespace {
-
 
 std::string FlagText(const char* op, int set_pipe, int wait_pipe, int event) {
   return std::string("pl.system.") + op + "(set_pipe=" + std::string(hw::PipeName(set_pipe)) + ", wait_pipe=" + std::string(hw::PipeName(wait_pipe)) +
@@ -146,9 +147,26 @@ void CrossCoreClocks::Clear() {
   for (auto& direction : queues_) {
     for (auto& queue : direction) queue.clear();
   }
+  for (auto& slot : rounds_) {
+    for (Rounds& r : slot) r = Rounds{};
+  }
 }
 
+namespace {
+
+// The slots of a block whose cores are of the same kind as `slot`'s: the AIC (or a vector- or
+// cube-only kernel's one core) alone, or both AIVs.
+std::pair<int, int> SameKindSlots(int slot) { return slot == 0 ? std::pair{0, 0} : std::pair{1, 2}; }
+
+}  // namespace
+
 void CrossCoreClocks::Set(CoreSync& from, int line, int pipe, uint32_t id) {
+  if (int(id >> 8) == PTO_SYNC_INTER_BLOCK) {
+    const int event = int(id & 0xff);
+    if (event < 0 || event >= CoreSync::kEvents) return;  // the runtime faults the core
+    rounds_[from.slot()][event].sets.push_back(from.Release(pipe));
+    return;
+  }
   const CrossCoreFlags::Route route = CrossCoreFlags::RouteOf(true, from.slot(), int(id >> 8), int(id & 0xff));
   if (route.error) return;  // the runtime faults the core
   VectorClock released = from.Release(pipe);
@@ -156,6 +174,23 @@ void CrossCoreClocks::Set(CoreSync& from, int line, int pipe, uint32_t id) {
 }
 
 void CrossCoreClocks::Wait(CoreSync& to, int pipe, uint32_t id) {
+  if (int(id >> 8) == PTO_SYNC_INTER_BLOCK) {
+    const int event = int(id & 0xff);
+    if (event < 0 || event >= CoreSync::kEvents) return;
+    const uint32_t round = rounds_[to.slot()][event].waits++;
+    const auto [lo, hi] = SameKindSlots(to.slot());
+    uint32_t done = UINT32_MAX;  // the rounds every core of the kind has waited for
+    for (int p = lo; p <= hi; ++p) {
+      Rounds& r = rounds_[p][event];
+      if (round >= r.first && round - r.first < r.sets.size()) to.Acquire(pipe, r.sets[round - r.first]);
+      done = std::min(done, r.waits);
+    }
+    for (int p = lo; p <= hi; ++p) {  // forget the rounds all of them have taken
+      Rounds& r = rounds_[p][event];
+      while (r.first < done && !r.sets.empty()) r.sets.pop_front(), ++r.first;
+    }
+    return;
+  }
   const CrossCoreFlags::Route route = CrossCoreFlags::RouteOf(false, to.slot(), int(id >> 8), int(id & 0xff));
   if (route.error) return;
   for (int i = 0; i < route.count; ++i) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <vector>
 
@@ -76,6 +77,8 @@ class CoreSync {
 
 // The cross-core flags of a mixed block (INTRA_BLOCK): the AIC's set reaches both AIVs, an AIV's set
 // reaches the AIC, whose wait takes one set from each AIV. Each pending set carries its clock.
+// INTER_BLOCK: a core's r-th wait acquires the r-th set of every core of its kind in the block (the
+// AIC alone, or both AIVs); the cores of other blocks are not compared with this block's.
 class CrossCoreClocks {
  public:
   void Clear();
@@ -92,6 +95,13 @@ class CrossCoreClocks {
   };
   // Indexed by CrossCoreFlags' directions (AIC -> AIV 0/1, AIV 0/1 -> AIC, AIV 0 -> 1, AIV 1 -> 0).
   std::vector<Signal> queues_[6][CoreSync::kEvents];
+  // INTER_BLOCK, per core slot and event: the clocks of its sets from round `first` on, and its waits.
+  struct Rounds {
+    std::deque<VectorClock> sets;
+    uint32_t first = 0;
+    uint32_t waits = 0;
+  };
+  Rounds rounds_[kCoreSlots][CoreSync::kEvents];
 };
 
 }  // namespace pypto_pro::runtime::san

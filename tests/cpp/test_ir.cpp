@@ -137,16 +137,19 @@ TEST(Expr, TupleRequiresScalars) {
   ASSERT_EQ(ok->operands.size(), 2u);
 
   ir::Var t = test_util::MakeTileVar(f, "t", test_util::MakeTileType(16, 32));
-  CompileDiagnostic d = CatchDiagnostic([&] { ir::Tuple({Ref(i), Ref(t)}, Span{12, 20}); });
+  ir::Expr nested = ir::Tuple({Ref(i)});
+  CompileDiagnostic d = CatchDiagnostic([&] { ir::Tuple({Ref(i), nested}, Span{12, 20}); });
   EXPECT_EQ(d.kind(), ErrorKind::kType);
-  EXPECT_STREQ(d.what(), "a list of scalars expects a scalar operand, got Tile[[16, 32], fp32, Vec]");
+  EXPECT_STREQ(d.what(), "a list of scalars expects a scalar operand, got tuple");
   EXPECT_EQ(d.span().line, 12);
 
-  // A list that starts with a tile is a tile list (auto_mutex operands) and holds only tiles.
+  // A list with a tile or GM tensor is a data list (auto_mutex's tiles, sync_all's workspaces): it holds
+  // tiles, tensors and scalars, and the op that takes it checks the rest.
   EXPECT_EQ(ir::Tuple({Ref(t), Ref(t)})->operands.size(), 2u);
-  d = CatchDiagnostic([&] { ir::Tuple({Ref(t), Ref(i)}, Span{13, 2}); });
+  EXPECT_EQ(ir::Tuple({Ref(t), Ref(i)})->operands.size(), 2u);
+  d = CatchDiagnostic([&] { ir::Tuple({Ref(t), nested}, Span{13, 2}); });
   EXPECT_EQ(d.kind(), ErrorKind::kType);
-  EXPECT_STREQ(d.what(), "a tile list holds only tiles");
+  EXPECT_STREQ(d.what(), "a list holds tiles, GM tensors and scalars, got tuple");
   EXPECT_EQ(d.span().line, 13);
 }
 

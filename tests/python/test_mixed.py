@@ -268,8 +268,8 @@ def kernel_from_source(directory, src):
                               "MTE3, M, V, S, FIX"),
     ("pl.system.set_cross_core(pipe=pl.PipeType.S, event_id=1)",
      errors.ParserValueError, "pipe=S is not a pipe it can use; use one of MTE1, MTE2, MTE3, M, V, FIX"),
-    ("pl.system.wait_cross_core(pipe=pl.PipeType.V, event_id=1, sync_mode=pl.CrossCoreSyncMode.INTER_BLOCK)",
-     errors.UnsupportedFeatureError, "sync_mode=pl.CrossCoreSyncMode.INTER_BLOCK) is not implemented yet"),
+    ("pl.system.wait_cross_core(pipe=pl.PipeType.V, event_id=16, sync_mode=pl.CrossCoreSyncMode.INTER_BLOCK)",
+     errors.ParserTypeError, "sync_mode=pl.CrossCoreSyncMode.INTER_BLOCK): event_id=16 is out of range [0, 15]"),
 ])
 def test_sync_op_options_are_checked_at_compile_time(tmp_path, call, cls, message):
     body = kernel_from_source(tmp_path, "def body(x: pl.Tensor[[32, 128], pl.DT_FP32]):\n"
@@ -586,7 +586,7 @@ def test_sync_all_is_a_barrier_of_every_block(blocks, sanitizer):
 def test_sync_all_with_more_blocks_than_cores_is_refused_and_the_stream_goes_on():
     x = torch.randn(65, 64)
     rotate_rows[None, 65](x, torch.zeros(65, 64), torch.zeros(65, 64))
-    with pytest.raises(pypto_pro.KernelFault, match="needs every block of the launch resident at once, and a5 has "
+    with pytest.raises(pypto_pro.KernelFault, match="need every block of the launch resident at once, and a5 has "
                                                     "64 AIVs for block_dim 65"):
         pypto_pro.runtime.synchronize()
     out = torch.zeros(4, 64)
@@ -621,7 +621,7 @@ def test_sync_all_misuse_is_refused():
         with pl.section_vector():
             pl.system.sync_all(mode=pl.SyncAllMode.SOFT, core_type=pl.SyncCoreType.AIV_ONLY)
 
-    with pytest.raises(errors.UnsupportedFeatureError, match="mode=pl.SyncAllMode.SOFT"):
+    with pytest.raises(errors.ParserValueError, match=r"mode=pl.SyncAllMode.SOFT\) needs its workspaces"):
         pl.jit(soft)[None, 1](torch.zeros(8, 64))
 
     def aiv_barrier_in_cube(x: pl.Tensor[[8, 64], pl.DT_FP32]):

@@ -23,6 +23,7 @@ enum class OperandKind : uint8_t {
   kScalars,  // a tuple of scalars of any type (pl.printf arguments)
   kContainer,  // a tile (of `memories`) or a GM tensor (pl.setval)
   kIndex,      // an element offset: a list with one integer per tensor axis, or one linear integer
+  kWorkspaces, // a list of GM tensors, tiles and scalars the op's check sorts out (sync_all's SOFT mode)
 };
 enum class Access : uint8_t { kRead, kWrite, kReadWrite };
 

@@ -1041,6 +1041,8 @@ class KernelParser:
         if isinstance(value, TensorHandle):
             return ir.var_ref(value.var, *self.span(node))
         if isinstance(value, (list, tuple)):
+            if any(isinstance(v, (TileHandle, TensorHandle, PendingTile)) for v in value):  # sync_all's workspaces
+                return ir.tuple([self.op_operand(v, node, what + " entry") for v in value], *self.span(node))
             if value and all(isinstance(v, (Scalar, bool, int, float)) for v in value) and \
                     any(isinstance(v, float) or (isinstance(v, Scalar) and v.dtype in ("fp32", "bool"))
                         for v in value):
