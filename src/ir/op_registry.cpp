@@ -263,7 +263,7 @@ Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map
             Fail(ErrorKind::kValue, span,
                  what + " must name two different axes of the " + std::to_string(rank) +
                      "-D tensor, like [" + std::to_string(std::max(rank - 2, 0)) + ", " + std::to_string(rank - 1) +
-                     "] (rows, columns; a descending pair transposes)");
+                     "] (the axes of the tile's rows and columns)");
           }
           attr.value = rows << 8 | cols;
           break;

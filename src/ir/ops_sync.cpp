@@ -90,9 +90,13 @@ void CheckCrossCoreMode(const StmtNode& call) {
 }
 
 // The AIC's set reaches both AIVs and each AIV's set reaches the AIC; the set side names the pipe
-// whose earlier instructions must finish first, which the scalar and ALL pipes cannot be.
+// whose earlier instructions must finish first: never ALL, and the scalar pipe only in UNICAST_BLOCK.
 void CheckSetCrossCore(const StmtNode& call) {
-  RequirePipe(call, "pipe", {Pipe::kS, Pipe::kALL});
+  if (AttrValue(call, "sync_mode") == int64_t(hw::CrossCoreSyncMode::kUNICAST_BLOCK)) {
+    RequirePipe(call, "pipe", {Pipe::kALL});
+  } else {
+    RequirePipe(call, "pipe", {Pipe::kS, Pipe::kALL});
+  }
   CheckCrossCoreMode(call);
 }
 

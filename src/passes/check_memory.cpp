@@ -3,13 +3,17 @@
 // but are not the same view are usually a placement mistake the hardware would let corrupt data
 // silently: each is a warning at the later declaration (the sanitizer reports overlaps that happen).
 // The same view: the same bytes read as another tile type (a DN column and a row tile over the same
-// values), or the same declaration met twice (a helper inlined twice).
+// values, a tile with another valid shape or pad), the same declaration met twice (a helper inlined
+// twice), or two declarations an in-place op needs at one address (pl.fillpad mode=INPLACE).
 #include <algorithm>
-#include "pypto_pro/support/text.h"
 #include <cstdio>
+#include <map>
+#include <set>
+#include <utility>
 
 #include "pypto_pro/ir/visitor.h"
 #include "pypto_pro/passes/pass.h"
+#include "pypto_pro/support/text.h"
 
 namespace pypto_pro::passes {
 
@@ -27,7 +31,30 @@ struct Placed {
   int64_t begin, end;
   int line;
   ir::TileType type;
+  int group = -1;  // the declaration's group variable
 };
+
+// Pairs of tile groups (by variable id, smaller first) whose tiles an in-place pl.fillpad takes as
+// its destination and source: the mode requires them at the same address.
+std::set<std::pair<int, int>> InPlacePairs(const ir::Function& func) {
+  std::map<int, int> group_of;  // tile variable -> its group
+  std::set<std::pair<int, int>> pairs;
+  ir::ForEachStmt(func.body, [&](const ir::StmtNode& s) {
+    if (s.kind == ir::StmtKind::kSelectTile) group_of[s.var->id] = s.group->id;
+    if (s.kind != ir::StmtKind::kOp || s.op->name != "fillpad" || s.args.size() < 2) return;
+    const ir::KwargSpec* mode = s.op->FindKwarg("mode");
+    for (const ir::Attr& a : s.attrs) {
+      if (!mode || a.name != "mode" || mode->choices.at(size_t(a.value)) != "INPLACE") continue;
+      auto group = [&](const ir::Expr& e) {
+        auto it = e->var ? group_of.find(e->var->id) : group_of.end();
+        return it == group_of.end() ? -1 : it->second;
+      };
+      const int dst = group(s.args[0]), src = group(s.args[1]);
+      pairs.insert({std::min(dst, src), std::max(dst, src)});
+    }
+  });
+  return pairs;
+}
 
 bool Fractal(const ir::TileType& t) { return t.layout == ir::Layout::kNZ || t.layout == ir::Layout::kZN; }
 
@@ -38,10 +65,11 @@ bool SameView(const ir::TileType& a, const ir::TileType& b) {
 }
 
 void WarnOverlaps(const std::vector<Placed>& earlier, const Placed& slot, Span span,
-                  std::vector<CompileWarning>& warnings) {
+                  const std::set<std::pair<int, int>>& in_place, std::vector<CompileWarning>& warnings) {
   for (const Placed& other : earlier) {
     if (other.memory != slot.memory || other.end <= slot.begin || slot.end <= other.begin) continue;
     const bool same_bytes = other.begin == slot.begin && other.end == slot.end;
+    if (same_bytes && in_place.count({std::min(other.group, slot.group), std::max(other.group, slot.group)})) continue;
     if (other.begin == slot.begin && (Fractal(other.type) || Fractal(slot.type)) && !SameView(other.type, slot.type)) {
       // A deliberate alias (the same start) that reinterprets fractal bytes: the hardware's NZ/ZN byte
       // order is not modelled, so reading one view after writing the other would not give its answer.
@@ -52,7 +80,7 @@ void WarnOverlaps(const std::vector<Placed>& earlier, const Placed& slot, Span s
                "implemented yet (the simulator keeps tiles in logical order, docs/device.md#cube-layouts); give "
                "each view its own bytes");
     }
-    if (same_bytes && (other.type.ToString() != slot.type.ToString() || other.line == slot.line)) continue;  // one view
+    if (same_bytes && (!(other.type == slot.type) || other.line == slot.line)) continue;  // one view
     std::string where = other.line == span.line ? "" : " (line " + std::to_string(other.line) + ")";
     warnings.push_back(
         {span, slot.what + " at [" + Hex(slot.begin) + ", " + Hex(slot.end) + ") of " +
@@ -69,6 +97,7 @@ void WarnOverlaps(const std::vector<Placed>& earlier, const Placed& slot, Span s
 
 void CheckMemory(ir::Function& func, const PassContext& ctx) {
   std::vector<Placed> placed;
+  const std::set<std::pair<int, int>> in_place = InPlacePairs(func);
   ir::ForEachStmt(func.body, [&](const ir::StmtNode& decl) {
     const ir::StmtNode* s = &decl;
     if (s->kind == ir::StmtKind::kDeclTiles) {
@@ -96,8 +125,8 @@ void CheckMemory(ir::Function& func, const PassContext& ctx) {
                    ") ends at " + Hex(addr + bytes) + ", outside " + mem_name + " memory (" +
                    std::to_string(capacity) + " bytes on " + std::string(ctx.arch->name) + ")");
         }
-        Placed slot{what, memory, addr, addr + bytes, s->span.line, g.tile};
-        if (ctx.warnings) WarnOverlaps(placed, slot, s->span, *ctx.warnings);
+        Placed slot{what, memory, addr, addr + bytes, s->span.line, g.tile, s->var->id};
+        if (ctx.warnings) WarnOverlaps(placed, slot, s->span, in_place, *ctx.warnings);
         placed.push_back(std::move(slot));
       }
     }
