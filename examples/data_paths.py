@@ -19,8 +19,8 @@ MEM = pl.MemorySpace
 PIPE = pl.PipeType
 
 
-def tile(shape, dtype, memory=MEM.Vec):
-    return pl.TileType(shape=shape, dtype=dtype, target_memory=memory)
+def tile(shape, dtype, memory=MEM.Vec, layout=None):
+    return pl.TileType(shape=shape, dtype=dtype, target_memory=memory, layout=layout)
 
 
 def cube_product(acc, a, b):
@@ -76,10 +76,13 @@ def insert_kernel(x: pl.Tensor[[M, K], pl.DT_FP16], eye: pl.Tensor[[K, K], pl.DT
                          addr=0x4000)  # in the AIC's L1
     with pl.section_vector():
         rows = pl.make_tile(tile([M // 2, K], pl.DT_FP16), addr=0x0)
+        rows_nz = pl.make_tile(tile([M // 2, K], pl.DT_FP16, layout=pl.NZ), addr=0x1000)
         row0 = pl.get_subblock_idx() * (M // 2)
         pl.load(rows, x, [row0, 0])
         pl.system.bar_all()
-        pl.insert(x_mat, rows, [row0, 0])  # this AIV's rows of the AIC's tile
+        pl.move(rows_nz, rows)  # ND -> NZ in UB: UB -> L1 copies fractal blocks as they are
+        pl.system.bar_all()
+        pl.insert(x_mat, rows_nz, [row0, 0])  # this AIV's rows of the AIC's tile
         pl.system.set_cross_core(pipe=PIPE.MTE3, event_id=1)
     with pl.section_cube():
         eye_mat = pl.make_tile(tile([K, K], pl.DT_FP16, MEM.Mat), addr=0x8000)

@@ -202,15 +202,28 @@ inline void MoveSplit(CoreCtx& ctx, int line, int mode, TD& dst, const TS& src, 
   }
 }
 
+// UB -> L1 copies an NZ source's fractal blocks as they are: into a ZN tile, whose bytes read as the
+// transposed matrix, they land transposed (ir::MoveForm::kInsertTransposed), the offset counting in
+// the source's (NZ) frame.
+template <typename TD, typename TS>
+constexpr bool kInsertTransposes = TS::kMem == kVec && TD::kMem == kMat && TS::kLayout == kNZ && TD::kLayout == kZN;
+
 // The source's valid window written into `dst` at `off` (pl.insert, and move's insert form).
 template <typename TD, typename TS>
 inline void Insert(CoreCtx& ctx, int line, const char* op, TD& dst, const TS& src, Idx<2> off) {
   const int32_t rows = src.valid_rows, cols = src.valid_cols;
+  constexpr bool kTransposed = kInsertTransposes<TD, TS>;
+  const int64_t dst_rows = kTransposed ? TD::kCols : TD::kRows, dst_cols = kTransposed ? TD::kRows : TD::kCols;
   const bool fits = rows >= 0 && cols >= 0 && rows <= TS::kRows && cols <= TS::kCols && off.v[0] >= 0 &&
-                    off.v[1] >= 0 && off.v[0] + rows <= TD::kRows && off.v[1] + cols <= TD::kCols;
-  if (__builtin_expect(!fits, 0)) MoveWindowFault(ctx, line, op, rows, cols, TD::kRows, TD::kCols, off.v[0], off.v[1]);
-  typename TD::Elem* out = MoveTarget<TD, TS>(ctx, -1, dst) + off.v[0] * TD::kCols + off.v[1];
-  CopyWindow(out, TD::kCols, src.data, TS::kCols, rows, cols, MakeFixpipe(0, -1));
+                    off.v[1] >= 0 && off.v[0] + rows <= dst_rows && off.v[1] + cols <= dst_cols;
+  if (__builtin_expect(!fits, 0)) MoveWindowFault(ctx, line, op, rows, cols, dst_rows, dst_cols, off.v[0], off.v[1]);
+  if constexpr (kTransposed) {
+    typename TD::Elem* out = MoveTarget<TD, TS>(ctx, -1, dst) + off.v[1] * TD::kCols + off.v[0];
+    TransposeWindow(out, TD::kCols, src.data, TS::kCols, rows, cols, MakeFixpipe(0, -1));
+  } else {
+    typename TD::Elem* out = MoveTarget<TD, TS>(ctx, -1, dst) + off.v[0] * TD::kCols + off.v[1];
+    CopyWindow(out, TD::kCols, src.data, TS::kCols, rows, cols, MakeFixpipe(0, -1));
+  }
 }
 
 // NZ <-> ZN tiles of swapped, non-square shapes: the bytes stay, the logical matrix transposes.
@@ -223,10 +236,15 @@ template <typename TD, typename TS>
 constexpr bool kExtractsTransposed =
     ((TS::kLayout == kNZ && TD::kLayout == kZN) || (TS::kLayout == kZN && TD::kLayout == kNZ)) &&
     !(TD::kRows <= TS::kRows && TD::kCols <= TS::kCols) && TD::kRows <= TS::kCols && TD::kCols <= TS::kRows;
-// A source that fits inside a different destination: move(..., offset) inserts it there.
+// A source that fits inside a different destination (into L1 between NZ and ZN: transposed): move(...,
+// offset) inserts it there.
 template <typename TD, typename TS>
-constexpr bool kFitsInside = TS::kRows <= TD::kRows && TS::kCols <= TD::kCols &&
-                             !(TS::kRows == TD::kRows && TS::kCols == TD::kCols);
+constexpr int kInsertRows = kInsertTransposes<TD, TS> ? TS::kCols : TS::kRows;
+template <typename TD, typename TS>
+constexpr int kInsertCols = kInsertTransposes<TD, TS> ? TS::kRows : TS::kCols;
+template <typename TD, typename TS>
+constexpr bool kFitsInside = kInsertRows<TD, TS> <= TD::kRows && kInsertCols<TD, TS> <= TD::kCols &&
+                             !(kInsertRows<TD, TS> == TD::kRows && kInsertCols<TD, TS> == TD::kCols);
 
 }  // namespace detail
 
@@ -251,6 +269,10 @@ inline void move(CoreCtx& ctx, int line, int acc_to_vec_mode, int relu_pre_mode,
       detail::MoveSplit(ctx, line, acc_to_vec_mode, dst, src, rows, cols, f);
       return;
     }
+  }
+  if constexpr (TS::kMem == kVec && TD::kMem == kMat) {  // UB -> L1: an insert at [0, 0]
+    detail::Insert(ctx, line, "move", dst, src, Idx<2>{{0, 0}});
+    return;
   }
   typename TD::Elem* out = detail::MoveTarget<TD, TS>(ctx, acc_to_vec_mode, dst);
   if constexpr (detail::kTransposes<TD, TS>) {

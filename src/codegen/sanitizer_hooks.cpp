@@ -74,6 +74,10 @@ std::vector<std::optional<Window>> MoveWindows(const StmtNode& s, const std::vec
       out[0] = Window{rows(0), cols(0)};
       out[1] = Window{cols(0), rows(0), row0, col0};
       break;
+    case MoveForm::kInsertTransposed:  // the offset counts in the transposed (source's NZ) frame
+      out[0] = Window{cols(1), rows(1), col0, row0};
+      out[1] = Window{rows(1), cols(1)};
+      break;
   }
   return out;
 }

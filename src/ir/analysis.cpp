@@ -49,7 +49,9 @@ bool TransposedLayouts(const TileType& a, const TileType& b) {
 
 MoveForm MoveFormOf(const StmtNode& s) {
   const TileType &dst = *s.args.at(0)->type.tile, &src = *s.args.at(1)->type.tile;
-  if (s.op->name == "insert") return MoveForm::kInsert;
+  const bool to_l1 = src.memory == MemorySpace::kVec && dst.memory == MemorySpace::kMat;
+  const MoveForm insert = to_l1 && TransposedLayouts(src, dst) ? MoveForm::kInsertTransposed : MoveForm::kInsert;
+  if (s.op->name == "insert") return insert;
   if (s.args.size() == 3 && s.op->operands[2].kind == OperandKind::kOffsets) {
     // A fixpipe option keeps move's extract semantics (the public move page).
     bool fixpipe_option = false;
@@ -57,12 +59,16 @@ MoveForm MoveFormOf(const StmtNode& s) {
       if ((a.name == "acc_to_vec_mode" || a.name == "scale") && a.value >= 0) fixpipe_option = true;
       if (a.name == "relu_pre_mode" && a.value > 0) fixpipe_option = true;
     }
-    const bool smaller = FitsInside(src, dst) && !(src.Rows() == dst.Rows() && src.Cols() == dst.Cols());
-    if (smaller && !fixpipe_option) return MoveForm::kInsert;
+    // Into L1 between NZ and ZN tiles the shapes compare transposed (the bytes are the same).
+    const bool transposed = insert == MoveForm::kInsertTransposed;
+    const int64_t rows = transposed ? src.Cols() : src.Rows(), cols = transposed ? src.Rows() : src.Cols();
+    const bool smaller = rows <= dst.Rows() && cols <= dst.Cols() && !(rows == dst.Rows() && cols == dst.Cols());
+    if (smaller && !fixpipe_option) return insert;
     const bool transposed_fits = !FitsInside(dst, src) && TransposedLayouts(src, dst) && dst.Rows() <= src.Cols() &&
                                  dst.Cols() <= src.Rows();
     return transposed_fits ? MoveForm::kExtractTransposed : MoveForm::kExtract;
   }
+  if (to_l1) return insert;  // at [0, 0]
   const bool swapped = src.Rows() == dst.Cols() && src.Cols() == dst.Rows() && src.Rows() != src.Cols();
   return swapped && TransposedLayouts(src, dst) ? MoveForm::kTranspose : MoveForm::kCopy;
 }

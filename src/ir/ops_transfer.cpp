@@ -140,6 +140,13 @@ void CheckMoveShapes(const StmtNode& call, const TileType& dst, const TileType& 
              what + "the inserted tile must fit inside the destination: " + shapes);
       }
       break;
+    case MoveForm::kInsertTransposed:
+      if (src.Cols() > dst.Rows() || src.Rows() > dst.Cols()) {
+        Fail(ErrorKind::kType, OperandSpan(call, 1),
+             what + "an NZ tile inserted into a ZN tile lands transposed (the same bytes), so it must fit the "
+                    "destination transposed: " + shapes);
+      }
+      break;
     case MoveForm::kExtractTransposed:
       if (Is(src, MemorySpace::kAcc)) {
         Fail(ErrorKind::kUnsupported, call.span, what + "a transposing offset= move from Acc is not implemented yet");
@@ -169,6 +176,22 @@ void CheckMoveShapes(const StmtNode& call, const TileType& dst, const TileType& 
       break;
     }
   }
+}
+
+// UB -> L1 (Vec -> Mat) copies the source's bytes as they are: fractal blocks from an NZ tile into an NZ
+// or ZN (transposed) one, rows from an ND tile into an ND one. Any other pairing would leave bytes the
+// cube reads as another matrix.
+void CheckL1Layouts(const StmtNode& call, const TileType& dst, const TileType& src) {
+  if (!Is(src, MemorySpace::kVec) || !Is(dst, MemorySpace::kMat)) return;
+  const bool fractal_dst = dst.layout == Layout::kNZ || dst.layout == Layout::kZN;
+  const Layout wanted = fractal_dst ? Layout::kNZ : Layout::kND;
+  if (src.layout == wanted) return;
+  Fail(ErrorKind::kType, OperandSpan(call, 1),
+       CallName(call) + ": UB -> L1 copies the source's bytes as they are, so a " + std::string(Name(dst.layout)) +
+           " Mat tile takes an " + std::string(Name(wanted)) + " Vec source; 'src_tile' is " +
+           std::string(Name(src.layout)),
+       fractal_dst ? "convert it in UB first: pl.move(nz_tile, nd_tile) with nz_tile a Vec TileType(..., layout=pl.NZ)"
+                   : "");
 }
 
 // move / insert: the data paths of docs/language.md#data-movement (plus Mat -> Bias, which feeds
@@ -208,6 +231,7 @@ void CheckMove(const StmtNode& call) {
          what + "the bias table holds one row: 'dst_tile' is " + ShapeText(dst));
   }
   CheckOffsetRank(call);
+  CheckL1Layouts(call, dst, src);
   CheckMoveShapes(call, dst, src);
   // A per-channel or run-time scale (move_fp / move_scaled): Acc -> Vec, one AIV.
   if (HasScale(call) && AttrValue(call, "scale", -1) < 0) {

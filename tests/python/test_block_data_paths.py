@@ -17,6 +17,7 @@ H_MAT = pl.TileType(shape=[N, N], dtype=pl.DT_FP16, target_memory=M.Mat)
 H_LEFT = pl.TileType(shape=[N, N], dtype=pl.DT_FP16, target_memory=M.Left)
 H_RIGHT = pl.TileType(shape=[N, N], dtype=pl.DT_FP16, target_memory=M.Right)
 H_VEC = pl.TileType(shape=[N, N], dtype=pl.DT_FP16, target_memory=M.Vec)
+H_VEC_NZ = pl.TileType(shape=[N, N], dtype=pl.DT_FP16, target_memory=M.Vec, layout=pl.NZ)
 F_ACC = pl.TileType(shape=[N, N], dtype=pl.DT_FP32, target_memory=M.Acc)
 F_VEC = pl.TileType(shape=[N, N], dtype=pl.DT_FP32, target_memory=M.Vec)
 
@@ -81,10 +82,11 @@ def test_fixpipe_writes_the_ub_of_the_chosen_aiv(mode, receiver):
 @pl.jit
 def mte3_to_l1(x: pl.Tensor[[N, N], pl.DT_FP16], eye: pl.Tensor[[N, N], pl.DT_FP16],
                out: pl.Tensor[[N, N], pl.DT_FP32]):
-    """AIV 0 loads x into its UB and moves it to the AIC's L1 (both AIVs doing it would be a race on
-    the same L1 bytes, which the sanitizer reports); the AIC multiplies what arrived by the identity
-    and stores it."""
-    x_vec = pl.make_tile_group(type=H_VEC, addrs=0x0, mutex_ids=[0]).current()
+    """AIV 0 loads x into its UB, converts it to NZ and moves it to the AIC's L1 (both AIVs doing it
+    would be a race on the same L1 bytes, which the sanitizer reports); the AIC multiplies what arrived
+    by the identity and stores it."""
+    x_nd = pl.make_tile_group(type=H_VEC, addrs=0x0, mutex_ids=[0]).current()
+    x_vec = pl.make_tile_group(type=H_VEC_NZ, addrs=0x1000, mutex_ids=[6]).current()
     x_mat = pl.make_tile_group(type=H_MAT, addrs=0x0, mutex_ids=[1]).current()
     eye_mat = pl.make_tile_group(type=H_MAT, addrs=0x1000, mutex_ids=[2]).current()
     left = pl.make_tile_group(type=H_LEFT, addrs=0x0, mutex_ids=[3]).current()
@@ -92,7 +94,8 @@ def mte3_to_l1(x: pl.Tensor[[N, N], pl.DT_FP16], eye: pl.Tensor[[N, N], pl.DT_FP
     acc = pl.make_tile_group(type=F_ACC, addrs=0x0, mutex_ids=[5]).current()
     with pl.section_vector():
         if pl.get_subblock_idx() == 0:
-            pl.load(x_vec, x, [0, 0])
+            pl.load(x_nd, x, [0, 0])
+            pl.move(x_vec, x_nd)
             pl.move(x_mat, x_vec)
         pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=1)
     with pl.section_cube():

@@ -195,10 +195,12 @@ def test_move_vec_to_mat_and_back():
         v_in = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP32), addr=0)
         v_out = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP32), addr=0x4000)
         v_copy = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP32, valid_shape=[40, 24]), addr=0x8000)
+        v_nz = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP32, layout=pl.NZ), addr=0xC000)
         mat = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP32, target_memory=M.Mat), addr=0x100)
         with pl.section_vector():
             pl.load(v_in, x, [0, 0])
-            pl.move(mat, v_in)        # UB -> L1 (MTE3)
+            pl.move(v_nz, v_in)       # ND -> NZ in UB (V)
+            pl.move(mat, v_nz)        # UB -> L1 (MTE3)
             pl.move(v_out, mat)       # L1 -> UB (V)
             pl.store(y, v_out, [0, 0])
             pl.load(v_copy, x, [8, 16])
@@ -359,9 +361,19 @@ def test_moves_check_path_dtype_shape_and_core():
                  "a move out of Mat keeps the shape (or swaps it between NZ and ZN tiles, which transposes; offset= "
                  "extracts a part): 'src_tile' is [16, 32] and 'dst_tile' is [32, 16]")
 
-    def wrong_core(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+    def nd_into_l1(c: pl.Tensor[[16, 16], pl.DT_FP32]):
         m = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=M.Mat), addr=0)
         v = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0)
+        with pl.section_vector():
+            pl.insert(m, v, [0, 0])
+
+    expect_error(nd_into_l1, errors.ParserTypeError, "pl.insert(m, v, [0, 0])",
+                 "pl.insert: UB -> L1 copies the source's bytes as they are, so a NZ Mat tile takes an NZ Vec source; "
+                 "'src_tile' is ND")
+
+    def wrong_core(c: pl.Tensor[[16, 16], pl.DT_FP32]):
+        m = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=M.Mat), addr=0)
+        v = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, layout=pl.NZ), addr=0)
         with pl.section_cube():
             pl.move(m, v)
 

@@ -219,11 +219,60 @@ def test_insert_from_both_aivs_into_the_aic_l1(sanitizer):
     torch.testing.assert_close(out, (x + y) @ rhs, rtol=1e-4, atol=1e-3)
 
 
+def transposed_insert_kernel(m, k, halves):
+    """The vector cores hold Aᵀ ([k, m], NZ) and insert it into the AIC's ZN L1 tile [m, k]: the same
+    bytes read as A (the public load page's transposed left operand from UB). With `halves`, each AIV
+    inserts its half of Aᵀ's rows, the offset counting in the NZ source's frame. The AIC computes
+    A @ I."""
+    rows = k // 2 if halves else k
+
+    @pl.jit(name=f"transposed_insert_{m}_{k}_{int(halves)}")
+    def kernel(at: pl.Tensor[[k, m], pl.DT_FP16], eye: pl.Tensor[[k, k], pl.DT_FP16],
+               out: pl.Tensor[[m, k], pl.DT_FP32]):
+        a_mat = pl.make_tile(tt([m, k], pl.DT_FP16, M.Mat, layout=pl.ZN), addr=0x4000)
+        with pl.section_vector():
+            t = pl.make_tile(tt([rows, m], pl.DT_FP16), addr=0x0)
+            t_nz = pl.make_tile(tt([rows, m], pl.DT_FP16, layout=pl.NZ), addr=0x2000)
+            sub = pl.get_subblock_idx()
+            if halves or sub == 0:
+                row = sub * rows
+                pl.load(t, at, [row, 0])
+                pl.system.bar_all()
+                pl.move(t_nz, t)
+                pl.system.bar_all()
+                pl.insert(a_mat, t_nz, [row, 0])
+            pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=0)
+        with pl.section_cube():
+            eye_mat = pl.make_tile(tt([k, k], pl.DT_FP16, M.Mat), addr=0x0)
+            left = pl.make_tile(tt([m, k], pl.DT_FP16, M.Left), addr=0x0)
+            right = pl.make_tile(tt([k, k], pl.DT_FP16, M.Right), addr=0x0)
+            acc = pl.make_tile(tt([m, k], pl.DT_FP32, M.Acc), addr=0x0)
+            pl.load(eye_mat, eye, [0, 0])
+            pl.system.wait_cross_core(pipe=pl.PipeType.MTE1, event_id=0)
+            pl.move(left, a_mat)
+            pl.move(right, eye_mat)
+            pl.system.bar_all()
+            pl.matmul(acc, left, right)
+            pl.system.bar_all()
+            pl.store(out, acc, [0, 0])
+
+    return kernel
+
+
+@pytest.mark.parametrize("m, k, halves", [(32, 32, True), (32, 16, False)], ids=["square-both-aivs", "32x16"])
+def test_an_nz_tile_inserted_into_a_zn_tile_lands_transposed(m, k, halves):
+    a = torch.randn(m, k).half()
+    out = torch.full((m, k), float("nan"))
+    transposed_insert_kernel(m, k, halves)[None, 1](a.t().contiguous(), torch.eye(k).half(), out)
+    sync()
+    assert torch.equal(out, a.float())
+
+
 @pl.jit(sanitizer=True)
 def insert_unsynchronised(x: pl.Tensor[[16, 16], pl.DT_FP16], out: pl.Tensor[[32, 16], pl.DT_FP32],
                           eye: pl.Tensor[[16, 16], pl.DT_FP16]):
     """AIV 0 inserts into rows 16.. of the AIC's L1 while the AIC reads them: no cross-core flag."""
-    v = pl.make_tile(tt([16, 16], pl.DT_FP16), addr=0)
+    v = pl.make_tile(tt([16, 16], pl.DT_FP16, layout=pl.NZ), addr=0)
     mat = pl.make_tile(tt([32, 16], pl.DT_FP16, M.Mat), addr=0)
     eye_mat = pl.make_tile(tt([16, 16], pl.DT_FP16, M.Mat), addr=0x4000)
     left = pl.make_tile(tt([32, 16], pl.DT_FP16, M.Left), addr=0)

@@ -48,7 +48,12 @@ CrossCoreWrite CrossCoreWriteOf(const StmtNode& op_stmt);
 //   kExtractTransposed  offset= between NZ and ZN tiles where only the transposed destination fits
 //               the source: the transposed destination window read at the offset (source coordinates).
 // The device's move functions derive the same from the tile types (cube_ops.h).
-enum class MoveForm : uint8_t { kCopy, kTranspose, kExtract, kInsert, kExtractTransposed };
+// How a tile -> tile move relates its tiles: a copy of the source's window; the transposed copy of an
+// NZ <-> ZN move of swapped shapes; an extract of the destination's window at an offset (transposed
+// between NZ and ZN tiles where only the transposed window fits); an insert of the source's window
+// at an offset. UB -> L1 (Vec -> Mat) is always an insert, which copies the NZ source's fractal bytes
+// as they are: into a ZN tile that is the transposed window (kInsertTransposed).
+enum class MoveForm : uint8_t { kCopy, kTranspose, kExtract, kInsert, kExtractTransposed, kInsertTransposed };
 MoveForm MoveFormOf(const StmtNode& move_stmt);
 bool FitsInside(const TileType& inner, const TileType& outer);  // <= in both dims
 bool TransposedLayouts(const TileType& a, const TileType& b);   // one NZ, the other ZN
