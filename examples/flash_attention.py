@@ -45,7 +45,11 @@ def slot(tile_type, addr, mutex_id):
 
 
 def tile(shape, dtype, memory=M.Vec, layout=None):
-    return pl.TileType(shape=shape, dtype=dtype, target_memory=memory, valid_shape=[-1, -1], layout=layout)
+    """Tails set the valid shape at run time; a fractal tile (every cube memory, an NZ Vec tile) takes
+    a tail only in compact mode on the NPU (compact=1)."""
+    fractal = memory is not M.Vec or layout is pl.NZ
+    return pl.TileType(shape=shape, dtype=dtype, target_memory=memory, valid_shape=[-1, -1], layout=layout,
+                       compact=1 if fractal else None)
 
 
 class AttentionKey:

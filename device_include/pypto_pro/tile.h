@@ -129,6 +129,22 @@ inline TD Subview(CoreCtx& ctx, int line, const TS& tile, int64_t r0, int64_t r1
   return view;
 }
 
+// A fractal (NZ/ZN) tile without compact=1 must hold its whole shape when a data path moves it: the
+// NPU places a partial window of such a tile only in compact mode (codegen emits the check).
+template <typename TileT>
+inline void RequireCompactWindow(CoreCtx& ctx, int line, const TileT& tile, const char* op, const char* message) {
+  if (__builtin_expect(tile.valid_rows == TileT::kRows && tile.valid_cols == TileT::kCols, 1)) return;
+  PtoFaultDetail d{};
+  d.op = op;
+  d.message = message;
+  d.rank = 2;
+  d.extent[0] = tile.valid_rows;
+  d.extent[1] = tile.valid_cols;
+  d.shape[0] = TileT::kRows;
+  d.shape[1] = TileT::kCols;
+  Fault(ctx, line, d);
+}
+
 // Group cursors: next() advances then selects, current() selects, previous() the one before.
 inline int32_t CursorNext(int32_t& cursor, int32_t depth) {
   cursor = cursor + 1 == depth ? 0 : cursor + 1;

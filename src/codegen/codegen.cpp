@@ -338,6 +338,7 @@ class KernelWriter {
     }
     for (const std::string& operand : operands) call += ", " + operand;
     call += ");";
+    EmitCompactChecks(s, indent);
     if (!sanitize_) {
       Line(indent, call);
       return;
@@ -351,6 +352,24 @@ class KernelWriter {
     Line(indent, hook.guard.empty() ? call : "if (" + hook.guard + ") " + call);
     if (!hook.after.empty()) Line(indent, hook.after);
     if (!hoisted.empty()) Line(indent - 1, "}");
+  }
+
+  // On the NPU a fractal (NZ/ZN) tile's partial valid window is placed only in compact mode
+  // (TileType(compact=1)); the data paths that move such a tile check, at run time, that its window
+  // is whole otherwise.
+  void EmitCompactChecks(const StmtNode& s, int indent) {
+    const WindowRule rule = s.op->window;
+    if (rule != WindowRule::kTransferTile && rule != WindowRule::kMove && rule != WindowRule::kMatmul) return;
+    for (const Expr& arg : s.args) {
+      if (!arg->type.IsTile()) continue;
+      const TileType& t = *arg->type.tile;
+      if ((t.layout != Layout::kNZ && t.layout != Layout::kZN) || t.compact == 1) continue;
+      const std::string what = "tile '" + (arg->var ? arg->var->name : std::string("?")) + "' (" + t.ToString() +
+                               ") has a partial valid window, which a fractal (NZ/ZN) tile takes only with "
+                               "TileType(..., compact=1) on the NPU";
+      Line(indent, "pto::RequireCompactWindow(ctx, " + std::to_string(s.span.line) + ", " + OpArg(arg) + ", " +
+                       CString(std::string(s.op->PublicName())) + ", " + CString(what) + ");");
+    }
   }
 
   void EmitDeclTiles(const StmtNode& s, int indent) {

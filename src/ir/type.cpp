@@ -32,6 +32,7 @@ std::string TileType::ToString() const {
   os << "], " << Name(dtype) << ", " << Name(memory);
   if (layout != Layout::kND) os << ", " << Name(layout);
   if (pad != 0) os << ", pad=" << (pad == 1 ? "zero" : pad == 2 ? "max" : "min");
+  if (compact != 0) os << ", compact=" << compact;
   bool full = true;  // -1 (set at run time, initially the full shape) prints like the default
   for (size_t i = 0; i < valid_shape.size(); ++i) full = full && (valid_shape[i] == shape[i] || valid_shape[i] < 0);
   if (!full) {

@@ -43,8 +43,9 @@ const char* KindName(TypeKind kind) {
   return "?";
 }
 
-// (dtype, shape, memory, layout, valid_shape, pad) as the Python front end validated it.
-using TileSpec = std::tuple<std::string, std::vector<int64_t>, std::string, std::string, std::vector<int64_t>, int>;
+// (dtype, shape, memory, layout, valid_shape, pad, compact) as the Python front end validated it.
+using TileSpec =
+    std::tuple<std::string, std::vector<int64_t>, std::string, std::string, std::vector<int64_t>, int, int>;
 
 TileType ParseTileSpec(const TileSpec& spec, Span span) {
   TileType t;
@@ -59,6 +60,8 @@ TileType ParseTileSpec(const TileSpec& spec, Span span) {
   t.valid_shape = std::get<4>(spec);
   t.pad = std::get<5>(spec);
   if (t.pad < 0 || t.pad > 3) Fail(ErrorKind::kValue, span, "a tile's pad is a pl.TilePad value (0..3)");
+  t.compact = std::get<6>(spec);
+  if (t.compact < 0 || t.compact > 1) Fail(ErrorKind::kValue, span, "a tile's compact mode is 0 or 1 here");
   if (t.shape.empty() || t.shape.size() > 2) Fail(ErrorKind::kType, span, "a tile shape has 1 or 2 dims");
   if (t.valid_shape.size() != t.shape.size()) Fail(ErrorKind::kType, span, "valid_shape must match the tile rank");
   return t;
@@ -72,7 +75,7 @@ StructType LayoutStruct(const std::string& name, const std::vector<std::tuple<st
 
 TileSpec ToTileSpec(const TileType& t) {
   return {std::string(Name(t.dtype)), t.shape, std::string(Name(t.memory)), std::string(Name(t.layout)),
-          t.valid_shape, t.pad};
+          t.valid_shape, t.pad, t.compact};
 }
 
 std::vector<Expr> Unwrap(const std::vector<PyExpr>& items) {

@@ -205,8 +205,9 @@ SPLIT_M, SPLIT_K, SPLIT_N = 64, 32, 64
 
 
 def tail_type(shape, dtype, memory):
-    """A tile type whose valid shape is set at run time (a tail block)."""
-    return pl.TileType(shape=shape, dtype=dtype, target_memory=memory, valid_shape=[-1, -1])
+    """A tile type whose valid shape is set at run time (a tail block); compact=1, as the public load
+    page requires of a tail in a fractal (NZ/ZN) tile."""
+    return pl.TileType(shape=shape, dtype=dtype, target_memory=memory, valid_shape=[-1, -1], compact=1)
 
 
 def split_tail_kernel(split_n):

@@ -134,7 +134,8 @@ def fixpipe_split(mode, vec_shape):
         right = pl.make_tile_group(type=pl.TileType(shape=[TK, TN], dtype=pl.DT_FP16, target_memory=M.Right),
                                    addrs=0x0, mutex_ids=[3]).current()
         acc = pl.make_tile_group(type=pl.TileType(shape=[TM, TN], dtype=pl.DT_FP32, target_memory=M.Acc,
-                                                  valid_shape=[-1, -1]), addrs=0x0, mutex_ids=[4]).current()
+                                                  valid_shape=[-1, -1], compact=1), addrs=0x0,
+                                 mutex_ids=[4]).current()
         vec = pl.make_tile_group(type=pl.TileType(shape=vec_shape, dtype=pl.DT_FP32, target_memory=M.Vec),
                                  addrs=0x0, mutex_ids=[5]).current()
         with pl.section_cube():

@@ -57,17 +57,20 @@ def matmul_kernel(dtype, shape, valid=None, k_steps=1, bias=None):
     m, k, n = valid or shape
     acc_t = acc_dtype(dtype)
 
+    # compact=1: a tail window of a fractal tile (the public load page requires it)
+    def tail(shape, memory, valid, t=dtype):
+        return pl.TileType(shape=shape, dtype=t, target_memory=memory, valid_shape=valid, compact=1)
+
+    a_type, b_type = tail([tm, tk], M.Mat, [m, k]), tail([tk, tn], M.Mat, [k, n])
+    left_type, right_type = tail([tm, tk], M.Left, [m, k]), tail([tk, tn], M.Right, [k, n])
+    acc_type = tail([tm, tn], M.Acc, [m, n], acc_t)
+
     def kernel(a: pl.Tensor[[m, k * k_steps], dtype], b: pl.Tensor[[k * k_steps, n], dtype],
                bias_in: pl.Tensor[[1, tn], pl.DT_FP16], c: pl.Tensor[[m, n], acc_t]):
-        a_mat = pl.make_tile(pl.TileType(shape=[tm, tk], dtype=dtype, target_memory=M.Mat, valid_shape=[m, k]),
-                             addr=0x0)
-        b_mat = pl.make_tile(pl.TileType(shape=[tk, tn], dtype=dtype, target_memory=M.Mat, valid_shape=[k, n]),
-                             addr=0x20000)
-        left = pl.make_tile(pl.TileType(shape=[tm, tk], dtype=dtype, target_memory=M.Left, valid_shape=[m, k]),
-                            addr=0x0)
-        right = pl.make_tile(pl.TileType(shape=[tk, tn], dtype=dtype, target_memory=M.Right, valid_shape=[k, n]),
-                             addr=0x0)
-        acc_type = pl.TileType(shape=[tm, tn], dtype=acc_t, target_memory=M.Acc, valid_shape=[m, n])
+        a_mat = pl.make_tile(a_type, addr=0x0)
+        b_mat = pl.make_tile(b_type, addr=0x20000)
+        left = pl.make_tile(left_type, addr=0x0)
+        right = pl.make_tile(right_type, addr=0x0)
         acc = pl.make_tile(acc_type, addr=0x0)
         acc2 = pl.make_tile(acc_type, addr=0x10000)
         bias_mat = pl.make_tile(pl.TileType(shape=[1, tn], dtype=pl.DT_FP16, target_memory=M.Mat), addr=0x40000)

@@ -16,9 +16,9 @@ def sync():
     pypto_pro.runtime.synchronize()
 
 
-def tt(shape, dtype, memory=M.Vec, layout=None, valid_shape=None, fractal=None):
+def tt(shape, dtype, memory=M.Vec, layout=None, valid_shape=None, fractal=None, compact=None):
     return pl.TileType(shape=shape, dtype=dtype, target_memory=memory, layout=layout, valid_shape=valid_shape,
-                       fractal=fractal)
+                       fractal=fractal, compact=compact)
 
 
 # ---- offset= on Vec -> Vec: extract a part, insert into a larger tile ----
@@ -695,7 +695,7 @@ def per_channel_int8(a: pl.Tensor[[16, 32], pl.DT_FP16], b: pl.Tensor[[32, 32], 
     deq_mat = pl.make_tile(tt([1, 32], pl.DT_INT64, M.Mat), addr=0x4000)
     left = pl.make_tile(tt([16, 32], pl.DT_FP16, M.Left), addr=0)
     right = pl.make_tile(tt([32, 32], pl.DT_FP16, M.Right), addr=0)
-    acc = pl.make_tile(tt([16, 32], pl.DT_FP32, M.Acc, valid_shape=[-1, -1]), addr=0)
+    acc = pl.make_tile(tt([16, 32], pl.DT_FP32, M.Acc, valid_shape=[-1, -1], compact=1), addr=0)
     factors = pl.make_tile(tt([1, 32], pl.DT_INT64, M.Scaling), addr=0)
     with pl.section_cube():
         pl.load(a_mat, a, [0, 0])

@@ -137,6 +137,54 @@ def test_compact_and_fractal_are_honoured_or_refused():
         pl.TileType(shape=[64, 64], dtype=pl.DT_FP32, target_memory=M.Acc, fractal=512)
 
 
+def tail_load(compact):
+    """A 16x32 L1 tile gets a 13-row tail: with compact=1 the window is the NPU's compact one, without it
+    the public load page calls the load an error."""
+    def tail(memory):
+        return pl.TileType(shape=[16, 32], dtype=pl.DT_FP16, target_memory=memory, valid_shape=[-1, -1],
+                           compact=compact)
+
+    mat_t, left_t = tail(M.Mat), tail(M.Left)
+
+    def kernel(a: pl.Tensor[[16, 32], pl.DT_FP16], eye: pl.Tensor[[32, 32], pl.DT_FP16],
+               out: pl.Tensor[[16, 32], pl.DT_FP32]):
+        a_mat = pl.make_tile(mat_t, addr=0)
+        e_mat = pl.make_tile(pl.TileType(shape=[32, 32], dtype=pl.DT_FP16, target_memory=M.Mat), addr=0x1000)
+        left = pl.make_tile(left_t, addr=0)
+        right = pl.make_tile(pl.TileType(shape=[32, 32], dtype=pl.DT_FP16, target_memory=M.Right), addr=0)
+        acc = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_FP32, target_memory=M.Acc, valid_shape=[-1, -1],
+                                       compact=compact), addr=0)
+        with pl.section_cube():
+            pl.set_validshape(a_mat, [13, 32])
+            pl.load(a_mat, a, [0, 0])
+            pl.load(e_mat, eye, [0, 0])
+            pl.system.bar_all()
+            pl.set_validshape(left, [13, 32])
+            pl.move(left, a_mat)
+            pl.move(right, e_mat)
+            pl.system.bar_all()
+            pl.set_validshape(acc, [13, 32])
+            pl.matmul(acc, left, right)
+            pl.system.bar_all()
+            pl.store(out, acc, [0, 0])
+
+    return pl.jit(kernel, name=f"tail_load_{compact}")
+
+
+def test_a_tail_in_a_fractal_tile_needs_compact_mode():
+    a = torch.randn(16, 32).half()
+    out = torch.full((16, 32), float("nan"))
+    tail_load(1)[None, 1](a, torch.eye(32).half(), out)
+    sync()
+    assert torch.equal(out[:13], a[:13].float()) and out[13:].isnan().all()
+    tail_load(None)[None, 1](a, torch.eye(32).half(), out)
+    with pytest.raises(pypto_pro.KernelFault, match=r"in pl.load: tile 'a_mat' \(Tile\[\[16, 32\], fp16, Mat, NZ\]\) has "
+                                                    r"a partial valid window, which a fractal \(NZ/ZN\) tile takes "
+                                                    r"only with TileType\(..., compact=1\) on the NPU: size \[16, "
+                                                    r"32\], offsets \[0, 0\], window \[13, 32\]"):
+        sync()
+
+
 # ---- subviews: tile[r0:r1, c0:c1] ----
 
 @pl.jit(auto_mutex=True)

@@ -46,6 +46,7 @@ struct TileType {
   Layout layout = Layout::kND;
   std::vector<int64_t> valid_shape;  // same rank as shape; -1 = set at run time (initially full)
   int pad = 0;                       // pl.TilePad: 0 null, 1 zero, 2 max, 3 min (what fills the invalid region)
+  int compact = 0;                   // pl.TileType(compact=): 0 null, 1 normal (a fractal tile's partial window)
 
   int64_t Rows() const { return shape.size() == 2 ? shape[0] : 1; }
   int64_t Cols() const { return shape.back(); }
@@ -53,7 +54,7 @@ struct TileType {
   int64_t Bytes() const { return Elements() * ir::Bytes(dtype); }
   bool operator==(const TileType& o) const {
     return dtype == o.dtype && shape == o.shape && memory == o.memory && layout == o.layout &&
-           valid_shape == o.valid_shape && pad == o.pad;
+           valid_shape == o.valid_shape && pad == o.pad && compact == o.compact;
   }
   std::string ToString() const;  // Tile[[128, 128], fp16, Vec]
 };

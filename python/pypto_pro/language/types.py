@@ -275,15 +275,16 @@ class TileType:
         return n * self.dtype.bits // 8
 
     def spec(self) -> tuple:
-        """The (dtype, shape, memory, layout, valid_shape, pad) tuple the C++ IR builder takes."""
+        """The (dtype, shape, memory, layout, valid_shape, pad, compact) tuple the C++ IR builder takes."""
         return (self.dtype.name, list(self.shape), self.target_memory.value, self.layout.value, list(self.valid_shape),
-                int(self.pad or 0))
+                int(self.pad or 0), int(self.compact or 0))
 
     def __eq__(self, other):
         return isinstance(other, TileType) and self.spec() == other.spec()
 
     def __hash__(self):
-        return hash((self.dtype.name, self.shape, self.target_memory, self.layout, self.valid_shape, self.pad))
+        return hash(self.spec()[0:1] + (self.shape, self.target_memory, self.layout, self.valid_shape, self.pad,
+                                          self.compact))
 
     def __repr__(self):
         return (f"pl.TileType(shape={list(self.shape)}, dtype={self.dtype!r}, target_memory={self.target_memory!r}"

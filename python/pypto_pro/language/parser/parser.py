@@ -1128,9 +1128,9 @@ def _is_slicing(subscript) -> bool:
 
 def _tile_type_of(var) -> TileType:
     from pypto_pro.language.types import DTYPES, MemorySpace, TensorLayout
-    dtype, shape, memory, layout, valid, pad = var.tile
+    dtype, shape, memory, layout, valid, pad, compact = var.tile
     return TileType(shape, DTYPES[dtype], MemorySpace(memory), valid_shape=valid, layout=TensorLayout(layout),
-                    pad=pad or None)
+                    pad=pad or None, compact=compact or None)
 
 
 class _HelperReturn(Exception):
