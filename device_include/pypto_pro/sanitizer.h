@@ -93,7 +93,7 @@ inline PtoSanAccess Element(const TileT& tile, int mode, int64_t offset, const c
     return a;
   }
   PtoSanAccess a{};
-  a.base = detail::Bytes(tile) + offset * int64_t(sizeof(typename TileT::Elem));
+  a.base = detail::Bytes(tile) + ElementIndex(tile, offset) * int64_t(sizeof(typename TileT::Elem));
   a.rows = a.runs = 1;
   a.width = int64_t(sizeof(typename TileT::Elem));
   a.name = name;

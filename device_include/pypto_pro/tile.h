@@ -65,8 +65,12 @@ inline GmTensor<T, N> MakeGm(uint8_t* data, Idx<N> shape, const char* name) {
 
 // One tile slot: a typed window at a byte address of a core's local memory. Tile variables in
 // kernel code point at slots, so pl.set_validshape on a tile changes what later ops see.
-// P: the pl.TilePad value that fills the region outside the valid window (0 null, 1 zero, 2 max, 3 min).
-template <typename T, int R, int C, int M, int L = kND, int P = 0>
+// P: the pl.TilePad value that fills the region outside the valid window (0 null, 1 zero, 2 max, 3 min);
+// K: the compact mode (TileType(compact=): 1 lets a fractal tile hold a partial window).
+// The simulator keeps every tile's elements in logical row-major order; the hardware's byte order of
+// NZ/ZN and wide DN tiles shows only where a kernel addresses elements by a linear offset
+// (ElementIndex).
+template <typename T, int R, int C, int M, int L = kND, int P = 0, int K = 0>
 struct Tile {
   using Elem = T;
   static constexpr int kRows = R;
@@ -74,6 +78,7 @@ struct Tile {
   static constexpr int kMem = M;
   static constexpr int kLayout = L;
   static constexpr int kPad = P;
+  static constexpr int kCompact = K;
   T* data;
   int32_t valid_rows;
   int32_t valid_cols;
@@ -313,13 +318,47 @@ inline int64_t Elements(const GmTensor<T, N>& t) {
 
 }  // namespace detail
 
+// The logical (row-major) index of the element at linear offset `offset` of the tile's storage on the
+// NPU: row-major for ND tiles; column-major for DN; for NZ, 32-byte columns of C0 elements, each
+// holding every row (the rows of a compact tile's partial window rounded up to 16) one after another;
+// ZN is NZ of the transpose. `offset` is in [0, rows x cols).
+template <typename TileT>
+inline int64_t ElementIndex(const TileT& tile, int64_t offset) {
+  constexpr int64_t R = TileT::kRows, C = TileT::kCols;
+  if constexpr (TileT::kLayout == kDN) {
+    return (offset % R) * C + offset / R;
+  } else if constexpr (TileT::kLayout == kNZ || TileT::kLayout == kZN) {
+    constexpr bool kNZ_ = TileT::kLayout == kNZ;
+    constexpr int64_t kC0 = 32 / int64_t(sizeof(typename TileT::Elem));
+    // The NZ view: ZN [R, C] is NZ [C, R] of the transposed matrix.
+    constexpr int64_t kRowsNZ = kNZ_ ? R : C;
+    const int64_t valid = kNZ_ ? tile.valid_rows : tile.valid_cols;
+    constexpr int64_t kColsNZ = kNZ_ ? C : R;
+    const int64_t stride = TileT::kCompact == 1 && valid < kRowsNZ ? (valid + 15) / 16 * 16 : kRowsNZ;
+    int64_t r, c;  // in the NZ view
+    if (offset < stride * kColsNZ) {
+      const int64_t block = offset / (stride * kC0), within = offset % (stride * kC0);
+      r = within / kC0;
+      c = block * kC0 + within % kC0;
+    } else {  // past a compact window's blocks: the rows below them, in order
+      r = stride + (offset - stride * kColsNZ) / kColsNZ;
+      c = (offset - stride * kColsNZ) % kColsNZ;
+    }
+    return kNZ_ ? r * C + c : c * C + r;
+  } else {
+    (void)tile;
+    return offset;
+  }
+}
+
 template <typename TileT>
 inline typename detail::ScalarOf<typename TileT::Elem>::type getval(CoreCtx& ctx, int line, const TileT& tile,
                                                                     int64_t offset) {
   constexpr int64_t kCount = int64_t(TileT::kRows) * TileT::kCols;
   if (offset < 0 || offset >= kCount) detail::ElementFault(ctx, line, "getval", nullptr, offset, kCount);
-  if constexpr (kIsNarrowFloat<typename TileT::Elem>) return ToFloat(tile.data[offset]);
-  else return tile.data[offset];
+  const int64_t at = ElementIndex(tile, offset);
+  if constexpr (kIsNarrowFloat<typename TileT::Elem>) return ToFloat(tile.data[at]);
+  else return tile.data[at];
 }
 
 template <typename T, int N>
@@ -335,7 +374,7 @@ template <typename TileT, typename V>
 inline void setval(CoreCtx& ctx, int line, TileT& tile, int64_t offset, V value) {
   constexpr int64_t kCount = int64_t(TileT::kRows) * TileT::kCols;
   if (offset < 0 || offset >= kCount) detail::ElementFault(ctx, line, "setval", nullptr, offset, kCount);
-  tile.data[offset] = detail::ToElement<typename TileT::Elem>(value);
+  tile.data[ElementIndex(tile, offset)] = detail::ToElement<typename TileT::Elem>(value);
 }
 
 template <typename T, int N, typename V>

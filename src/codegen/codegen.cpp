@@ -497,7 +497,8 @@ class KernelWriter {
     for (size_t i = 0; i < tile_types_.size(); ++i) {
       const TileType& t = tile_types_[i];
       os << "using Tile" << i << " = pto::Tile<" << DeviceType(t.dtype) << ", " << t.Rows() << ", " << t.Cols()
-         << ", pto::k" << Name(t.memory) << ", pto::k" << Name(t.layout) << (t.pad ? ", " + std::to_string(t.pad) : "")
+         << ", pto::k" << Name(t.memory) << ", pto::k" << Name(t.layout)
+         << (t.pad || t.compact ? ", " + std::to_string(t.pad) : "") << (t.compact ? ", " + std::to_string(t.compact) : "")
          << ">;  // " << t.ToString() << "\n";
     }
     os << "\n" << ArgsStruct(func_) << "\n";

@@ -207,12 +207,9 @@ Expr Element(const Var& container, Expr offset, Span span) {
     Fail(ErrorKind::kType, span,
          "element access needs a Vec tile (the scalar unit reads UB), got " + container->type.ToString());
   }
-  if (container->type.IsTile() && (container->type.tile->layout == Layout::kNZ ||
-                                   container->type.tile->layout == Layout::kZN)) {
-    Fail(ErrorKind::kUnsupported, span,
-         "element access to the " + std::string(Name(container->type.tile->layout)) + " tile '" + container->name +
-             "' is not implemented yet: a linear offset counts in the tile's fractal byte order on the NPU, which "
-             "the simulator does not model (docs/device.md#cube-layouts); read it through an ND tile");
+  if (container->type.IsTile() && !container->type.tile->ElementOffsetProblem().empty()) {
+    Fail(ErrorKind::kType, span,
+         "element access to tile '" + container->name + "': " + container->type.tile->ElementOffsetProblem());
   }
   RequireScalar(offset, span, "element offset");
   if (IsFloat(offset->type.dtype) || offset->type.dtype == DataType::kBool) {

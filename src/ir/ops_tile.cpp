@@ -17,17 +17,13 @@ void CheckValidShape(const StmtNode& call) {
   }
 }
 
-// setval writes at a linear offset, which counts in fractal order in an NZ/ZN tile (not modelled).
+// setval writes at a linear offset, which counts in the tile's byte order on the NPU (fractal order in
+// an NZ/ZN tile, column-major in a DN one).
 void CheckSetval(const StmtNode& call) {
   const Expr& container = call.args[0];
-  if (!container->type.IsTile()) return;
-  const Layout layout = container->type.tile->layout;
-  if (layout == Layout::kNZ || layout == Layout::kZN) {
-    Fail(ErrorKind::kUnsupported, OperandSpan(call, 0),
-         "pl.setval on the " + std::string(Name(layout)) + " tile '" + container->var->name +
-             "' is not implemented yet: a linear offset counts in the tile's fractal byte order on the NPU, which "
-             "the simulator does not model (docs/device.md#cube-layouts)");
-  }
+  if (!container->type.IsTile() || container->type.tile->ElementOffsetProblem().empty()) return;
+  Fail(ErrorKind::kType, OperandSpan(call, 0),
+       "pl.setval on tile '" + container->var->name + "': " + container->type.tile->ElementOffsetProblem());
 }
 
 }  // namespace

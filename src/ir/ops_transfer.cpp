@@ -110,6 +110,27 @@ void CheckStore(const StmtNode& call) {
          what + "order= must name the axes in ascending order on a store (a transposing store is not a data path); "
                 "got [" + std::to_string(order >> 8) + ", " + std::to_string(order & 0xff) + "]");
   }
+  if (tile.layout == Layout::kDN && tile.Rows() > 1 && tile.Cols() > 1) {
+    Fail(ErrorKind::kValue, OperandSpan(call, 1),
+         what + "the DN tile '" + call.args[1]->var->name + "' " + ShapeText(tile) +
+             " is column-major, and a store writes row-major tensor rows (a transposing store is not a data path)",
+         "move it into an ND Vec tile first: pl.move(nd_tile, dn_tile)");
+  }
+}
+
+// A DN Vec tile with more than one row and column is column-major: the only GM view it copies as it
+// is, is a column-major one (a descending order=). Any other transfer would need a transposing DMA.
+bool WideDN(const TileType& t) { return t.layout == Layout::kDN && t.Rows() > 1 && t.Cols() > 1; }
+
+void CheckLoad(const StmtNode& call) {
+  const TileType& tile = TileOf(call, 0);
+  const int64_t order = AttrValue(call, "order", -1);
+  if (!WideDN(tile) || (order >= 0 && (order >> 8) > (order & 0xff))) return;
+  Fail(ErrorKind::kValue, call.span,
+       CallName(call) + ": the DN tile '" + call.args[0]->var->name + "' " + ShapeText(tile) +
+           " is column-major, and only a column-major view of the tensor copies into it as it is",
+       "load it with a descending order= (order=[1, 0] on a 2-D tensor: the tile's rows run along the tensor's "
+       "columns), or into an ND tile");
 }
 
 bool IsPath(const TileType& src, const TileType& dst) {
@@ -288,6 +309,7 @@ OpDef Transfer(std::string_view name, bool is_load, bool by_tile_index, std::str
                    {"src_tensor", OperandKind::kTensor, Access::kRead},
                    {index_name, OperandKind::kOffsets, Access::kRead}};
     op.kwargs = {KwargSpec{"order", AttrKind::kAxes, -1, {}}};
+    op.check = &CheckLoad;
   } else {
     // The tile's dtype is checked against the tensor's by CheckStore: Acc tiles convert.
     op.operands = {{"dst_tensor", OperandKind::kTensor, Access::kWrite},

@@ -25,6 +25,16 @@ std::optional<MemorySpace> MemorySpaceFromName(std::string_view name) {
 std::optional<Layout> LayoutFromName(std::string_view name) { return FromName<Layout>(hw::kLayoutNames, name); }
 std::optional<Pipe> PipeFromName(std::string_view name) { return FromName<Pipe>(hw::kPipeNames, name); }
 
+std::string TileType::ElementOffsetProblem() const {
+  if (layout != Layout::kNZ && layout != Layout::kZN) return "";
+  const bool nz = layout == Layout::kNZ;
+  const int64_t blocked = nz ? Cols() : Rows();
+  if (blocked * ir::Bytes(dtype) % 32 == 0) return "";
+  return std::string("the ") + (nz ? "columns" : "rows") + " of an " + std::string(Name(layout)) +
+         " tile fill 32-byte blocks on the NPU, and " + std::to_string(blocked) + " " + std::string(Name(dtype)) +
+         " elements do not";
+}
+
 std::string TileType::ToString() const {
   std::ostringstream os;
   os << "Tile[[";

@@ -56,7 +56,12 @@ std::set<std::pair<int, int>> InPlacePairs(const ir::Function& func) {
   return pairs;
 }
 
-bool Fractal(const ir::TileType& t) { return t.layout == ir::Layout::kNZ || t.layout == ir::Layout::kZN; }
+// Tiles whose bytes are not in row-major order on the NPU: NZ/ZN (fractal) and DN tiles of more than
+// one row and column.
+bool ReorderedBytes(const ir::TileType& t) {
+  return t.layout == ir::Layout::kNZ || t.layout == ir::Layout::kZN ||
+         (t.layout == ir::Layout::kDN && t.Rows() > 1 && t.Cols() > 1);
+}
 
 // Two tile types that read the same bytes as the same elements: the simulator stores every tile in
 // logical row-major order, which is the hardware's order for ND (and one-column DN) tiles only.
@@ -70,13 +75,14 @@ void WarnOverlaps(const std::vector<Placed>& earlier, const Placed& slot, Span s
     if (other.memory != slot.memory || other.end <= slot.begin || slot.end <= other.begin) continue;
     const bool same_bytes = other.begin == slot.begin && other.end == slot.end;
     if (same_bytes && in_place.count({std::min(other.group, slot.group), std::max(other.group, slot.group)})) continue;
-    if (other.begin == slot.begin && (Fractal(other.type) || Fractal(slot.type)) && !SameView(other.type, slot.type)) {
-      // A deliberate alias (the same start) that reinterprets fractal bytes: the hardware's NZ/ZN byte
-      // order is not modelled, so reading one view after writing the other would not give its answer.
+    if (other.begin == slot.begin && (ReorderedBytes(other.type) || ReorderedBytes(slot.type)) &&
+        !SameView(other.type, slot.type)) {
+      // A deliberate alias (the same start) that reinterprets fractal or column-major bytes: tiles are
+      // kept in logical order, so reading one view after writing the other would not give the NPU's answer.
       Fail(ErrorKind::kUnsupported, span,
            slot.what + " (" + slot.type.ToString() + ") starts at the same " + std::string(ir::Name(slot.memory)) +
                " address " + Hex(slot.begin) + " as " + other.what + " (" + other.type.ToString() + ", line " +
-               std::to_string(other.line) + "): reading fractal (NZ/ZN) bytes through another tile type is not "
+               std::to_string(other.line) + "): reading fractal (NZ/ZN) or column-major (DN) bytes through another tile type is not "
                "implemented yet (the simulator keeps tiles in logical order, docs/device.md#cube-layouts); give "
                "each view its own bytes");
     }

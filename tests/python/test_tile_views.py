@@ -125,7 +125,8 @@ def test_reading_fractal_bytes_through_another_view_is_refused():
     with pytest.raises(errors.UnsupportedFeatureError) as info:
         pl.jit(alias)[None, 1](torch.zeros(16, 32).half())
     assert "starts at the same Vec address 0x100 as tile 'nd'" in info.value.message
-    assert "reading fractal (NZ/ZN) bytes through another tile type is not implemented yet" in info.value.message
+    assert "reading fractal (NZ/ZN) or column-major (DN) bytes through another tile type is not implemented yet" \
+        in info.value.message
 
 
 def test_compact_and_fractal_are_honoured_or_refused():
@@ -268,18 +269,117 @@ def test_subview_misuse_is_refused():
         sync()
 
 
-def test_element_access_to_a_fractal_tile_is_refused():
+def npu_order(x, layout, valid_rows=None):
+    """x's elements in the order an NPU tile of `layout` holds them (fp32: 8-element 32-byte columns for
+    NZ; a compact tile's partial window has its rows rounded up to 16 per column block)."""
+    rows, cols = x.shape
+    if layout == "DN":
+        return x.t().reshape(-1)
+    if layout == "ZN":
+        return npu_order(x.t(), "NZ")
+    stride = rows if valid_rows is None else (valid_rows + 15) // 16 * 16
+    blocks = [x[:stride, j:j + 8].reshape(-1) for j in range(0, cols, 8)]
+    return torch.cat(blocks + [x[stride:].reshape(-1)])
+
+
+def element_order_kernel(layout, shape, valid_rows=None):
+    """Fills a Vec tile of `layout` from x (a move from an ND tile), reads every element back by its
+    linear offset (pl.getval) into `out`, then writes 100 + offset to offset 5 with pl.setval and
+    stores the tile through an ND tile to `back`."""
+    rows, cols = shape
+    count = rows * cols
+    compact = 1 if valid_rows is not None else None
+    shaped = pl.TileType(shape=[rows, cols], dtype=pl.DT_FP32, layout=getattr(pl, layout), compact=compact,
+                         valid_shape=[-1, -1])
+
+    @pl.jit(name=f"element_order_{layout}_{rows}x{cols}_{valid_rows}")
+    def kernel(x: pl.Tensor[[rows, cols], pl.DT_FP32], out: pl.Tensor[[count], pl.DT_FP32],
+               back: pl.Tensor[[rows, cols], pl.DT_FP32]):
+        nd = pl.make_tile(pl.TileType(shape=[rows, cols], dtype=pl.DT_FP32), addr=0)
+        t = pl.make_tile(shaped, addr=0x4000)
+        with pl.section_vector():
+            pl.load(nd, x, [0, 0])
+            pl.system.bar_all()
+            if valid_rows is not None:
+                pl.set_validshape(t, [valid_rows, cols])
+            pl.move(t, nd)
+            pl.system.bar_all()
+            for p in pl.range(count):
+                out[p] = pl.getval(t, p)
+            pl.setval(t, 5, 100.0)
+            pl.system.bar_all()
+            pl.move(nd, t)
+            pl.system.bar_all()
+            pl.store(back, nd, [0, 0])
+
+    return kernel
+
+
+@pytest.mark.parametrize("layout, shape, valid_rows", [("NZ", (32, 16), None), ("ZN", (16, 32), None),
+                                                        ("DN", (8, 6), None), ("NZ", (48, 16), 20)],
+                         ids=["NZ", "ZN", "DN", "NZ-compact-tail"])
+def test_element_offsets_address_a_tile_in_the_npus_byte_order(layout, shape, valid_rows):
+    x = torch.randn(*shape)
+    out = torch.zeros(shape[0] * shape[1])
+    back = torch.zeros(*shape)
+    element_order_kernel(layout, shape, valid_rows)[None, 1](x, out, back)
+    sync()
+    order = npu_order(x, layout, valid_rows)
+    assert torch.equal(out, order)
+    # setval at offset 5 changed the element that sits 6th in the NPU's order
+    index = torch.arange(x.numel()).reshape(shape)
+    target = npu_order(index, layout, valid_rows)[5]
+    expect = x.clone().reshape(-1)
+    expect[target] = 100.0
+    expect = expect.reshape(shape)
+    rows = valid_rows or shape[0]
+    assert torch.equal(back[:rows], expect[:rows])
+
+
+def test_element_access_needs_whole_32_byte_blocks():
     def read_nz(x: pl.Tensor[[16, 16], pl.DT_FP32]):
-        t = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, layout=pl.NZ), addr=0)
+        t = pl.make_tile(pl.TileType(shape=[16, 4], dtype=pl.DT_FP32, layout=pl.NZ), addr=0)
         v = t[0, 1]
         pl.setval(x, 0, v)
 
-    with pytest.raises(errors.UnsupportedFeatureError, match="element access to the NZ tile 't' is not implemented"):
+    with pytest.raises(errors.ParserTypeError, match="element access to tile 't': the columns of an NZ tile fill "
+                                                     "32-byte blocks on the NPU, and 4 fp32 elements do not"):
         pl.jit(read_nz)[None, 1](torch.zeros(16, 16))
 
-    def write_nz(x: pl.Tensor[[16, 16], pl.DT_FP32]):
-        t = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, layout=pl.NZ), addr=0)
-        pl.setval(t, 3, 1.0)
 
-    with pytest.raises(errors.UnsupportedFeatureError, match="pl.setval on the NZ tile 't' is not implemented yet"):
-        pl.jit(write_nz)[None, 1](torch.zeros(16, 16))
+def test_wide_dn_tiles_load_column_major_and_refuse_row_major_transfers():
+    @pl.jit
+    def dn_load(x: pl.Tensor[[6, 8], pl.DT_FP32], out: pl.Tensor[[8, 6], pl.DT_FP32]):
+        dn = pl.make_tile(pl.TileType(shape=[8, 6], dtype=pl.DT_FP32, layout=pl.DN), addr=0)
+        nd = pl.make_tile(pl.TileType(shape=[8, 6], dtype=pl.DT_FP32), addr=0x1000)
+        with pl.section_vector():
+            pl.load(dn, x, [0, 0], order=[1, 0])  # the column-major view: dn = xᵀ
+            pl.system.bar_all()
+            pl.adds(dn, dn, 1.0)
+            pl.system.bar_all()
+            pl.move(nd, dn)
+            pl.system.bar_all()
+            pl.store(out, nd, [0, 0])
+
+    x = torch.randn(6, 8)
+    out = torch.zeros(8, 6)
+    dn_load[None, 1](x, out)
+    sync()
+    assert torch.equal(out, x.t() + 1)
+
+    def row_major_load(x: pl.Tensor[[8, 6], pl.DT_FP32]):
+        dn = pl.make_tile(pl.TileType(shape=[8, 6], dtype=pl.DT_FP32, layout=pl.DN), addr=0)
+        with pl.section_vector():
+            pl.load(dn, x, [0, 0])
+
+    with pytest.raises(errors.ParserValueError, match=r"the DN tile 'dn' \[8, 6\] is column-major, and only a "
+                                                      r"column-major view of the tensor copies into it"):
+        pl.jit(row_major_load)[None, 1](torch.zeros(8, 6))
+
+    def dn_store(x: pl.Tensor[[8, 6], pl.DT_FP32]):
+        dn = pl.make_tile(pl.TileType(shape=[8, 6], dtype=pl.DT_FP32, layout=pl.DN), addr=0)
+        with pl.section_vector():
+            pl.store(x, dn, [0, 0])
+
+    with pytest.raises(errors.ParserValueError, match="a transposing store is not a data path"):
+        pl.jit(dn_store)[None, 1](torch.zeros(8, 6))

@@ -57,6 +57,9 @@ struct TileType {
            valid_shape == o.valid_shape && pad == o.pad && compact == o.compact;
   }
   std::string ToString() const;  // Tile[[128, 128], fp16, Vec]
+  // Why a linear element offset (getval, setval, tile[i, j]) cannot address this tile's elements in
+  // the NPU's byte order, or "" when it can: an NZ (ZN) tile's columns (rows) must fill 32-byte blocks.
+  std::string ElementOffsetProblem() const;
 };
 
 // A TilingData dataclass as a C struct: fields in declaration order, natural alignment.

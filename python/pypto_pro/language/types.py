@@ -243,9 +243,6 @@ class TileType:
             layout = _DEFAULT_LAYOUT[target_memory]
         if not isinstance(layout, TensorLayout):
             raise TypeError(f"TileType layout must be pl.ND, pl.DN, pl.NZ or pl.ZN, got {layout!r}")
-        if layout is DN and target_memory is MemorySpace.Vec and len(shape) == 2 and min(shape) > 1:
-            raise NotImplementedError("column-major (pl.DN) Vec tiles wider than one column are not implemented "
-                                      "yet")
         if pad is not None and not (_is_int(pad) and 0 <= pad <= 3):
             raise ValueError(f"TileType pad must be a pl.TilePad member or an int in 0..3, got {pad!r}")
         if compact is not None and compact not in (0, 1, 2):
