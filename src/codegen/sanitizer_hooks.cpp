@@ -101,6 +101,9 @@ std::vector<std::optional<Window>> TileWindows(const StmtNode& s, const std::vec
       }
       break;
     case WindowRule::kMove: return MoveWindows(s, operands);
+    case WindowRule::kFirstRow:
+      out[0] = Window{"1", cols(0)};
+      break;
     case WindowRule::kFill: {
       const TileType& out_type = *s.args[0]->type.tile;
       out[0] = Window{std::to_string(out_type.Rows()), std::to_string(out_type.Cols())};

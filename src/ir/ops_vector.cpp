@@ -38,6 +38,20 @@ OperandSpec ScalarIn(std::string_view name) { return {name, OperandKind::kScalar
 // A scratch tile the public signature requires and no implementation touches.
 OperandSpec UnusedTmp() { return In("tmp", ShapeRole::kAny, kAllSupportedDTypes); }
 
+// fill_index writes a sequence along a row; a one-column tile has no row to write it along.
+void CheckFillIndex(const StmtNode& call) {
+  const TileType& out = *call.args[0]->type.tile;
+  if (out.Cols() == 1) {
+    Fail(ErrorKind::kType, call.args[0]->span.valid() ? call.args[0]->span : call.span,
+         "pl.fill_index: the sequence runs along the first row of 'out', and " + out.ToString() +
+             " has one column");
+  }
+  if (!call.args[1]->type.IsScalar() || IsFloat(call.args[1]->type.dtype)) {
+    Fail(ErrorKind::kType, call.args[1]->span.valid() ? call.args[1]->span : call.span,
+         "pl.fill_index: 'start' must be an integer");
+  }
+}
+
 // fillpad: out has a pad value; NORMAL and INPLACE keep the shape, EXPAND may grow it.
 void CheckFillPad(const StmtNode& call) {
   const TileType &out = *call.args[0]->type.tile, &src = *call.args[1]->type.tile;
@@ -137,6 +151,13 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
   fillpad.kwargs = {KwargSpec{"mode", AttrKind::kEnum, 0, {"NORMAL", "EXPAND", "INPLACE"}}};
   fillpad.check = &CheckFillPad;
   ops.push_back(fillpad);
+  // fill_index (the ISA's TCI): start, start + 1, ... along the valid columns of the first row; the
+  // valid rows are not consulted. 16- and 32-bit integers, wrapping.
+  OpDef fill_index = VecOp("fill_index", WindowRule::kFirstRow, {Out(), ScalarIn("start")},
+                           Bits({D::kInt16, D::kUInt16, D::kInt32, D::kUInt32}), "pto::fill_index",
+                           "out[0, k] = start + k for the valid columns k of the first row");
+  fill_index.check = &CheckFillIndex;
+  ops.push_back(fill_index);
 }
 
 // ---- fused ----

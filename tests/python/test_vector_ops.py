@@ -1078,3 +1078,52 @@ def test_exp_is_within_one_ulp_over_the_whole_fp32_range():
     tail = z.ravel()[-8 * 1024:]  # the specials, in order
     assert tail[0] == np.inf and tail[1] == 0.0 and np.isnan(tail[2]) and tail[3] == 1.0 and tail[4] == 1.0
     assert tail[6] == np.inf and tail[11] == 0.0  # overflow to inf, underflow to zero
+
+
+# ---- pl.fill_index: an index sequence along the first row ----
+
+@pl.jit
+def fill_index_rows(out: pl.Tensor[[2, 48], pl.DT_INT32], out16: pl.Tensor[[1, 32], pl.DT_INT16],
+                    start: pl.DT_INT32):
+    t = pl.make_tile(pl.TileType(shape=[2, 48], dtype=pl.DT_INT32, valid_shape=[-1, -1]), addr=0)
+    s = pl.make_tile(pl.TileType(shape=[1, 32], dtype=pl.DT_INT16), addr=0x1000)
+    with pl.section_vector():
+        pl.expands(t, -1)
+        pl.system.bar_all()
+        pl.set_validshape(t, [2, 40])
+        pl.fill_index(t, start)      # row 0, columns 0..39; row 1 is not written
+        pl.fill_index(s, 32760)      # wraps past the int16 maximum
+        pl.system.bar_all()
+        pl.set_validshape(t, [2, 48])
+        pl.store(out, t, [0, 0])
+        pl.store(out16, s, [0, 0])
+
+
+def test_fill_index_writes_start_plus_k_along_the_first_rows_valid_columns():
+    out = torch.zeros(2, 48, dtype=torch.int32)
+    out16 = torch.zeros(1, 32, dtype=torch.int16)
+    fill_index_rows[None, 1](out, out16, -5)
+    pypto_pro.runtime.synchronize()
+    ref = torch.full((2, 48), -1, dtype=torch.int32)
+    ref[0, :40] = torch.arange(-5, 35, dtype=torch.int32)
+    assert torch.equal(out, ref)
+    assert torch.equal(out16, (torch.arange(32760, 32792) - 65536 * (torch.arange(32760, 32792) > 32767))
+                       .to(torch.int16).reshape(1, 32))
+
+
+def test_fill_index_misuse_is_refused():
+    def one_column(x: pl.Tensor[[8, 1], pl.DT_INT32]):
+        t = pl.make_tile(pl.TileType(shape=[8, 1], dtype=pl.DT_INT32), addr=0)
+        with pl.section_vector():
+            pl.fill_index(t, 0)
+
+    with pytest.raises(errors.ParserTypeError, match="the sequence runs along the first row of 'out'"):
+        pl.jit(one_column)[None, 1](torch.zeros(8, 1, dtype=torch.int32))
+
+    def float_tile(x: pl.Tensor[[1, 16], pl.DT_FP32]):
+        t = pl.make_tile(pl.TileType(shape=[1, 16], dtype=pl.DT_FP32), addr=0)
+        with pl.section_vector():
+            pl.fill_index(t, 0)
+
+    with pytest.raises(errors.ParserTypeError, match="has dtype fp32, which pl.fill_index"):
+        pl.jit(float_tile)[None, 1](torch.zeros(1, 16))

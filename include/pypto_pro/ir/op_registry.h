@@ -117,6 +117,7 @@ enum class WindowRule : uint8_t {
   kMatmul,        // matmul: lhs valid rows x rhs valid cols of the destination, over lhs valid cols of k
   kMove,          // tile -> tile moves: by the move's MoveForm (ir/analysis.h)
   kFill,          // fillpad: the destination's whole tile, the source's valid window
+  kFirstRow,      // fill_index: the valid columns of the destination's first row
 };
 
 // Keyword options of an op: compile-time values stored as op attributes, passed to the device
