@@ -28,6 +28,8 @@ def softmax_kernel(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP32],
     with pl.section_vector():
         rows, cols = x.shape[0], x.shape[1]
         pl.pto_assert(cols <= MAX_COLS, "softmax_kernel handles at most 512 columns, got %d", cols)
+        if cols > MAX_COLS:
+            pl.trap()  # pto_assert only reports, as on the NPU: stop before the tiles overflow
         for t in pl.range(pl.get_block_idx(), (rows + ROWS - 1) // ROWS, pl.get_block_num()):
             r = pl.min(ROWS, rows - t * ROWS)          # the tail tile has fewer rows
             a, o = xin.next(), out.next()

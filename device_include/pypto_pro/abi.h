@@ -7,7 +7,7 @@
 
 #include "pypto_pro/hw_tables.h"
 
-#define PTO_ABI_VERSION 7
+#define PTO_ABI_VERSION 8
 #define PTO_MEM_ONE_(name) +1
 #define PTO_MEM_COUNT (0 PTO_HW_MEMORIES(PTO_MEM_ONE_)) /* memories indexed as in hw_tables.h, DDR first */
 #define PTO_FAULT_MAX_RANK 8
@@ -135,9 +135,11 @@ typedef struct PtoRuntimeApi {
   /* pl.printf: format `fmt` with `args` and print it on the host's stdout, prefixed with the core. */
   void (*print)(struct PtoCoreCtx* ctx, int32_t line, const char* fmt, const PtoArg* args, int32_t nargs,
                 int32_t flags);
-  /* A failed pl.pto_assert: abort the block with a fault carrying the formatted message. Never returns. */
-  void (*assert_fail)(struct PtoCoreCtx* ctx, int32_t line, const char* fmt, const PtoArg* args, int32_t nargs,
-                      int32_t flags);
+  /* A failed pl.pto_assert of `condition` (its source text): prints "Assertion failed: <condition>"
+   * and the formatted message, and returns (the kernel goes on); with PYPTO_PRO_ASSERT=raise it
+   * aborts the block with a fault carrying them instead. */
+  void (*assert_fail)(struct PtoCoreCtx* ctx, int32_t line, const char* condition, const char* fmt,
+                      const PtoArg* args, int32_t nargs, int32_t flags);
   /* pl.system.set_cross_core / wait_cross_core between the cores of a mixed kernel's logical block,
    * or (INTER_BLOCK) between every core of one kind of the launch. A wait without a pending set
    * suspends the core until the cores it waits for have set the flag. */

@@ -41,12 +41,16 @@ inline void printf(CoreCtx& ctx, int line, const char* fmt, bool loc, Args... ar
   ctx.api->print(&ctx, line, fmt, list, int32_t(sizeof...(Args)), loc ? PTO_PRINT_LOC : 0);
 }
 
+// A failed assertion is reported (printed, or a fault with PYPTO_PRO_ASSERT=raise); the kernel goes on.
 template <typename... Args>
-inline void pto_assert(CoreCtx& ctx, int line, const char* fmt, bool loc, bool condition, Args... args) {
+inline void pto_assert(CoreCtx& ctx, int line, const char* fmt, bool loc, const char* condition_text, bool condition,
+                       Args... args) {
   if (__builtin_expect(condition, true)) return;
   const PtoArg list[sizeof...(Args) + 1] = {detail::DebugArg(args)..., PtoArg{}};
-  ctx.api->assert_fail(&ctx, line, fmt, list, int32_t(sizeof...(Args)), loc ? PTO_PRINT_LOC : 0);
-  __builtin_unreachable();
+  ctx.api->assert_fail(&ctx, line, condition_text, fmt, list, int32_t(sizeof...(Args)), loc ? PTO_PRINT_LOC : 0);
 }
+
+// pl.trap(): the core stops; the launch ends with a fault at this line.
+[[noreturn]] inline void trap(CoreCtx& ctx, int line) { Fault(ctx, line, "trap", "pl.trap() stopped the kernel"); }
 
 }  // namespace pto

@@ -85,7 +85,6 @@ const std::vector<PlannedOp>& PlannedOps() {
       {"partmin", "min over the overlapping valid windows of two tiles, copy elsewhere"},
       {"partmul", "multiply over the overlapping valid windows of two tiles, copy elsewhere"},
       {"transpose", "transpose a Vec tile"},
-      {"trap", "stop the kernel with a fault at this line"},
       {"make_tensor", "a GM tensor view with its own shape and strides over a pointer or tensor"},
       {"addptr", "a GM pointer moved by an element offset"},
       {"make_ptr", "a GM pointer from a tensor"},

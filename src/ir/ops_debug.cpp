@@ -63,6 +63,17 @@ std::vector<KwargSpec> DebugKwargs() {
   return {fmt, loc};
 }
 
+// pto_assert also carries its condition's source text, which a failure prints.
+std::vector<KwargSpec> AssertKwargs() {
+  std::vector<KwargSpec> kwargs = DebugKwargs();
+  KwargSpec cond;
+  cond.name = "cond";
+  cond.kind = AttrKind::kString;
+  cond.required = true;
+  kwargs.push_back(cond);
+  return kwargs;
+}
+
 }  // namespace
 
 void AddDebugOps(std::vector<OpDef>& ops) {
@@ -76,11 +87,16 @@ void AddDebugOps(std::vector<OpDef>& ops) {
 
   OpDef assert_op{"pto_assert", Pipe::kS, PipeRule::kFixed, WindowRule::kNone,
                   {{"condition", OperandKind::kScalar, Access::kRead}, {"args", OperandKind::kScalars, Access::kRead}},
-                  false, kAllSupportedDTypes, "", "pto::pto_assert", DebugKwargs(),
-                  "fault the kernel with the formatted message unless condition holds"};
+                  false, kAllSupportedDTypes, "", "pto::pto_assert", AssertKwargs(),
+                  "unless condition holds, print 'Assertion failed: <condition>' and the formatted message; the "
+                  "kernel goes on"};
   assert_op.check = &CheckAssert;
   assert_op.call_form = CallForm::kAssert;
   ops.push_back(assert_op);
+
+  // trap: the core stops here; the launch reports it as a fault at the line.
+  ops.push_back(OpDef{"trap", Pipe::kS, PipeRule::kFixed, WindowRule::kNone, {}, false, kAllSupportedDTypes, "",
+                      "pto::trap", {}, "stop the kernel unconditionally: a KernelFault at this line"});
 }
 
 }  // namespace pypto_pro::ir

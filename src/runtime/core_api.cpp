@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core.h"
+#include "pypto_pro/support/config.h"
 #include "launch_control.h"
 #include "mixed_block.h"
 #include "resident_launch.h"
@@ -37,9 +38,28 @@ void PrintCallback(PtoCoreCtx* ctx, int32_t line, const char* fmt, const PtoArg*
   CoreOf(ctx).output.Write(OutputPrefix(*ctx), LocatedText(ctx, line, fmt, args, nargs, flags));
 }
 
-void AssertCallback(PtoCoreCtx* ctx, int32_t line, const char* fmt, const PtoArg* args, int32_t nargs,
-                    int32_t flags) {
-  AbortCore(*ctx, line, "pto_assert", "assertion failed: " + LocatedText(ctx, line, fmt, args, nargs, flags));
+// PYPTO_PRO_ASSERT: "print" (the NPU's behaviour, the default) or "raise".
+bool AssertRaises(const PtoCoreCtx& ctx, int32_t line) {
+  const std::string mode = GetEnv("PYPTO_PRO_ASSERT");
+  if (mode == "print") return false;
+  if (mode == "raise") return true;
+  AbortCore(ctx, line, "pto_assert", "PYPTO_PRO_ASSERT must be print or raise, got '" + mode + "'");
+}
+
+// A failed pl.pto_assert prints "file:line: Assertion failed: <condition>[: <message>]" on the core's
+// output and the kernel goes on, as on the NPU; PYPTO_PRO_ASSERT=raise makes it the block's fault.
+void AssertCallback(PtoCoreCtx* ctx, int32_t line, const char* condition, const char* fmt, const PtoArg* args,
+                    int32_t nargs, int32_t flags) {
+  const std::string message = FormatKernelText(fmt, args, nargs);
+  const std::string what = std::string("Assertion failed: ") + (condition ? condition : "?") +
+                           (message.empty() ? "" : ": " + message);
+  if (AssertRaises(*ctx, line)) {
+    AbortCore(*ctx, line, "pto_assert", what);
+  }
+  const char* file = CoreOf(ctx).desc->source_file;
+  (void)flags;  // the line is always given: loc=True adds nothing an assertion does not print anyway
+  CoreOf(ctx).output.Write(OutputPrefix(*ctx),
+                           std::string(file ? file : "?") + ":" + std::to_string(line) + ": " + what + "\n");
 }
 
 [[noreturn]] void NotMixed(PtoCoreCtx* ctx, int32_t line, const char* op) {

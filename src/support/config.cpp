@@ -26,6 +26,9 @@ const std::vector<EnvVarSpec>& EnvVarTable() {
        "Seconds one launch may run before it is cancelled and raises pypto_pro.KernelTimeout; 0 = no limit."},
       {"PYPTO_PRO_DEVICE_INCLUDE", "",
        "Directory of the device headers kernel.cpp includes; empty = the ones of this checkout."},
+      {"PYPTO_PRO_ASSERT", "print",
+       "What a failed pl.pto_assert does: print (the NPU's behaviour: a line on stdout, the kernel goes on) or "
+       "raise (the block ends with a pypto_pro.KernelFault carrying the message)."},
       {"PYPTO_PRO_TORCH_ATTRIBUTE_PATH", "0",
        "1 = read torch tensors through Python attributes even when libpypto_torch_args.so is built."},
   };

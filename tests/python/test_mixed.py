@@ -349,44 +349,84 @@ def checked(x: pl.Tensor[[ROWS, COLS], pl.DT_FP32], limit: pl.DT_INT32):
         pl.printf("block %d checks %d\n", b, limit)
         pl.pto_assert(b != limit + 10)
         pl.pto_assert(b < limit, "block %d is not below the limit %d", b, limit)
+        pl.printf("block %d goes on\n", b)
 
 
 def test_pto_assert_passes_silently(capfd):
     checked[None, 4](torch.zeros(ROWS, COLS), 10)
     sync()
     lines = sorted(capfd.readouterr().out.splitlines())
-    assert lines == [f"[block {b} AIV] block {b} checks 10" for b in range(4)]
+    assert lines == sorted([f"[block {b} AIV] block {b} checks 10" for b in range(4)] +
+                           [f"[block {b} AIV] block {b} goes on" for b in range(4)])
 
 
-def test_failed_pto_assert_is_a_kernel_fault_with_its_message():
+def test_a_failed_pto_assert_prints_its_condition_and_message_and_the_kernel_goes_on(capfd, monkeypatch):
+    monkeypatch.delenv("PYPTO_PRO_ASSERT", raising=False)
     x = torch.zeros(ROWS, COLS)
     checked[None, 4](x, 3)  # only block 3 fails
+    sync()  # no fault: the NPU only reports a failed assertion
+    out = capfd.readouterr().out.splitlines()
+    line = line_of(checked.fn, '"block %d is not below the limit %d"')
+    file = checked.fn.__code__.co_filename
+    assert f"[block 3 AIV] {file}:{line}: Assertion failed: b < limit: block 3 is not below the limit 3" in out
+    assert "[block 3 AIV] block 3 goes on" in out
+    assert sum("Assertion failed" in text for text in out) == 1
+
+    checked[None, 1](x, -10)  # both fail; the first has no message
+    sync()
+    out = capfd.readouterr().out
+    assert f"{file}:{line - 1}: Assertion failed: b != limit + 10\n" in out
+    assert "Assertion failed: b < limit: block 0 is not below the limit -10" in out
+
+
+def test_pto_assert_raises_with_pypto_pro_assert_raise(monkeypatch):
+    monkeypatch.setenv("PYPTO_PRO_ASSERT", "raise")
+    checked[None, 4](torch.zeros(ROWS, COLS), 3)
     with pytest.raises(pypto_pro.KernelFault) as info:
         sync()
     err = info.value
     line = line_of(checked.fn, '"block %d is not below the limit %d"')
     assert (err.kernel, err.block, err.core, err.line, err.op) == ("checked", 3, "AIV 3", line, "pto_assert")
     assert str(err) == (f"kernel 'checked' faulted in block 3 (AIV 3) at {err.source_file}:{line} in "
-                        f"pl.pto_assert: assertion failed: block 3 is not below the limit 3")
-    assert err.source_file.endswith("test_mixed.py")
-
-    checked[None, 1](x, -10)  # the first assert: its message is the condition
-    with pytest.raises(pypto_pro.KernelFault, match=r"in pl.pto_assert: assertion failed: b != limit \+ 10$"):
+                        f"pl.pto_assert: Assertion failed: b < limit: block 3 is not below the limit 3")
+    monkeypatch.setenv("PYPTO_PRO_ASSERT", "loud")
+    checked[None, 1](torch.zeros(ROWS, COLS), -1)
+    with pytest.raises(pypto_pro.KernelFault, match="PYPTO_PRO_ASSERT must be print or raise, got 'loud'"):
         sync()
 
 
 @pl.jit
-def checked_loc(x: pl.Tensor[[ROWS, COLS], pl.DT_FP32], limit: pl.DT_INT32):
+def trapping(x: pl.Tensor[[ROWS, COLS], pl.DT_FP32]):
     with pl.section_vector():
-        pl.pto_assert(pl.get_block_idx() < limit, "block %d", pl.get_block_idx(), loc=True)
+        if pl.get_block_idx() == 2:
+            pl.trap()
+        pl.printf("block %d passed the trap\n", pl.get_block_idx())
 
 
-def test_pto_assert_loc_prefixes_the_message_with_file_and_line():
-    checked_loc[None, 2](torch.zeros(ROWS, COLS), 1)
+def test_trap_stops_the_core_with_a_fault_at_its_line(capfd):
+    trapping[None, 4](torch.zeros(ROWS, COLS))
     with pytest.raises(pypto_pro.KernelFault) as info:
         sync()
-    line = line_of(checked_loc.fn, "loc=True")
-    assert str(info.value).endswith(f"assertion failed: {info.value.source_file}:{line}: block 1")
+    err = info.value
+    assert (err.block, err.core, err.line, err.op) == (2, "AIV 2", line_of(trapping.fn, "pl.trap()"), "trap")
+    assert "pl.trap() stopped the kernel" in str(err)
+    assert "block 2 passed" not in capfd.readouterr().out
+
+
+@pl.jit
+def always_false(x: pl.Tensor[[ROWS, COLS], pl.DT_FP32]):
+    with pl.section_vector():
+        pl.pto_assert(1 > 2, "reached block %d", pl.get_block_idx(), loc=True)
+        pl.pto_assert(2 > 1, "never printed")
+
+
+def test_a_pto_assert_false_at_compile_time_is_legal_and_reported_when_reached(capfd):
+    always_false[None, 2](torch.zeros(ROWS, COLS))
+    sync()
+    out = sorted(capfd.readouterr().out.splitlines())
+    line = line_of(always_false.fn, "reached block")
+    file = always_false.fn.__code__.co_filename
+    assert out == [f"[block {b} AIV] {file}:{line}: Assertion failed: 1 > 2: reached block {b}" for b in range(2)]
 
 
 # ---- the sync modes within a block: UNICAST_BLOCK and INTER_SUBBLOCK ----

@@ -114,7 +114,8 @@ def asserting(x: pl.Tensor[[32, 128], pl.DT_FP32], limit: pl.DT_INT32):
         pl.pto_assert(limit > 0, "limit must be positive, got %d", limit)
 
 
-def test_faults_of_a_sanitized_kernel_stay_kernel_faults():
+def test_faults_of_a_sanitized_kernel_stay_kernel_faults(monkeypatch):
+    monkeypatch.setenv("PYPTO_PRO_ASSERT", "raise")
     asserting[None, 1](torch.zeros(32, 128), 0)
     with pytest.raises(pypto_pro.KernelFault, match="limit must be positive, got 0") as info:
         pypto_pro.runtime.synchronize()

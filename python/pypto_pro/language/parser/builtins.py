@@ -61,7 +61,7 @@ def format_op(ctx, func, node):
     if func.info["call_form"] == "format":
         if not values or not isinstance(values[0], str):
             raise ctx.error(errors.ParserTypeError, node, f"pl.{func.name} needs a compile-time format string first")
-        fmt, operands = values[0], []
+        fmt, operands, extra = values[0], [], {}
         rest = values[1:]
     else:
         if not values:
@@ -71,12 +71,12 @@ def format_op(ctx, func, node):
         if rest and isinstance(rest[0], str) and fmt is None:
             fmt, rest = rest[0], rest[1:]
         if not isinstance(cond, Scalar):
-            if not cond:
-                raise ctx.error(errors.ParserValueError, node, f"pl.{func.name} fails at compile time: "
-                                                                f"{fmt or 'assertion failed'}")
-            return None
-        if fmt is None:  # the message is the condition's source text, which is no format
-            fmt = ast.unparse(node.args[0]).replace("%", "%%")
+            if cond:
+                return None  # holds at compile time: nothing to check
+            # false at compile time: legal, and reported each time the kernel gets here, as on the NPU
+            cond = Scalar(ir.const_bool(False, *ctx.span(node)))
+        extra = {"cond": ast.unparse(node.args[0])}
+        fmt = "" if fmt is None else fmt
         operands = [cond.expr]
     if keywords:
         raise ctx.error(errors.ParserTypeError, node,
@@ -89,7 +89,7 @@ def format_op(ctx, func, node):
                              f"pl.{func.name} arguments must be scalars, got {ctx.describe(v)}")
     line, col = ctx.span(node)
     operands.append(ir.tuple([ctx.to_expr(v, node) for v in rest], line, col))
-    ctx.emit(ir.op(func.name, operands, {"fmt": fmt, "loc": loc}, line, col))
+    ctx.emit(ir.op(func.name, operands, {"fmt": fmt, "loc": loc, **extra}, line, col))
     return None
 
 
