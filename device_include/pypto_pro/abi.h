@@ -7,7 +7,7 @@
 
 #include "pypto_pro/hw_tables.h"
 
-#define PTO_ABI_VERSION 8
+#define PTO_ABI_VERSION 9
 #define PTO_MEM_ONE_(name) +1
 #define PTO_MEM_COUNT (0 PTO_HW_MEMORIES(PTO_MEM_ONE_)) /* memories indexed as in hw_tables.h, DDR first */
 #define PTO_FAULT_MAX_RANK 8
@@ -48,6 +48,11 @@ typedef struct PtoArg {
 /* Flags of a print call. */
 enum { PTO_PRINT_LOC = 1 /* prefix the text with the kernel's file:line (loc=True) */ };
 
+/* Element dtypes PTO_DTYPE_Bool, PTO_DTYPE_FP16, ... in the order of hw_tables.h (hw::DataType). */
+#define PTO_DTYPE_(e, ...) PTO_DTYPE_##e,
+enum { PTO_HW_DTYPES(PTO_DTYPE_) };
+#undef PTO_DTYPE_
+
 /* Cross-core synchronisation modes PTO_SYNC_INTER_BLOCK, ... (pl.CrossCoreSyncMode), from hw_tables.h. */
 #define PTO_SYNC_MODE_(name) PTO_SYNC_##name,
 enum { PTO_HW_CROSS_CORE_SYNC_MODES(PTO_SYNC_MODE_) };
@@ -66,11 +71,27 @@ typedef struct PtoKernelDesc {
   /* Sanitizer mode: the report file each launch appends its findings to; NULL in a plain kernel. */
   const char* sanitizer_report;
   uint32_t flags; /* PTO_KERNEL_FLAG_* */
+  /* Where pl.dump_data writes its .npy files (the instance directory's dumps/); NULL: nowhere. */
+  const char* dump_dir;
 } PtoKernelDesc;
 
 /* The kernel calls pl.system.sync_all or uses INTER_BLOCK cross-core flags: every block of a launch
  * must be resident at once. */
 #define PTO_KERNEL_FLAG_RESIDENT 1u
+
+/* pl.dump_data: a window of a GM tensor or tile, `rank` dims of `shape` elements `stride` apart. */
+typedef struct PtoDump {
+  const char* name;   /* the tensor's or tile's name in the kernel */
+  const char* what;   /* "tensor", "Vec tile", ... */
+  const char* flag;   /* a label printed on a line of its own before the dump, or NULL */
+  const void* data;   /* the window's first element */
+  int32_t dtype;      /* PTO_DTYPE_* */
+  int32_t rank;       /* 1..PTO_FAULT_MAX_RANK */
+  int64_t offsets[PTO_FAULT_MAX_RANK];
+  int64_t shape[PTO_FAULT_MAX_RANK];
+  int64_t stride[PTO_FAULT_MAX_RANK];
+  int32_t flags;      /* PTO_PRINT_LOC */
+} PtoDump;
 
 /* ---- sanitizer mode (pl.jit(sanitizer=True)): what an instrumented kernel tells the runtime ---- */
 
@@ -158,6 +179,9 @@ typedef struct PtoRuntimeApi {
    * 1 AIC_ONLY, 2 MIX) of the launch have reached it (0: every such core). `soft`: mode=SOFT, a
    * barrier of its own (its workspaces are checked by the caller). */
   void (*sync_all)(struct PtoCoreCtx* ctx, int32_t line, int32_t core_type, int32_t soft, int64_t participants);
+  /* pl.dump_data: prints the window on the core's output and writes it as an .npy file into the
+   * kernel's dump directory. */
+  void (*dump)(struct PtoCoreCtx* ctx, int32_t line, const PtoDump* dump);
 } PtoRuntimeApi;
 
 /* Every stream object the runtime hands to call_kernel starts with this header. */

@@ -50,6 +50,139 @@ inline void pto_assert(CoreCtx& ctx, int line, const char* fmt, bool loc, const 
   ctx.api->assert_fail(&ctx, line, condition_text, fmt, list, int32_t(sizeof...(Args)), loc ? PTO_PRINT_LOC : 0);
 }
 
+namespace detail {
+
+template <typename T>
+constexpr int32_t DumpDType() {
+  if constexpr (__is_same(T, bool)) return PTO_DTYPE_Bool;
+  else if constexpr (__is_same(T, int8_t)) return PTO_DTYPE_Int8;
+  else if constexpr (__is_same(T, int16_t)) return PTO_DTYPE_Int16;
+  else if constexpr (__is_same(T, int32_t)) return PTO_DTYPE_Int32;
+  else if constexpr (__is_same(T, int64_t)) return PTO_DTYPE_Int64;
+  else if constexpr (__is_same(T, uint8_t)) return PTO_DTYPE_UInt8;
+  else if constexpr (__is_same(T, uint16_t)) return PTO_DTYPE_UInt16;
+  else if constexpr (__is_same(T, uint32_t)) return PTO_DTYPE_UInt32;
+  else if constexpr (__is_same(T, uint64_t)) return PTO_DTYPE_UInt64;
+  else if constexpr (__is_same(T, half)) return PTO_DTYPE_FP16;
+  else if constexpr (__is_same(T, bfloat16)) return PTO_DTYPE_BF16;
+  else return PTO_DTYPE_FP32;
+}
+
+// The window [off, off + shape) of a `rank`-dim container of extent `dims`; a negative shape entry
+// means "to the end" (a tile: its valid window). A window outside is the op's fault.
+inline void DumpWindow(CoreCtx& ctx, int line, const char* name, int rank, const int64_t* dims, const int64_t* off,
+                       int64_t* shape) {
+  bool ok = true;
+  for (int i = 0; i < rank; ++i) {
+    if (shape[i] < 0) shape[i] = dims[i] - off[i];
+    ok = ok && off[i] >= 0 && shape[i] >= 0 && off[i] + shape[i] <= dims[i];
+  }
+  if (ok) return;
+  PtoFaultDetail d{};
+  d.op = "dump_data";
+  d.message = "the dumped window leaves the data";
+  d.tensor = name;
+  d.rank = rank;
+  for (int i = 0; i < rank; ++i) {
+    d.offsets[i] = off[i];
+    d.extent[i] = shape[i];
+    d.shape[i] = dims[i];
+  }
+  Fault(ctx, line, d);
+}
+
+}  // namespace detail
+
+// pl.dump_data(tensor, offsets, shapes): the window of a GM tensor (shapes entries < 0: to the end).
+template <typename T, int N>
+inline void dump_data(CoreCtx& ctx, int line, bool loc, const char* flag, const char* /*name*/,
+                      const GmTensor<T, N>& t, Idx<N> off, Idx<N> shape) {
+  PtoDump d{};
+  d.name = t.name;
+  d.what = "tensor";
+  d.flag = flag && flag[0] ? flag : nullptr;
+  d.dtype = detail::DumpDType<T>();
+  d.rank = N;
+  d.flags = loc ? PTO_PRINT_LOC : 0;
+  detail::DumpWindow(ctx, line, t.name, N, t.shape, off.v, shape.v);
+  int64_t first = 0;
+  for (int i = 0; i < N; ++i) {
+    d.offsets[i] = off.v[i];
+    d.shape[i] = shape.v[i];
+    d.stride[i] = t.stride[i];
+    first += off.v[i] * t.stride[i];
+  }
+  d.data = t.data + first;
+  ctx.api->dump(&ctx, line, &d);
+}
+
+// pl.dump_data(tile, offsets, shapes): a window of a tile in logical row-major order (shapes entries
+// < 0: its valid window from the offset). `name` is the tile's name in the kernel.
+template <typename T, int R, int C, int M, int L, int P, int K>
+inline void dump_data(CoreCtx& ctx, int line, bool loc, const char* flag, const char* name,
+                      const Tile<T, R, C, M, L, P, K>& t, Idx<2> off, Idx<2> shape) {
+  using TileT = Tile<T, R, C, M, L, P, K>;
+  const int64_t dims[2] = {t.valid_rows, t.valid_cols};
+  PtoDump d{};
+  d.name = name;
+  d.what = TileT::kMem == kVec ? "Vec tile" : TileT::kMem == kMat ? "Mat tile" : TileT::kMem == kLeft ? "Left tile"
+                                                               : TileT::kMem == kRight ? "Right tile" : "tile";
+  d.flag = flag && flag[0] ? flag : nullptr;
+  d.dtype = detail::DumpDType<typename TileT::Elem>();
+  d.rank = 2;
+  d.flags = loc ? PTO_PRINT_LOC : 0;
+  detail::DumpWindow(ctx, line, name, 2, dims, off.v, shape.v);
+  for (int i = 0; i < 2; ++i) {
+    d.offsets[i] = off.v[i];
+    d.shape[i] = shape.v[i];
+  }
+  d.stride[0] = TileT::kCols;
+  d.stride[1] = 1;
+  d.data = t.data + off.v[0] * TileT::kCols + off.v[1];
+  ctx.api->dump(&ctx, line, &d);
+}
+
+// An Acc tile is dumped through a GM workspace of its dtype, as on the NPU: the fixpipe copies the
+// window there (row-major, from the workspace's first element), and the workspace's copy is dumped.
+template <typename TileT, typename T, int N>
+inline void dump_data_ws(CoreCtx& ctx, int line, bool loc, const char* flag, const char* name, const TileT& t,
+                         Idx<2> off, Idx<2> shape, const GmTensor<T, N>& workspace) {
+  static_assert(__is_same(typename TileT::Elem, T), "the workspace has the Acc tile's dtype");
+  const int64_t dims[2] = {t.valid_rows, t.valid_cols};
+  detail::DumpWindow(ctx, line, name, 2, dims, off.v, shape.v);
+  const int64_t count = shape.v[0] * shape.v[1];
+  if (count > detail::Elements(workspace)) {
+    PtoFaultDetail d{};
+    d.op = "dump_data";
+    d.message = "the workspace is smaller than the dumped window";
+    d.tensor = workspace.name;
+    d.rank = 1;
+    d.extent[0] = count;
+    d.shape[0] = detail::Elements(workspace);
+    Fault(ctx, line, d);
+  }
+  for (int64_t r = 0; r < shape.v[0]; ++r) {
+    for (int64_t c = 0; c < shape.v[1]; ++c) {
+      workspace.data[r * shape.v[1] + c] = t.data[(off.v[0] + r) * TileT::kCols + off.v[1] + c];
+    }
+  }
+  PtoDump d{};
+  d.name = name;
+  d.what = "Acc tile";
+  d.flag = flag && flag[0] ? flag : nullptr;
+  d.dtype = detail::DumpDType<T>();
+  d.rank = 2;
+  d.flags = loc ? PTO_PRINT_LOC : 0;
+  for (int i = 0; i < 2; ++i) {
+    d.offsets[i] = off.v[i];
+    d.shape[i] = shape.v[i];
+  }
+  d.stride[0] = shape.v[1];
+  d.stride[1] = 1;
+  d.data = workspace.data;
+  ctx.api->dump(&ctx, line, &d);
+}
+
 // pl.trap(): the core stops; the launch ends with a fault at this line.
 [[noreturn]] inline void trap(CoreCtx& ctx, int line) { Fault(ctx, line, "trap", "pl.trap() stopped the kernel"); }
 

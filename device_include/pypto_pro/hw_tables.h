@@ -17,6 +17,13 @@
 /* X(name) for each tile / tensor layout. */
 #define PTO_HW_LAYOUTS(X) X(ND) X(DN) X(NZ) X(ZN)
 
+/* Memories and layouts the public language names that this version does not model yet (the scale
+ * buffers of the MX matmul and the fractal layouts of their tiles). They are members of pl.MemorySpace
+ * and pl.TensorLayout so kernels that mention them import; a tile type using one is refused where a
+ * kernel places the tile. They are not IR values: the IR, the device and the ABI never see them. */
+#define PTO_HW_PLANNED_MEMORIES(X) X(ScaleLeft) X(ScaleRight)
+#define PTO_HW_PLANNED_LAYOUTS(X) X(NN) X(ZZ)
+
 /* X(enum, name, pl_name, device C++ type, bits, is_float, is_signed, supported, numpy, torch): the
  * element dtypes. numpy is the array's dtype kind and item size ("f2"), torch the torch.<name> of the
  * same type; "" where that library has none. Unsupported ones are named so kernels that mention them
@@ -42,7 +49,8 @@
   X(FP4E2M1, "fp4e2m1", "DT_FP4E2M1", "", 4, 1, 1, 0, "", "")                     \
   X(FP4E1M2, "fp4e1m2", "DT_FP4E1M2", "", 4, 1, 1, 0, "", "")                     \
   X(HF8, "hf8", "DT_HF8", "", 8, 1, 1, 0, "", "")                                 \
-  X(HF4, "hf4", "DT_HF4", "", 4, 1, 1, 0, "", "")
+  X(HF4, "hf4", "DT_HF4", "", 4, 1, 1, 0, "", "")                                 \
+  X(FP4, "fp4", "DT_FP4", "", 4, 1, 1, 0, "", "")
 
 /* X(name) for each rounding mode of pl.cast (pl.RoundMode). */
 #define PTO_HW_ROUND_MODES(X) X(CAST_RINT) X(CAST_ROUND) X(CAST_FLOOR) X(CAST_CEIL) X(CAST_TRUNC) X(CAST_ODD) X(CAST_NONE)
@@ -70,6 +78,8 @@ enum class CrossCoreSyncMode : uint8_t { PTO_HW_CROSS_CORE_SYNC_MODES(PTO_HW_ENU
 inline constexpr const char* kPipeNames[] = {PTO_HW_PIPES(PTO_HW_NAME_)};
 inline constexpr const char* kMemoryNames[] = {PTO_HW_MEMORIES(PTO_HW_NAME_)};
 inline constexpr const char* kLayoutNames[] = {PTO_HW_LAYOUTS(PTO_HW_NAME_)};
+inline constexpr const char* kPlannedMemoryNames[] = {PTO_HW_PLANNED_MEMORIES(PTO_HW_NAME_)};
+inline constexpr const char* kPlannedLayoutNames[] = {PTO_HW_PLANNED_LAYOUTS(PTO_HW_NAME_)};
 inline constexpr const char* kRoundModeNames[] = {PTO_HW_ROUND_MODES(PTO_HW_NAME_)};
 inline constexpr const char* kCrossCoreSyncModeNames[] = {PTO_HW_CROSS_CORE_SYNC_MODES(PTO_HW_NAME_)};
 

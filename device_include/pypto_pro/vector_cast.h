@@ -256,4 +256,55 @@ inline void cast(CoreCtx& ctx, int line, RoundMode mode, TD& dst, const TS& src)
   Fault(ctx, line, "cast", "CAST_ODD is only defined for fp32 -> fp16");
 }
 
+// add_relu_cast / sub_relu_cast / mul_cast (public pages): the backend issues the binary op into lhs,
+// the relu in place, then the conversion into out, so lhs keeps the intermediate result (rounded to
+// its dtype, integers wrapping) and out gets it converted as pl.cast with `mode` would. Everything
+// runs over out's valid window. target_type is out's dtype (checked at compile time).
+namespace detail {
+
+template <RoundMode M, typename Step, typename TD, typename TA, typename TB>
+inline void StepThenCast(TD& dst, TA& lhs, const TB& rhs, Step step) {
+  ForWindow(dst, [&](int64_t off, int64_t n) {
+    MapLanes(lhs.data + off, n, step, lhs.data + off, rhs.data + off);
+    CastRun<M>(dst.data + off, lhs.data + off, n);
+  });
+}
+
+template <typename Step, typename TD, typename TA, typename TB>
+inline void StepThenCast(RoundMode mode, TD& dst, TA& lhs, const TB& rhs, Step step) {
+  switch (mode) {
+    case RoundMode::CAST_RINT: return StepThenCast<RoundMode::CAST_RINT>(dst, lhs, rhs, step);
+    case RoundMode::CAST_ROUND: return StepThenCast<RoundMode::CAST_ROUND>(dst, lhs, rhs, step);
+    case RoundMode::CAST_FLOOR: return StepThenCast<RoundMode::CAST_FLOOR>(dst, lhs, rhs, step);
+    case RoundMode::CAST_CEIL: return StepThenCast<RoundMode::CAST_CEIL>(dst, lhs, rhs, step);
+    case RoundMode::CAST_TRUNC: return StepThenCast<RoundMode::CAST_TRUNC>(dst, lhs, rhs, step);
+    case RoundMode::CAST_NONE: return StepThenCast<RoundMode::CAST_NONE>(dst, lhs, rhs, step);
+    case RoundMode::CAST_ODD:
+      // The compiler lets CAST_ODD through for fp32 -> fp16 and for exact conversions, where no mode
+      // changes the result.
+      if constexpr (__is_same(typename TD::Elem, half) && __is_same(typename TA::Elem, float)) {
+        return StepThenCast<RoundMode::CAST_ODD>(dst, lhs, rhs, step);
+      } else {
+        return StepThenCast<RoundMode::CAST_RINT>(dst, lhs, rhs, step);
+      }
+  }
+}
+
+}  // namespace detail
+
+template <typename TD, typename TA, typename TB>
+inline void add_relu_cast(CoreCtx&, int, int /*target_type*/, RoundMode mode, TD& dst, TA& lhs, const TB& rhs) {
+  using T = typename TA::Elem;
+  detail::StepThenCast(mode, dst, lhs, rhs, [](auto a, auto b) { return detail::ReluF{}(detail::Round<T>(a + b)); });
+}
+template <typename TD, typename TA, typename TB>
+inline void sub_relu_cast(CoreCtx&, int, int /*target_type*/, RoundMode mode, TD& dst, TA& lhs, const TB& rhs) {
+  using T = typename TA::Elem;
+  detail::StepThenCast(mode, dst, lhs, rhs, [](auto a, auto b) { return detail::ReluF{}(detail::Round<T>(a - b)); });
+}
+template <typename TD, typename TA, typename TB>
+inline void mul_cast(CoreCtx&, int, int /*target_type*/, RoundMode mode, TD& dst, TA& lhs, const TB& rhs) {
+  detail::StepThenCast(mode, dst, lhs, rhs, detail::WrapMulF<typename TA::Elem>{});
+}
+
 }  // namespace pto

@@ -116,6 +116,123 @@ inline T DivInt(T a, T b) {
 template <typename V>
 constexpr bool kIsLanes = __is_same(V, f32x16);
 
+// ---- integer elements 64 bytes at a time (GCC vector extensions: packed on the widest registers) ----
+
+template <typename T>
+struct Lanes64 {
+  typedef T type __attribute__((vector_size(64)));
+};
+
+template <typename T> struct UnsignedOf { using type = T; };
+template <> struct UnsignedOf<int8_t> { using type = uint8_t; };
+template <> struct UnsignedOf<int16_t> { using type = uint16_t; };
+template <> struct UnsignedOf<int32_t> { using type = uint32_t; };
+template <> struct UnsignedOf<int64_t> { using type = uint64_t; };
+
+// d[i] = f(s[i]...) for i < n on integer elements: f sees 64-byte vectors of T, then the scalars
+// of the tail; `d` may be one of the sources.
+template <typename T, typename F, typename... TS>
+inline void MapInt(T* d, int64_t n, F f, const TS*... s) {
+  using V = typename Lanes64<T>::type;
+  constexpr int64_t kLanes = int64_t(64 / sizeof(T));
+  auto load = [](const auto* p) {
+    V v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+  };
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const V out = f(load(s + i)...);
+    __builtin_memcpy(d + i, &out, sizeof out);
+  }
+  for (; i < n; ++i) d[i] = T(f(s[i]...));
+}
+
+// Map for every element type: 16 fp32 lanes for float-like elements, 64-byte vectors for integers.
+template <typename T, typename F, typename... TS>
+inline void MapLanes(T* d, int64_t n, F f, const TS*... s) {
+  if constexpr (kIsFloatLike<T>) Map(d, n, f, s...);
+  else MapInt(d, n, f, s...);
+}
+
+// a op b wrapping modulo 2^bits on integer scalars and vectors (computed unsigned: no signed
+// overflow), plain on fp32 lanes.
+template <typename T, typename Op, typename V>
+inline V Wrapping(V a, V b, Op op) {
+  if constexpr (kIsFloatLike<T>) {
+    return op(a, b);
+  } else if constexpr (__is_same(V, T)) {
+    using U = __typeof__(T(0) + 0u);  // at least unsigned int: no promotion to a signed type
+    return T(op(U(a), U(b)));
+  } else {
+    using UV = typename Lanes64<typename UnsignedOf<T>::type>::type;
+    return (V)op((UV)a, (UV)b);
+  }
+}
+template <typename T>
+struct WrapAddF {
+  template <typename V> V operator()(V a, V b) const { return Wrapping<T>(a, b, [](auto x, auto y) { return x + y; }); }
+};
+template <typename T>
+struct WrapSubF {
+  template <typename V> V operator()(V a, V b) const { return Wrapping<T>(a, b, [](auto x, auto y) { return x - y; }); }
+};
+template <typename T>
+struct WrapMulF {
+  template <typename V> V operator()(V a, V b) const { return Wrapping<T>(a, b, [](auto x, auto y) { return x * y; }); }
+};
+
+// The bytes a tile's rows x cols window spans from its first element (with the rows between).
+template <typename TileT>
+inline bool WindowsOverlap(const TileT& a, int64_t a_rows, int64_t a_cols, const auto& b, int64_t b_rows,
+                           int64_t b_cols) {
+  using TB = __typeof__(b);
+  if (a_rows <= 0 || a_cols <= 0 || b_rows <= 0 || b_cols <= 0) return false;
+  const uintptr_t a0 = uintptr_t(a.data), b0 = uintptr_t(b.data);
+  const uintptr_t a1 = a0 + uintptr_t(((a_rows - 1) * TileT::kCols + a_cols) * int64_t(sizeof(*a.data)));
+  const uintptr_t b1 = b0 + uintptr_t(((b_rows - 1) * TB::kCols + b_cols) * int64_t(sizeof(*b.data)));
+  return a0 < b1 && b0 < a1;
+}
+
+// A fault message with numbers in it, built without the C library.
+struct FaultText {
+  char text[256] = {};
+  int size = 0;
+  FaultText& operator<<(const char* s) {
+    while (*s && size < int(sizeof text) - 1) text[size++] = *s++;
+    return *this;
+  }
+  template <typename I>
+  FaultText& operator<<(I v) {
+    char digits[24];
+    int k = 0;
+    const bool negative = v < I(0);
+    uint64_t u = negative ? uint64_t(0) - uint64_t(v) : uint64_t(v);
+    do {
+      digits[k++] = char('0' + u % 10);
+      u /= 10;
+    } while (u);
+    if (negative) digits[k++] = '-';
+    while (k && size < int(sizeof text) - 1) text[size++] = digits[--k];
+    return *this;
+  }
+};
+
+// A fault at element (row, col) of a tile window ([rows, cols] the tile's shape).
+[[noreturn]] inline void ElementFaultAt(CoreCtx& ctx, int line, const char* op, const char* message, int64_t row,
+                                        int64_t col, int64_t rows, int64_t cols) {
+  PtoFaultDetail d{};
+  d.op = op;
+  d.message = message;
+  d.rank = 2;
+  d.offsets[0] = row;
+  d.offsets[1] = col;
+  d.extent[0] = d.extent[1] = 1;
+  d.shape[0] = rows;
+  d.shape[1] = cols;
+  Fault(ctx, line, d);
+}
+
 struct AddF { template <typename V> V operator()(V a, V b) const { return a + b; } };
 struct SubF { template <typename V> V operator()(V a, V b) const { return a - b; } };
 struct MulF { template <typename V> V operator()(V a, V b) const { return a * b; } };

@@ -31,7 +31,11 @@ const char* KindConstant(KernelKind kind) {
 class KernelWriter {
  public:
   KernelWriter(const Function& func, const ArchModel& arch, const CodegenOptions& options)
-      : func_(func), arch_(arch), sanitize_(!options.sanitizer_report.empty()), report_(options.sanitizer_report) {}
+      : func_(func),
+        arch_(arch),
+        sanitize_(!options.sanitizer_report.empty()),
+        report_(options.sanitizer_report),
+        dump_dir_(options.dump_dir) {}
 
   GeneratedSources Run() {
     kind_ = KernelKindOf(func_);
@@ -79,6 +83,16 @@ class KernelWriter {
         default: break;
       }
     });
+  }
+
+  // Only a kernel that dumps carries its dump directory: the others' code does not depend on where
+  // they are built.
+  bool HasDumps() const {
+    bool found = false;
+    ForEachStmt(func_.body, [&](const StmtNode& s) {
+      found = found || (s.kind == StmtKind::kOp && s.op->PublicName() == "dump_data");
+    });
+    return found;
   }
 
   // pl.system.sync_all and INTER_BLOCK cross-core flags hold every block of the launch at once.
@@ -514,7 +528,7 @@ class KernelWriter {
     os << "const PtoKernelDesc kKernelDesc = {PTO_ABI_VERSION, " << KindConstant(kind_) << ", " << CString(func_.name)
        << ", " << CString(func_.source_file) << ", " << CString(std::string(arch_.name)) << ", &KernelEntry, "
        << (sanitize_ ? CString(report_) : "nullptr") << ", " << (NeedsResidentBlocks() ? "PTO_KERNEL_FLAG_RESIDENT" : "0u")
-       << "};\n\n";
+       << ", " << (dump_dir_.empty() || !HasDumps() ? "nullptr" : CString(dump_dir_)) << "};\n\n";
     os << "}  // namespace\n";
     return os.str();
   }
@@ -523,6 +537,7 @@ class KernelWriter {
   const ArchModel& arch_;
   const bool sanitize_;
   const std::string report_;
+  const std::string dump_dir_;
   KernelKind kind_ = KernelKind::kVector;
   std::vector<TileType> tile_types_;
   std::vector<Var> locals_;

@@ -104,6 +104,17 @@ std::vector<std::optional<Window>> TileWindows(const StmtNode& s, const std::vec
     case WindowRule::kFirstRow:
       out[0] = Window{"1", cols(0)};
       break;
+    case WindowRule::kPart:
+      // Each source is read only where it is valid inside the destination's window.
+      out[0] = Window{rows(0), cols(0)};
+      for (size_t i = 1; i < 3; ++i) {
+        out[i] = Window{"pto::Min(" + rows(i) + ", " + rows(0) + ")", "pto::Min(" + cols(i) + ", " + cols(0) + ")"};
+      }
+      break;
+    case WindowRule::kTranspose:
+      out[0] = Window{cols(1), rows(1)};
+      out[1] = Window{rows(1), cols(1)};
+      break;
     case WindowRule::kFill: {
       const TileType& out_type = *s.args[0]->type.tile;
       out[0] = Window{std::to_string(out_type.Rows()), std::to_string(out_type.Cols())};
@@ -149,6 +160,7 @@ std::vector<std::optional<Window>> TileWindows(const StmtNode& s, const std::vec
       break;
     }
     case WindowRule::kElement:
+    case WindowRule::kDump:  // booked by DataGuard from its offsets and shapes
     case WindowRule::kNone: break;
   }
   return out;
@@ -218,6 +230,14 @@ std::string DataGuard(const StmtNode& s, const std::vector<std::string>& operand
       accesses.push_back(std::string(by_tile ? "pto::san::GmTile(" : "pto::san::Gm(") + operands[i] + ", " + mode +
                          ", " + operands[size_t(tile)] + ", " + operands[size_t(offsets)] + ", " +
                          std::to_string(AttrOr(s, "order", -1)) + ", " + name + ")");
+    } else if (op.window == WindowRule::kDump) {
+      // The dumped window of a tile (a GM tensor's is not booked).
+      if (spec.kind != OperandKind::kContainer || !s.args[i]->type.IsTile()) continue;
+      const std::string off = operands[i + 1], shape = operands[i + 2], t = "(" + operands[i] + ")";
+      const std::string rows = "(" + shape + ".v[0] < 0 ? " + t + ".valid_rows - " + off + ".v[0] : " + shape + ".v[0])";
+      const std::string cols = "(" + shape + ".v[1] < 0 ? " + t + ".valid_cols - " + off + ".v[1] : " + shape + ".v[1])";
+      accesses.push_back("pto::san::Rect(" + operands[i] + ", " + mode + ", " + off + ".v[0], " + off + ".v[1], " + rows +
+                         ", " + cols + ", " + name + ", " + CString(VarName(s.args[i])) + ")");
     } else if (spec.kind == OperandKind::kContainer) {
       // One element at the op's scalar offset (pl.setval's `offset`).
       size_t offset = i + 1;

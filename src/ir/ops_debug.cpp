@@ -43,6 +43,36 @@ void CheckFormat(const StmtNode& call, const Expr& args) {
 
 void CheckPrintf(const StmtNode& call) { CheckFormat(call, call.args[0]); }
 
+// dump_data(data, offsets, shapes[, workspace]): one offset and one extent per dim of the data; an
+// Acc tile goes through a GM workspace of its dtype (the public API), other tiles do not take one.
+void CheckDump(const StmtNode& call) {
+  const Expr& data = call.args[0];
+  const std::string where = "pl.dump_data";
+  const size_t rank = data->type.IsTile() ? data->type.tile->shape.size() == 1 ? 1 : 2 : data->type.tensor->dims.size();
+  for (size_t i : {size_t(1), size_t(2)}) {
+    if (call.args[i]->operands.size() != (data->type.IsTile() ? 2 : rank)) {
+      Fail(ErrorKind::kType, call.args[i]->span.valid() ? call.args[i]->span : call.span,
+           where + ": " + (i == 1 ? "offsets" : "shapes") + " need one entry per dim of '" + data->var->name + "' (" +
+               std::to_string(rank) + "), got " + std::to_string(call.args[i]->operands.size()));
+    }
+  }
+  const bool acc = data->type.IsTile() && data->type.tile->memory == MemorySpace::kAcc;
+  const bool has_workspace = call.args.size() > 3;
+  if (acc && !has_workspace) {
+    Fail(ErrorKind::kValue, call.span,
+         where + ": an Acc tile is dumped through a GM workspace: pass workspace=<a GM tensor of " +
+             std::string(Name(data->type.dtype)) + " with at least the window's elements>");
+  }
+  if (!acc && has_workspace) {
+    Fail(ErrorKind::kValue, call.span, where + ": workspace= is for Acc tiles only (others are dumped directly)");
+  }
+  if (has_workspace && call.args[3]->type.dtype != data->type.dtype) {
+    Fail(ErrorKind::kType, call.args[3]->span.valid() ? call.args[3]->span : call.span,
+         where + ": the workspace must have the Acc tile's dtype " + std::string(Name(data->type.dtype)) + ", got " +
+             std::string(Name(call.args[3]->type.dtype)));
+  }
+}
+
 void CheckAssert(const StmtNode& call) {
   const Expr& cond = call.args[0];
   if (!cond->type.IsScalar() || cond->type.dtype != DataType::kBool) {
@@ -93,6 +123,30 @@ void AddDebugOps(std::vector<OpDef>& ops) {
   assert_op.check = &CheckAssert;
   assert_op.call_form = CallForm::kAssert;
   ops.push_back(assert_op);
+
+  // dump_data: the front end passes offsets (default 0) and shapes (default -1: to the end of the
+  // tensor / the tile's valid window) and the data's name; pipe S.
+  constexpr uint32_t kDumpMemories = Bit(MemorySpace::kVec) | Bit(MemorySpace::kMat) | Bit(MemorySpace::kLeft) |
+                                     Bit(MemorySpace::kRight) | Bit(MemorySpace::kAcc);
+  OpDef dump{"dump_data", Pipe::kS, PipeRule::kFixed, WindowRule::kDump,
+             {{"data", OperandKind::kContainer, Access::kRead, kDumpMemories},
+              {"offsets", OperandKind::kOffsets, Access::kRead},
+              {"shapes", OperandKind::kOffsets, Access::kRead}},
+             false, kAllSupportedDTypes, "", "pto::dump_data", {}, "print a window of a GM tensor or tile and save it as .npy"};
+  KwargSpec loc, flag, name;
+  loc.name = "loc", loc.kind = AttrKind::kBool;
+  flag.name = "flag", flag.kind = AttrKind::kString;
+  name.name = "name", name.kind = AttrKind::kString;
+  dump.kwargs = {KwargSpec{"workspace", AttrKind::kOperand, -1, {"dump_data_ws"}}, loc, flag, name};
+  dump.check = &CheckDump;
+  ops.push_back(dump);
+  OpDef dump_ws = dump;
+  dump_ws.name = "dump_data_ws";
+  dump_ws.public_name = "dump_data";
+  dump_ws.device_fn = "pto::dump_data_ws";
+  dump_ws.operands.push_back({"workspace", OperandKind::kTensor, Access::kWrite});
+  dump_ws.kwargs = {loc, flag, name};
+  ops.push_back(dump_ws);
 
   // trap: the core stops here; the launch reports it as a fault at the line.
   ops.push_back(OpDef{"trap", Pipe::kS, PipeRule::kFixed, WindowRule::kNone, {}, false, kAllSupportedDTypes, "",

@@ -4,6 +4,7 @@
 #include <string>
 #include <tuple>
 
+#include "op_checks.h"
 #include "op_tables.h"
 #include "pypto_pro/ir/stmt.h"
 
@@ -22,6 +23,7 @@ constexpr uint32_t kInts8To32 = Bits({D::kInt8, D::kInt16, D::kInt32, D::kUInt8,
 constexpr uint32_t kHalfOrFloat = Bits({D::kFP16, D::kFP32});
 // "b16/b32" in the docs: the 16- and 32-bit element types.
 constexpr uint32_t kBits16Or32 = Bits({D::kInt16, D::kUInt16, D::kInt32, D::kUInt32, D::kFP16, D::kBF16, D::kFP32});
+constexpr uint32_t kInts = kInts8To32 | Bits({D::kInt64, D::kUInt64});
 constexpr uint32_t kMask = Bit(D::kUInt8);
 constexpr uint32_t kIndex = Bits({D::kInt32, D::kUInt32});
 
@@ -254,6 +256,192 @@ void AddConversionOps(std::vector<OpDef>& ops) {
                         "select"));
 }
 
+// ---- bitwise and shifts (the destination's valid window) ----
+
+// and_/or_ with a scalar: an integer that is a bit pattern of the element's width (signed or
+// unsigned spelling: 0xF0 and -16 on an int8 tile are the same bits); a constant outside that is
+// refused rather than silently cut.
+void CheckBitwiseScalar(const StmtNode& call) {
+  const Expr& scalar = call.args[2];
+  const DataType elem = call.args[0]->type.dtype;
+  const std::string what = CallName(call) + ": the scalar 'rhs'";
+  if (!IsInteger(scalar->type.dtype)) {
+    Fail(ErrorKind::kType, OperandSpan(call, 2),
+         what + " must be an integer, got " + (scalar->type.dtype == D::kBool ? "a bool" : "an " + DtypeName(scalar) +
+                                                                                      " value"));
+  }
+  if (!scalar->IsIntConst()) return;
+  const int bits = Info(elem).bits;
+  const __int128 lo = -(__int128(1) << (bits - 1)), hi = (__int128(1) << bits) - 1;
+  const __int128 v = scalar->type.dtype == D::kUInt64 ? __int128(uint64_t(scalar->int_value))
+                                                      : __int128(scalar->int_value);
+  if (v < lo || v > hi) {
+    const std::string text = v < 0 ? "-" + std::to_string(uint64_t(-v)) : std::to_string(uint64_t(v));
+    Fail(ErrorKind::kValue, OperandSpan(call, 2),
+         what + " = " + text + " does not fit the " + std::to_string(bits) +
+             "-bit elements of 'out' (" + DtypeName(call.args[0]) + "): it must lie in [" +
+             std::to_string(int64_t(lo)) + ", " + std::to_string(int64_t(hi)) + "]");
+  }
+}
+
+// xor's scratch tile: the public signature has it, the A5 instruction does not use it, and the
+// hardware that does may write it, so it is booked as written and its contents are not promised.
+OperandSpec Scratch(std::string_view name) { return {name, OperandKind::kTile, Access::kWrite, kVecOnly, 0}; }
+
+void AddBitwiseOps(std::vector<OpDef>& ops) {
+  // and_ (public page: 8/16/32-bit integers, a tile or a scalar rhs); or_ has no page and takes the
+  // same form. The scalar forms are reached through the public names only.
+  for (auto [name, scalar_name, fn, scalar_fn, doc] :
+       {std::tuple{"and_", "ands", "pto::and_", "pto::ands", "out = lhs & rhs (rhs a tile or a scalar)"},
+        std::tuple{"or_", "ors", "pto::or_", "pto::ors", "out = lhs | rhs (rhs a tile or a scalar)"}}) {
+    OpDef op = VecOp(name, WindowRule::kDestination, {Out(), In("lhs"), In("rhs")}, kInts8To32, fn, doc);
+    op.scalar_form = scalar_name;
+    ops.push_back(op);
+    OpDef scalar = VecOp(scalar_name, WindowRule::kDestination, {Out(), In("lhs"), ScalarIn("rhs")}, kInts8To32,
+                         scalar_fn, doc);
+    scalar.check = &CheckBitwiseScalar;
+    ops.push_back(Variant(scalar, name));
+  }
+  ops.push_back(VecOp("xor", WindowRule::kDestination, {Out(), In("lhs"), In("rhs"), Scratch("tmp")}, kInts8To32,
+                      "pto::xor_", "out = lhs ^ rhs; tmp: scratch of out's shape and dtype, apart from the others"));
+  ops.push_back(Unary("not_", kInts8To32, "pto::not_", "out = ~src"));
+  // Shifts by a per-element amount in [0, bits) (public pages); an amount outside it is a fault.
+  ops.push_back(VecOp("shl", WindowRule::kDestination, {Out(), In("lhs"), In("rhs")}, kInts, "pto::shl",
+                      "out = lhs << rhs, bits shifted out are lost"));
+  ops.push_back(VecOp("shr", WindowRule::kDestination, {Out(), In("lhs"), In("rhs")}, kInts, "pto::shr",
+                      "out = lhs >> rhs: arithmetic for signed, logical for unsigned elements"));
+}
+
+// ---- add/sub + relu + cast, mul + cast: the destination's valid window ----
+
+// The dtypes' pl names in DataType order: the choices of target_type=.
+const std::vector<std::string_view>& DTypeChoices() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> out;
+    for (uint32_t d = 0; d < uint32_t(DataType::kCount); ++d) out.push_back(hw::kDataTypes[d].pl_name);
+    return out;
+  }();
+  return names;
+}
+
+// Whether every value of `src` is exactly a value of `dst` (the pages: the rounding mode applies to
+// narrowing conversions and is ignored for widening ones).
+bool ExactConversion(DataType src, DataType dst) {
+  if (src == dst) return true;
+  const DataTypeInfo &s = Info(src), &d = Info(dst);
+  if (s.is_float && d.is_float) return dst == D::kFP32;  // fp16/bf16 -> fp32
+  if (s.is_float) return false;
+  const int value_bits = s.bits - (s.is_signed ? 1 : 0);
+  if (d.is_float) return value_bits <= (dst == D::kFP32 ? 24 : dst == D::kFP16 ? 11 : 8);  // the significand
+  if (s.is_signed && !d.is_signed) return false;
+  return value_bits <= d.bits - (d.is_signed ? 1 : 0);
+}
+
+void CheckBinaryCast(const StmtNode& call) {
+  const std::string where = CallName(call);
+  const DataType out = call.args[0]->type.dtype, lhs = call.args[1]->type.dtype;
+  int64_t target = -1, mode = -1;
+  for (const Attr& a : call.attrs) {
+    if (a.name == "target_type") target = a.value;
+    if (a.name == "mode") mode = a.value;
+  }
+  if (target != int64_t(out)) {
+    Fail(ErrorKind::kType, OperandSpan(call, 0),
+         where + ": 'out' is " + std::string(Name(out)) + " but target_type=pl." +
+             std::string(DTypeChoices().at(size_t(target))) + "; 'out' must have the target dtype");
+  }
+  const bool odd = mode >= 0 && RoundModes().at(size_t(mode)) == "CAST_ODD";
+  if (odd && !(lhs == D::kFP32 && out == D::kFP16) && !ExactConversion(lhs, out)) {
+    Fail(ErrorKind::kValue, call.span,
+         where + ": mode=pl.RoundMode.CAST_ODD is only defined for fp32 -> fp16 (and ignored where the conversion "
+                 "is exact), not " + std::string(Name(lhs)) + " -> " + std::string(Name(out)));
+  }
+}
+
+OpDef BinaryCast(std::string_view name, uint32_t dtypes, std::string_view fn, std::string_view doc) {
+  // lhs holds the intermediate result afterwards (public pages), so it is written too; out's dtype
+  // is target_type's, checked against it.
+  OpDef op = VecOp(name, WindowRule::kDestination,
+                   {Out("out", ShapeRole::kSame, kNumericDTypes), InOut("lhs"), In("rhs")}, dtypes, fn, doc);
+  KwargSpec target{"target_type", AttrKind::kEnum, 0, DTypeChoices()};
+  target.required = true;
+  op.kwargs = {target, KwargSpec{"mode", AttrKind::kEnum, 1, RoundModes(), "pto::RoundMode::"}};  // CAST_ROUND
+  op.check = &CheckBinaryCast;
+  return op;
+}
+
+void AddBinaryCastOps(std::vector<OpDef>& ops) {
+  ops.push_back(BinaryCast("add_relu_cast", kHalfOrFloat, "pto::add_relu_cast",
+                           "lhs = relu(lhs + rhs); out = lhs converted to target_type by mode"));
+  ops.push_back(BinaryCast("sub_relu_cast", kHalfOrFloat, "pto::sub_relu_cast",
+                           "lhs = relu(lhs - rhs); out = lhs converted to target_type by mode"));
+  ops.push_back(BinaryCast("mul_cast", Bits({D::kInt16, D::kUInt16, D::kInt32, D::kUInt32, D::kInt64, D::kUInt64}) |
+                                           kFloatDTypes,
+                           "pto::mul_cast", "lhs = lhs * rhs; out = lhs converted to target_type by mode"));
+}
+
+// ---- partial ops (WindowRule::kPart) ----
+
+void AddPartOps(std::vector<OpDef>& ops) {
+  // One source's valid window must be out's, the other's may be smaller (checked at run time): both
+  // valid -> combined, only one valid -> copied (public pages, the ISA's TPART*).
+  const uint32_t no_64 = kInts8To32 | kFloatDTypes;
+  for (auto [name, dtypes, fn, doc] :
+       {std::tuple{"partadd", kNumericDTypes, "pto::partadd", "out = src0 + src1 where both valid, else the one"},
+        std::tuple{"partmax", kNumericDTypes, "pto::partmax", "out = max(src0, src1) where both valid, else the one"},
+        std::tuple{"partmin", kNumericDTypes, "pto::partmin", "out = min(src0, src1) where both valid, else the one"},
+        std::tuple{"partmul", no_64, "pto::partmul", "out = src0 * src1 where both valid, else the one"}}) {
+    ops.push_back(VecOp(name, WindowRule::kPart, {Out(), In("src0"), In("src1")}, dtypes, fn, doc));
+  }
+}
+
+// ---- transpose (WindowRule::kTranspose) ----
+
+// The public page: a 2-D Vec tile of 8/16/32-bit elements, out of the swapped shape and not src
+// itself; the major dimension of both (columns row-major, rows for DN) a multiple of 32 bytes.
+void CheckTranspose(const StmtNode& call) {
+  const std::string where = CallName(call);
+  const TileType &out = TileOf(call, 0), &src = TileOf(call, 1);
+  for (size_t i = 0; i < 2; ++i) {
+    const TileType& t = TileOf(call, i);
+    if (t.shape.size() != 2) {
+      Fail(ErrorKind::kType, OperandSpan(call, i),
+           where + ": " + OperandName(call, i) + " must be a 2-D tile, got " + t.ToString());
+    }
+    if (t.layout != Layout::kND && t.layout != Layout::kDN) {
+      Fail(ErrorKind::kType, OperandSpan(call, i),
+           where + ": " + OperandName(call, i) + " must be row-major (ND) or column-major (DN), got " + t.ToString());
+    }
+  }
+  if (out.Rows() != src.Cols() || out.Cols() != src.Rows()) {
+    Fail(ErrorKind::kType, OperandSpan(call, 0),
+         where + ": 'out' must have the transposed shape of 'src' " + ShapeText(src) + ", [" +
+             std::to_string(src.Cols()) + ", " + std::to_string(src.Rows()) + "], got " + ShapeText(out));
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    const TileType& t = TileOf(call, i);
+    const bool column_major = t.layout == Layout::kDN;
+    const int64_t major = column_major ? t.Rows() : t.Cols();
+    if (major * Bytes(t.dtype) % 32 != 0) {
+      Fail(ErrorKind::kType, OperandSpan(call, i),
+           where + ": the major dimension of " + OperandName(call, i) + " (its " +
+               (column_major ? "rows" : "columns") + ", " + std::to_string(major) + " x " +
+               std::to_string(Bytes(t.dtype)) + " bytes) must be a multiple of 32 bytes; " + t.ToString());
+    }
+  }
+  if (call.args[0]->var && call.args[0]->var == call.args[1]->var) {
+    Fail(ErrorKind::kValue, call.span, where + ": 'out' and 'src' are the same tile; transpose into another one");
+  }
+}
+
+void AddTransposeOps(std::vector<OpDef>& ops) {
+  OpDef transpose = VecOp("transpose", WindowRule::kTranspose,
+                          {Out("out", ShapeRole::kAny), In("src", ShapeRole::kAny)}, kInts8To32 | kFloatDTypes,
+                          "pto::transpose", "out[j, i] = src[i, j] over src's valid window");
+  transpose.check = &CheckTranspose;
+  ops.push_back(transpose);
+}
+
 // ---- reductions (the source's valid window) ----
 
 void AddReductionOps(std::vector<OpDef>& ops) {
@@ -334,8 +522,12 @@ void AddBroadcastOps(std::vector<OpDef>& ops) {
 
 void AddVectorOps(std::vector<OpDef>& ops) {
   AddElementwiseOps(ops);
+  AddBitwiseOps(ops);
   AddFusedOps(ops);
   AddConversionOps(ops);
+  AddBinaryCastOps(ops);
+  AddPartOps(ops);
+  AddTransposeOps(ops);
   AddReductionOps(ops);
   AddBroadcastOps(ops);
 }

@@ -272,7 +272,9 @@ class Verifier : public IRVisitor {
         }
       }
     }
-    if (op.window == WindowRule::kDestination || op.window == WindowRule::kSource) CheckTileShapes(s, where);
+    if (op.window == WindowRule::kDestination || op.window == WindowRule::kSource || op.window == WindowRule::kPart) {
+      CheckTileShapes(s, where);
+    }
   }
 
   // Each tile operand against the reference shape (the first kSame tile) by its ShapeRole.

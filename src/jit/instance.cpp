@@ -228,6 +228,7 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
     std::error_code ignored;
     fs::remove(inst->sanitizer_report, ignored);
   }
+  codegen_options.dump_dir = fs::absolute(inst->dir / "dumps").string();
   codegen::GeneratedSources sources = codegen::Generate(func, *arch, codegen_options);
   inst->kind = sources.kind;
   inst->num_slots = int(func.params.size()) + func.NumDynamicDims();

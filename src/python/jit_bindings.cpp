@@ -156,6 +156,8 @@ void BindJit(py::module_& m) {
     out["pipes"] = names(hw::kPipeNames);
     out["memories"] = names(hw::kMemoryNames);
     out["layouts"] = names(hw::kLayoutNames);
+    out["planned_memories"] = names(hw::kPlannedMemoryNames);
+    out["planned_layouts"] = names(hw::kPlannedLayoutNames);
     out["round_modes"] = names(hw::kRoundModeNames);
     out["cross_core_sync_modes"] = names(hw::kCrossCoreSyncModeNames);
     std::vector<std::tuple<std::string, std::string, int, bool, bool>> dtypes;

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core.h"
+#include "kernel_dump.h"
 #include "pypto_pro/support/config.h"
 #include "launch_control.h"
 #include "mixed_block.h"
@@ -106,11 +107,26 @@ void SyncAllCallback(PtoCoreCtx* ctx, int32_t line, int32_t core_type, int32_t s
   core.resident->SyncAll(*ctx, line, core_type, soft != 0, participants);
 }
 
+// pl.dump_data: the window printed on the core's output, and saved as .npy in the kernel's dumps/.
+void DumpCallback(PtoCoreCtx* ctx, int32_t line, const PtoDump* dump) {
+  Core& core = CoreOf(ctx);
+  const char* file = core.desc->source_file;
+  const std::string location =
+      (dump->flags & PTO_PRINT_LOC) ? std::string(file ? file : "?") + ":" + std::to_string(line) + ": " : "";
+  std::string text = FormatDump(*dump, location);
+  if (core.desc->dump_dir) {
+    const std::string error = WriteDump(core.desc->dump_dir, *dump, core.desc->name ? core.desc->name : "?",
+                                        core.block, CoreName(*ctx), line);
+    if (!error.empty()) text += "dump_data: " + error + "\n";
+  }
+  core.output.Write(OutputPrefix(*ctx), text);
+}
+
 // Cores cannot launch kernels.
 const PtoRuntimeApi kCoreApi = {PTO_ABI_VERSION,     &SubmitUnavailable,    &FaultCallback,
                                 &PrintCallback,      &AssertCallback,       &SetCrossCoreCallback,
                                 &WaitCrossCoreCallback, &kSanitizerApi, &PollCallback,
-                                &PeerMemoryCallback, &SyncAllCallback};
+                                &PeerMemoryCallback, &SyncAllCallback,      &DumpCallback};
 
 }  // namespace
 

@@ -82,6 +82,12 @@ TEST(VectorRegistry, EntriesFollowThePublicSignatures) {
       {"sum", {"out", "src", "tmp"}},  {"argmin", {"out", "src", "tmp"}},
       {"row_expand_div", {"out", "src", "col"}}, {"col_expand_add", {"out", "src", "row"}},
       {"expand_max", {"out", "src", "scalar"}},
+      {"and_", {"out", "lhs", "rhs"}},  {"or_", {"out", "lhs", "rhs"}},
+      {"xor", {"out", "lhs", "rhs", "tmp"}}, {"not_", {"out", "src"}},
+      {"shl", {"out", "lhs", "rhs"}},   {"shr", {"out", "lhs", "rhs"}},
+      {"add_relu_cast", {"out", "lhs", "rhs"}}, {"mul_cast", {"out", "lhs", "rhs"}},
+      {"partadd", {"out", "src0", "src1"}}, {"partmul", {"out", "src0", "src1"}},
+      {"transpose", {"out", "src"}},
   };
   for (const auto& [name, operands] : expected) {
     const ir::OpDef* op = ir::FindOp(name);
@@ -105,6 +111,15 @@ TEST(VectorRegistry, EntriesFollowThePublicSignatures) {
   // add_relu writes lhs (the intermediate sum), and the accumulating ops read their destination.
   EXPECT_EQ(ir::FindOp("add_relu")->operands[1].access, ir::Access::kReadWrite);
   EXPECT_EQ(ir::FindOp("fused_mul_add")->operands[0].access, ir::Access::kReadWrite);
+  // The fused casts leave their intermediate in lhs; xor's scratch is booked as written.
+  EXPECT_EQ(ir::FindOp("mul_cast")->operands[1].access, ir::Access::kReadWrite);
+  EXPECT_EQ(ir::FindOp("xor")->operands[3].access, ir::Access::kWrite);
+  EXPECT_TRUE(ir::FindOp("sub_relu_cast")->FindKwarg("target_type")->required);
+  EXPECT_EQ(ir::FindOp("ands")->PublicName(), "and_");
+  EXPECT_EQ(ir::FindOp("ors")->PublicName(), "or_");
+  // Partial ops read each source at its own window; transpose writes the transposed window.
+  EXPECT_EQ(ir::FindOp("partmax")->window, ir::WindowRule::kPart);
+  EXPECT_EQ(ir::FindOp("transpose")->window, ir::WindowRule::kTranspose);
 }
 
 TEST(Registry, NoPlannedNameIsBuilt) {
@@ -117,7 +132,9 @@ TEST(Registry, NoPlannedNameIsBuilt) {
 
 TEST(VectorRegistry, NoVectorOpIsStillPlanned) {
   for (const char* name : {"neg", "exp", "cast", "eq", "select", "axpy", "row_sum", "col_min", "sum", "argmax",
-                           "row_expand_add", "col_expand_min", "expand_div"}) {
+                           "row_expand_add", "col_expand_min", "expand_div", "and_", "or_", "xor", "not_", "shl",
+                           "shr", "add_relu_cast", "sub_relu_cast", "mul_cast", "partadd", "partmax", "partmin",
+                           "partmul", "transpose"}) {
     for (const ir::PlannedOp& planned : ir::PlannedOps()) EXPECT_NE(planned.name, name);
   }
 }

@@ -1159,8 +1159,8 @@ def test_subview_page_basic_slice_and_valid_shape_clamp():
     assert torch.equal(out1, a[2:6, 16:40])
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError,
-                   reason="AttributeError: module 'pypto_pro.language' has no attribute 'vector_function'")
+@pytest.mark.xfail(strict=True, raises=errors.UnsupportedFeatureError,
+                   reason="vector functions (@pl.vector_function, pl.Vf.*) are not implemented yet")
 def test_subview_page_vector_function_pointer_offset():
     """follows the public subview page's VF kernel: a @pl.vector_function copies rows of a sliced tile with
     vf.load_align / vf.store_align and `tile + offset` pointer arithmetic."""

@@ -310,12 +310,16 @@ def test_hardware_vocabulary_comes_from_one_table():
     from pypto_pro import _C
     table = _C.hw_tables()
     assert [m.name for m in pl.PipeType] == table["pipes"] == ["MTE1", "MTE2", "MTE3", "M", "V", "S", "FIX", "ALL"]
-    assert [m.name for m in pl.MemorySpace] == table["memories"]
-    assert [m.name for m in pl.TensorLayout] == table["layouts"] == ["ND", "DN", "NZ", "ZN"]
+    # the public language's memories and layouts this version does not model follow the built ones
+    assert [m.name for m in pl.MemorySpace] == table["memories"] + table["planned_memories"]
+    assert table["planned_memories"] == ["ScaleLeft", "ScaleRight"]
+    assert [m.name for m in pl.TensorLayout] == table["layouts"] + table["planned_layouts"]
+    assert table["layouts"] == ["ND", "DN", "NZ", "ZN"] and table["planned_layouts"] == ["NN", "ZZ"]
     assert [m.name for m in pl.RoundMode] == table["round_modes"]
     assert [m.name for m in pl.CrossCoreSyncMode] == table["cross_core_sync_modes"]
     assert [d.pl_name for d in pl.DTYPES.values()] == [row[1] for row in table["dtypes"]]
-    assert len(pl.DTYPES) == 21 and pl.DT_BF16.bits == 16 and pl.DT_FP32.supported and not pl.DT_HF8.supported
+    assert len(pl.DTYPES) == 22 and pl.DT_BF16.bits == 16 and pl.DT_FP32.supported and not pl.DT_HF8.supported
+    assert pl.DT_FP4.bits == 4 and not pl.DT_FP4.supported
     set_pipe = next(k for k in _C.ir.op_info("system.sync_src")["kwargs"] if k["name"] == "set_pipe")
     assert set_pipe["choices"] == table["pipes"]
     mode = next(k for k in _C.ir.op_info("cast")["kwargs"] if k["name"] == "mode")

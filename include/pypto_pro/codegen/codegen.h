@@ -21,6 +21,8 @@ struct CodegenOptions {
   // Sanitizer mode (docs/device.md#sanitizer-mode): instrument every op, tile declaration and element
   // read, each launch appending its findings to this file. Empty: a plain kernel.
   std::string sanitizer_report;
+  // Where pl.dump_data writes its .npy files (an absolute directory); empty: the kernel has none.
+  std::string dump_dir;
 };
 
 GeneratedSources Generate(const ir::Function& func, const ArchModel& arch, const CodegenOptions& options = {});

@@ -118,6 +118,9 @@ enum class WindowRule : uint8_t {
   kMove,          // tile -> tile moves: by the move's MoveForm (ir/analysis.h)
   kFill,          // fillpad: the destination's whole tile, the source's valid window
   kFirstRow,      // fill_index: the valid columns of the destination's first row
+  kDump,          // dump_data: the window at `offsets` of `shapes` (entries < 0: to the valid end), read
+  kPart,          // partadd & co.: the destination's window; each source its own window inside it
+  kTranspose,     // transpose: the source's window, the destination's at the transposed extent
 };
 
 // Keyword options of an op: compile-time values stored as op attributes, passed to the device

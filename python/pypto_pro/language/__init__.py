@@ -11,11 +11,19 @@ import types as _types
 
 from pypto_pro.language import pipeline, system
 from pypto_pro.language.builtins import top_level as _top_level
-from pypto_pro.language.jit import JitFunction, TilingKeyField, jit
-from pypto_pro.language.types import (DN, DTYPES, DYNAMIC, ND, NZ, STATIC, ZN, AccPhase, AccToVecMode, AtomicType,
-                                      CacheLine, CrossCoreSyncMode, DataType, DcciDst, FillPadMode, MemorySpace,
-                                      PipeType, ReluPreMode, RoundMode, STPhase, SyncAllMode, SyncCoreType, Tensor,
-                                      TensorLayout, TileType)
+from pypto_pro.language.jit import JitFunction, KernelDef, TilingKeyField, jit, kernel
+from pypto_pro.language.planned import (function, inline, loads, loads_program, make_tuple, parse, parse_program,
+                                        program, struct, struct_array)
+from pypto_pro.language.simt_api import simt
+from pypto_pro.language.types import (DN, DTYPES, DYNAMIC, ND, NN, NZ, STATIC, ZN, ZZ, AccPhase, AccToVecMode,
+                                      AtomicType, CacheLine, CrossCoreSyncMode, DataType, DcciDst, FillPadMode,
+                                      FunctionType, Input, MemorySpace, MemRef, Output, PipeType, Ptr, QuantMode,
+                                      ReluPreMode, RoundMode, SaturationFlagMode, Scalar, STPhase, SyncAllMode,
+                                      SyncCoreType, Tensor, TensorLayout, Tile, TileType)
+from pypto_pro.language.vf_api import (BinType, CastLayout, CompareMode, DataCopyMode, DuplicatePos, HistType,
+                                       IndexOrder, LoadDist, MaskPattern, MaskWidth, MemBarMode, MergeMode, PackPart,
+                                       ReduceMode, SaturateMode, SqueezeMode, StoreDist, Vf, VFRoundMode,
+                                       vector_function)
 
 globals().update(_top_level())
 for _dtype in DTYPES.values():
@@ -34,7 +42,10 @@ class TilePad(_enum.IntEnum):
 mutex = _types.SimpleNamespace(mutex_lock=system.mutex_lock, mutex_unlock=system.mutex_unlock)
 
 
-# The language's names, not the modules that implement them (system, pipeline and mutex are namespaces).
+from pypto_pro.language import parser  # noqa: E402 (the public language exports its parser package)
+
+# The language's names, not the modules that implement them (system, pipeline and mutex are namespaces;
+# parser is the front end, exported as the public language exports its own).
 __all__ = [name for name, value in globals().items()
            if not name.startswith("_") and name != "annotations"
-           and (not isinstance(value, _types.ModuleType) or name in ("system", "pipeline"))]
+           and (not isinstance(value, _types.ModuleType) or name in ("system", "pipeline", "parser"))]

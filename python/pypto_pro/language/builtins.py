@@ -39,6 +39,8 @@ SPECIALS = {
     "max": "pl.max(a, b) on scalars",
     "const": "pl.const(value, dtype): a typed scalar constant",
     "getval": "pl.getval(container, offset): one element of a Vec tile or GM tensor (also container[i, j])",
+    "fillpad_expand": "pl.fillpad_expand(out, src): pl.fillpad(out, src, mode=pl.FillPadMode.EXPAND)",
+    "fillpad_inplace": "pl.fillpad_inplace(out, src): pl.fillpad(out, src, mode=pl.FillPadMode.INPLACE)",
 }
 
 _specials = {name: Builtin(name, "special", doc=doc) for name, doc in SPECIALS.items()}

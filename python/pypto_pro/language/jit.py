@@ -9,9 +9,10 @@ import functools
 import inspect
 from dataclasses import dataclass, field
 
-from pypto_pro import _C
+from pypto_pro import _C, errors
+from pypto_pro.language.planned import planned_info, planned_message
 from pypto_pro.language.tiling_data import TilingDataSpec, is_tiling_data_class
-from pypto_pro.language.types import DTYPES, DataType, TensorAnnotation
+from pypto_pro.language.types import DTYPES, DataType, FunctionType, Ptr, Scalar, TensorAnnotation, Tile
 from pypto_pro.runtime.tilingkey import TilingKeyField, TilingKeySchema
 
 _DIM_CODES = {"static": -1, "dynamic": -2, "rest": -3}
@@ -23,11 +24,12 @@ for _dtype in DTYPES.values():
 @dataclass
 class ParamSpec:
     name: str
-    kind: str                    # "tensor" | "scalar" | "tiling"
+    kind: str                    # "tensor" | "scalar" | "tiling" | "planned"
     dtype: DataType | None = None
     dims: list = field(default_factory=list)  # [('fixed', n) | ('static', -1) | ('dynamic', -1) | ('rest', -1)]
     dt_var: str | None = None    # datatype schema variable giving this tensor's dtype
     tiling: TilingDataSpec | None = None
+    planned: tuple | None = None  # "planned": (what, what it will do) of an annotation not built yet
 
     @property
     def is_tensor(self):
@@ -46,14 +48,8 @@ class KernelSpec:
     @staticmethod
     def from_function(fn, name: str, datatype: dict | None) -> "KernelSpec":
         sig = inspect.signature(fn)
-        closure = {}  # string annotations (`from __future__ import annotations`) may name closure variables
-        for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
-            try:
-                closure[var] = cell.cell_contents
-            except ValueError:
-                pass
         try:
-            hints = inspect.get_annotations(fn, globals=fn.__globals__, locals=closure, eval_str=True)
+            hints = _annotations(fn)
         except Exception as exc:  # a string annotation that does not evaluate
             raise TypeError(f"kernel '{name}': cannot evaluate the parameter annotations: {exc}") from exc
         datatype = datatype or {}
@@ -62,7 +58,12 @@ class KernelSpec:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise TypeError(f"kernel '{name}': *args/**kwargs parameters are not supported ('{p.name}')")
             ann = hints.get(p.name, inspect.Parameter.empty)
-            if isinstance(ann, TensorAnnotation):
+            if isinstance(ann, Scalar):  # pl.Scalar[dtype] is the dtype
+                ann = ann.dtype
+            planned = _planned_annotation(ann)
+            if planned is not None:
+                params.append(ParamSpec(p.name, "planned", planned=planned))
+            elif isinstance(ann, TensorAnnotation):
                 var = datatype.get(p.name)
                 dtype = ann.dtype
                 if var is not None and (isinstance(dtype, str) and dtype == var):
@@ -98,6 +99,52 @@ class KernelSpec:
         return next((p for p in self.params if p.name == name), None)
 
 
+def _annotations(fn) -> dict:
+    """The evaluated annotations of `fn`; string annotations (`from __future__ import annotations`) may
+    name closure variables."""
+    closure = {}
+    for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        try:
+            closure[var] = cell.cell_contents
+        except ValueError:
+            pass
+    return inspect.get_annotations(fn, globals=fn.__globals__, locals=closure, eval_str=True)
+
+
+def _planned_annotation(ann):
+    """(what, what it will do) when a parameter annotation is part of the public language this version
+    does not build (pl.Ptr, pl.Tile, pl.Tensor with pl.Input / pl.Output or a pl.MemRef), else None."""
+    if isinstance(ann, TensorAnnotation):
+        return ann.planned()
+    if isinstance(ann, Tile):
+        return "pl.Tile as a kernel parameter", "tile parameters of kernels (kernels make tiles with pl.make_tile)"
+    if isinstance(ann, Ptr):
+        return planned_info(ann)
+    return None
+
+
+def _planned_param_error(fn, kernel: str, param: str, what: str, doc: str) -> errors.UnsupportedFeatureError:
+    """UnsupportedFeatureError located at the annotation of kernel parameter `param`."""
+    from pypto_pro.language import diagnostics
+    from pypto_pro.language.parser.parser import _parse_source
+
+    filename = diagnostics.source_file(fn)
+    line, col, end_col = fn.__code__.co_firstlineno, 0, None
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        indent = len(lines[0]) - len(lines[0].lstrip())
+        fdef = _parse_source(lines).body[0]
+        args = fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs
+        node = next(a.annotation for a in args if a.arg == param and a.annotation is not None)
+        line, col = node.lineno + first - 1, node.col_offset + indent
+        if node.end_lineno == node.lineno:
+            end_col = node.end_col_offset + indent
+    except (OSError, TypeError, SyntaxError, StopIteration, AttributeError, IndexError):
+        pass
+    return diagnostics.located(errors.UnsupportedFeatureError, f"parameter '{param}': {planned_message(what, doc)}",
+                               kernel=kernel, filename=filename, line=line, col=col, end_col=end_col)
+
+
 def _check_bool(value, what):
     if not isinstance(value, bool):
         raise TypeError(f"pl.jit: {what} must be a bool, got {value!r}")
@@ -123,6 +170,12 @@ def _datatype_schema(datatype, fn, kernel_name):
 
 class JitFunction(_C.KernelBase):
     """A @pl.jit kernel. Launch it with kernel[stream, block_dim](*args)."""
+
+    def __new__(cls, fn=None, *args, **kwargs):
+        # A kernel with a parameter annotation that is not built yet imports, and refuses every launch.
+        if cls is JitFunction and inspect.isfunction(fn) and _has_planned_params(fn):
+            cls = _PlannedParamKernel
+        return super().__new__(cls)
 
     def __init__(self, fn, *, arch=None, auto_mutex=True, name=None, pipeline=None, sanitizer=False,
                  tiling_key=None, datatype=None, compile_timeout=None):
@@ -169,7 +222,9 @@ class JitFunction(_C.KernelBase):
         params = []
         for p in self.spec.params:
             d = {"name": p.name, "kind": p.kind}
-            if p.kind == "tensor":
+            if p.kind == "planned":  # never launched (_PlannedParamKernel): a placeholder slot
+                d.update(kind="scalar", dtype="int64")
+            elif p.kind == "tensor":
                 d.update(dtype=p.dtype.name, dims=[n if kind == "fixed" else _DIM_CODES[kind] for kind, n in p.dims])
                 if p.name in dt_entry:
                     d["dt_entry"] = dt_entry[p.name]
@@ -215,6 +270,15 @@ class JitFunction(_C.KernelBase):
         """The compiled instances of this kernel, in compile order (pypto_pro._C.Instance)."""
         return self._instances()
 
+    def dumps(self) -> list:
+        """What pl.dump_data saved in this process, over every instance of this kernel, oldest first
+        (pypto_pro.debug.Dump: the window as numpy in `data`, with its block, core, line, name, ...).
+        Synchronise first: launches run asynchronously."""
+        from pypto_pro.debug import load_dumps
+
+        found = [d for inst in self._instances() for d in load_dumps(inst.dir)]
+        return sorted(found, key=lambda d: d.seq)
+
     def signatures(self) -> list:
         """What each instance (same order as instances()) was specialised on: {dir, static_dims,
         tiling_key, datatype}."""
@@ -237,6 +301,54 @@ class JitFunction(_C.KernelBase):
         return f"<pl.jit kernel '{self.kernel_name}' arch={self.arch or 'auto'}>"
 
 
+def _has_planned_params(fn) -> bool:
+    try:
+        hints = _annotations(fn)
+    except Exception:  # reported by KernelSpec.from_function
+        return False
+    return any(_planned_annotation(ann) is not None for ann in hints.values())
+
+
+class _PlannedParamKernel(JitFunction):
+    """A kernel with a parameter annotation that is not built yet (pl.Ptr, ...): it imports, and every
+    launch raises UnsupportedFeatureError at the annotation."""
+
+    def _refusal(self):
+        p = next(p for p in self.spec.params if p.kind == "planned")
+        return _planned_param_error(self.fn, self.kernel_name, p.name, *p.planned)
+
+    def __call__(self, *args, **kwargs):
+        raise self._refusal()
+
+    def __getitem__(self, launch):
+        raise self._refusal()
+
+    def _parse(self, binding):
+        raise self._refusal()
+
+
+KernelDef = JitFunction  # the public language's name for a kernel captured for deferred compilation
+
+
+def kernel(func=None, meta_data=None, *, name=None, func_type=None, strict_ssa=False, auto_mutex=True,
+           pipeline=None):
+    """@pl.kernel / @pl.kernel(name=, auto_mutex=, ...): the public language's decorator that captures a
+    kernel for deferred compilation (a KernelDef). Here that is the @pl.jit kernel object: the same
+    kernel, compiled on its first launch. meta_data=, a func_type other than pl.FunctionType.Opaque and
+    strict_ssa=True are not implemented yet (NotImplementedError)."""
+    if meta_data is not None:
+        raise NotImplementedError("pl.kernel(meta_data=...) is not implemented yet")
+    if func_type is not None and func_type is not FunctionType.Opaque:
+        raise NotImplementedError(f"pl.kernel(func_type={func_type!r}) is not implemented yet; kernels are "
+                                  f"pl.FunctionType.Opaque")
+    if not isinstance(strict_ssa, bool):
+        raise TypeError(f"pl.kernel: strict_ssa must be a bool, got {strict_ssa!r}")
+    if strict_ssa:
+        raise NotImplementedError("pl.kernel(strict_ssa=True) (single assignment per variable) is not "
+                                  "implemented yet")
+    return jit(func, name=name, auto_mutex=auto_mutex, pipeline=pipeline)
+
+
 def jit(fn=None, *, arch=None, auto_mutex=True, name=None, pipeline=None, sanitizer=False, tiling_key=None,
         datatype=None, compile_timeout=None):
     """Declares a kernel, compiled on its first launch: `@pl.jit` or `@pl.jit(arch="a5", ...)`."""
@@ -247,4 +359,4 @@ def jit(fn=None, *, arch=None, auto_mutex=True, name=None, pipeline=None, saniti
     return JitFunction(fn, **options)
 
 
-__all__ = ["jit", "JitFunction", "TilingKeyField"]
+__all__ = ["jit", "JitFunction", "KernelDef", "TilingKeyField", "kernel"]

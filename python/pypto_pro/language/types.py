@@ -6,6 +6,7 @@ import enum
 from typing import Sequence
 
 from pypto_pro import _C
+from pypto_pro.language.planned import mark, planned_enum
 
 
 class DataType:
@@ -49,9 +50,11 @@ DYNAMIC = _ShapePolicy("DYNAMIC")
 STATIC = _ShapePolicy("STATIC")
 
 
-def _hw_enum(name: str, table: str, doc: str, repr_prefix: str | None = None):
-    """An enum whose members are the hardware's names for `table`, each valued by its name."""
-    cls = enum.Enum(name, [(n, n) for n in _HW[table]], module=__name__, qualname=name)
+def _hw_enum(name: str, table: str, doc: str, repr_prefix: str | None = None, planned_table: str | None = None):
+    """An enum whose members are the hardware's names for `table`, each valued by its name, followed by
+    the public language's names this version does not model yet (`planned_table`)."""
+    names = list(_HW[table]) + (list(_HW[planned_table]) if planned_table else [])
+    cls = enum.Enum(name, [(n, n) for n in names], module=__name__, qualname=name)
     cls.__doc__ = doc
     if repr_prefix is not None:
         cls.__repr__ = lambda self: f"{repr_prefix}{self.name}"
@@ -59,10 +62,17 @@ def _hw_enum(name: str, table: str, doc: str, repr_prefix: str | None = None):
 
 
 MemorySpace = _hw_enum("MemorySpace", "memories", "Where a tile lives: DDR (GM) or a local memory of a core.",
-                       "pl.MemorySpace.")
-TensorLayout = _hw_enum("TensorLayout", "layouts", "How a tile's elements are laid out (ND row-major, DN, NZ, ZN).",
-                        "pl.")
+                       "pl.MemorySpace.", planned_table="planned_memories")
+TensorLayout = _hw_enum("TensorLayout", "layouts", "How a tile's elements are laid out (ND row-major, DN, NZ, ZN; "
+                        "NN and ZZ planned).", "pl.", planned_table="planned_layouts")
 ND, DN, NZ, ZN = TensorLayout.ND, TensorLayout.DN, TensorLayout.NZ, TensorLayout.ZN
+NN, ZZ = TensorLayout.NN, TensorLayout.ZZ
+# Members the public language names that tiles cannot use yet: a tile type naming one is refused where a
+# kernel places the tile (pl.make_tile / make_tile_group), with what the member is for.
+PLANNED_MEMORIES = {MemorySpace[n]: "the scale buffers of the MX matmul (pl.matmul_mx)"
+                    for n in _HW["planned_memories"]}
+PLANNED_LAYOUTS = {TensorLayout[n]: "the fractal layouts of MX scale tiles (and of L0A on A3)"
+                   for n in _HW["planned_layouts"]}
 PipeType = _hw_enum("PipeType", "pipes", "The pipes (instruction queues) of a core.")
 RoundMode = _hw_enum("RoundMode", "round_modes", "Rounding modes of pl.cast(mode=).")
 CrossCoreSyncMode = _hw_enum("CrossCoreSyncMode", "cross_core_sync_modes",
@@ -123,7 +133,9 @@ class ReluPreMode(enum.Enum):
 
 
 class AccPhase(enum.Enum):
-    """matmul / matmul_acc phase=: the unit_flag handshake between the cube and the fixpipe."""
+    """matmul / matmul_acc phase=: the unit_flag handshake between the cube and the fixpipe
+    (Unspecified: no handshake, as phase=None)."""
+    Unspecified = "Unspecified"
     Partial = "Partial"
     Final = "Final"
 
@@ -135,10 +147,21 @@ class STPhase(enum.Enum):
     Final = "Final"
 
 
+# Planned enums: the options of planned names only (docs/language.md#planned).
+QuantMode = planned_enum("QuantMode", ["SYM", "ASYM"], "Symmetric or asymmetric quantisation (pl.quant(mode=)).",
+                         use="the mode of pl.quant")
+SaturationFlagMode = planned_enum("SaturationFlagMode", ["FLOAT", "FLOAT8", "INT", "CAST"],
+                                  "Which arithmetic pl.set_saturation_flag sets the saturation of.",
+                                  use="the mode of pl.set_saturation_flag")
+FunctionType = planned_enum("FunctionType", ["Opaque", "Orchestration", "InCore"],
+                            "The kind of a standalone IR function (pl.function(type=)).",
+                            use="the kind of a @pl.function (standalone IR functions)")
+
+
 # Default layout per memory when TileType(layout=None) (the a5 column of the public TileType table).
 _DEFAULT_LAYOUT = {
     MemorySpace.Vec: ND, MemorySpace.Mat: NZ, MemorySpace.Left: NZ, MemorySpace.Right: ZN, MemorySpace.Acc: NZ,
-    MemorySpace.Bias: ND, MemorySpace.Scaling: ND,
+    MemorySpace.Bias: ND, MemorySpace.Scaling: ND, MemorySpace.ScaleLeft: ZZ, MemorySpace.ScaleRight: NN,
 }
 
 
@@ -146,13 +169,61 @@ def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+class MemRef:
+    """pl.MemRef(memory_space, addr, size, id=0): an explicit memory allocation, the optional last element
+    of a pl.Tile / pl.Tensor annotation in the public language. Planned: this version places tiles with
+    pl.make_tile(addr=) and tensors are the launch's arguments."""
+
+    def __init__(self, memory_space, addr, size, id=0):  # noqa: A002 (the public keyword)
+        if not isinstance(memory_space, MemorySpace):
+            raise TypeError(f"pl.MemRef memory_space must be a pl.MemorySpace member, got {memory_space!r}")
+        self.memory_space = memory_space
+        self.addr = addr
+        self.size = size
+        self.id = id
+
+    def __repr__(self):
+        return f"pl.MemRef({self.memory_space!r}, addr={self.addr!r}, size={self.size!r})"
+
+
+mark(MemRef, "pl.MemRef", "explicit memory references in tile and tensor annotations")
+
+
+class DirectionMarker:
+    """pl.Input / pl.Output: the direction of a GM tensor parameter, an extra element of its
+    annotation (pl.Tensor[[dims], dtype, pl.Input]). Planned."""
+
+    def __init__(self, name: str):
+        self.name = name
+        mark(self, f"pl.{name}", f"marking a pl.Tensor parameter as the kernel's {name.lower()}")
+
+    def __repr__(self):
+        return f"pl.{self.name}"
+
+
+Input = DirectionMarker("Input")
+Output = DirectionMarker("Output")
+
+
 class TensorAnnotation:
     """What `pl.Tensor[[dims], dtype]` evaluates to: checked when the kernel object is built."""
 
-    def __init__(self, dims, dtype, layout=None):
+    def __init__(self, dims, dtype, layout=None, memref=None, direction=None):
         self.dims = dims
         self.dtype = dtype
         self.layout = layout
+        self.memref = memref
+        self.direction = direction
+
+    def planned(self):
+        """(name, what it will do) of a planned part of the annotation (a direction marker, a memref), or
+        None."""
+        if self.direction is not None:
+            return (f"{self.direction!r} in a pl.Tensor annotation",
+                    f"marking a pl.Tensor parameter as the kernel's {self.direction.name.lower()}")
+        if self.memref is not None:
+            return "a pl.MemRef in a pl.Tensor annotation", "explicit memory references in tensor annotations"
+        return None
 
     def resolve(self, param: str, allow_dtype_var: str | None = None) -> list:
         """The dims as ('fixed', n) / ('static', -1) / ('dynamic', -1) / ('rest', -1); TypeError names
@@ -198,13 +269,96 @@ class Tensor:
     """GM tensor annotation: `x: pl.Tensor[[pl.DYNAMIC, 128], pl.DT_FP16]`."""
 
     def __class_getitem__(cls, item):
-        if not isinstance(item, tuple) or len(item) not in (2, 3):
-            raise TypeError("pl.Tensor takes [dims, dtype] or [dims, dtype, layout], e.g. "
-                            "pl.Tensor[[pl.DYNAMIC, 128], pl.DT_FP16]")
-        return TensorAnnotation(*item)
+        usage = ("pl.Tensor takes [dims, dtype], [dims, dtype, layout], [dims, dtype, layout, memref] (planned) "
+                 "or one of those with a direction marker pl.Input / pl.Output (planned), e.g. "
+                 "pl.Tensor[[pl.DYNAMIC, 128], pl.DT_FP16]")
+        if not isinstance(item, tuple) or not 2 <= len(item) <= 5:
+            raise TypeError(usage)
+        rest = list(item[2:])
+        directions = [e for e in rest if isinstance(e, DirectionMarker)]
+        rest = [e for e in rest if not isinstance(e, DirectionMarker)]
+        if len(directions) > 1 or len(rest) > 2:
+            raise TypeError(usage)
+        layout = memref = None
+        if len(rest) == 2:
+            layout, memref = rest
+        elif rest:
+            if isinstance(rest[0], MemRef):
+                memref = rest[0]
+            else:
+                layout = rest[0]
+        if memref is not None and not isinstance(memref, MemRef):
+            raise TypeError(f"the memref of a pl.Tensor annotation must be a pl.MemRef, got {memref!r}")
+        return TensorAnnotation(item[0], item[1], layout, memref, directions[0] if directions else None)
 
     def __init__(self, *args, **kwargs):
         raise TypeError("pl.Tensor is a type annotation for kernel parameters: pl.Tensor[[dims], dtype]")
+
+
+class Tile:
+    """Annotation of a tile: `t: pl.Tile[[64, 128], pl.DT_FP16] = pl.make_tile(tt, addr=0)` in a kernel
+    (checked against the tile's shape and dtype) or on a helper's parameter (documentation only). A third
+    element pl.MemRef(...) is planned. Tiles themselves come from pl.make_tile / make_tile_group."""
+
+    __slots__ = ("shape", "dtype", "memref")
+
+    def __init__(self, shape, dtype, memref=None):
+        if not isinstance(shape, (list, tuple)) or not all(_is_int(d) and d > 0 for d in shape):
+            raise TypeError(f"pl.Tile shape must be a list of positive ints, got {shape!r}")
+        if not isinstance(dtype, DataType):
+            raise TypeError(f"pl.Tile dtype must be a pl.DT_* value, got {dtype!r}")
+        if memref is not None and not isinstance(memref, MemRef):
+            raise TypeError(f"the third element of pl.Tile must be a pl.MemRef, got {memref!r}")
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.memref = memref
+
+    def __class_getitem__(cls, item):
+        if not isinstance(item, tuple) or len(item) not in (2, 3):
+            raise TypeError("pl.Tile takes [shape, dtype] or [shape, dtype, memref], e.g. pl.Tile[[64, 128], pl.DT_FP16]")
+        return cls(*item)
+
+    def __repr__(self):
+        return f"pl.Tile[{list(self.shape)!r}, {self.dtype!r}{'' if self.memref is None else ', ' + repr(self.memref)}]"
+
+
+class Ptr:
+    """Annotation of a raw GM pointer: `workspace: pl.Ptr[pl.DT_FP16]`. Planned: a kernel with a pl.Ptr
+    parameter imports, and its first launch raises UnsupportedFeatureError at the annotation."""
+
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype):
+        if not isinstance(dtype, DataType):
+            raise TypeError(f"pl.Ptr takes a pl.DT_* element type, got {dtype!r}")
+        self.dtype = dtype
+
+    def __class_getitem__(cls, dtype):
+        return cls(dtype)
+
+    def __repr__(self):
+        return f"pl.Ptr[{self.dtype!r}]"
+
+
+mark(Ptr, "pl.Ptr", "raw GM pointers: pl.Ptr parameters, pl.make_ptr, pl.addptr, pl.make_tensor over a pointer")
+
+
+class Scalar:
+    """Annotation of a scalar: `n: pl.Scalar[pl.DT_INT32]`, the same as `n: pl.DT_INT32` (on kernel
+    parameters and annotated assignments)."""
+
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype):
+        if not isinstance(dtype, DataType):
+            raise TypeError(f"pl.Scalar takes a pl.DT_* dtype, got {dtype!r}")
+        self.dtype = dtype
+
+    def __class_getitem__(cls, dtype):
+        return cls(dtype)
+
+    def __repr__(self):
+        return f"pl.Scalar[{self.dtype!r}]"
 
 
 class TileType:
@@ -242,7 +396,8 @@ class TileType:
         if layout is None:
             layout = _DEFAULT_LAYOUT[target_memory]
         if not isinstance(layout, TensorLayout):
-            raise TypeError(f"TileType layout must be pl.ND, pl.DN, pl.NZ or pl.ZN, got {layout!r}")
+            raise TypeError(f"TileType layout must be pl.ND, pl.DN, pl.NZ, pl.ZN (or the planned pl.NN, pl.ZZ), "
+                            f"got {layout!r}")
         if pad is not None and not (_is_int(pad) and 0 <= pad <= 3):
             raise ValueError(f"TileType pad must be a pl.TilePad member or an int in 0..3, got {pad!r}")
         if compact is not None and compact not in (0, 1, 2):
@@ -251,7 +406,8 @@ class TileType:
             raise NotImplementedError("TileType(compact=2) (RowPlusOne: an extra physical row per fractal) is not "
                                       "implemented yet; compact=None, 0 and 1 are (see docs/device.md#cube-layouts)")
         standard = 1024 if target_memory is MemorySpace.Acc and dtype.bits == 32 else 512
-        if fractal is not None and fractal != standard:
+        planned = target_memory in PLANNED_MEMORIES or layout in PLANNED_LAYOUTS  # refused where placed
+        if fractal is not None and fractal != standard and not planned:
             raise NotImplementedError(f"TileType(fractal={fractal!r}) is not implemented: a {dtype!r} "
                                       f"{target_memory.name} tile has the hardware's standard {standard}-byte "
                                       f"fractal, the one the simulator models (pass fractal={standard} or omit it)")
@@ -263,6 +419,16 @@ class TileType:
         self.fractal = fractal
         self.pad = pad
         self.compact = compact
+
+    def planned(self):
+        """(name, what it will do) when the type names a memory or layout tiles cannot use yet, else None.
+        Such a type can be built (so modules that declare one import); pl.make_tile and make_tile_group
+        refuse it."""
+        if self.target_memory in PLANNED_MEMORIES:
+            return f"a tile in {self.target_memory!r}", PLANNED_MEMORIES[self.target_memory]
+        if self.layout in PLANNED_LAYOUTS:
+            return f"a tile of layout {self.layout!r}", PLANNED_LAYOUTS[self.layout]
+        return None
 
     @property
     def nbytes(self) -> int:

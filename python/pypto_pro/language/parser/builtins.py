@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 
 from pypto_pro import _C, errors
+from pypto_pro.language.planned import planned_message
 from pypto_pro.language.parser.values import GroupHandle, PendingTile, Scalar, TensorHandle, TileHandle
 from pypto_pro.language.types import DataType, TileType
 
@@ -29,6 +30,51 @@ def getval(ctx, node, target_hint):
                          f"pl.getval reads a tile or a GM tensor, got {ctx.describe(container)}")
     offset = ctx.to_index(ctx.eval(bound["offset"]), bound["offset"], "pl.getval offset")
     return Scalar(ir.element(container.var, offset, *ctx.span(node)))
+
+
+def dump_data(ctx, node, _):
+    """pl.dump_data(data, offsets=None, shapes=None, *, workspace=None, loc=False, flag=None): a window
+    of a GM tensor or tile, printed and saved as .npy. offsets and shapes come together (one entry per
+    dim of data) or not at all (the whole tensor, the tile's valid window); a shapes entry of -1 runs
+    to the end. An Acc tile needs a GM workspace of its dtype."""
+    if len(node.args) > 3:
+        raise ctx.error(errors.ParserTypeError, node, "pl.dump_data() takes at most 3 positional arguments "
+                                                      "(data, offsets, shapes); workspace, loc and flag are keywords")
+    bound = ctx.bind_args(node, ["data", "offsets", "shapes", "workspace", "loc", "flag"], ["data"])
+    data = ctx.eval(bound["data"])
+    if isinstance(data, PendingTile):
+        data = ctx.bind_tile(None, data, node)
+    if not isinstance(data, (TensorHandle, TileHandle)):
+        raise ctx.error(errors.ParserTypeError, bound["data"],
+                         f"pl.dump_data dumps a GM tensor or a tile, got {ctx.describe(data)}")
+    rank = len(data.dims) if isinstance(data, TensorHandle) else len(data.tile_type.shape)
+    window = {}
+    for key in ("offsets", "shapes"):
+        value = ctx.eval(bound[key]) if key in bound else None
+        if value is not None and (not isinstance(value, (list, tuple)) or len(value) != rank):
+            raise ctx.error(errors.ParserTypeError, bound[key],
+                             f"pl.dump_data {key} needs one entry per dim of '{data.var.name}' ({rank})")
+        window[key] = value
+    if (window["offsets"] is None) != (window["shapes"] is None):
+        raise ctx.error(errors.ParserTypeError, node, "pl.dump_data takes offsets and shapes together, or neither")
+    offsets = list(window["offsets"] or [0] * rank)
+    shapes = list(window["shapes"] or [-1] * rank)
+    if isinstance(data, TileHandle) and rank == 1:  # a 1-D tile is one row
+        offsets, shapes = [0] + offsets, [1] + shapes
+    loc = ctx.eval(bound["loc"]) if "loc" in bound else False
+    if not isinstance(loc, bool):
+        raise ctx.error(errors.ParserTypeError, bound["loc"], "pl.dump_data(loc=...) must be True or False")
+    flag = ctx.eval(bound["flag"]) if "flag" in bound else None
+    if flag is not None and not isinstance(flag, str):
+        raise ctx.error(errors.ParserTypeError, bound["flag"], "pl.dump_data(flag=...) must be a compile-time str")
+    kwargs = {"loc": loc, "flag": flag or "", "name": data.var.name}
+    if "workspace" in bound and ctx.eval(bound["workspace"]) is not None:
+        kwargs["workspace"] = ctx.op_operand(ctx.eval(bound["workspace"]), bound["workspace"], "pl.dump_data workspace")
+    line, col = ctx.span(node)
+    operands = [ir.var_ref(data.var, line, col),
+                ctx.op_operand(offsets, node, "pl.dump_data offsets"), ctx.op_operand(shapes, node, "pl.dump_data shapes")]
+    ctx.emit(ir.op("dump_data", operands, kwargs, line, col))
+    return None
 
 
 def per_slot_op(ctx, func, node):
@@ -151,12 +197,32 @@ def _const_int(ctx, node, what, value, minimum=0):
     return value
 
 
+def _refuse_planned_tile_type(ctx, node, tile_type):
+    """A tile type naming a memory or layout the public language has and this version does not model
+    (pl.MemorySpace.ScaleLeft, pl.NN, ...) can be built, not placed."""
+    planned = tile_type.planned()
+    if planned is not None:
+        raise ctx.error(errors.UnsupportedFeatureError, node, planned_message(*planned))
+
+
+def fillpad_mode(mode):
+    """pl.fillpad_expand / pl.fillpad_inplace(out, src): pl.fillpad(out, src, mode=<mode>)."""
+    def build(ctx, node, _):
+        name = ast.unparse(node.func)
+        for k in node.keywords:
+            raise ctx.error(errors.ParserTypeError, k.value if k.arg else node,
+                             f"{name}(out, src) takes no keyword arguments; its mode is {mode}")
+        return ctx.call_op("fillpad", node, extra_kwargs={"mode": mode})
+    return build
+
+
 def make_tile(ctx, node, target_hint):
     bound = ctx.bind_args(node, ["tile_type", "addr", "size"], ["tile_type"])
     tile_type = ctx.eval(bound["tile_type"])
     if not isinstance(tile_type, TileType):
         raise ctx.error(errors.ParserTypeError, bound["tile_type"],
                          f"pl.make_tile needs a pl.TileType, got {ctx.describe(tile_type)}")
+    _refuse_planned_tile_type(ctx, bound["tile_type"], tile_type)
     if "addr" not in bound:
         raise ctx.error(errors.ParserTypeError, node, "pl.make_tile needs addr=: tiles are placed by hand "
                                                        "at a byte address of their memory")
@@ -183,6 +249,7 @@ def make_tile_group(ctx, node, target_hint):
     if not isinstance(tile_type, TileType):
         raise ctx.error(errors.ParserTypeError, bound["type"],
                          f"pl.make_tile_group type= must be a pl.TileType, got {ctx.describe(tile_type)}")
+    _refuse_planned_tile_type(ctx, bound["type"], tile_type)
     for key in ("fwd_ids", "bwd_ids"):
         if key in bound and ctx.eval(bound[key]) is not None:
             raise ctx.error(errors.UnsupportedFeatureError, bound[key],
@@ -263,6 +330,11 @@ BUILTINS = {
     "const": const,
     "make_tile": make_tile,
     "make_tile_group": make_tile_group,
+    "fillpad_expand": fillpad_mode("EXPAND"),
+    "fillpad_inplace": fillpad_mode("INPLACE"),
 }
+# Registry ops whose arguments the front end completes before the registry binds them.
+OP_FRONT_ENDS = {"dump_data": dump_data}
+
 BUILTINS.update({name: _block_builtin(name)
                  for name in ("get_block_idx", "get_block_num", "get_subblock_idx", "get_subblock_num")})

@@ -24,7 +24,9 @@ from pypto_pro.language.parser import builtins as builtins_
 from pypto_pro.language.parser.values import (MISSING, ArrayField, GroupHandle, GroupMethod, Local, PendingTile,
                                               Poisoned, Scalar, ShapeProxy, TensorHandle, TileHandle, TilingHandle,
                                               ValidShapeProxy)
-from pypto_pro.language.types import DataType, TileType
+from pypto_pro.language.planned import planned_info, planned_message
+from pypto_pro.language.types import DataType, TensorAnnotation, Tile, TileType
+from pypto_pro.language.types import Scalar as ScalarAnnotation
 
 ir = _C.ir
 
@@ -208,6 +210,9 @@ class KernelParser:
         for p in self.spec.params:
             node = args.get(p.name, self.fdef)
             line, col = self.span(node)
+            if p.kind == "planned":  # pl.Ptr, pl.Tile, pl.Tensor[..., pl.Input] ...: not built yet
+                raise self.error(errors.UnsupportedFeatureError, getattr(node, "annotation", None) or node,
+                                 f"parameter '{p.name}': {planned_message(*p.planned)}")
             if p.kind == "tensor":
                 statics = iter(self.shapes.get(p.name, ()))
                 dims, values = [], []
@@ -281,14 +286,51 @@ class KernelParser:
         if not isinstance(node.target, ast.Name) or node.value is None:
             raise self.error(errors.UnsupportedFeatureError, node, "annotated assignments need a name and a value")
         dtype = self.eval(node.annotation)
+        if isinstance(dtype, ScalarAnnotation):  # pl.Scalar[dtype] is the dtype
+            dtype = dtype.dtype
+        if isinstance(dtype, (Tile, TensorAnnotation)):
+            return self.annotated_handle(node, dtype)
         if not isinstance(dtype, DataType):
             raise self.error(errors.ParserTypeError, node.annotation,
-                             f"a variable annotation must be a scalar dtype like pl.DT_INT32, got {dtype!r}")
+                             f"a variable annotation must be a scalar dtype like pl.DT_INT32, pl.Scalar[dtype], "
+                             f"pl.Tile[shape, dtype] or pl.Tensor[dims, dtype], got {dtype!r}")
         value = self.eval(node.value)
         expr = ir.cast(self.to_expr(value, node.value), dtype.name, *self.span(node))
         var = self.scalar_var(node.target.id, dtype.name, node)
         self.emit(ir.assign(var, expr, *self.span(node)))
         self.env[node.target.id] = Local(var)
+
+    def annotated_handle(self, node, ann):
+        """`t: pl.Tile[[r, c], dtype] = <a tile>` and `x: pl.Tensor[[dims], dtype] = <a GM tensor>`: the
+        value must have the annotated shape and dtype; then it is a plain assignment."""
+        if isinstance(ann, Tile) and ann.memref is not None:
+            raise self.error(errors.UnsupportedFeatureError, node.annotation,
+                             planned_message("a pl.MemRef in a pl.Tile annotation",
+                                             "explicit memory references in tile annotations"))
+        if isinstance(ann, TensorAnnotation) and ann.planned() is not None:
+            raise self.error(errors.UnsupportedFeatureError, node.annotation, planned_message(*ann.planned()))
+        value = self.eval(node.value, target_hint=node.target.id)
+        if isinstance(ann, Tile):
+            tile_type = value.group.tile_type if isinstance(value, PendingTile) else \
+                value.tile_type if isinstance(value, TileHandle) else None
+            if tile_type is None:
+                raise self.error(errors.ParserTypeError, node.value,
+                                 f"{ann!r} annotates a tile, got {self.describe(value)}")
+            if tuple(tile_type.shape) != ann.shape or tile_type.dtype is not ann.dtype:
+                raise self.error(errors.ParserTypeError, node.annotation,
+                                 f"the annotation {ann!r} does not match the tile's shape {list(tile_type.shape)} "
+                                 f"and dtype {tile_type.dtype!r}")
+        else:
+            if not isinstance(value, TensorHandle):
+                raise self.error(errors.ParserTypeError, node.value,
+                                 f"a pl.Tensor annotation annotates a GM tensor, got {self.describe(value)}")
+            param = self.spec_param(value.name)
+            dtype = self.dtypes.get(value.name, param.dtype if param else None)
+            if ann.dtype is not dtype or len(ann.dims) != len(value.dims):
+                raise self.error(errors.ParserTypeError, node.annotation,
+                                 f"the annotation {ann!r} does not match GM tensor '{value.name}' "
+                                 f"({len(value.dims)} dims of {dtype!r})")
+        self.assign(node.target, value, node)
 
     def stmt_Return(self, node):
         if self.inline is not None:
@@ -601,11 +643,11 @@ class KernelParser:
         if value is MISSING:
             if name in self.closure:
                 cell = self.closure[name]
-                value = cell.cell_contents
+                value = self.refuse_planned(cell.cell_contents, node)
                 self.captures[(id(cell), name)] = (cell, name, value)
                 return value
             if name in self.globals:
-                value = self.globals[name]
+                value = self.refuse_planned(self.globals[name], node)
                 self.captures[(id(self.globals), name)] = (self.globals, name, value)
                 return value
             if hasattr(builtins, name):
@@ -684,10 +726,19 @@ class KernelParser:
         if isinstance(base, (Scalar, ShapeProxy, PendingTile)):
             raise self.error(errors.ParserTypeError, node, f"{self.describe(base)} has no attribute '{attr}'")
         try:
-            return getattr(base, attr)
+            value = getattr(base, attr)
         except AttributeError:
             raise self.error(errors.UndefinedVariableError, node,
                              f"{self.describe(base)} has no attribute '{attr}'") from None
+        return self.refuse_planned(value, node)
+
+    def refuse_planned(self, value, node):
+        """`value`, unless it is part of the public language that is not built yet (pl.Vf.*, pl.simt.*,
+        pl.Ptr, a planned enum, a @pl.vector_function helper, ...): then UnsupportedFeatureError here."""
+        info = planned_info(value)
+        if info is not None:
+            raise self.error(errors.UnsupportedFeatureError, node, planned_message(*info))
+        return value
 
     def spec_param(self, name):
         for p in self.spec.params:
@@ -888,7 +939,7 @@ class KernelParser:
 
     # ---- calls ----
     def expr_Call(self, node, target_hint=None):
-        func = self.eval(node.func)
+        func = self.refuse_planned(self.eval(node.func), node.func)
         if isinstance(func, Builtin):
             return self.call_builtin(func, node, target_hint)
         if isinstance(func, GroupMethod):
@@ -978,6 +1029,9 @@ class KernelParser:
     def call_builtin(self, func, node, target_hint):
         if func.kind == "planned":  # the registry says what it will do
             self.emit(ir.op(func.name, [], {}, *self.span(node)))
+        front = builtins_.OP_FRONT_ENDS.get(func.name) if func.kind == "op" else None
+        if front is not None:  # an op whose arguments the front end completes first
+            return front(self, node, target_hint)
         if func.kind == "op":
             form = func.info["call_form"]
             if form != "operands":
@@ -1011,13 +1065,14 @@ class KernelParser:
                 raise self.error(errors.ParserTypeError, node, f"{fname}() is missing its '{r}' argument")
         return bound
 
-    def call_op(self, name, node):
+    def call_op(self, name, node, extra_kwargs=None):
         """pl.<op>(...): operands become IR expressions, keyword options compile-time values; the C++
-        registry binds them (scalar forms, dispatch keywords like dim=, defaults) and checks them."""
+        registry binds them (scalar forms, dispatch keywords like dim=, defaults) and checks them.
+        `extra_kwargs`: options an alias fixes (pl.fillpad_expand is fillpad with mode EXPAND)."""
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             raise self.error(errors.UnsupportedFeatureError, node, "*args / **kwargs calls are not supported")
         args = [self.op_operand(self.eval(a), a, f"pl.{name} argument {i + 1}") for i, a in enumerate(node.args)]
-        kwargs = {}
+        kwargs = dict(extra_kwargs or {})
         for k in node.keywords:
             kwargs[k.arg] = self.op_keyword(self.eval(k.value), k.value, f"pl.{name} keyword '{k.arg}'")
         self.emit(ir.op(name, args, kwargs, *self.span(node)))

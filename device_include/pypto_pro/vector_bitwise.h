@@ -1,0 +1,149 @@
+// Bitwise ops and shifts on integer Vec tiles (pl.and_, or_, xor, not_, shl, shr). Each works on
+// the destination's valid window, 64 bytes of elements at a time.
+//
+// Shift amounts: the public pages ask for 0 <= amount < the element's bit width. An amount outside
+// that (the ISA documents no result for it, and C++ shifts by it are undefined) is a KernelFault
+// naming the element, checked over the whole window before anything is written. Left shifts drop
+// the bits shifted out (signed elements wrap); right shifts are arithmetic on signed elements and
+// logical on unsigned ones (public shr page).
+#pragma once
+
+#include "pypto_pro/vector_ops.h"
+
+namespace pto {
+
+namespace detail {
+
+struct AndF { template <typename V> V operator()(V a, V b) const { return a & b; } };
+struct OrF { template <typename V> V operator()(V a, V b) const { return a | b; } };
+struct XorF { template <typename V> V operator()(V a, V b) const { return a ^ b; } };
+struct NotF { template <typename V> V operator()(V a) const { return ~a; } };
+
+template <typename TD, typename F, typename... TS>
+inline void MapIntWindow(TD& dst, F f, const TS&... srcs) {
+  ForWindow(dst, [&](int64_t off, int64_t n) { MapInt(dst.data + off, n, f, srcs.data + off...); });
+}
+
+// A scalar operand as every lane of x's type (a 64-byte vector or one element).
+template <typename T, typename V>
+inline V SplatLike(T v) {
+  return V(V{} + v);
+}
+
+template <typename F, typename TD, typename TA, typename S>
+inline void BitwiseScalar(TD& dst, const TA& lhs, S s) {
+  using T = typename TD::Elem;
+  const T v = T(s);  // the scalar's bits at the element's width (the compiler refuses constants that do not fit)
+  MapIntWindow(dst, [v](auto x) { return F{}(x, SplatLike<T, decltype(x)>(v)); }, lhs);
+}
+
+template <typename T>
+constexpr int kBitsOf = int(8 * sizeof(T));
+
+// Every amount of `rhs` in dst's window lies in [0, bits), or the op faults at the first that does not.
+template <typename TD, typename TB>
+inline void CheckShiftAmounts(CoreCtx& ctx, int line, const char* op, TD& dst, const TB& rhs) {
+  using T = typename TB::Elem;
+  using U = typename UnsignedOf<T>::type;
+  using UV = typename Lanes64<U>::type;
+  constexpr int64_t kLanes = int64_t(64 / sizeof(T));
+  constexpr U kBits = U(kBitsOf<T>);
+  ForWindow(dst, [&](int64_t off, int64_t n) {
+    const T* p = rhs.data + off;
+    bool bad = false;
+    int64_t i = 0;
+    if (n >= kLanes) {  // kBits is a power of two: an amount in range has no bit above kBits - 1
+      UV high{};         // (as unsigned, a negative amount has them too)
+      for (; i + kLanes <= n; i += kLanes) {
+        UV v;
+        __builtin_memcpy(&v, p + i, sizeof v);
+        high |= v & U(~(kBits - 1));
+      }
+      for (int64_t k = 0; k < kLanes; ++k) bad |= high[k] != 0;
+    }
+    for (; i < n; ++i) bad |= U(p[i]) >= kBits;
+    if (__builtin_expect(!bad, 1)) return;
+    for (i = 0; i < n; ++i) {
+      if (U(p[i]) < kBits) continue;
+      FaultText text;
+      text << "shift amount " << p[i] << " in 'rhs' is outside [0, " << kBitsOf<T>
+           << "): the amount must be at least 0 and less than the element's bit width";
+      ElementFaultAt(ctx, line, op, text.text, (off + i) / TB::kCols, (off + i) % TB::kCols, TB::kRows, TB::kCols);
+    }
+  });
+}
+
+// a << n and a >> n with n in [0, bits): on one element, or lane by lane on 64-byte vectors.
+template <typename T>
+struct ShlF {
+  template <typename V> V operator()(V a, V n) const {
+    if constexpr (__is_same(V, T)) {
+      using U = typename UnsignedOf<T>::type;
+      return T(uint64_t(U(a)) << unsigned(U(n)));
+    } else {
+      using UV = typename Lanes64<typename UnsignedOf<T>::type>::type;
+      return (V)((UV)a << (UV)n);
+    }
+  }
+};
+template <typename T>
+struct ShrF {
+  template <typename V> V operator()(V a, V n) const {
+    if constexpr (__is_same(V, T)) {
+      using U = typename UnsignedOf<T>::type;
+      return T(a >> unsigned(U(n)));  // C++20: arithmetic on signed values
+    } else {
+      return a >> n;  // GCC vectors: arithmetic on signed lanes, logical on unsigned ones
+    }
+  }
+};
+
+}  // namespace detail
+
+template <typename TD, typename TA, typename TB>
+inline void and_(CoreCtx&, int, TD& dst, const TA& lhs, const TB& rhs) {
+  detail::MapIntWindow(dst, detail::AndF{}, lhs, rhs);
+}
+template <typename TD, typename TA, typename TB>
+inline void or_(CoreCtx&, int, TD& dst, const TA& lhs, const TB& rhs) {
+  detail::MapIntWindow(dst, detail::OrF{}, lhs, rhs);
+}
+template <typename TD, typename TA, typename S>
+inline void ands(CoreCtx&, int, TD& dst, const TA& lhs, S s) {
+  detail::BitwiseScalar<detail::AndF>(dst, lhs, s);
+}
+template <typename TD, typename TA, typename S>
+inline void ors(CoreCtx&, int, TD& dst, const TA& lhs, S s) {
+  detail::BitwiseScalar<detail::OrF>(dst, lhs, s);
+}
+
+// xor(out, lhs, rhs, tmp): tmp is the hardware's scratch (public page: of out's shape and dtype, not
+// overlapping the other operands); the computation here does not need it and leaves it as it is.
+template <typename TD, typename TA, typename TB, typename TT>
+inline void xor_(CoreCtx& ctx, int line, TD& dst, const TA& lhs, const TB& rhs, TT& tmp) {
+  const int64_t rows = dst.valid_rows, cols = dst.valid_cols;
+  if (detail::WindowsOverlap(tmp, rows, cols, dst, rows, cols) ||
+      detail::WindowsOverlap(tmp, rows, cols, lhs, rows, cols) ||
+      detail::WindowsOverlap(tmp, rows, cols, rhs, rows, cols)) {
+    Fault(ctx, line, "xor", "'tmp' overlaps 'out', 'lhs' or 'rhs'; the scratch tile must lie apart from them");
+  }
+  detail::MapIntWindow(dst, detail::XorF{}, lhs, rhs);
+}
+
+template <typename TD, typename TS>
+inline void not_(CoreCtx&, int, TD& dst, const TS& src) {
+  detail::MapIntWindow(dst, detail::NotF{}, src);
+}
+
+template <typename TD, typename TA, typename TB>
+inline void shl(CoreCtx& ctx, int line, TD& dst, const TA& lhs, const TB& rhs) {
+  detail::CheckShiftAmounts(ctx, line, "shl", dst, rhs);
+  detail::MapIntWindow(dst, detail::ShlF<typename TD::Elem>{}, lhs, rhs);
+}
+template <typename TD, typename TA, typename TB>
+inline void shr(CoreCtx& ctx, int line, TD& dst, const TA& lhs, const TB& rhs) {
+  detail::CheckShiftAmounts(ctx, line, "shr", dst, rhs);
+  detail::MapIntWindow(dst, detail::ShrF<typename TD::Elem>{}, lhs, rhs);
+}
+
+}  // namespace pto
