@@ -7,9 +7,10 @@
 
 #include "pypto_pro/hw_tables.h"
 
-#define PTO_ABI_VERSION 9
+#define PTO_ABI_VERSION 11
 #define PTO_MEM_ONE_(name) +1
 #define PTO_MEM_COUNT (0 PTO_HW_MEMORIES(PTO_MEM_ONE_)) /* memories indexed as in hw_tables.h, DDR first */
+#define PTO_MEM_SSBUF PTO_MEM_COUNT /* sanitizer accesses of the block's SSBUF (shared like GM) */
 #define PTO_FAULT_MAX_RANK 8
 
 #ifdef __cplusplus
@@ -73,7 +74,15 @@ typedef struct PtoKernelDesc {
   uint32_t flags; /* PTO_KERNEL_FLAG_* */
   /* Where pl.dump_data writes its .npy files (the instance directory's dumps/); NULL: nowhere. */
   const char* dump_dir;
+  /* The source files line numbers refer to: [0] is source_file, then the modules of helpers the
+   * kernel inlined from other files. */
+  const char* const* source_files;
+  int32_t source_file_count;
 } PtoKernelDesc;
+
+/* A line number the kernel hands the runtime is `file << PTO_LINE_FILE_SHIFT | line`, `file`
+ * indexing PtoKernelDesc::source_files (0, the kernel's own file, for most lines). */
+#define PTO_LINE_FILE_SHIFT 20
 
 /* The kernel calls pl.system.sync_all or uses INTER_BLOCK cross-core flags: every block of a launch
  * must be resident at once. */
@@ -107,7 +116,7 @@ typedef struct PtoSanAccess {
   const uint8_t* origin; /* GM: the tensor's data, offsets in reports count from it (tiles: the arena) */
   const char* name;      /* the tensor parameter or tile variable */
   int32_t mode;          /* PTO_SAN_READ | PTO_SAN_WRITE */
-  int32_t memory;        /* indexed like PtoCoreCtx::mem: 0 (DDR) for GM */
+  int32_t memory;        /* indexed like PtoCoreCtx::mem: 0 (DDR) for GM; PTO_MEM_SSBUF for the block's SSBUF */
   int32_t in_bounds;     /* 0: the access leaves its tensor or tile, `fault` says how; nothing else is set */
   int32_t peer;          /* tiles: 0 for the issuing core's memory, else 1 + the PTO_PEER_* core whose memory
                           * `base` and `origin` point into (a move that crosses the cores of a mixed block) */
@@ -207,7 +216,26 @@ typedef struct PtoCoreCtx {
   /* The AIC's unit flag (matmul / store phase=): 1 once a Final matmul wrote L0C, 0 once a Final
    * store read it. 0 when a block starts. */
   int32_t unit_flag;
+  /* The core's special registers (pl.set_vec_mask, pl.set_ctrl_spr, pl.get_spr, ...), at their reset
+   * values when a block starts (PtoResetRegisters): the vector mask (vec_mask[0] its low 64 bits,
+   * vec_mask[1] the high ones; in counting mode vec_mask[0] is an element count), CTRL and AR. */
+  int32_t mask_count; /* 1: counting mode (pl.set_mask_count); 0: bit mode (pl.set_mask_norm) */
+  uint64_t vec_mask[2];
+  uint64_t ctrl;
+  int64_t ar;
+  /* The block's SuperScalar buffer (PTO_SSBUF_BYTES, shared by the cores of a mixed block, zero when
+   * the block starts): pl.ssbuf_store / ssbuf_load. */
+  uint8_t* ssbuf;
 } PtoCoreCtx;
+
+/* The special registers as a block starts: a bit-mode mask of all ones, CTRL at its hardware
+ * default, AR 0. */
+static inline void PtoResetRegisters(PtoCoreCtx* ctx) {
+  ctx->mask_count = 0;
+  ctx->vec_mask[0] = ctx->vec_mask[1] = ~(uint64_t)0;
+  ctx->ctrl = PTO_HW_CTRL_DEFAULT;
+  ctx->ar = 0;
+}
 
 #ifdef __cplusplus
 }

@@ -56,6 +56,11 @@ inline T* CheckedWindow(CoreCtx& ctx, int line, const char* op, const TileT& til
     }
     Fault(ctx, line, d);
   }
+  // Inside the shape, the window must also lie in the tensor's launch buffer (a view may describe
+  // more than its buffer holds).
+  int64_t extent[N];
+  for (int i = 0; i < N; ++i) extent[i] = WindowExtent<N>(axes, i, rows, cols);
+  CheckBuffer(ctx, line, op, gm, off.v, extent);
   return gm.data + linear;
 }
 

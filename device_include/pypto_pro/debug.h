@@ -105,6 +105,7 @@ inline void dump_data(CoreCtx& ctx, int line, bool loc, const char* flag, const 
   d.rank = N;
   d.flags = loc ? PTO_PRINT_LOC : 0;
   detail::DumpWindow(ctx, line, t.name, N, t.shape, off.v, shape.v);
+  detail::CheckBuffer(ctx, line, "dump_data", t, off.v, shape.v);  // a view may reach past its buffer
   int64_t first = 0;
   for (int i = 0; i < N; ++i) {
     d.offsets[i] = off.v[i];
@@ -151,6 +152,9 @@ inline void dump_data_ws(CoreCtx& ctx, int line, bool loc, const char* flag, con
   const int64_t dims[2] = {t.valid_rows, t.valid_cols};
   detail::DumpWindow(ctx, line, name, 2, dims, off.v, shape.v);
   const int64_t count = shape.v[0] * shape.v[1];
+  if (!workspace.contiguous) {
+    Fault(ctx, line, "dump_data", "the workspace of an Acc tile's dump must be a row-major (contiguous) GM tensor");
+  }
   if (count > detail::Elements(workspace)) {
     PtoFaultDetail d{};
     d.op = "dump_data";
@@ -161,6 +165,9 @@ inline void dump_data_ws(CoreCtx& ctx, int line, bool loc, const char* flag, con
     d.shape[0] = detail::Elements(workspace);
     Fault(ctx, line, d);
   }
+  int64_t first[N] = {}, run[N];  // `count` elements from the first: in the workspace's buffer too
+  for (int i = 0; i < N; ++i) run[i] = i == N - 1 ? count : 1;
+  detail::CheckBuffer(ctx, line, "dump_data", workspace, first, run);
   for (int64_t r = 0; r < shape.v[0]; ++r) {
     for (int64_t c = 0; c < shape.v[1]; ++c) {
       workspace.data[r * shape.v[1] + c] = t.data[(off.v[0] + r) * TileT::kCols + off.v[1] + c];
@@ -181,6 +188,23 @@ inline void dump_data_ws(CoreCtx& ctx, int line, bool loc, const char* flag, con
   d.stride[1] = 1;
   d.data = workspace.data;
   ctx.api->dump(&ctx, line, &d);
+}
+
+// A run-time index into a list or pl.struct_array of the kernel: lo <= index <= hi, or a fault.
+template <typename I>
+inline void CheckIndex(CoreCtx& ctx, int line, int64_t lo, int64_t hi, const char* what, I index) {
+  if (__builtin_expect(int64_t(index) >= lo && int64_t(index) <= hi, 1)) return;
+  FaultText text;
+  text << "index " << int64_t(index) << " is outside [" << lo << ", " << hi << "] of " << what;
+  Fault(ctx, line, "", text.text);
+}
+
+// A run-time event_id= / mutex_id= that is none of the op's legal ids (the end of the dispatch over them).
+template <typename I>
+[[noreturn]] inline void IndexFault(CoreCtx& ctx, int line, const char* what, const char* legal, I index) {
+  FaultText text;
+  text << what << "=" << int64_t(index) << " at run time is not one of the legal ids " << legal;
+  Fault(ctx, line, "", text.text);
 }
 
 // pl.trap(): the core stops; the launch ends with a fault at this line.

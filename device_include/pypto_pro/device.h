@@ -5,6 +5,7 @@
 #include "pypto_pro/abi.h"
 #include "pypto_pro/numeric.h"
 #include "pypto_pro/tile.h"
+#include "pypto_pro/gm_view.h"
 #include "pypto_pro/data_movement.h"
 #include "pypto_pro/vector_math.h"
 #include "pypto_pro/vector_ops.h"
@@ -18,3 +19,5 @@
 #include "pypto_pro/cube_ops.h"
 #include "pypto_pro/sync.h"
 #include "pypto_pro/debug.h"
+#include "pypto_pro/ssbuf.h"
+#include "pypto_pro/registers.h"

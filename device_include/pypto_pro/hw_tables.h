@@ -58,6 +58,22 @@
 /* X(name) for each cross-core sync mode (pl.CrossCoreSyncMode), modes 0..3 of the hardware. */
 #define PTO_HW_CROSS_CORE_SYNC_MODES(X) X(INTER_BLOCK) X(INTER_SUBBLOCK) X(INTRA_BLOCK) X(UNICAST_BLOCK)
 
+/* The SuperScalar buffer (SSBUF) of a block, in bytes: pl.ssbuf_store / ssbuf_load pass small
+ * structs between the cores of a block through it (the public struct page: usually 256 bytes). */
+#define PTO_SSBUF_BYTES 256
+
+/* The CTRL special register (pl.set_ctrl_spr & co.): its value when a core starts, X(first, last)
+ * for each field kernels may write (any bit range inside one of them), and X(first, last, value)
+ * for each encoding the hardware leaves undefined (writing it faults the device: an atomic operand
+ * dtype of 7, an atomic op type of 3). */
+#define PTO_HW_CTRL_DEFAULT 0x1000000000000008ull
+#define PTO_HW_CTRL_WRITABLE(X) X(6, 10) X(45, 45) X(48, 48) X(50, 50) X(53, 53) X(59, 59) X(60, 60)
+#define PTO_HW_CTRL_UNDEFINED(X) X(6, 8, 7) X(9, 10, 3)
+
+/* X(name, CTRL bit, inverted) for each pl.SaturationFlagMode, numbered in this order as the public
+ * language numbers them; an inverted bit is 0 while saturation is on. */
+#define PTO_HW_SATURATION_FLAGS(X) X(FLOAT, 48, 1) X(FLOAT8, 50, 1) X(INT, 53, 0) X(CAST, 59, 1)
+
 #ifdef __cplusplus
 
 #include <cstddef>
@@ -82,6 +98,26 @@ inline constexpr const char* kPlannedMemoryNames[] = {PTO_HW_PLANNED_MEMORIES(PT
 inline constexpr const char* kPlannedLayoutNames[] = {PTO_HW_PLANNED_LAYOUTS(PTO_HW_NAME_)};
 inline constexpr const char* kRoundModeNames[] = {PTO_HW_ROUND_MODES(PTO_HW_NAME_)};
 inline constexpr const char* kCrossCoreSyncModeNames[] = {PTO_HW_CROSS_CORE_SYNC_MODES(PTO_HW_NAME_)};
+
+struct CtrlField {
+  int first, last;
+  int64_t value;  // kCtrlUndefined: the encoding of bits first..last the hardware leaves undefined
+};
+#define PTO_HW_CTRL_FIELD_(first, last) {first, last, 0},
+#define PTO_HW_CTRL_UNDEFINED_(first, last, value) {first, last, value},
+inline constexpr CtrlField kCtrlWritable[] = {PTO_HW_CTRL_WRITABLE(PTO_HW_CTRL_FIELD_)};
+inline constexpr CtrlField kCtrlUndefined[] = {PTO_HW_CTRL_UNDEFINED(PTO_HW_CTRL_UNDEFINED_)};
+#undef PTO_HW_CTRL_FIELD_
+#undef PTO_HW_CTRL_UNDEFINED_
+
+struct SaturationFlagRow {
+  const char* name;  // the pl.SaturationFlagMode member
+  int bit;           // its CTRL bit
+  bool inverted;     // the bit is 0 while saturation is on
+};
+#define PTO_HW_SATURATION_ROW_(name, bit, inverted) {#name, bit, inverted != 0},
+inline constexpr SaturationFlagRow kSaturationFlags[] = {PTO_HW_SATURATION_FLAGS(PTO_HW_SATURATION_ROW_)};
+#undef PTO_HW_SATURATION_ROW_
 
 struct DataTypeRow {
   const char* name;     // "fp16": IR text, messages, artefact names

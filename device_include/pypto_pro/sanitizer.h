@@ -37,6 +37,23 @@ constexpr int64_t kRowBytes = int64_t(TileT::kCols) * int64_t(sizeof(typename Ti
 
 }  // namespace detail
 
+// `bytes` of the block's SSBUF at `offset` (pl.ssbuf_store / ssbuf_load). A window outside the SSBUF
+// books nothing: the op itself then faults, naming it.
+inline PtoSanAccess Ssbuf(CoreCtx& ctx, int mode, int64_t offset, int64_t bytes, const char* name) {
+  PtoSanAccess a{};
+  a.mode = mode;
+  a.memory = PTO_MEM_SSBUF;
+  a.name = name;
+  a.in_bounds = 1;
+  if (offset < 0 || offset % 4 != 0 || offset + bytes > PTO_SSBUF_BYTES) return a;  // rows = 0: nothing
+  a.base = ctx.ssbuf + offset;
+  a.origin = ctx.ssbuf;
+  a.rows = 1;
+  a.row_stride = a.run_stride = a.width = bytes;
+  a.runs = 1;
+  return a;
+}
+
 // `rows` x `cols` elements of `tile` from (row0, col0): every op indexes tiles row-major.
 template <typename TileT>
 inline PtoSanAccess Rect(const TileT& tile, int mode, int64_t row0, int64_t col0, int64_t rows, int64_t cols,
@@ -103,7 +120,26 @@ inline PtoSanAccess Element(const TileT& tile, int mode, int64_t offset, const c
   return a;
 }
 
-// One element of a GM tensor at a linear offset.
+namespace detail {
+
+// An access of a GM view that leaves its launch buffer (pto::detail::InBuffer refused it).
+template <typename T, int N>
+inline PtoSanAccess OutsideBuffer(const GmTensor<T, N>& gm, int mode, const char* op, const int64_t* off,
+                                  const int64_t* extent) {
+  PtoSanAccess a = Refused(mode, kDDR, gm.name, op, "GM access outside the buffer passed for the tensor's parameter");
+  a.fault.tensor = gm.name;
+  a.fault.rank = N < PTO_FAULT_MAX_RANK ? N : PTO_FAULT_MAX_RANK;
+  for (int i = 0; i < a.fault.rank; ++i) {
+    a.fault.offsets[i] = off[i];
+    a.fault.extent[i] = extent[i];
+    a.fault.shape[i] = gm.shape[i];
+  }
+  return a;
+}
+
+}  // namespace detail
+
+// One element of a GM tensor at a linear (row-major) offset, placed by its strides.
 template <typename T, int N>
 inline PtoSanAccess Element(const GmTensor<T, N>& gm, int mode, int64_t offset, const char* op, const char*) {
   const int64_t count = pto::detail::Elements(gm);
@@ -116,11 +152,21 @@ inline PtoSanAccess Element(const GmTensor<T, N>& gm, int mode, int64_t offset, 
     a.fault.shape[0] = count;
     return a;
   }
+  int64_t index[N], one[N], rest = offset, begin, end;
+  for (int k = N - 1; k >= 0; --k) {
+    index[k] = rest % gm.shape[k];
+    rest /= gm.shape[k];
+    one[k] = 1;
+  }
+  bool overflow;
+  if (!pto::detail::InBuffer(gm, index, one, begin, end, overflow)) {
+    return detail::OutsideBuffer(gm, mode, op, index, one);
+  }
   PtoSanAccess a{};
-  a.base = reinterpret_cast<const uint8_t*>(gm.data + offset);
+  a.base = gm.lo + begin;
   a.rows = a.runs = 1;
   a.width = int64_t(sizeof(T));
-  a.origin = reinterpret_cast<const uint8_t*>(gm.data);
+  a.origin = gm.lo;
   a.name = gm.name;
   a.mode = mode;
   a.memory = kDDR;
@@ -153,6 +199,12 @@ inline PtoSanAccess Gm(const GmTensor<T, N>& gm, int mode, const TileT& tile, Id
     }
     return a;
   }
+  int64_t extent[N], begin, end;
+  for (int i = 0; i < N; ++i) extent[i] = pto::detail::WindowExtent<N>(axes, i, rows, cols);
+  bool overflow;
+  if (!pto::detail::InBuffer(gm, off.v, extent, begin, end, overflow)) {
+    return detail::OutsideBuffer(gm, mode, op, off.v, extent);
+  }
   PtoSanAccess a{};
   a.base = reinterpret_cast<const uint8_t*>(gm.data + linear);
   a.rows = axes.rows >= 0 ? rows : 1;
@@ -160,7 +212,7 @@ inline PtoSanAccess Gm(const GmTensor<T, N>& gm, int mode, const TileT& tile, Id
   a.runs = cols;
   a.run_stride = gm.stride[axes.cols] * int64_t(sizeof(T));
   a.width = int64_t(sizeof(T));
-  a.origin = reinterpret_cast<const uint8_t*>(gm.data);
+  a.origin = gm.lo;  // offsets in reports count from the launch buffer's start
   a.name = gm.name;
   a.mode = mode;
   a.memory = kDDR;

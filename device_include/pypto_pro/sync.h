@@ -94,7 +94,9 @@ template <typename T, int N>
 inline void Collect(SyncAllWorkspaces& w, const GmTensor<T, N>& t) {
   w.gm = reinterpret_cast<const int32_t*>(t.data);
   w.gm_name = t.name;
-  w.gm_elements = Elements(t);
+  // The words read from its first element on: those of a row-major view that lie in its buffer.
+  const int64_t in_buffer = (t.hi - reinterpret_cast<const uint8_t*>(t.data)) / int64_t(sizeof(T));
+  w.gm_elements = !t.contiguous ? 0 : Elements(t) < in_buffer ? Elements(t) : in_buffer;
 }
 template <typename T, int R, int C, int M, int L, int P>
 inline void Collect(SyncAllWorkspaces& w, const Tile<T, R, C, M, L, P>&) {

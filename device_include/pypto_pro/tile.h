@@ -40,13 +40,21 @@ struct Idx {
   int64_t v[N];
 };
 
-// A GM tensor argument: host memory used in place, row-major contiguous.
+// A GM tensor: a tensor argument (host memory used in place, row-major contiguous) or a view of GM
+// made in the kernel (pl.make_tensor, pl.set_stride; gm_view.h): the address of its first element,
+// its shape and strides in elements (strides are never negative), and the launch buffer [lo, hi) it
+// lies in. Every access is checked against the shape, then against that buffer: a view may describe
+// more than its buffer holds, and reaching outside it is a fault, never a silent access.
 template <typename T, int N>
 struct GmTensor {
   T* data;
   int64_t shape[N];
   int64_t stride[N];
   const char* name;
+  const uint8_t* lo;   // the launch buffer the tensor lies in
+  const uint8_t* hi;
+  const char* buffer;  // the parameter that buffer was passed for
+  bool contiguous;     // row-major strides: a linear element offset is the element's distance from data
 };
 
 template <typename T, int N>
@@ -60,8 +68,101 @@ inline GmTensor<T, N> MakeGm(uint8_t* data, Idx<N> shape, const char* name) {
     t.stride[i] = stride;
     stride *= shape.v[i];
   }
+  t.lo = data;
+  t.hi = data + stride * int64_t(sizeof(T));
+  t.buffer = name;
+  t.contiguous = true;
   return t;
 }
+
+namespace detail {
+
+// Fault text with numbers in it (the device headers have no printf).
+struct GmText {
+  char text[384] = {};
+  int size = 0;
+  GmText& operator<<(const char* s) {
+    while (s && *s && size < int(sizeof text) - 1) text[size++] = *s++;
+    return *this;
+  }
+  GmText& operator<<(int64_t v) {
+    char digits[24];
+    int k = 0;
+    uint64_t u = v < 0 ? uint64_t(0) - uint64_t(v) : uint64_t(v);
+    do {
+      digits[k++] = char('0' + u % 10);
+      u /= 10;
+    } while (u);
+    if (v < 0) digits[k++] = '-';
+    while (k && size < int(sizeof text) - 1) text[size++] = digits[--k];
+    return *this;
+  }
+};
+
+// Whether the elements an access touches, `extent[k]` along each axis k from element `off[k]`, lie in
+// the tensor's launch buffer. [begin, end) are their bytes counted from the buffer's start (for
+// messages); `overflow`: the address arithmetic overflowed (a stride too large for any buffer). An
+// access of no element touches nothing and passes.
+template <typename T, int N>
+inline bool InBuffer(const GmTensor<T, N>& gm, const int64_t* off, const int64_t* extent, int64_t& begin,
+                     int64_t& end, bool& overflow) {
+  begin = end = 0;
+  overflow = false;
+  for (int k = 0; k < N; ++k) {
+    if (extent[k] <= 0) return true;
+  }
+  int64_t first = 0, last = 0;
+  for (int k = 0; k < N; ++k) {
+    int64_t a, b;
+    overflow |= __builtin_mul_overflow(off[k], gm.stride[k], &a) || __builtin_add_overflow(first, a, &first);
+    overflow |= __builtin_mul_overflow(off[k] + extent[k] - 1, gm.stride[k], &b) ||
+                __builtin_add_overflow(last, b, &last);
+  }
+  const int64_t size = int64_t(sizeof(T)), base = reinterpret_cast<const uint8_t*>(gm.data) - gm.lo;
+  overflow |= __builtin_mul_overflow(first, size, &begin) || __builtin_add_overflow(begin, base, &begin);
+  overflow |= __builtin_mul_overflow(last, size, &end) || __builtin_add_overflow(end, base + size, &end);
+  return !overflow && begin >= 0 && end <= gm.hi - gm.lo;
+}
+
+// The fault of an access InBuffer refused: the buffer, its parameter and the bytes the access spans.
+template <typename T, int N>
+[[noreturn]] inline void BufferFault(CoreCtx& ctx, int line, const char* op, const GmTensor<T, N>& gm,
+                                     const int64_t* off, const int64_t* extent, int64_t begin, int64_t end,
+                                     bool overflow) {
+  GmText m;
+  m << "GM access outside the buffer passed for parameter '" << gm.buffer << "' (" << int64_t(gm.hi - gm.lo)
+    << " bytes)";
+  if (overflow) {
+    m << ": the address of the window overflows (strides too large)";
+  } else {
+    m << ": it would touch bytes [" << begin << ", " << end << ") of that buffer";
+  }
+  PtoFaultDetail d{};
+  d.op = op;
+  d.message = m.text;
+  d.tensor = gm.name;
+  d.rank = N < PTO_FAULT_MAX_RANK ? N : PTO_FAULT_MAX_RANK;
+  for (int i = 0; i < d.rank; ++i) {
+    d.offsets[i] = off[i];
+    d.extent[i] = extent[i];
+    d.shape[i] = gm.shape[i];
+  }
+  Fault(ctx, line, d);
+}
+
+// Checks an access of `extent` elements from `off` against the tensor's buffer (the shape is checked
+// first by the caller).
+template <typename T, int N>
+inline void CheckBuffer(CoreCtx& ctx, int line, const char* op, const GmTensor<T, N>& gm, const int64_t* off,
+                        const int64_t* extent) {
+  int64_t begin, end;
+  bool overflow;
+  if (__builtin_expect(!InBuffer(gm, off, extent, begin, end, overflow), 0)) {
+    BufferFault(ctx, line, op, gm, off, extent, begin, end, overflow);
+  }
+}
+
+}  // namespace detail
 
 // One tile slot: a typed window at a byte address of a core's local memory. Tile variables in
 // kernel code point at slots, so pl.set_validshape on a tile changes what later ops see.
@@ -172,6 +273,30 @@ inline TileT* SelectSlot(CoreCtx& ctx, int line, TileT* slots, int64_t index, in
   return &slots[index];
 }
 
+// A fault message with numbers in it, built without the C library.
+struct FaultText {
+  char text[256] = {};
+  int size = 0;
+  FaultText& operator<<(const char* s) {
+    while (*s && size < int(sizeof text) - 1) text[size++] = *s++;
+    return *this;
+  }
+  template <typename I>
+  FaultText& operator<<(I v) {
+    char digits[24];
+    int k = 0;
+    const bool negative = v < I(0);
+    uint64_t u = negative ? uint64_t(0) - uint64_t(v) : uint64_t(v);
+    do {
+      digits[k++] = char('0' + u % 10);
+      u /= 10;
+    } while (u);
+    if (negative) digits[k++] = '-';
+    while (k && size < int(sizeof text) - 1) text[size++] = digits[--k];
+    return *this;
+  }
+};
+
 // ---- scalar helpers: integer division never traps the host ----
 template <typename T>
 inline T IntDiv(CoreCtx& ctx, int line, T a, T b) {
@@ -188,6 +313,26 @@ inline T IntMod(CoreCtx& ctx, int line, T a, T b) {
   if (b == 0) Fault(ctx, line, "scalar %", "integer modulo by zero");
   if (b == T(-1)) return T(0);
   return a % b;
+}
+// Scalar shifts: an amount outside [0, bits) faults (C++ leaves it undefined); left shifts drop the
+// bits shifted out, right shifts are arithmetic on signed values.
+template <typename T>
+inline T ShiftAmount(CoreCtx& ctx, int line, const char* op, T n) {
+  if (__builtin_expect(n < 0 || n >= T(8 * sizeof(T)), 0)) {
+    FaultText text;
+    text << "shift amount " << int64_t(n) << " is outside [0, " << int(8 * sizeof(T)) << ") for a " << int(8 * sizeof(T))
+         << "-bit value";
+    Fault(ctx, line, op, text.text);
+  }
+  return n;
+}
+template <typename T>
+inline T Shl(CoreCtx& ctx, int line, T a, T n) {
+  return T(uint64_t(a) << unsigned(ShiftAmount(ctx, line, "scalar <<", n)));
+}
+template <typename T>
+inline T Shr(CoreCtx& ctx, int line, T a, T n) {
+  return T(a >> unsigned(ShiftAmount(ctx, line, "scalar >>", n)));
 }
 template <typename T>
 inline T Min(T a, T b) { return b < a ? b : a; }
@@ -316,6 +461,35 @@ inline int64_t Elements(const GmTensor<T, N>& t) {
   return n;
 }
 
+// The element of a GM tensor at linear offset `offset`, counted row-major over its shape (the
+// strides place it), checked against the shape and against the tensor's buffer.
+template <typename T, int N>
+inline T* GmElement(CoreCtx& ctx, int line, const char* op, const GmTensor<T, N>& tensor, int64_t offset) {
+  const int64_t count = Elements(tensor);
+  if (offset < 0 || offset >= count) ElementFault(ctx, line, op, tensor.name, offset, count);
+  int64_t index[N], one[N];
+  auto unravel = [&] {
+    int64_t rest = offset;
+    for (int k = N - 1; k >= 0; --k) {
+      index[k] = rest % tensor.shape[k];
+      rest /= tensor.shape[k];
+    }
+  };
+  for (int k = 0; k < N; ++k) index[k] = 0, one[k] = 1;
+  if (tensor.contiguous) {
+    index[N - 1] = offset;  // row-major strides (the last is 1): the offset is the distance from data
+  } else {
+    unravel();
+  }
+  int64_t begin, end;
+  bool overflow;
+  if (__builtin_expect(!InBuffer(tensor, index, one, begin, end, overflow), 0)) {
+    unravel();  // reported by its indices
+    BufferFault(ctx, line, op, tensor, index, one, begin, end, overflow);
+  }
+  return reinterpret_cast<T*>(const_cast<uint8_t*>(tensor.lo) + begin);
+}
+
 }  // namespace detail
 
 // The logical (row-major) index of the element at linear offset `offset` of the tile's storage on the
@@ -364,10 +538,9 @@ inline typename detail::ScalarOf<typename TileT::Elem>::type getval(CoreCtx& ctx
 template <typename T, int N>
 inline typename detail::ScalarOf<T>::type getval(CoreCtx& ctx, int line, const GmTensor<T, N>& tensor,
                                                  int64_t offset) {
-  int64_t count = detail::Elements(tensor);
-  if (offset < 0 || offset >= count) detail::ElementFault(ctx, line, "getval", tensor.name, offset, count);
-  if constexpr (kIsNarrowFloat<T>) return ToFloat(tensor.data[offset]);
-  else return tensor.data[offset];
+  const T* at = detail::GmElement(ctx, line, "getval", tensor, offset);
+  if constexpr (kIsNarrowFloat<T>) return ToFloat(*at);
+  else return *at;
 }
 
 template <typename TileT, typename V>
@@ -379,9 +552,13 @@ inline void setval(CoreCtx& ctx, int line, TileT& tile, int64_t offset, V value)
 
 template <typename T, int N, typename V>
 inline void setval(CoreCtx& ctx, int line, const GmTensor<T, N>& tensor, int64_t offset, V value) {
-  int64_t count = detail::Elements(tensor);
-  if (offset < 0 || offset >= count) detail::ElementFault(ctx, line, "setval", tensor.name, offset, count);
-  tensor.data[offset] = detail::ToElement<T>(value);
+  *detail::GmElement(ctx, line, "setval", tensor, offset) = detail::ToElement<T>(value);
+}
+
+// A view variable (not const): the tensor's overload, not the tile's.
+template <typename T, int N, typename V>
+inline void setval(CoreCtx& ctx, int line, GmTensor<T, N>& tensor, int64_t offset, V value) {
+  setval(ctx, line, static_cast<const GmTensor<T, N>&>(tensor), offset, value);
 }
 
 }  // namespace pto

@@ -194,30 +194,6 @@ inline bool WindowsOverlap(const TileT& a, int64_t a_rows, int64_t a_cols, const
   return a0 < b1 && b0 < a1;
 }
 
-// A fault message with numbers in it, built without the C library.
-struct FaultText {
-  char text[256] = {};
-  int size = 0;
-  FaultText& operator<<(const char* s) {
-    while (*s && size < int(sizeof text) - 1) text[size++] = *s++;
-    return *this;
-  }
-  template <typename I>
-  FaultText& operator<<(I v) {
-    char digits[24];
-    int k = 0;
-    const bool negative = v < I(0);
-    uint64_t u = negative ? uint64_t(0) - uint64_t(v) : uint64_t(v);
-    do {
-      digits[k++] = char('0' + u % 10);
-      u /= 10;
-    } while (u);
-    if (negative) digits[k++] = '-';
-    while (k && size < int(sizeof text) - 1) text[size++] = digits[--k];
-    return *this;
-  }
-};
-
 // A fault at element (row, col) of a tile window ([rows, cols] the tile's shape).
 [[noreturn]] inline void ElementFaultAt(CoreCtx& ctx, int line, const char* op, const char* message, int64_t row,
                                         int64_t col, int64_t rows, int64_t cols) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "pypto_pro/ir/analysis.h"
+#include "pypto_pro/support/source_line.h"
 #include "pypto_pro/ir/visitor.h"
 #include "launcher_writer.h"
 #include "names.h"
@@ -66,6 +67,7 @@ class KernelWriter {
   std::string CursorName(const Var& v) const { return CppIdent("cur_", v->name); }
   std::string TensorName(const Var& v) const { return CppIdent("t_", v->name); }
   std::string ViewName(const Var& v) const { return CppIdent("view_", v->name); }
+  std::string PtrName(const Var& v) const { return CppIdent("p_", v->name); }
 
   void CollectDecls(const Stmt& body) {
     ForEachStmt(body, [&](const StmtNode& s) {
@@ -79,6 +81,15 @@ class KernelWriter {
           break;
         case StmtKind::kDeclTiles:
           if (declared_.insert(s.var->id).second) groups_.push_back(s.var);
+          break;
+        case StmtKind::kOp:
+          // An op that moves no data but takes a GM tensor changes its descriptor (pl.set_stride).
+          for (size_t i = 0; i < s.args.size(); ++i) {
+            if (s.op->window == WindowRule::kNone && s.op->operands[i].kind == OperandKind::kTensor &&
+                s.args[i]->kind == ExprKind::kVar) {
+              restrided_.insert(s.args[i]->var->id);
+            }
+          }
           break;
         default: break;
       }
@@ -136,18 +147,36 @@ class KernelWriter {
       case ExprKind::kConst: return Const(*e);
       case ExprKind::kVar:
         if (e->var->type.IsTensor()) return TensorName(e->var);
+        if (e->var->type.IsPtr()) return PtrName(e->var);
         return VarName(e->var);
+      case ExprKind::kMakeView: return MakeView(*e, "view");
+      case ExprKind::kPtrOffset:
+        if (e->type.dtype != e->operands[0]->type.dtype) {  // pl.make_ptr(ptr, dtype): the same address
+          return "pto::CastPtr<" + DeviceType(e->type.dtype) + ">(ctx, " + std::to_string(e->span.line) + ", " +
+                 Expr_(e->operands[0]) + ")";
+        }
+        return "pto::AddPtr(ctx, " + std::to_string(e->span.line) + ", " + Expr_(e->operands[0]) + ", int64_t(" +
+               Expr_(e->operands[1]) + "))";
       case ExprKind::kBuiltin:
         switch (e->builtin) {
           case Builtin::kBlockIdx: return "ctx.block_idx";
           case Builtin::kBlockNum: return "ctx.block_num";
           case Builtin::kSubblockIdx: return "ctx.subblock_idx";
           case Builtin::kSubblockNum: return "ctx.subblock_num";
+          case Builtin::kSpr: return "pto::get_spr(ctx)";
+          case Builtin::kCtrlSpr:
+            return "pto::get_ctrl_spr(ctx, " + std::to_string(e->operands[0]->int_value) + ", " +
+                   std::to_string(e->operands[1]->int_value) + ")";
+          case Builtin::kSaturationFlag:
+            return "pto::get_saturation_flag(ctx, " + std::to_string(e->operands[0]->int_value) + ")";
         }
         break;
       case ExprKind::kShapeDim:
         return "int32_t(" + TensorName(e->var) + ".shape[" + std::to_string(e->axis) + "])";
       case ExprKind::kUnary:
+        if (e->unary == UnaryOp::kBitNot) {  // in the result type: ~ of an int8 operand is an int32
+          return "(~" + ScalarCType(e->type.dtype) + "(" + Expr_(e->operands[0]) + "))";
+        }
         return std::string("(") + (e->unary == UnaryOp::kNeg ? "-" : "!") + Expr_(e->operands[0]) + ")";
       case ExprKind::kTernary: {
         std::string t = ScalarCType(e->type.dtype);
@@ -181,6 +210,22 @@ class KernelWriter {
       }
     }
     Fail(ErrorKind::kInternal, e->span, "codegen: unhandled expression");
+  }
+
+  // pl.make_tensor: pto::MakeView<T, N>(ctx, line, source, shape, has_stride, stride, name).
+  std::string MakeView(const ExprNode& e, const std::string& name) {
+    const size_t rank = size_t(e.axis);
+    const bool has_stride = e.operands.size() > 1 + rank;
+    auto list = [&](size_t first, bool given) {
+      std::string s = "pto::Idx<" + std::to_string(rank) + ">{{";
+      for (size_t i = 0; i < rank; ++i) {
+        s += (i ? ", " : "") + (given ? "int64_t(" + Expr_(e.operands[first + i]) + ")" : std::string("0"));
+      }
+      return s + "}}";
+    };
+    return "pto::MakeView<" + DeviceType(e.type.dtype) + ", " + std::to_string(rank) + ">(ctx, " +
+           std::to_string(e.span.line) + ", " + Expr_(e.operands[0]) + ", " + list(1, true) + ", " +
+           (has_stride ? "true" : "false") + ", " + list(1 + rank, has_stride) + ", " + CString(name) + ")";
   }
 
   std::string Binary(const ExprNode& e) {
@@ -220,6 +265,14 @@ class KernelWriter {
       case BinaryOp::kGe: return "(" + x + " >= " + y + ")";
       case BinaryOp::kAnd: return "(bool(" + Expr_(a) + ") && bool(" + Expr_(b) + "))";
       case BinaryOp::kOr: return "(bool(" + Expr_(a) + ") || bool(" + Expr_(b) + "))";
+      case BinaryOp::kBitAnd: return t + "(" + x + " & " + y + ")";
+      case BinaryOp::kBitOr: return t + "(" + x + " | " + y + ")";
+      case BinaryOp::kBitXor: return t + "(" + x + " ^ " + y + ")";
+      case BinaryOp::kShl:
+      case BinaryOp::kShr:
+        // The amount is checked against the type's width (C++ leaves larger ones undefined).
+        return std::string(e.binary == BinaryOp::kShl ? "pto::Shl<" : "pto::Shr<") + t + ">(ctx, " + line + ", " + x +
+               ", " + y + ")";
     }
     Fail(ErrorKind::kInternal, e.span, "codegen: unhandled binary operator");
   }
@@ -235,6 +288,10 @@ class KernelWriter {
         break;
       case StmtKind::kAssign:
         if (s->var->type.IsTile()) Line(indent, VarName(s->var) + " = " + Expr_(s->value) + ";");
+        else if (s->var->type.IsPtr()) Line(indent, PtrName(s->var) + " = " + Expr_(s->value) + ";");
+        else if (s->var->type.IsTensor() && s->value->kind == ExprKind::kMakeView)
+          Line(indent, TensorName(s->var) + " = " + MakeView(*s->value, s->var->name) + ";");
+        else if (s->var->type.IsTensor()) Line(indent, TensorName(s->var) + " = " + Expr_(s->value) + ";");
         else Line(indent, VarName(s->var) + " = " + ScalarCType(s->var->type.dtype) + "(" + Expr_(s->value) + ");");
         break;
       case StmtKind::kFor: EmitFor(*s, indent); break;
@@ -268,7 +325,7 @@ class KernelWriter {
       case StmtKind::kSection:
         Line(indent, std::string("if (ctx.core_type == ") +
                          (s->section == SectionKind::kVector ? "PTO_CORE_AIV" : "PTO_CORE_AIC") + ") {  // section " +
-                         Name(s->section) + " (line " + std::to_string(s->span.line) + ")");
+                         Name(s->section) + " (line " + std::to_string(LineNumber(s->span.line)) + ")");
         Stmt_(s->body, indent + 1);
         Line(indent, "}");
         break;
@@ -278,7 +335,7 @@ class KernelWriter {
   void EmitFor(const StmtNode& s, int indent) {
     std::string n = std::to_string(loop_counter_++);
     std::string lo = "lo" + n, hi = "hi" + n, st = "st" + n, it = "it" + n;
-    Line(indent, "{  // for " + s.var->name + " in pl.range (line " + std::to_string(s.span.line) + ")");
+    Line(indent, "{  // for " + s.var->name + " in pl.range (line " + std::to_string(LineNumber(s.span.line)) + ")");
     Line(indent + 1, "const int64_t " + lo + " = " + Expr_(s.start) + ", " + hi + " = " + Expr_(s.stop) + ", " + st +
                          " = " + Expr_(s.step) + ";");
     std::string cond;
@@ -476,9 +533,14 @@ class KernelWriter {
           dims += (i ? ", " : "") + (d.kind == DimKind::kDynamic ? "int64_t(args.dyn" + std::to_string(d.dyn_slot) + ")"
                                                                    : std::to_string(d.value));
         }
-        decls << "  const auto " << TensorName(p) << " = pto::MakeGm<" << DeviceType(t.dtype) << ", " << t.dims.size()
+        // pl.set_stride changes a tensor in place; the others stay const (their loads can be hoisted).
+        decls << (restrided_.count(p->id) ? "  auto " : "  const auto ") << TensorName(p) << " = pto::MakeGm<"
+              << DeviceType(t.dtype) << ", " << t.dims.size()
               << ">(args." << FieldName(p) << ", pto::Idx<" << t.dims.size() << ">{{" << dims << "}}, "
               << CString(p->name) << ");\n";
+      } else if (p->type.IsPtr()) {
+        decls << "  const auto " << PtrName(p) << " = pto::MakeGmPtr<" << DeviceType(p->type.dtype) << ">(args."
+              << FieldName(p) << ", args." << BytesFieldName(p) << ", " << CString(p->name) << ");\n";
       } else if (p->type.kind == TypeKind::kStruct) {
         decls << "  const " << CppIdent("", p->type.strct->name) << "& " << VarName(p) << " = args." << FieldName(p)
               << ";\n";
@@ -496,6 +558,11 @@ class KernelWriter {
         decls << "  " << TileTypeName(*v->type.tile) << "* " << VarName(v) << " = nullptr;\n";
         // A subview's descriptor lives here; the tile variable points at it.
         if (views_.count(v->id)) decls << "  " << TileTypeName(*v->type.tile) << " " << ViewName(v) << "{};\n";
+      } else if (v->type.IsTensor()) {
+        decls << "  pto::GmTensor<" << DeviceType(v->type.dtype) << ", " << v->type.tensor->dims.size() << "> "
+              << TensorName(v) << "{};\n";
+      } else if (v->type.IsPtr()) {
+        decls << "  pto::GmPtr<" << DeviceType(v->type.dtype) << "> " << PtrName(v) << "{};\n";
       } else {
         decls << "  " << ScalarCType(v->type.dtype) << " " << VarName(v) << " = 0;\n";
       }
@@ -525,10 +592,15 @@ class KernelWriter {
       os << "  pto::san::CoreScope sanitizer(ctx, raw_args, " << pipes << ");  // pipes reaching tiles and GM\n";
     }
     os << decls.str() << body_.str() << "}\n\n";
+    // Lines name their file (support/source_line.h): the kernel's, then those of helpers from other modules.
+    os << "const char* const kSourceFiles[] = {" << CString(func_.source_file);
+    for (const std::string& file : func_.other_files) os << ", " << CString(file);
+    os << "};\n\n";
     os << "const PtoKernelDesc kKernelDesc = {PTO_ABI_VERSION, " << KindConstant(kind_) << ", " << CString(func_.name)
        << ", " << CString(func_.source_file) << ", " << CString(std::string(arch_.name)) << ", &KernelEntry, "
        << (sanitize_ ? CString(report_) : "nullptr") << ", " << (NeedsResidentBlocks() ? "PTO_KERNEL_FLAG_RESIDENT" : "0u")
-       << ", " << (dump_dir_.empty() || !HasDumps() ? "nullptr" : CString(dump_dir_)) << "};\n\n";
+       << ", " << (dump_dir_.empty() || !HasDumps() ? "nullptr" : CString(dump_dir_)) << ", kSourceFiles, "
+       << 1 + func_.other_files.size() << "};\n\n";
     os << "}  // namespace\n";
     return os.str();
   }
@@ -542,6 +614,7 @@ class KernelWriter {
   std::vector<TileType> tile_types_;
   std::vector<Var> locals_;
   std::set<int> views_;  // tile variables bound by a subview
+  std::set<int> restrided_;  // GM tensors an op changes in place (pl.set_stride): not const
   std::vector<Var> groups_;
   std::set<int> declared_;
   std::ostringstream body_;

@@ -16,6 +16,9 @@ std::string CString(const std::string& s);
 std::string ScalarCType(ir::DataType dtype);
 // A parameter's field in KernelArgs and its argument of call_kernel.
 inline std::string FieldName(const ir::Var& param) { return CppIdent("a_", param->name); }
+// A pl.Ptr parameter's buffer size (bytes) in KernelArgs and call_kernel: a prefix of its own, so no
+// parameter's field can meet it.
+inline std::string BytesFieldName(const ir::Var& param) { return CppIdent("n_", param->name); }
 // The TilingData parameter, or nullptr.
 const ir::Var* TilingParam(const ir::Function& func);
 

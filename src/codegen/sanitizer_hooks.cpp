@@ -22,6 +22,13 @@ int64_t AttrOr(const StmtNode& s, std::string_view name, int64_t fallback) {
   return fallback;
 }
 
+std::string AttrText(const StmtNode& s, std::string_view name) {
+  for (const Attr& a : s.attrs) {
+    if (a.name == name) return a.text;
+  }
+  return "";
+}
+
 std::string ModeOf(Access access) {
   switch (access) {
     case Access::kRead: return "pto::san::kRead";
@@ -160,6 +167,7 @@ std::vector<std::optional<Window>> TileWindows(const StmtNode& s, const std::vec
       break;
     }
     case WindowRule::kElement:
+    case WindowRule::kSsbuf:  // no tiles: DataGuard books the SSBUF bytes
     case WindowRule::kDump:  // booked by DataGuard from its offsets and shapes
     case WindowRule::kNone: break;
   }
@@ -230,6 +238,12 @@ std::string DataGuard(const StmtNode& s, const std::vector<std::string>& operand
       accesses.push_back(std::string(by_tile ? "pto::san::GmTile(" : "pto::san::Gm(") + operands[i] + ", " + mode +
                          ", " + operands[size_t(tile)] + ", " + operands[size_t(offsets)] + ", " +
                          std::to_string(AttrOr(s, "order", -1)) + ", " + name + ")");
+    } else if (op.window == WindowRule::kSsbuf) {
+      if (i != 1) continue;  // one access for the struct's bytes; operands[0] is the offset
+      // The fields are the op's operand; the SSBUF is what a load reads and a store writes.
+      const std::string ssbuf_mode = ModeOf(op.name == "ssbuf_load" ? Access::kRead : Access::kWrite);
+      accesses.push_back("pto::san::Ssbuf(ctx, " + ssbuf_mode + ", int64_t(" + operands[0] + "), " +
+                         std::to_string(SsbufLayoutOf(s).bytes) + ", " + CString(AttrText(s, "name")) + ")");
     } else if (op.window == WindowRule::kDump) {
       // The dumped window of a tile (a GM tensor's is not booked).
       if (spec.kind != OperandKind::kContainer || !s.args[i]->type.IsTile()) continue;
@@ -335,6 +349,7 @@ uint32_t SanitizerPipes(const Function& func) {
         if (peer == CrossCoreWrite::kToVectorCores) aic_tile |= reaches_peer;
         if (peer == CrossCoreWrite::kToCubeCore) aiv_tile |= reaches_peer;
       }
+      if (s.kind == StmtKind::kOp && s.op->window == WindowRule::kSsbuf) Add(0, 1u << uint32_t(Pipe::kS));
       if (s.kind == StmtKind::kOp && s.op->window != WindowRule::kNone) {
         const uint32_t pipe = 1u << uint32_t(s.op->PipeFor(TileMemories(s)));
         for (const Expr& arg : s.args) {

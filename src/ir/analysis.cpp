@@ -1,5 +1,8 @@
 #include "pypto_pro/ir/analysis.h"
 
+#include <map>
+#include <set>
+
 #include "pypto_pro/ir/visitor.h"
 
 namespace pypto_pro::ir {
@@ -93,6 +96,24 @@ KernelKind KernelKindOf(const Function& func) {
 }
 
 std::vector<bool> WrittenParams(const Function& func) {
+  // The parameters whose buffers each GM view and pointer variable may lie in: a parameter its own,
+  // a variable those of every value assigned to it (to a fixed point: loops assign after use).
+  std::map<int, std::set<size_t>> roots;
+  for (size_t p = 0; p < func.params.size(); ++p) roots[func.params[p]->id].insert(p);
+  for (bool changed = true; changed;) {
+    changed = false;
+    ForEachStmt(func.body, [&](const StmtNode& s) {
+      if (s.kind != StmtKind::kAssign || !(s.var->type.IsTensor() || s.var->type.IsPtr())) return;
+      std::set<size_t>& into = roots[s.var->id];
+      const size_t before = into.size();
+      ForEachExpr(s.value, [&](const ExprNode& e) {
+        if (e.kind != ExprKind::kVar || !(e.var->type.IsTensor() || e.var->type.IsPtr())) return;
+        auto from = roots.find(e.var->id);
+        if (from != roots.end()) into.insert(from->second.begin(), from->second.end());
+      });
+      changed |= into.size() != before;
+    });
+  }
   std::vector<bool> written(func.params.size(), false);
   ForEachStmt(func.body, [&](const StmtNode& s) {
     if (s.kind != StmtKind::kOp) return;
@@ -101,9 +122,9 @@ std::vector<bool> WrittenParams(const Function& func) {
       if (s.op->operands[i].access == Access::kRead || arg->kind != ExprKind::kVar || !arg->var->type.IsTensor()) {
         continue;
       }
-      for (size_t p = 0; p < func.params.size(); ++p) {
-        if (func.params[p]->id == arg->var->id) written[p] = true;
-      }
+      auto it = roots.find(arg->var->id);
+      if (it == roots.end()) continue;
+      for (size_t p : it->second) written[p] = true;
     }
   });
   return written;

@@ -1,6 +1,7 @@
 #include "pypto_pro/ir/expr.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 
 namespace pypto_pro::ir {
@@ -8,8 +9,9 @@ namespace pypto_pro::ir {
 const char* Symbol(BinaryOp op) {
   // In BinaryOp order.
   static constexpr const char* kSymbols[] = {"+",  "-",  "*", "/",  "//", "%",  "min", "max",
-                                             "==", "!=", "<", "<=", ">",  ">=", "and", "or"};
-  static_assert(sizeof kSymbols / sizeof *kSymbols == size_t(BinaryOp::kOr) + 1, "one symbol per BinaryOp");
+                                             "==", "!=", "<", "<=", ">",  ">=", "and", "or",
+                                             "&",  "|",  "^", "<<", ">>"};
+  static_assert(sizeof kSymbols / sizeof *kSymbols == size_t(BinaryOp::kShr) + 1, "one symbol per BinaryOp");
   return kSymbols[size_t(op)];
 }
 
@@ -19,11 +21,15 @@ const char* Name(Builtin builtin) {
     case Builtin::kBlockNum: return "get_block_num";
     case Builtin::kSubblockIdx: return "get_subblock_idx";
     case Builtin::kSubblockNum: return "get_subblock_num";
+    case Builtin::kSpr: return "get_spr";
+    case Builtin::kCtrlSpr: return "get_ctrl_spr";
+    case Builtin::kSaturationFlag: return "get_saturation_flag";
   }
   return "?";
 }
 
 bool IsComparison(BinaryOp op) { return op >= BinaryOp::kEq && op <= BinaryOp::kGe; }
+bool IsBitwise(BinaryOp op) { return op >= BinaryOp::kBitAnd; }
 
 DataType PromoteScalar(DataType a, DataType b) {
   if (IsFloat(a) || IsFloat(b)) return DataType::kFP32;
@@ -84,7 +90,16 @@ Expr Binary(BinaryOp op, Expr lhs, Expr rhs, Span span) {
   RequireScalar(lhs, span, Symbol(op));
   RequireScalar(rhs, span, Symbol(op));
   DataType result;
-  if (IsComparison(op) || op == BinaryOp::kAnd || op == BinaryOp::kOr) {
+  if (IsBitwise(op)) {
+    const DataType a = lhs->type.dtype, b = rhs->type.dtype;
+    if (IsFloat(a) || IsFloat(b)) {
+      Fail(ErrorKind::kType, span,
+           std::string("'") + Symbol(op) + "' takes integer operands, got " + std::string(Name(a)) + " and " +
+               std::string(Name(b)));
+    }
+    const bool logical = op == BinaryOp::kBitAnd || op == BinaryOp::kBitOr || op == BinaryOp::kBitXor;
+    result = logical && a == DataType::kBool && b == DataType::kBool ? DataType::kBool : PromoteScalar(a, b);
+  } else if (IsComparison(op) || op == BinaryOp::kAnd || op == BinaryOp::kOr) {
     result = DataType::kBool;
   } else {
     result = PromoteScalar(lhs->type.dtype, rhs->type.dtype);
@@ -96,7 +111,12 @@ Expr Binary(BinaryOp op, Expr lhs, Expr rhs, Span span) {
 }
 
 Expr Unary(UnaryOp op, Expr operand, Span span) {
-  RequireScalar(operand, span, op == UnaryOp::kNeg ? "-" : "not");
+  RequireScalar(operand, span, op == UnaryOp::kNeg ? "-" : op == UnaryOp::kNot ? "not" : "~");
+  if (op == UnaryOp::kBitNot && (IsFloat(operand->type.dtype) || operand->type.dtype == DataType::kBool)) {
+    Fail(ErrorKind::kType, span,
+         "'~' takes an integer operand, got " + std::string(Name(operand->type.dtype)) +
+             (operand->type.dtype == DataType::kBool ? " (use 'not' on a bool)" : ""));
+  }
   DataType result = op == UnaryOp::kNot ? DataType::kBool : PromoteScalar(operand->type.dtype, DataType::kInt32);
   auto node = New(ExprKind::kUnary, Type::Scalar(result), span);
   node->unary = op;
@@ -127,8 +147,80 @@ Expr Cast(Expr operand, DataType dtype, Span span) {
 }
 
 Expr BuiltinCall(Builtin builtin, Span span) {
+  if (builtin >= Builtin::kSpr) return RegisterRead(builtin, {}, span);
   auto node = New(ExprKind::kBuiltin, Type::Scalar(DataType::kInt32), span);
   node->builtin = builtin;
+  return node;
+}
+
+namespace {
+
+std::string FloatText(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+}  // namespace
+
+Expr RegisterRead(Builtin builtin, std::vector<Expr> args, Span span) {
+  const std::string what = "pl." + std::string(Name(builtin));
+  auto at = [&](size_t i) { return args[i] && args[i]->span.valid() ? args[i]->span : span; };
+  auto const_int = [&](size_t i, const char* name, const std::string& expected) {
+    const Expr& e = args[i];
+    if (!e || !e->IsIntConst() || e->type.dtype == DataType::kBool) {
+      Fail(ErrorKind::kType, at(i),
+           what + ": '" + name + "' must be " + expected + ", got " +
+               (!e ? std::string("nothing")
+                   : !e->type.IsScalar() ? e->type.ToString()
+                   : e->IsConst() ? "the " + e->type.ToString() + " constant " +
+                                        (IsFloat(e->type.dtype) ? FloatText(e->float_value)
+                                                                : std::to_string(e->int_value))
+                                  : "a run-time " + e->type.ToString() + " scalar"));
+    }
+    return e->int_value;
+  };
+  DataType dtype = DataType::kInt64;
+  switch (builtin) {
+    case Builtin::kSpr:
+      if (!args.empty()) Fail(ErrorKind::kType, span, what + "() takes no arguments (it reads AR, the one SPR it can)");
+      break;
+    case Builtin::kCtrlSpr: {
+      if (args.size() != 2) {
+        Fail(ErrorKind::kType, span, what + "(start_bit, end_bit) takes 2 arguments, got " + std::to_string(args.size()));
+      }
+      const char* names[] = {"start_bit", "end_bit"};
+      int64_t bits[2];
+      for (size_t i = 0; i < 2; ++i) {
+        bits[i] = const_int(i, names[i], "a compile-time int (a CTRL bit, 0..63)");
+        if (bits[i] < 0 || bits[i] > 63) {
+          Fail(ErrorKind::kValue, at(i),
+               what + ": " + names[i] + "=" + std::to_string(bits[i]) + " is not a bit of the 64-bit CTRL register (0..63)");
+        }
+      }
+      if (bits[0] > bits[1]) {
+        Fail(ErrorKind::kValue, span,
+             what + ": start_bit=" + std::to_string(bits[0]) + " is above end_bit=" + std::to_string(bits[1]));
+      }
+      break;
+    }
+    case Builtin::kSaturationFlag: {
+      const int64_t modes = int64_t(hw::CountOf(hw::kSaturationFlags));
+      if (args.size() != 1) {
+        Fail(ErrorKind::kType, span, what + "(mode) takes 1 argument, got " + std::to_string(args.size()));
+      }
+      const int64_t mode = const_int(0, "mode", "a pl.SaturationFlagMode member");
+      if (mode < 0 || mode >= modes) {
+        Fail(ErrorKind::kValue, at(0), what + ": mode " + std::to_string(mode) + " is not a pl.SaturationFlagMode");
+      }
+      dtype = DataType::kBool;
+      break;
+    }
+    default: Fail(ErrorKind::kInternal, span, what + " is not a register read");
+  }
+  auto node = New(ExprKind::kBuiltin, Type::Scalar(dtype), span);
+  node->builtin = builtin;
+  node->operands = std::move(args);
   return node;
 }
 
@@ -232,6 +324,76 @@ Expr ValidShape(const Var& tile, int axis, Span span) {
   auto node = New(ExprKind::kValidShape, Type::Scalar(DataType::kInt32), span);
   node->var = tile;
   node->axis = rank == 1 ? 1 : resolved;  // stored as the 2-D axis: rows 0, columns 1
+  return node;
+}
+
+namespace {
+
+// A shape or stride entry of pl.make_tensor: an integer scalar, not negative when constant.
+void RequireExtent(const Expr& e, Span span, const char* what, size_t i) {
+  const std::string entry = std::string(what) + " entry " + std::to_string(i);
+  RequireScalar(e, span, entry.c_str());
+  if (IsFloat(e->type.dtype) || e->type.dtype == DataType::kBool) {
+    Fail(ErrorKind::kType, e->span.valid() ? e->span : span, entry + " must be an integer");
+  }
+  if (e->IsIntConst() && e->int_value < 0) {
+    Fail(ErrorKind::kValue, e->span.valid() ? e->span : span,
+         entry + " is " + std::to_string(e->int_value) + "; it must not be negative");
+  }
+}
+
+}  // namespace
+
+Expr MakeView(Expr source, std::vector<Expr> shape, std::vector<Expr> stride, DataType dtype, Span span) {
+  if (!source || !(source->type.IsTensor() || source->type.IsPtr())) {
+    Fail(ErrorKind::kType, span,
+         "pl.make_tensor views a pl.Ptr or a GM tensor, got " + (source ? source->type.ToString() : "nothing"));
+  }
+  if (shape.empty() || shape.size() > 8) {
+    Fail(ErrorKind::kType, span, "pl.make_tensor needs 1 to 8 shape entries, got " + std::to_string(shape.size()));
+  }
+  if (!stride.empty() && stride.size() != shape.size()) {
+    Fail(ErrorKind::kType, span,
+         "pl.make_tensor stride needs one entry per shape entry (" + std::to_string(shape.size()) + "), got " +
+             std::to_string(stride.size()));
+  }
+  if (!Info(dtype).supported) {
+    Fail(ErrorKind::kType, span, "pl.make_tensor dtype " + std::string(Name(dtype)) + " is not supported yet");
+  }
+  TensorType t;
+  t.dtype = dtype;
+  t.view = true;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    RequireExtent(shape[i], span, "pl.make_tensor shape", i);
+    Dim d;
+    if (shape[i]->IsIntConst()) {
+      d.kind = DimKind::kFixed;
+      d.value = shape[i]->int_value;
+    }
+    t.dims.push_back(d);
+  }
+  for (size_t i = 0; i < stride.size(); ++i) RequireExtent(stride[i], span, "pl.make_tensor stride", i);
+  auto node = New(ExprKind::kMakeView, Type::Tensor(std::move(t)), span);
+  node->axis = int(shape.size());
+  node->operands.push_back(std::move(source));
+  for (Expr& e : shape) node->operands.push_back(std::move(e));
+  for (Expr& e : stride) node->operands.push_back(std::move(e));
+  return node;
+}
+
+Expr PtrOffset(Expr ptr, Expr offset, DataType dtype, Span span) {
+  if (!ptr || !ptr->type.IsPtr()) {
+    Fail(ErrorKind::kType, span, "expected a pl.Ptr, got " + (ptr ? ptr->type.ToString() : "nothing"));
+  }
+  RequireScalar(offset, span, "a pointer offset");
+  if (IsFloat(offset->type.dtype) || offset->type.dtype == DataType::kBool) {
+    Fail(ErrorKind::kType, offset->span.valid() ? offset->span : span, "a pointer offset must be an integer");
+  }
+  if (!Info(dtype).supported) {
+    Fail(ErrorKind::kType, span, "pointer dtype " + std::string(Name(dtype)) + " is not supported yet");
+  }
+  auto node = New(ExprKind::kPtrOffset, Type::Ptr(dtype), span);
+  node->operands = {std::move(ptr), std::move(offset)};
   return node;
 }
 

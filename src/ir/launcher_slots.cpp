@@ -17,6 +17,10 @@ std::vector<LauncherSlot> LauncherSlots(const std::vector<SlotParam>& params) {
     if (params[p].kind != SlotKind::kTensor) continue;
     for (int d = 0; d < params[p].dynamic_dims; ++d) slots.push_back({SlotKind::kDynamicDim, int(p), dyn++});
   }
+  int ptrs = 0;
+  for (size_t p = 0; p < params.size(); ++p) {
+    if (params[p].kind == SlotKind::kTensor && params[p].ptr) slots.push_back({SlotKind::kBufferBytes, int(p), ptrs++});
+  }
   for (size_t p = 0; p < params.size(); ++p) {
     if (params[p].kind == SlotKind::kTiling) slots.push_back({SlotKind::kTiling, int(p), 0});
   }
@@ -29,6 +33,8 @@ std::vector<LauncherSlot> LauncherSlots(const Function& func) {
     SlotParam s;
     if (p->type.IsTensor()) {
       for (const Dim& d : p->type.tensor->dims) s.dynamic_dims += d.kind == DimKind::kDynamic ? 1 : 0;
+    } else if (p->type.IsPtr()) {
+      s.ptr = true;
     } else {
       s.kind = p->type.IsScalar() ? SlotKind::kScalar : SlotKind::kTiling;
     }

@@ -1,6 +1,7 @@
 #include "pypto_pro/ir/op_registry.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "op_tables.h"
 #include "pypto_pro/ir/analysis.h"
@@ -18,6 +19,8 @@ std::vector<OpDef> BuildOps() {
   AddSyncOps(ops);
   AddTileOps(ops);
   AddDebugOps(ops);
+  AddSsbufOps(ops);
+  AddRegisterOps(ops);
   return ops;
 }
 
@@ -71,13 +74,7 @@ const OpDef* FindOp(std::string_view name) {
 
 const std::vector<PlannedOp>& PlannedOps() {
   static const std::vector<PlannedOp> planned = {
-      {"make_tensor", "a GM tensor view with its own shape and strides over a pointer or tensor"},
-      {"addptr", "a GM pointer moved by an element offset"},
-      {"make_ptr", "a GM pointer from a tensor"},
-      {"set_stride", "change a GM view's strides"},
       {"init_output", "fill a region of a GM tensor (offset=, size=) with a scalar value="},
-      {"ssbuf_load", "load a pl.struct variable from the SuperScalar buffer (SSBUF) at an offset"},
-      {"ssbuf_store", "store a pl.struct variable into the SuperScalar buffer (SSBUF) at an offset"},
       {"gather", "out[i] = src[idx[i]]: gather the elements of a Vec tile by an index tile"},
       {"gatherb", "gather the 32-byte blocks of a Vec tile by a tile of byte offsets"},
       {"gathermask", "keep the elements of a Vec tile that a bit pattern selects (pattern_mode=)"},
@@ -92,23 +89,89 @@ const std::vector<PlannedOp>& PlannedOps() {
       {"matmul_mx_acc", "MX matmul accumulated onto an Acc tile"},
       {"reinterpret", "view a tile's bytes as another dtype"},
       {"astype", "convert a scalar to another dtype"},
-      {"set_mask_count", "switch the vector mask to counting mode"},
-      {"set_mask_norm", "switch the vector mask to bit (normal) mode"},
-      {"set_vec_mask", "set the 128-bit vector mask from two 64-bit values (mask_high, mask_low)"},
-      {"reset_mask", "reset the vector mask to all ones"},
-      {"get_spr", "read a special purpose register (the AR register a squeeze writes)"},
-      {"set_ctrl_spr", "set a field of the CTRL special purpose register"},
-      {"get_ctrl_spr", "read a field of the CTRL special purpose register"},
-      {"reset_ctrl_spr", "reset the CTRL special purpose register"},
-      {"set_saturation_flag", "choose saturating or wrapping arithmetic (pl.SaturationFlagMode)"},
-      {"get_saturation_flag", "read the saturation mode of pl.SaturationFlagMode"},
   };
   return planned;
+}
+
+namespace {
+
+Attr IntAttr(std::string name, int64_t value) {
+  Attr a;
+  a.name = std::move(name);
+  a.value = value;
+  return a;
+}
+
+Attr TextAttr(std::string name, std::string text) {
+  Attr a;
+  a.name = std::move(name);
+  a.is_string = true;
+  a.text = std::move(text);
+  return a;
+}
+
+// `op(..., <k.name>=<run-time id>)`: if id == v0: op(..., v0) elif id == v1: ... else a fault, over
+// every id the op accepts with these arguments (the ones its checks refuse are left out).
+Stmt DispatchRuntimeId(const OpDef& op, const KwargSpec& k, const std::string& name, const std::vector<Expr>& args,
+                       const std::map<std::string, KwargValue>& kwargs, const Expr& id, Span span) {
+  const std::string what = "pl." + std::string(op.PublicName()) + "(): " + std::string(k.name);
+  if (!id->type.IsScalar() || IsFloat(id->type.dtype) || id->type.dtype == DataType::kBool) {
+    Fail(ErrorKind::kType, span, what + " must be an int, got " + id->type.ToString());
+  }
+  std::vector<std::pair<int64_t, Stmt>> branches;
+  std::optional<CompileDiagnostic> refused;
+  for (int64_t v = k.min_value; v <= k.max_value; ++v) {
+    std::map<std::string, KwargValue> with_id = kwargs;
+    with_id[std::string(k.name)] = KwargValue{KwargValue::Kind::kInt, v, {}, nullptr};
+    try {
+      Stmt call = BuildOpCall(name, args, with_id, span);
+      if (call->kind == StmtKind::kOp && call->op->check) call->op->check(*call);
+      branches.emplace_back(v, std::move(call));
+    } catch (const CompileDiagnostic& e) {
+      if (!refused) refused = e;
+    }
+  }
+  if (branches.empty()) throw *refused;
+  std::string legal;  // runs of consecutive ids: "0..15", "0..3, 8..15"
+  for (size_t i = 0; i < branches.size();) {
+    size_t j = i;
+    while (j + 1 < branches.size() && branches[j + 1].first == branches[j].first + 1) ++j;
+    legal += (legal.empty() ? "" : ", ") + std::to_string(branches[i].first);
+    if (j > i) legal += ".." + std::to_string(branches[j].first);
+    i = j + 1;
+  }
+  Stmt chain = OpCall(FindOp("index_fault"), {id}, {TextAttr("what", what), TextAttr("legal", legal)}, span);
+  for (auto it = branches.rbegin(); it != branches.rend(); ++it) {
+    chain = If(Binary(BinaryOp::kEq, id, IntConst(it->first, span), span), it->second, chain, span);
+  }
+  return chain;
+}
+
+}  // namespace
+
+Stmt CheckIndexCall(Expr index, int64_t lo, int64_t hi, const std::string& what, Span span) {
+  if (!index->type.IsScalar() || IsFloat(index->type.dtype) || index->type.dtype == DataType::kBool) {
+    Fail(ErrorKind::kType, span, "the index of " + what + " must be an int, got " + index->type.ToString());
+  }
+  return OpCall(FindOp("check_index"), {std::move(index)},
+                {IntAttr("lo", lo), IntAttr("hi", hi), TextAttr("what", what)}, span);
 }
 
 Stmt BuildOpCall(const std::string& name, std::vector<Expr> args, const std::map<std::string, KwargValue>& kwargs,
                  Span span) {
   const OpDef* op = FindOp(name);
+  if (op && !op->internal && op->PublicName() == op->name) {
+    for (const KwargSpec& k : op->kwargs) {
+      auto it = kwargs.find(std::string(k.name));
+      if (!k.runtime_dispatch || it == kwargs.end() || it->second.kind != KwargValue::Kind::kExpr) continue;
+      if (it->second.e->IsIntConst()) {  // a constant expression is the compile-time id
+        std::map<std::string, KwargValue> constant = kwargs;
+        constant[std::string(k.name)] = KwargValue{KwargValue::Kind::kInt, it->second.e->int_value, {}, nullptr};
+        return BuildOpCall(name, std::move(args), constant, span);
+      }
+      return DispatchRuntimeId(*op, k, name, args, kwargs, it->second.e, span);
+    }
+  }
   if (op && (op->internal || op->PublicName() != op->name)) op = nullptr;  // not callable by this name
   if (!op) {
     for (const PlannedOp& planned : PlannedOps()) {

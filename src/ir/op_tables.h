@@ -21,5 +21,7 @@ void AddCubeOps(std::vector<OpDef>& ops);      // ops_cube.cpp: matmul
 void AddSyncOps(std::vector<OpDef>& ops);      // ops_sync.cpp: flags, mutexes, barriers, cross-core flags
 void AddDebugOps(std::vector<OpDef>& ops);     // ops_debug.cpp: printf, pto_assert
 void AddTileOps(std::vector<OpDef>& ops);      // ops_tile.cpp: tile descriptors, element writes
+void AddRegisterOps(std::vector<OpDef>& ops);  // ops_registers.cpp: the vector mask, CTRL
+void AddSsbufOps(std::vector<OpDef>& ops);     // ops_ssbuf.cpp: ssbuf_store / ssbuf_load
 
 }  // namespace pypto_pro::ir

@@ -148,6 +148,24 @@ void AddDebugOps(std::vector<OpDef>& ops) {
   dump_ws.kwargs = {loc, flag, name};
   ops.push_back(dump_ws);
 
+  // Run-time index checks the front end and the registry insert (internal): check_index faults unless
+  // lo <= index <= hi (a run-time index into a list or pl.struct_array); index_fault always faults (the
+  // last branch of a dispatch over the legal values of a run-time event_id= / mutex_id=).
+  KwargSpec lo, hi, what, legal;
+  lo.name = "lo", hi.name = "hi";
+  what.name = "what", what.kind = AttrKind::kString;
+  legal.name = "legal", legal.kind = AttrKind::kString;
+  OpDef check_index{"check_index", Pipe::kS, PipeRule::kFixed, WindowRule::kNone,
+                    {{"index", OperandKind::kScalar, Access::kRead}}, false, kAllSupportedDTypes, "",
+                    "pto::CheckIndex", {lo, hi, what}, "fault unless lo <= index <= hi"};
+  check_index.internal = true;
+  ops.push_back(check_index);
+  OpDef index_fault{"index_fault", Pipe::kS, PipeRule::kFixed, WindowRule::kNone,
+                    {{"index", OperandKind::kScalar, Access::kRead}}, false, kAllSupportedDTypes, "",
+                    "pto::IndexFault", {what, legal}, "fault: the run-time value is none of the legal ones"};
+  index_fault.internal = true;
+  ops.push_back(index_fault);
+
   // trap: the core stops here; the launch reports it as a fault at the line.
   ops.push_back(OpDef{"trap", Pipe::kS, PipeRule::kFixed, WindowRule::kNone, {}, false, kAllSupportedDTypes, "",
                       "pto::trap", {}, "stop the kernel unconditionally: a KernelFault at this line"});

@@ -29,6 +29,7 @@ KwargSpec IdKwarg(std::string_view name, int64_t count) {
   k.min_value = 0;
   k.max_value = count - 1;
   k.required = true;
+  k.runtime_dispatch = true;
   return k;
 }
 

@@ -26,6 +26,16 @@ void CheckSetval(const StmtNode& call) {
        "pl.setval on tile '" + container->var->name + "': " + container->type.tile->ElementOffsetProblem());
 }
 
+// set_stride's constant strides: not negative (run-time ones are checked where they run).
+void CheckStride(const StmtNode& call) {
+  for (const Expr& e : call.args[1]->operands) {
+    if (e->IsIntConst() && e->int_value < 0) {
+      Fail(ErrorKind::kValue, OperandSpan(call, 1),
+           CallName(call) + ": a stride is " + std::to_string(e->int_value) + "; strides must not be negative");
+    }
+  }
+}
+
 }  // namespace
 
 void AddTileOps(std::vector<OpDef>& ops) {
@@ -47,6 +57,14 @@ void AddTileOps(std::vector<OpDef>& ops) {
                "container[offset] = value (a linear element offset into a Vec tile or GM tensor)"};
   setval.check = &CheckSetval;
   ops.push_back(setval);
+  // A GM tensor's descriptor: later loads, stores and element accesses use the new strides. Moves no
+  // data (the tensor is read as far as the data goes: a read-only buffer may take new strides).
+  OpDef stride{"set_stride", Pipe::kS, PipeRule::kFixed, WindowRule::kNone,
+               {{"tensor", OperandKind::kTensor, Access::kRead}, {"stride", OperandKind::kOffsets, Access::kRead}},
+               false, kAllSupportedDTypes, "", "pto::set_stride", {},
+               "tensor's strides = stride (one per axis, in elements; not negative), for its later accesses"};
+  stride.check = &CheckStride;
+  ops.push_back(stride);
 }
 
 }  // namespace pypto_pro::ir

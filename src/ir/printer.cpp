@@ -40,11 +40,15 @@ std::string Print(const Expr& e) {
       }
       return PrintOperand(e->operands[0]) + " " + Symbol(e->binary) + " " + PrintOperand(e->operands[1]);
     case ExprKind::kUnary:
-      return (e->unary == UnaryOp::kNeg ? "-" : "not ") + PrintOperand(e->operands[0]);
+      return (e->unary == UnaryOp::kNeg ? "-" : e->unary == UnaryOp::kNot ? "not " : "~") + PrintOperand(e->operands[0]);
     case ExprKind::kTernary:
       return "(" + Print(e->operands[1]) + " if " + Print(e->operands[0]) + " else " + Print(e->operands[2]) + ")";
     case ExprKind::kCast: return std::string(Name(e->type.dtype)) + "(" + Print(e->operands[0]) + ")";
-    case ExprKind::kBuiltin: return std::string(Name(e->builtin)) + "()";
+    case ExprKind::kBuiltin: {
+      std::string s = std::string(Name(e->builtin)) + "(";
+      for (size_t i = 0; i < e->operands.size(); ++i) s += (i ? ", " : "") + Print(e->operands[i]);
+      return s + ")";
+    }
     case ExprKind::kShapeDim: return e->var->name + ".shape[" + std::to_string(e->axis) + "]";
     case ExprKind::kField: {
       std::string s = e->var->name + "." + e->var->type.strct->fields[size_t(e->axis)].name;
@@ -59,6 +63,22 @@ std::string Print(const Expr& e) {
       for (size_t i = 0; i < e->operands.size(); ++i) s += (i ? ", " : "") + Print(e->operands[i]);
       return s + "]";
     }
+    case ExprKind::kMakeView: {
+      const size_t rank = size_t(e->axis);
+      auto list = [&](size_t first) {
+        std::string s = "[";
+        for (size_t i = 0; i < rank; ++i) s += (i ? ", " : "") + Print(e->operands[first + i]);
+        return s + "]";
+      };
+      return "make_tensor(" + Print(e->operands[0]) + ", " + list(1) +
+             (e->operands.size() > 1 + rank ? ", " + list(1 + rank) : "") + ", " + std::string(Name(e->type.dtype)) +
+             ")";
+    }
+    case ExprKind::kPtrOffset:
+      if (e->type.dtype != e->operands[0]->type.dtype) {
+        return "make_ptr(" + Print(e->operands[0]) + ", " + std::string(Name(e->type.dtype)) + ")";
+      }
+      return "addptr(" + Print(e->operands[0]) + ", " + Print(e->operands[1]) + ")";
   }
   return "?";
 }

@@ -98,12 +98,13 @@ std::string Type::ToString() const {
     case TypeKind::kScalar: return std::string(Name(dtype));
     case TypeKind::kTensor: {
       std::ostringstream os;
-      os << "Tensor[[";
+      os << (tensor->view ? "View[[" : "Tensor[[");
       int dyn = 0;
       for (size_t i = 0; i < tensor->dims.size(); ++i) {
         const Dim& d = tensor->dims[i];
         if (i) os << ", ";
         if (d.kind == DimKind::kFixed) os << d.value;
+        else if (tensor->view) os << "?";
         else if (d.kind == DimKind::kStatic) os << "STATIC" << (d.IsConstant() ? "=" + std::to_string(d.value) : "");
         else os << "DYNAMIC#" << (d.dyn_slot >= 0 ? d.dyn_slot : dyn++);
       }
@@ -114,6 +115,7 @@ std::string Type::ToString() const {
     case TypeKind::kTileGroup: return "Group[" + tile->ToString() + "]";
     case TypeKind::kTuple: return "tuple";
     case TypeKind::kStruct: return strct->name;
+    case TypeKind::kPtr: return "Ptr[" + std::string(Name(dtype)) + "]";
   }
   return "?";
 }

@@ -35,8 +35,10 @@ class Verifier : public IRVisitor {
 
   void Run() {
     for (const Var& p : func_.params) {
-      if (!p->type.IsTensor() && !p->type.IsScalar() && p->type.kind != TypeKind::kStruct) {
-        Fail(ErrorKind::kInternal, p->span, "parameter '" + p->name + "' must be a tensor, a scalar or TilingData");
+      if ((!p->type.IsTensor() && !p->type.IsScalar() && !p->type.IsPtr() && p->type.kind != TypeKind::kStruct) ||
+          (p->type.IsTensor() && p->type.tensor->view)) {
+        Fail(ErrorKind::kInternal, p->span,
+             "parameter '" + p->name + "' must be a tensor, a pointer, a scalar or TilingData");
       }
       defined_.insert(p->id);
     }
@@ -73,6 +75,16 @@ class Verifier : public IRVisitor {
     });
   }
 
+  // A GM view variable takes views of its dtype and rank whose fixed dims agree (a view variable
+  // may also copy a tensor parameter).
+  static bool SameView(const TensorType& var, const TensorType& value) {
+    if (var.dtype != value.dtype || var.dims.size() != value.dims.size() || !var.view) return false;
+    for (size_t i = 0; i < var.dims.size(); ++i) {
+      if (var.dims[i].kind == DimKind::kFixed && value.dims[i].value != var.dims[i].value) return false;
+    }
+    return true;
+  }
+
   void RequireInt(const Expr& e, Span span, const std::string& what) {
     if (!e || !e->type.IsScalar() || IsFloat(e->type.dtype)) {
       Fail(ErrorKind::kType, e && e->span.valid() ? e->span : span,
@@ -89,8 +101,9 @@ class Verifier : public IRVisitor {
         if (!s->value) Fail(ErrorKind::kInternal, s->span, "assignment without a value");
         CheckDefined(s->value, s->span);
         if (s->var->type.kind != s->value->type.kind ||
-            (s->var->type.IsScalar() && s->var->type.dtype != s->value->type.dtype) ||
-            (s->var->type.IsTile() && !(*s->var->type.tile == *s->value->type.tile))) {
+            ((s->var->type.IsScalar() || s->var->type.IsPtr()) && s->var->type.dtype != s->value->type.dtype) ||
+            (s->var->type.IsTile() && !(*s->var->type.tile == *s->value->type.tile)) ||
+            (s->var->type.IsTensor() && !SameView(*s->var->type.tensor, *s->value->type.tensor))) {
           Fail(ErrorKind::kType, s->span,
                "cannot assign a value of type " + s->value->type.ToString() + " to '" + s->var->name + "' of type " +
                    s->var->type.ToString());

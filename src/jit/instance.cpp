@@ -17,6 +17,7 @@
 #include "pypto_pro/codegen/codegen.h"
 #include "pypto_pro/ir/printer.h"
 #include "pypto_pro/ir/analysis.h"
+#include "pypto_pro/ir/launcher_slots.h"
 #include "pypto_pro/jit/artefacts.h"
 #include "pypto_pro/jit/compiler.h"
 #include "pypto_pro/passes/pass.h"
@@ -231,10 +232,10 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   codegen_options.dump_dir = fs::absolute(inst->dir / "dumps").string();
   codegen::GeneratedSources sources = codegen::Generate(func, *arch, codegen_options);
   inst->kind = sources.kind;
-  inst->num_slots = int(func.params.size()) + func.NumDynamicDims();
+  inst->num_slots = int(ir::LauncherSlots(func).size());
   const std::vector<bool> written = ir::WrittenParams(func);
-  for (size_t p = 0, tensor = 0; p < func.params.size(); ++p) {
-    if (!func.params[p]->type.IsTensor()) continue;
+  for (size_t p = 0, tensor = 0; p < func.params.size(); ++p) {  // tensors and pointers: the first slots
+    if (!func.params[p]->type.IsTensor() && !func.params[p]->type.IsPtr()) continue;
     if (written[p]) inst->written_tensors.push_back(int(tensor));
     ++tensor;
   }

@@ -118,6 +118,10 @@ std::vector<ir::LauncherSlot> KernelSignature::Slots() const {
         break;
       case ParamKind::kScalar: s.kind = ir::SlotKind::kScalar; break;
       case ParamKind::kTiling: s.kind = ir::SlotKind::kTiling; break;
+      case ParamKind::kPtr:
+        s.kind = ir::SlotKind::kTensor;
+        s.ptr = true;
+        break;
     }
     slots.push_back(s);
   }

@@ -11,6 +11,7 @@
 #include <set>
 #include <utility>
 
+#include "pypto_pro/support/source_line.h"
 #include "pypto_pro/ir/visitor.h"
 #include "pypto_pro/passes/pass.h"
 #include "pypto_pro/support/text.h"
@@ -87,7 +88,8 @@ void WarnOverlaps(const std::vector<Placed>& earlier, const Placed& slot, Span s
                "each view its own bytes");
     }
     if (same_bytes && (!(other.type == slot.type) || other.line == slot.line)) continue;  // one view
-    std::string where = other.line == span.line ? "" : " (line " + std::to_string(other.line) + ")";
+    std::string where = other.line == span.line ? "" : " (line " + std::to_string(LineNumber(other.line)) +
+                                                       (LineFile(other.line) != LineFile(span.line) ? " of another file" : "") + ")";
     warnings.push_back(
         {span, slot.what + " at [" + Hex(slot.begin) + ", " + Hex(slot.end) + ") of " +
                    std::string(ir::Name(slot.memory)) + " overlaps " + other.what + where + " at [" +

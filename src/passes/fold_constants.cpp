@@ -77,6 +77,32 @@ Expr FoldBinary(const ExprNode& e, const Expr& a, const Expr& b) {
     return FloatConst(r, e.span, dt);
   }
   int64_t x = a->int_value, y = b->int_value;
+  if (dt == DataType::kBool) {  // & | ^ of two bools
+    switch (e.binary) {
+      case BinaryOp::kBitAnd: return BoolConst((x & y) != 0, e.span);
+      case BinaryOp::kBitOr: return BoolConst((x | y) != 0, e.span);
+      case BinaryOp::kBitXor: return BoolConst((x ^ y) != 0, e.span);
+      default: return nullptr;
+    }
+  }
+  switch (e.binary) {
+    case BinaryOp::kBitAnd: return IntConst(Wrap(x & y, dt), e.span, dt);
+    case BinaryOp::kBitOr: return IntConst(Wrap(x | y, dt), e.span, dt);
+    case BinaryOp::kBitXor: return IntConst(Wrap(x ^ y, dt), e.span, dt);
+    case BinaryOp::kShl:
+    case BinaryOp::kShr: {
+      const int bits = Info(dt).bits;
+      if (y < 0 || y >= bits) {
+        Fail(ErrorKind::kValue, e.span,
+             "shift amount " + std::to_string(y) + " is outside [0, " + std::to_string(bits) + ") for a " +
+                 std::string(Name(dt)) + " value");
+      }
+      const int64_t v = Wrap(x, dt);
+      if (e.binary == BinaryOp::kShl) return IntConst(Wrap(int64_t(uint64_t(v) << y), dt), e.span, dt);
+      return IntConst(v >> y, e.span, dt);  // arithmetic: the dtypes here are signed
+    }
+    default: break;
+  }
   switch (e.binary) {
     case BinaryOp::kAdd: return IntConst(Wrap(AddWrap(x, y), dt), e.span, dt);
     case BinaryOp::kSub: return IntConst(Wrap(SubWrap(x, y), dt), e.span, dt);
@@ -120,6 +146,7 @@ class Folder : public IRMutator {
     if (e->kind == ExprKind::kBinary) folded = FoldBinary(*e, ops[0], ops[1]);
     if (e->kind == ExprKind::kUnary) {
       if (e->unary == UnaryOp::kNot) folded = BoolConst(!Truthy(ops[0]), e->span);
+      else if (e->unary == UnaryOp::kBitNot) folded = IntConst(Wrap(~ops[0]->int_value, e->type.dtype), e->span, e->type.dtype);
       else if (IsFloat(e->type.dtype)) folded = FloatConst(-ops[0]->float_value, e->span, e->type.dtype);
       else folded = IntConst(Wrap(SubWrap(0, ops[0]->int_value), e->type.dtype), e->span, e->type.dtype);
     }

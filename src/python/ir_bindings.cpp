@@ -39,6 +39,7 @@ const char* KindName(TypeKind kind) {
     case TypeKind::kTileGroup: return "group";
     case TypeKind::kTuple: return "tuple";
     case TypeKind::kStruct: return "struct";
+    case TypeKind::kPtr: return "ptr";
   }
   return "?";
 }
@@ -143,6 +144,17 @@ void BindIR(py::module_& parent) {
       .def_property_readonly("id", [](const PyVar& v) { return v.var->id; })
       .def_property_readonly("kind", [](const PyVar& v) { return KindName(v.var->type.kind); })
       .def_property_readonly("dtype", [](const PyVar& v) { return std::string(Name(v.var->type.dtype)); })
+      .def_property_readonly("dims",
+                             [](const PyVar& v) {
+                               // A GM tensor's dims: the constant ones, None for those known at run time.
+                               py::list dims;
+                               if (!v.var->type.IsTensor()) return dims;
+                               for (const Dim& d : v.var->type.tensor->dims) {
+                                 const bool known = d.IsConstant() && d.kind != DimKind::kDynamic;
+                                 dims.append(known ? py::object(py::int_(d.value)) : py::object(py::none()));
+                               }
+                               return dims;
+                             })
       .def_property_readonly("rank",
                              [](const PyVar& v) {
                                return v.var->type.IsTensor() ? int(v.var->type.tensor->dims.size()) : 0;
@@ -159,6 +171,7 @@ void BindIR(py::module_& parent) {
       .def_property_readonly("kind", [](const PyExpr& e) { return KindName(e.expr->type.kind); })
       .def_property_readonly("dtype", [](const PyExpr& e) { return std::string(Name(e.expr->type.dtype)); })
       .def_property_readonly("is_const", [](const PyExpr& e) { return e.expr->IsConst(); })
+      .def_property_readonly("type", [](const PyExpr& e) { return e.expr->type.ToString(); })
       .def_property_readonly("value",
                              [](const PyExpr& e) -> py::object {
                                if (!e.expr->IsConst()) return py::none();
@@ -211,6 +224,22 @@ void BindIR(py::module_& parent) {
         f->source_file = source_file;
         return f;
       }))
+      .def("add_source_file",
+           [](Function& f, const std::string& path) {
+             // The file index of a helper's module (support/source_line.h); 0 is the kernel's own.
+             if (path == f.source_file) return 0;
+             for (size_t i = 0; i < f.other_files.size(); ++i) {
+               if (f.other_files[i] == path) return int(i + 1);
+             }
+             f.other_files.push_back(path);
+             return int(f.other_files.size());
+           })
+      .def_property_readonly("source_files",
+                             [](const Function& f) {
+                               std::vector<std::string> files{f.source_file};
+                               files.insert(files.end(), f.other_files.begin(), f.other_files.end());
+                               return files;
+                             })
       .def("tensor_param",
            [](Function& f, const std::string& name, const std::string& dtype,
               const std::vector<std::pair<std::string, int64_t>>& dims, int line, int col) {
@@ -234,6 +263,17 @@ void BindIR(py::module_& parent) {
              Var v = f.NewVar(name, Type::Struct(LayoutStruct(class_name, fields)), At(line, col));
              f.params.push_back(v);
              return PyVar{v};
+           })
+      .def("ptr_param",
+           [](Function& f, const std::string& name, const std::string& dtype, int line, int col) {
+             Var v = f.NewVar(name, Type::Ptr(ParseDType(dtype)), At(line, col));
+             f.params.push_back(v);
+             return PyVar{v};
+           })
+      .def("value_var",
+           [](Function& f, const std::string& name, const PyExpr& value, int line, int col) {
+             // A variable of the value's type: GM views (pl.make_tensor) and pointers (pl.addptr, ...).
+             return PyVar{f.NewVar(name, value.expr->type, At(line, col))};
            })
       .def("scalar_param",
            [](Function& f, const std::string& name, const std::string& dtype, int line, int col) {
@@ -282,15 +322,20 @@ void BindIR(py::module_& parent) {
         {"+", BinaryOp::kAdd}, {"-", BinaryOp::kSub}, {"*", BinaryOp::kMul}, {"/", BinaryOp::kDiv},
         {"//", BinaryOp::kFloorDiv}, {"%", BinaryOp::kMod}, {"min", BinaryOp::kMin}, {"max", BinaryOp::kMax},
         {"==", BinaryOp::kEq}, {"!=", BinaryOp::kNe}, {"<", BinaryOp::kLt}, {"<=", BinaryOp::kLe},
-        {">", BinaryOp::kGt}, {">=", BinaryOp::kGe}, {"and", BinaryOp::kAnd}, {"or", BinaryOp::kOr}};
+        {">", BinaryOp::kGt}, {">=", BinaryOp::kGe}, {"and", BinaryOp::kAnd}, {"or", BinaryOp::kOr},
+        {"&", BinaryOp::kBitAnd}, {"|", BinaryOp::kBitOr}, {"^", BinaryOp::kBitXor}, {"<<", BinaryOp::kShl},
+        {">>", BinaryOp::kShr}};
     for (const auto& [symbol, kind] : ops) {
       if (symbol == op) return PyExpr{Binary(kind, a.expr, b.expr, At(line, col))};
     }
     Fail(ErrorKind::kUnsupported, At(line, col), "operator '" + op + "' is not supported on kernel scalars");
   }, py::arg("op"), py::arg("lhs"), py::arg("rhs"), py::arg("line") = 0, py::arg("col") = 0);
   m.def("unary", [](const std::string& op, const PyExpr& a, int line, int col) {
-    if (op != "-" && op != "not") Fail(ErrorKind::kUnsupported, At(line, col), "unary '" + op + "' is not supported");
-    return PyExpr{Unary(op == "-" ? UnaryOp::kNeg : UnaryOp::kNot, a.expr, At(line, col))};
+    if (op != "-" && op != "not" && op != "~") {
+      Fail(ErrorKind::kUnsupported, At(line, col), "unary '" + op + "' is not supported");
+    }
+    return PyExpr{Unary(op == "-" ? UnaryOp::kNeg : op == "not" ? UnaryOp::kNot : UnaryOp::kBitNot, a.expr,
+                        At(line, col))};
   }, py::arg("op"), py::arg("operand"), py::arg("line") = 0, py::arg("col") = 0);
   m.def("ternary", [](const PyExpr& c, const PyExpr& a, const PyExpr& b, int line, int col) {
     return PyExpr{Ternary(c.expr, a.expr, b.expr, At(line, col))};
@@ -304,6 +349,12 @@ void BindIR(py::module_& parent) {
     }
     Fail(ErrorKind::kUndefined, At(line, col), "unknown builtin pl." + name);
   });
+  m.def("register_read", [](const std::string& name, const std::vector<PyExpr>& args, int line, int col) {
+    for (Builtin b : {Builtin::kSpr, Builtin::kCtrlSpr, Builtin::kSaturationFlag}) {
+      if (name == Name(b)) return PyExpr{RegisterRead(b, Unwrap(args), At(line, col))};
+    }
+    Fail(ErrorKind::kUndefined, At(line, col), "unknown register read pl." + name);
+  }, "pl.get_spr(), pl.get_ctrl_spr(start_bit, end_bit), pl.get_saturation_flag(mode index): a scalar.");
   m.def("shape_dim", [](const PyVar& tensor, int axis, int line, int col) {
     return PyExpr{ShapeDim(tensor.var, axis, At(line, col))};
   });
@@ -312,6 +363,13 @@ void BindIR(py::module_& parent) {
   });
   m.def("element", [](const PyVar& container, const PyExpr& offset, int line, int col) {
     return PyExpr{Element(container.var, offset.expr, At(line, col))};
+  });
+  m.def("make_view", [](const PyExpr& source, const std::vector<PyExpr>& shape, const std::vector<PyExpr>& stride,
+                        const std::string& dtype, int line, int col) {
+    return PyExpr{MakeView(source.expr, Unwrap(shape), Unwrap(stride), ParseDType(dtype), At(line, col))};
+  });
+  m.def("ptr_offset", [](const PyExpr& ptr, const PyExpr& offset, const std::string& dtype, int line, int col) {
+    return PyExpr{PtrOffset(ptr.expr, offset.expr, ParseDType(dtype), At(line, col))};
   });
   m.def("valid_shape", [](const PyVar& tile, int axis, int line, int col) {
     return PyExpr{ValidShape(tile.var, axis, At(line, col))};
@@ -329,6 +387,21 @@ void BindIR(py::module_& parent) {
   });
 
   // Statements.
+  m.def("ssbuf_op", [](const std::string& name, const PyExpr& offset, const std::vector<PyExpr>& fields,
+                       const std::string& struct_name, int line, int col) {
+    // The front end's pl.ssbuf_store / ssbuf_load(struct, offset): the struct's field variables.
+    if (name != "ssbuf_store" && name != "ssbuf_load") Fail(ErrorKind::kInternal, At(line, col), "not an ssbuf op");
+    Attr attr;
+    attr.name = "name";
+    attr.is_string = true;
+    attr.text = struct_name;
+    Stmt call = OpCall(FindOp(name), {offset.expr, Tuple(Unwrap(fields), At(line, col))}, {attr}, At(line, col));
+    call->op->check(*call);
+    return PyStmt{call};
+  });
+  m.def("check_index", [](const PyExpr& index, int64_t lo, int64_t hi, const std::string& what, int line, int col) {
+    return PyStmt{CheckIndexCall(index.expr, lo, hi, what, At(line, col))};
+  });
   m.def("seq", [](const std::vector<PyStmt>& stmts) { return PyStmt{Seq(UnwrapStmts(stmts))}; });
   m.def("assign", [](const PyVar& v, const PyExpr& e, int line, int col) {
     return PyStmt{Assign(v.var, e.expr, At(line, col))};

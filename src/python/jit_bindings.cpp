@@ -135,6 +135,7 @@ void BindJit(py::module_& m) {
     d["model"] = std::string(arch->model);
     d["aic_cores"] = arch->aic_cores;
     d["cube_vector_local_paths"] = arch->cube_vector_local_paths;
+    d["ssbuf_bytes"] = arch->ssbuf_bytes;
     d["aiv_cores"] = arch->aiv_cores;
     py::dict capacity;
     for (size_t i = 1; i < size_t(ir::MemorySpace::kCount); ++i) {
@@ -160,6 +161,9 @@ void BindJit(py::module_& m) {
     out["planned_layouts"] = names(hw::kPlannedLayoutNames);
     out["round_modes"] = names(hw::kRoundModeNames);
     out["cross_core_sync_modes"] = names(hw::kCrossCoreSyncModeNames);
+    std::vector<std::string> saturation_flags;
+    for (const hw::SaturationFlagRow& r : hw::kSaturationFlags) saturation_flags.emplace_back(r.name);
+    out["saturation_flags"] = saturation_flags;
     std::vector<std::tuple<std::string, std::string, int, bool, bool>> dtypes;
     for (const hw::DataTypeRow& r : hw::kDataTypes) dtypes.emplace_back(r.name, r.pl_name, r.bits, r.is_float, r.supported);
     out["dtypes"] = dtypes;

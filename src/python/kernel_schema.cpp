@@ -114,16 +114,17 @@ KernelSchema ParseKernelSchema(const std::string& name, const py::list& params, 
     spec.name = d["name"].cast<std::string>();
     py_param.name = Interned(spec.name);
     const std::string kind = d["kind"].cast<std::string>();
-    spec.kind = kind == "tensor" ? jit::ParamKind::kTensor
+    spec.kind = kind == "tensor"   ? jit::ParamKind::kTensor
                 : kind == "scalar" ? jit::ParamKind::kScalar
+                : kind == "ptr"    ? jit::ParamKind::kPtr
                                    : jit::ParamKind::kTiling;
     if (spec.kind != jit::ParamKind::kTiling) {
       auto dt = ir::DataTypeFromName(d["dtype"].cast<std::string>());
       if (!dt) throw py::value_error("unknown dtype for parameter '" + spec.name + "'");
       spec.dtype = *dt;
     }
-    if (spec.kind == jit::ParamKind::kTensor) {
-      spec.dims = d["dims"].cast<std::vector<int64_t>>();
+    if (spec.kind == jit::ParamKind::kTensor) spec.dims = d["dims"].cast<std::vector<int64_t>>();
+    if (spec.kind == jit::ParamKind::kTensor || spec.kind == jit::ParamKind::kPtr) {
       spec.dt_entry = d.contains("dt_entry") ? d["dt_entry"].cast<int>() : -1;
     }
     if (spec.kind == jit::ParamKind::kTiling) {
@@ -158,9 +159,12 @@ KernelSchema ParseKernelSchema(const std::string& name, const py::list& params, 
   }
   const std::vector<ir::LauncherSlot> slots = out.sig.Slots();
   out.param_slot.assign(out.sig.params.size(), -1);
+  out.bytes_slot.assign(out.sig.params.size(), -1);
   for (size_t n = 0; n < slots.size(); ++n) {
     if (slots[n].kind == ir::SlotKind::kDynamicDim) {
       out.dynamic_slot.push_back(int(n));
+    } else if (slots[n].kind == ir::SlotKind::kBufferBytes) {
+      out.bytes_slot[size_t(slots[n].param)] = int(n);
     } else {
       out.param_slot[size_t(slots[n].param)] = int(n);
     }

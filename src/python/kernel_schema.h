@@ -47,11 +47,12 @@ struct KernelSchema {
   // one order of ir/launcher_slots.h.
   std::vector<int> param_slot;
   std::vector<int> dynamic_slot;
+  std::vector<int> bytes_slot;  // per parameter: the slot of a pl.Ptr's buffer size, else -1
   int num_slots = 0;
 };
 
-// From the front end's description: params = [{name, kind, dtype, dims, dt_entry, cls, size,
-// fields}], schema = {tiling_key: _C.TilingKeySchema, datatype: {params, var_of, var_names}}.
+// From the front end's description: params = [{name, kind (tensor, ptr, scalar, tiling), dtype, dims,
+// dt_entry, cls, size, fields}], schema = {tiling_key: _C.TilingKeySchema, datatype: {params, var_of, var_names}}.
 KernelSchema ParseKernelSchema(const std::string& name, const py::list& params, const py::dict& schema);
 
 // A launch's datatype dict into one dtype code per entry; ValueError/TypeError naming the entry.

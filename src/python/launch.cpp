@@ -16,6 +16,7 @@
 #include "bindings.h"
 #include "captures.h"
 #include "kernel_schema.h"
+#include "pypto_pro/support/source_line.h"
 #include "pypto_pro/jit/artefacts.h"
 #include "pypto_pro/jit/instance.h"
 #include "pypto_pro/jit/instance_cache.h"
@@ -131,6 +132,17 @@ class Kernel {
         continue;
       }
       TensorView view;
+      if (p.kind == jit::ParamKind::kPtr) {
+        ReadPtrArgument(p, obj, arg, sel, view);
+        int64_t elements = 1;
+        for (int d = 0; d < view.ndim; ++d) elements *= view.shape[d];
+        slots[schema_.bytes_slot[i]] = uint64_t(elements * ir::Bytes(view.dtype));
+        tensor_param[slot] = uint8_t(i);  // pointers share the tensors' slots, in parameter order
+        tensor_access[slot] = uint8_t((view.read_only ? kReadOnly : 0) | (view.requires_grad ? kRequiresGrad : 0) |
+                                      (view.is_leaf ? kGradLeaf : 0));
+        slots[slot] = view.data;
+        continue;
+      }
       if (!ReadTensor(obj, view, arg)) {
         ArgError(true, arg.str() + " must be a torch.Tensor or numpy.ndarray, got " + TypeName(obj));
       }
@@ -212,6 +224,37 @@ class Kernel {
   py::list Signatures() const { return py::list(signatures_); }
 
  private:
+  // The argument of a pl.Ptr[dtype] parameter: a numpy array or CPU torch tensor, row-major
+  // contiguous, whose whole buffer the kernel's views may use. Its dtype is the pointer's (the
+  // datatype dict's for a datatype= parameter); a pl.Ptr[pl.DT_UINT8] (a byte pointer, as the public
+  // examples pass workspaces and data of any dtype) takes a buffer of any dtype the language has.
+  void ReadPtrArgument(const jit::ParamSpec& p, PyObject* obj, const ArgName& arg, const Selection& sel,
+                       TensorView& view) const {
+    // (a pointer whose annotation names its datatype variable has no dtype of its own here)
+    const std::string what = arg.str() + (p.dt_entry >= 0 ? std::string(" (a pl.Ptr)")
+                                                          : " (a pl.Ptr[pl." + std::string(ir::Info(p.dtype).pl_name) +
+                                                                "])");
+    if (!ReadTensor(obj, view, arg)) {
+      ArgError(true, what + " must be a torch.Tensor or numpy.ndarray whose buffer the kernel uses, got " +
+                         TypeName(obj));
+    }
+    const bool by_dict = p.dt_entry >= 0;
+    const ir::DataType expected = by_dict ? ir::DataType(sel.dtypes[p.dt_entry]) : p.dtype;
+    const bool bytes = !by_dict && p.dtype == ir::DataType::kUInt8;
+    if (!view.dtype_known || (!bytes && view.dtype != expected)) {
+      std::string actual = py::str(py::handle(obj).attr("dtype")).cast<std::string>();
+      ArgError(true, what + " expects a buffer of " +
+                         (bytes ? std::string("a dtype the language has (a pl.DT_* dtype)")
+                                : "dtype " + std::string(ir::Name(expected)) + " (pl." +
+                                      std::string(ir::Info(expected).pl_name) + ")") +
+                         (by_dict ? " as its datatype dict says" : "") + ", got " + actual);
+    }
+    if (!IsRowMajor(view)) {
+      ArgError(false, what + " must be contiguous (row-major) with shape " + ShapeText(view) +
+                          "; pass .contiguous() / np.ascontiguousarray()");
+    }
+  }
+
   // A tensor the instance writes that must not be written: the refusal numpy or torch itself gives.
   [[noreturn]] void RefuseWrite(const jit::ParamSpec& p, uint8_t access) const {
     const std::string what = name_ + "(): argument '" + p.name + "'";
@@ -292,10 +335,10 @@ class Kernel {
       py::gil_scoped_release release;
       inst = jit::BuildInstance(std::move(copy), options);
     } catch (const CompileDiagnostic& diag) {
-      RaiseLocated(diag);
+      RaiseLocated(diag, *func);
     }
     inst->stats.parse_ms = parse_ms;
-    Warn(*inst, func->source_file);
+    Warn(*inst, *func);
     for (py::handle capture : parsed[1]) captures_.Add(py::reinterpret_borrow<py::tuple>(capture));
     signatures_.append(SignatureDict(binding, *inst));
     LogCompiled(*inst);
@@ -341,22 +384,25 @@ class Kernel {
   }
 
   // A diagnostic of the passes as the front end's located error (file, line, caret, hint).
-  [[noreturn]] void RaiseLocated(const CompileDiagnostic& diag) const {
+  [[noreturn]] void RaiseLocated(const CompileDiagnostic& diag, const ir::Function& func) const {
+    const int line = diag.span().line;
     py::object error = py::module_::import("pypto_pro.language.diagnostics")
-                           .attr("from_core")(ErrorKindName(diag.kind()), diag.what(), diag.span().line,
-                                              diag.span().col, diag.hint(), name_, fn_);
+                           .attr("from_core")(ErrorKindName(diag.kind()), diag.what(), LineNumber(line),
+                                              diag.span().col, diag.hint(), name_, fn_,
+                                              LineFileName(line, func.source_file, func.other_files));
     PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
     throw py::error_already_set();
   }
 
   // The passes' warnings (overlapping tiles) as TileOverlapWarning at the kernel's source lines.
-  void Warn(const jit::Instance& inst, const std::string& filename) const {
+  void Warn(const jit::Instance& inst, const ir::Function& func) const {
     if (inst.warnings.empty()) return;
     py::object category = py::module_::import("pypto_pro.errors").attr("TileOverlapWarning");
     py::object module = fn_.attr("__module__");
     for (const auto& [span, message] : inst.warnings) {
       const std::string text = "kernel '" + name_ + "': " + message;
-      py::module_::import("warnings").attr("warn_explicit")(text, category, filename, span.line, module);
+      py::module_::import("warnings").attr("warn_explicit")(
+          text, category, LineFileName(span.line, func.source_file, func.other_files), LineNumber(span.line), module);
     }
   }
 

@@ -6,4 +6,5 @@ PYBIND11_MODULE(_C, m) {
   pypto_pro::python::BindIR(m);
   pypto_pro::python::BindRuntime(m);
   pypto_pro::python::BindLaunch(m);
+  m.attr("LINE_FILE_SHIFT") = PTO_LINE_FILE_SHIFT;  // IR lines carry their file above these bits
 }

@@ -9,6 +9,7 @@
 #include "kernel_printf.h"
 #include "pypto_pro/abi.h"
 #include "pypto_pro/runtime/fault.h"
+#include "pypto_pro/support/source_line.h"
 
 namespace pypto_pro::runtime {
 
@@ -39,7 +40,12 @@ std::string CoreName(const PtoCoreCtx& ctx);
 std::string OutputPrefix(const PtoCoreCtx& ctx);
 // "GM access out of bounds: tensor 'x' of shape [...], offsets [...], window [...]".
 std::string FormatFaultDetail(const PtoFaultDetail& detail);
-// A fault of the core at `line`, with its block and core filled in.
+// Where a line the kernel handed the runtime lies (support/source_line.h): its file; "file:line";
+// "line N" in the kernel's own file, else "file:N".
+std::string SourceFile(const PtoKernelDesc& desc, int line);
+std::string SourceWhere(const PtoKernelDesc& desc, int line);
+std::string LineRef(const PtoKernelDesc& desc, int line);
+// A fault of the core at `line`, with its block, core, file and line filled in.
 FaultInfo CoreFault(const PtoCoreCtx& ctx, int line);
 
 // Thrown by the runtime callbacks through the kernel's frames; caught where the core's program

@@ -27,10 +27,7 @@ void FaultCallback(PtoCoreCtx* ctx, int32_t line, const PtoFaultDetail* detail) 
 std::string LocatedText(PtoCoreCtx* ctx, int32_t line, const char* fmt, const PtoArg* args, int32_t nargs,
                         int32_t flags) {
   std::string text;
-  if (flags & PTO_PRINT_LOC) {
-    const char* file = CoreOf(ctx).desc->source_file;
-    text = std::string(file ? file : "?") + ":" + std::to_string(line) + ": ";
-  }
+  if (flags & PTO_PRINT_LOC) text = SourceWhere(*CoreOf(ctx).desc, line) + ": ";
   return text + FormatKernelText(fmt, args, nargs);
 }
 
@@ -57,10 +54,8 @@ void AssertCallback(PtoCoreCtx* ctx, int32_t line, const char* condition, const 
   if (AssertRaises(*ctx, line)) {
     AbortCore(*ctx, line, "pto_assert", what);
   }
-  const char* file = CoreOf(ctx).desc->source_file;
   (void)flags;  // the line is always given: loc=True adds nothing an assertion does not print anyway
-  CoreOf(ctx).output.Write(OutputPrefix(*ctx),
-                           std::string(file ? file : "?") + ":" + std::to_string(line) + ": " + what + "\n");
+  CoreOf(ctx).output.Write(OutputPrefix(*ctx), SourceWhere(*CoreOf(ctx).desc, line) + ": " + what + "\n");
 }
 
 [[noreturn]] void NotMixed(PtoCoreCtx* ctx, int32_t line, const char* op) {
@@ -110,13 +105,11 @@ void SyncAllCallback(PtoCoreCtx* ctx, int32_t line, int32_t core_type, int32_t s
 // pl.dump_data: the window printed on the core's output, and saved as .npy in the kernel's dumps/.
 void DumpCallback(PtoCoreCtx* ctx, int32_t line, const PtoDump* dump) {
   Core& core = CoreOf(ctx);
-  const char* file = core.desc->source_file;
-  const std::string location =
-      (dump->flags & PTO_PRINT_LOC) ? std::string(file ? file : "?") + ":" + std::to_string(line) + ": " : "";
+  const std::string location = (dump->flags & PTO_PRINT_LOC) ? SourceWhere(*core.desc, line) + ": " : "";
   std::string text = FormatDump(*dump, location);
   if (core.desc->dump_dir) {
     const std::string error = WriteDump(core.desc->dump_dir, *dump, core.desc->name ? core.desc->name : "?",
-                                        core.block, CoreName(*ctx), line);
+                                        core.block, CoreName(*ctx), LineNumber(line));
     if (!error.empty()) text += "dump_data: " + error + "\n";
   }
   core.output.Write(OutputPrefix(*ctx), text);
@@ -162,9 +155,25 @@ std::string OutputPrefix(const PtoCoreCtx& ctx) {
   return prefix + "] ";
 }
 
+std::string SourceFile(const PtoKernelDesc& desc, int line) {
+  const int file = LineFile(line);
+  const char* name = file > 0 && file < desc.source_file_count ? desc.source_files[file] : desc.source_file;
+  return name ? name : "?";
+}
+
+std::string SourceWhere(const PtoKernelDesc& desc, int line) {
+  return SourceFile(desc, line) + ":" + std::to_string(LineNumber(line));
+}
+
+std::string LineRef(const PtoKernelDesc& desc, int line) {
+  if (LineFile(line) == 0) return "line " + std::to_string(line);
+  return SourceWhere(desc, line);
+}
+
 FaultInfo CoreFault(const PtoCoreCtx& ctx, int line) {
   FaultInfo info;
-  info.line = line;
+  info.line = LineNumber(line);
+  info.source_file = SourceFile(*static_cast<const Core*>(ctx.runtime)->desc, line);
   info.block = static_cast<const Core*>(ctx.runtime)->block;
   info.core = CoreName(ctx);
   return info;

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cstring>
 #include <atomic>
 #include <chrono>
 #include <new>
@@ -92,6 +93,8 @@ void Device::RunBlocks(Job& job, AfterBlock after_block) {
   ctx.runtime = &core;
   ctx.poll_word = PollWord();
   if (!mixed) ThreadArena().Attach(ctx, *job.arch);
+  alignas(8) uint8_t ssbuf[PTO_SSBUF_BYTES];  // a vector- or cube-only block's SSBUF
+  ctx.ssbuf = ssbuf;
   for (;;) {
     const int block = job.next.fetch_add(1, std::memory_order_relaxed);
     if (block >= job.blocks) break;
@@ -108,6 +111,8 @@ void Device::RunBlocks(Job& job, AfterBlock after_block) {
         ctx.block_idx = block;
         ctx.poll_seen = *ctx.poll_word;
         ctx.unit_flag = 0;
+        PtoResetRegisters(&ctx);
+        std::memset(ssbuf, 0, sizeof ssbuf);
         core.block = block;
         RunCoreProgram<NotUnwound>(*job.desc, job.args, ctx, core, fault);
       }
@@ -180,7 +185,7 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
         ResidentLaunch::ForThisThread().Run(desc, args, arch ? *arch : DefaultArch(), blocks, control);
     if (result) {
       result->kernel = desc.name ? desc.name : "?";
-      result->source_file = desc.source_file ? desc.source_file : "?";
+      if (result->source_file.empty()) result->source_file = desc.source_file ? desc.source_file : "?";
     }
     return sanitizer.Finish(std::move(result));
   }
@@ -225,7 +230,7 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
   if (job->faults.load() > 0) {
     FaultInfo fault = std::move(job->first_fault);
     fault.kernel = desc.name ? desc.name : "?";
-    fault.source_file = desc.source_file ? desc.source_file : "?";
+    if (fault.source_file.empty()) fault.source_file = desc.source_file ? desc.source_file : "?";
     fault.other_faults += job->faults.load() - 1;
     result = std::move(fault);
   }

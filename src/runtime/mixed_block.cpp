@@ -1,5 +1,6 @@
 #include "mixed_block.h"
 
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -36,6 +37,7 @@ void MixedBlock::Start(const PtoKernelDesc& desc, const void* args, const ArchMo
   block_ = block;
   cancelled_ = false;
   flags_.Clear();
+  std::memset(ssbuf_, 0, sizeof ssbuf_);
   for (Slot& s : slots_) {
     const bool aic = s.index == CrossCoreFlags::kAic;
     const int subblock = aic ? 0 : s.index - CrossCoreFlags::kAiv0;
@@ -49,6 +51,8 @@ void MixedBlock::Start(const PtoKernelDesc& desc, const void* args, const ArchMo
     s.ctx.runtime = &s.core;
     s.ctx.poll_word = PollWord();
     s.ctx.poll_seen = *s.ctx.poll_word;
+    PtoResetRegisters(&s.ctx);
+    s.ctx.ssbuf = ssbuf_;
     s.arena.Attach(s.ctx, arch);
     s.core.desc = &desc;
     s.core.control = control;
@@ -180,7 +184,6 @@ void MixedBlock::WaitCrossCore(PtoCoreCtx& ctx, int line, int pipe, int event, i
 }
 
 FaultInfo MixedBlock::DeadlockReport() const {
-  const std::string file = desc_->source_file ? desc_->source_file : "?";
   const std::string where = " of block " + std::to_string(block_);
   FaultInfo info;
   info.deadlock = true;
@@ -191,7 +194,7 @@ FaultInfo MixedBlock::DeadlockReport() const {
   for (const Slot& s : slots_) {
     std::string name = CrossCoreFlags::Name(s.index);
     if (s.barrier && !s.fiber.idle()) {
-      info.message += "\n  " + name + where + " at " + file + ":" + std::to_string(s.barrier_line) +
+      info.message += "\n  " + name + where + " at " + SourceWhere(*desc_, s.barrier_line) +
                       ": waits at pl.system.sync_all";
       continue;
     }
@@ -201,10 +204,11 @@ FaultInfo MixedBlock::DeadlockReport() const {
     }
     if (info.core.empty()) {
       info.core = name;
-      info.line = s.wait.line;
+      info.line = LineNumber(s.wait.line);
+      info.source_file = SourceFile(*desc_, s.wait.line);
     }
     const bool inter = s.wait.mode == PTO_SYNC_INTER_BLOCK;
-    info.message += "\n  " + name + where + " at " + file + ":" + std::to_string(s.wait.line) +
+    info.message += "\n  " + name + where + " at " + SourceWhere(*desc_, s.wait.line) +
                     ": pl.system.wait_cross_core(pipe=" + std::string(hw::PipeName(s.wait.pipe)) +
                     ", event_id=" + std::to_string(s.wait.event) + (inter ? ", sync_mode=INTER_BLOCK" : "") +
                     ") waits for " +

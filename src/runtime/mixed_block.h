@@ -96,6 +96,7 @@ class MixedBlock {
   // The route of a set or wait of the calling core; a fault at `line` when the mode or id cannot be used.
   CrossCoreFlags::Route RouteFor(PtoCoreCtx& ctx, int line, const char* op, bool set, int event, int mode);
   Slot slots_[CrossCoreFlags::kCores];
+  alignas(8) uint8_t ssbuf_[PTO_SSBUF_BYTES];  // the block's SSBUF, shared by its three cores
   CrossCoreFlags flags_;
   const PtoKernelDesc* desc_ = nullptr;
   const void* args_ = nullptr;

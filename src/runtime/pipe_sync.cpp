@@ -72,7 +72,7 @@ void CoreSync::Lock(int line, int pipe, uint32_t ids, bool automatic, Findings& 
     if (m.holders & bit) {
       const int first = m.lock_line[pipe];
       findings.Add(Kind::kUnpairedMutexLock, first, [&] {
-        return MutexText(pipe, id, false) + " is locked here and locked again at line " + std::to_string(line) +
+        return MutexText(pipe, id, false) + " is locked here and locked again at " + findings.LineRef(line) +
                (automatic ? " (auto_mutex)" : "") + " before any unlock";
       });
     }

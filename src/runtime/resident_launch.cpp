@@ -1,5 +1,6 @@
 #include "resident_launch.h"
 
+#include <cstring>
 #include <string>
 
 #include "launch_control.h"
@@ -90,6 +91,9 @@ std::optional<FaultInfo> ResidentLaunch::RunSingle(const ArchModel& arch, Launch
     s.ctx.runtime = &s.core;
     s.ctx.poll_word = PollWord();
     s.ctx.poll_seen = *s.ctx.poll_word;
+    PtoResetRegisters(&s.ctx);
+    std::memset(s.ssbuf, 0, sizeof s.ssbuf);
+    s.ctx.ssbuf = s.ssbuf;
     s.arena.Attach(s.ctx, arch);
     s.core = Core{};
     s.core.desc = desc_;
@@ -204,7 +208,6 @@ FaultInfo ResidentLaunch::SingleDeadlock() const {
     return BarrierDeadlock(std::to_string(waiting) + " of " + std::to_string(blocks) + " blocks", finished);
   }
   // Cores wait for INTER_BLOCK flags (and maybe at barriers) that the others never set.
-  const std::string file = desc_->source_file ? desc_->source_file : "?";
   FaultInfo info;
   info.deadlock = true;
   info.op = "system.wait_cross_core";
@@ -220,16 +223,17 @@ FaultInfo ResidentLaunch::SingleDeadlock() const {
     if (info.core.empty() && s.flag_event >= 0) {
       info.core = name;
       info.block = b;
-      info.line = s.flag_line;
+      info.line = LineNumber(s.flag_line);
+      info.source_file = SourceFile(*desc_, s.flag_line);
     }
     if (++listed > 16) continue;
     if (s.flag_event >= 0) {
-      info.message += "\n  " + name + " at " + file + ":" + std::to_string(s.flag_line) +
+      info.message += "\n  " + name + " at " + SourceWhere(*desc_, s.flag_line) +
                       ": pl.system.wait_cross_core(pipe=" + std::string(hw::PipeName(s.flag_pipe)) +
                       ", event_id=" + std::to_string(s.flag_event) + ", sync_mode=INTER_BLOCK) waits for " +
                       inter_.DescribeWait(KindOf(s.ctx), s.flag_event, b);
     } else {
-      info.message += "\n  " + name + " at " + file + ":" + std::to_string(line_[s.barrier]) +
+      info.message += "\n  " + name + " at " + SourceWhere(*desc_, line_[s.barrier]) +
                       ": waits at pl.system.sync_all(core_type=" + kBarrierNames[s.barrier] + ")";
     }
   }
@@ -239,15 +243,15 @@ FaultInfo ResidentLaunch::SingleDeadlock() const {
 }
 
 FaultInfo ResidentLaunch::BarrierDeadlock(const std::string& who_waits, const std::string& others) const {
-  const std::string file = desc_->source_file ? desc_->source_file : "?";
   int kind = 0;
   for (int k = 0; k < kBarrierKinds; ++k) kind = arrived_[k] > 0 ? k : kind;
   FaultInfo info;
   info.deadlock = true;
   info.op = "system.sync_all";
-  info.line = line_[kind];
-  info.message = who_waits + " wait at pl.system.sync_all(core_type=" + kBarrierNames[kind] + ") (" + file + ":" +
-                 std::to_string(line_[kind]) + ") for " + others +
+  info.line = LineNumber(line_[kind]);
+  info.source_file = SourceFile(*desc_, line_[kind]);
+  info.message = who_waits + " wait at pl.system.sync_all(core_type=" + kBarrierNames[kind] + ") (" +
+                 SourceWhere(*desc_, line_[kind]) + ") for " + others +
                  ", which never reach it (they ended or wait elsewhere); every core of the barrier must call "
                  "sync_all the same number of times";
   return info;

@@ -59,6 +59,7 @@ class ResidentLaunch {
     int flag_event = -1;  // the INTER_BLOCK event it waits for, -1 when not waiting
     int flag_line = 0, flag_pipe = 0;
     std::optional<FaultInfo> fault;
+    alignas(8) uint8_t ssbuf[PTO_SSBUF_BYTES];  // the block's SSBUF (a vector- or cube-only block is one core)
   };
   struct Cancelled {};
 

@@ -72,6 +72,7 @@ void ResetBlock(BlockState& b, SanitizerLaunch& launch, const Core& core, uint32
     const PipeMasks masks = MasksFor(pipes, aic);
     c.block = &b;
     c.slot = s;
+    c.findings.desc = core.desc;
     c.sync.Reset(s);
     c.arena.Clear();
     c.decls.clear();
@@ -151,6 +152,7 @@ std::string Where(const san::Access& a) {
   std::string name = a.name ? a.name : "?";
   std::string range = "[" + Hex(a.region.lo - a.origin) + ", " + Hex(a.region.hi - a.origin) + ")";
   if (a.memory == 0) return "GM tensor '" + name + "' (bytes " + range + " of it)";
+  if (a.memory == PTO_MEM_SSBUF) return "struct '" + name + "' (SSBUF bytes " + range + ")";
   return "tile '" + name + "' (" + std::string(hw::MemoryName(a.memory)) + " bytes " + range + ")";
 }
 
@@ -161,7 +163,7 @@ std::string RaceMessage(const CoreState& c, const san::Access& now, bool now_rea
   std::string other = std::string(hw::PipeName(before_pipe));
   if (before_slot != c.slot) other = c.block->core[before_slot].name + " " + other;
   return kind + ": " + std::string(hw::PipeName(now_pipe)) + (now_reads ? " reads " : " writes ") + Where(now) + " that " + other +
-         (before.write ? " wrote" : " read") + " at line " + std::to_string(before.line) +
+         (before.write ? " wrote" : " read") + " at " + c.findings.LineRef(before.line) +
          (before.name && now.name && std::string(before.name) != now.name ? " (as '" + std::string(before.name) + "')"
                                                                            : "") +
          ", and no flag, mutex or barrier orders " + other + " before " + std::string(hw::PipeName(now_pipe));
@@ -191,14 +193,16 @@ int32_t OnAccess(PtoCoreCtx* ctx, int32_t line, int32_t pipe, const PtoSanAccess
     rec.line = line;
     rec.memory = a.memory;
     // A move that crosses cores touches the peer core's memory: its log, counted from its arena.
-    const int peer = a.memory != 0 && a.peer > 0 && a.peer - 1 < b.cores ? a.peer - 1 : -1;
-    rec.origin = reinterpret_cast<uintptr_t>(a.memory == 0 || peer >= 0 ? a.origin : ctx->mem[a.memory]);
+    // The SSBUF is the block's, shared by its cores like GM: its accesses go to the block's GM log.
+    const bool shared = a.memory == 0 || a.memory == PTO_MEM_SSBUF;
+    const int peer = !shared && a.peer > 0 && a.peer - 1 < b.cores ? a.peer - 1 : -1;
+    rec.origin = reinterpret_cast<uintptr_t>(shared || peer >= 0 ? a.origin : ctx->mem[a.memory]);
     rec.name = a.name;
     const bool reads = a.mode & PTO_SAN_READ;
     auto race = [&](const san::Access& before) {
       c->findings.Add(Kind::kPipeRace, line, [&] { return RaceMessage(*c, rec, reads, before); });
     };
-    if (a.memory == 0) {
+    if (shared) {
       b.gm.Record(rec, now, b.gm_population.data(), int(b.gm_population.size()), race);
     } else {
       CoreState& owner = peer >= 0 ? b.core[peer] : *c;
@@ -283,8 +287,8 @@ void OnDeclare(PtoCoreCtx* ctx, int32_t line, const char* name, int32_t decl, in
         // The same bytes seen as two tile types (a [32, 1] column and a [1, 32] row) is a view, not a clash.
         const bool view = d.addrs[i] == o.addrs[j] && bytes == o.bytes;
         if (!view && Overlap(d.addrs[i], o.addrs[j], bytes, o.bytes)) {
-          report(SlotText(d, i) + " shares bytes with " + SlotText(o, j) + ", declared at line " +
-                 std::to_string(o.line) + " and still live");
+          report(SlotText(d, i) + " shares bytes with " + SlotText(o, j) + ", declared at " +
+                 c->findings.LineRef(o.line) + " and still live");
         }
       }
     }
@@ -323,7 +327,8 @@ SanitizerLaunch::~SanitizerLaunch() {
 void SanitizerLaunch::Add(std::vector<SanitizerFinding> findings) {
   for (SanitizerFinding& f : findings) {
     f.kernel = desc_.name ? desc_.name : "?";
-    f.file = desc_.source_file ? desc_.source_file : "?";
+    f.file = SourceFile(desc_, f.line);
+    f.line = LineNumber(f.line);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   san::MergeFindings(findings_, std::move(findings));

@@ -2,7 +2,14 @@
 
 #include <algorithm>
 
+#include "core.h"
+
 namespace pypto_pro::runtime::san {
+
+std::string Findings::LineRef(int line) const {
+  if (desc) return runtime::LineRef(*desc, line);
+  return "line " + std::to_string(line);
+}
 
 namespace {
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "pypto_pro/abi.h"
 #include "pypto_pro/runtime/fault.h"
 
 namespace pypto_pro::runtime::san {
@@ -44,6 +45,10 @@ class Findings {
     e.finding.message = message();
     entries_.push_back(std::move(e));
   }
+
+  // "line N" for a line of the kernel's file, "file:N" for one of a helper from another module.
+  std::string LineRef(int line) const;
+  const PtoKernelDesc* desc = nullptr;  // the kernel the lines belong to
 
   // Hands the findings over in order of first hit, placed on `core` of `block`, and clears the list.
   std::vector<SanitizerFinding> Take(int block, const std::string& core);

@@ -9,9 +9,9 @@ constexpr uint32_t KiB = 1024;
 
 // Capacity order: DDR, Vec (UB), Mat (L1), Left (L0A), Right (L0B), Acc (L0C), Bias, Scaling.
 const std::array<ArchModel, 3> kArchs = {{
-    {"a5", "Ascend 950 (DAV_3510)", 32, 64, true, {0, 248 * KiB, 512 * KiB, 64 * KiB, 64 * KiB, 256 * KiB, 4 * KiB, 4 * KiB}},
-    {"a3", "Ascend 910C (DAV_2201)", 24, 48, false, {0, 192 * KiB, 512 * KiB, 64 * KiB, 64 * KiB, 128 * KiB, 1 * KiB, 4 * KiB}},
-    {"a2", "Ascend 910B (DAV_2201)", 24, 48, false, {0, 192 * KiB, 512 * KiB, 64 * KiB, 64 * KiB, 128 * KiB, 1 * KiB, 4 * KiB}},
+    {"a5", "Ascend 950 (DAV_3510)", 32, 64, true, {0, 248 * KiB, 512 * KiB, 64 * KiB, 64 * KiB, 256 * KiB, 4 * KiB, 4 * KiB}, PTO_SSBUF_BYTES},
+    {"a3", "Ascend 910C (DAV_2201)", 24, 48, false, {0, 192 * KiB, 512 * KiB, 64 * KiB, 64 * KiB, 128 * KiB, 1 * KiB, 4 * KiB}, 0},
+    {"a2", "Ascend 910B (DAV_2201)", 24, 48, false, {0, 192 * KiB, 512 * KiB, 64 * KiB, 64 * KiB, 128 * KiB, 1 * KiB, 4 * KiB}, 0},
 }};
 }  // namespace
 

@@ -165,10 +165,9 @@ def test_helpers_are_inlined():
     assert torch.equal(y, ref)
 
 
-def early_return(t, flag):
+def sometimes_returns(t, flag):
     if flag > 0:
         return 1
-    return 0
 
 
 def test_helper_errors_point_at_the_helper():
@@ -176,12 +175,12 @@ def test_helper_errors_point_at_the_helper():
     def bad(x: pl.Tensor[[8], pl.DT_FP32], f: pl.DT_INT32):
         t = pl.make_tile(pl.TileType(shape=[8], dtype=pl.DT_FP32), addr=0)
         with pl.section_vector():
-            v = early_return(t, f)
+            v = sometimes_returns(t, f)
 
-    with pytest.raises(pypto_pro.UnsupportedFeatureError,
-                       match=r"an inlined helper can only return at its end") as info:
+    with pytest.raises(pypto_pro.ParserTypeError,
+                       match=r"'sometimes_returns' returns a value on some paths and nothing on others") as info:
         bad[None, 1](np.zeros(8, np.float32), 1)
-    assert "return 1" in str(info.value)
+    assert "v = sometimes_returns(t, f)" in str(info.value)
 
     @pl.jit
     def wrong_args(x: pl.Tensor[[8], pl.DT_FP32]):

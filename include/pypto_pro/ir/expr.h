@@ -33,6 +33,10 @@ enum class ExprKind : uint8_t {
   kConst, kVar, kBinary, kUnary, kTernary, kCast, kBuiltin, kShapeDim, kTuple, kField,
   kElement,     // container[offset]: one element of a tile or GM tensor (pl.getval), a scalar
   kValidShape,  // tile.valid_shape[axis]
+  kMakeView,    // pl.make_tensor: operands = source (a GM tensor or pointer), `axis` shape entries, then the
+                // same number of strides or none (row-major); a GM view (a kTensor of TensorType::view)
+  kPtrOffset,   // pl.addptr / pl.make_ptr: operands = pointer, element offset (its dtype's elements); the
+                // result points there and reads as type.dtype
 };
 
 enum class BinaryOp : uint8_t {
@@ -43,13 +47,23 @@ enum class BinaryOp : uint8_t {
   kMin, kMax,
   kEq, kNe, kLt, kLe, kGt, kGe,
   kAnd, kOr,
+  // Integer bit operations (bool operands too, for & | ^). Shifts fault at run time for an amount
+  // outside [0, bits of the result type); >> is arithmetic on signed values.
+  kBitAnd, kBitOr, kBitXor, kShl, kShr,
 };
-enum class UnaryOp : uint8_t { kNeg, kNot };
-enum class Builtin : uint8_t { kBlockIdx, kBlockNum, kSubblockIdx, kSubblockNum };
+enum class UnaryOp : uint8_t { kNeg, kNot, kBitNot };
+enum class Builtin : uint8_t {
+  kBlockIdx, kBlockNum, kSubblockIdx, kSubblockNum,
+  // Reads of the core's special registers (RegisterRead): pl.get_spr() (AR, int64),
+  // pl.get_ctrl_spr(start_bit, end_bit) (int64; operands: the two bits), pl.get_saturation_flag(mode)
+  // (bool; operand: the pl.SaturationFlagMode index).
+  kSpr, kCtrlSpr, kSaturationFlag,
+};
 
 const char* Symbol(BinaryOp op);  // "+", "//", "min", ...
 const char* Name(Builtin builtin);  // "get_block_idx"
 bool IsComparison(BinaryOp op);
+bool IsBitwise(BinaryOp op);  // & | ^ << >>
 
 struct ExprNode;
 using Expr = std::shared_ptr<const ExprNode>;
@@ -83,6 +97,9 @@ Expr Unary(UnaryOp op, Expr operand, Span span = {});
 Expr Ternary(Expr cond, Expr then_value, Expr else_value, Span span = {});
 Expr Cast(Expr operand, DataType dtype, Span span = {});
 Expr BuiltinCall(Builtin builtin, Span span = {});
+// A read of a special register (Builtin::kSpr, kCtrlSpr, kSaturationFlag) with its compile-time
+// arguments as int constants; checks them (bits 0..63, start <= end; a SaturationFlagMode index).
+Expr RegisterRead(Builtin builtin, std::vector<Expr> args, Span span = {});
 Expr ShapeDim(const Var& tensor, int axis, Span span = {});  // negative axis counts from the end
 Expr Tuple(std::vector<Expr> items, Span span = {});
 // tiling.field, or tiling.array[index] (index is null for scalar fields).  // all scalars (indices) or all tiles
@@ -92,6 +109,12 @@ Expr Field(const Var& strct, const std::string& field, Expr index, Span span = {
 Expr Element(const Var& container, Expr offset, Span span = {});
 // The run-time valid extent of a tile along `axis` (1-D tiles: axis 0 is the columns).
 Expr ValidShape(const Var& tile, int axis, Span span = {});
+// pl.make_tensor(source, shape, stride, dtype): a view with its own shape and strides (in elements of
+// `dtype`) over a GM pointer or tensor, in the launch buffer the source lies in. `stride` empty: the
+// row-major strides of `shape`. Constant shape entries become fixed dims of the view's type.
+Expr MakeView(Expr source, std::vector<Expr> shape, std::vector<Expr> stride, DataType dtype, Span span = {});
+// pl.addptr(ptr, offset) (`dtype` = the pointer's) and pl.make_ptr(ptr, dtype) (offset 0).
+Expr PtrOffset(Expr ptr, Expr offset, DataType dtype, Span span = {});
 // The scalar dtype an element of `dtype` reads as (fp16/bf16 widen to fp32).
 DataType ScalarDTypeOf(DataType dtype);
 

@@ -1,7 +1,8 @@
 // The order of call_kernel's arguments, defined once for the code generator (which writes the
 // launcher) and the launch path (which fills the 64-bit slots call_kernel_packed reads): every
-// tensor in parameter order, every scalar, one int32 per DYNAMIC dim (parameter order, then axis
-// order), and the packed TilingData last.
+// tensor and pointer in parameter order, every scalar, one int32 per DYNAMIC dim (parameter order,
+// then axis order), the byte size of every pointer's buffer (parameter order), and the packed
+// TilingData last.
 #pragma once
 
 #include <vector>
@@ -10,12 +11,15 @@ namespace pypto_pro::ir {
 
 struct Function;
 
-enum class SlotKind : unsigned char { kTensor, kScalar, kDynamicDim, kTiling };
+// kTensor: the data pointer of a tensor or pl.Ptr parameter; kBufferBytes: the byte size of a pl.Ptr
+// parameter's buffer (what its views are checked against).
+enum class SlotKind : unsigned char { kTensor, kScalar, kDynamicDim, kTiling, kBufferBytes };
 
 // What the order needs to know of one parameter.
 struct SlotParam {
   SlotKind kind = SlotKind::kTensor;  // kTensor, kScalar or kTiling
   int dynamic_dims = 0;               // tensors: how many of its dims are DYNAMIC
+  bool ptr = false;                   // kTensor: a pl.Ptr parameter (its buffer's size follows the dims)
 };
 
 struct LauncherSlot {

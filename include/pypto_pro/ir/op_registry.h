@@ -121,6 +121,7 @@ enum class WindowRule : uint8_t {
   kDump,          // dump_data: the window at `offsets` of `shapes` (entries < 0: to the valid end), read
   kPart,          // partadd & co.: the destination's window; each source its own window inside it
   kTranspose,     // transpose: the source's window, the destination's at the transposed extent
+  kSsbuf,         // ssbuf_store / ssbuf_load: bytes of the block's SSBUF (no tiles)
 };
 
 // Keyword options of an op: compile-time values stored as op attributes, passed to the device
@@ -146,6 +147,9 @@ struct KwargSpec {
   int64_t min_value = INT64_MIN;           // kInt: the accepted range (event ids 0..15, mutex ids 0..31)
   int64_t max_value = INT64_MAX;
   bool required = false;                   // keyword-only without a default (event_id=, pipe=)
+  // kInt ids (event_id=, mutex_id=) may be run-time scalars: the call becomes a dispatch over the legal
+  // ids (each branch a call with that id as a constant), and any other value a fault at run time.
+  bool runtime_dispatch = false;
 };
 
 struct StmtNode;
@@ -206,6 +210,20 @@ struct KwargValue {
 // where the scalar form takes one, follows dispatch/operand keywords to the op they select (an optional
 // operand may also be the next positional argument), fills every attribute (defaults included) in
 // declaration order, and checks values. Throws CompileDiagnostic at `span`.
+// The block's SuperScalar buffer: its size, and where a struct's fields lie in it (the C struct of
+// the ssbuf op's field operands: each field at its own alignment, the size rounded up to the
+// largest alignment and at least 4, as the SSBUF is copied in 32-bit words).
+inline constexpr int64_t kSsbufBytes = PTO_SSBUF_BYTES;
+struct SsbufLayout {
+  std::vector<int64_t> offsets;
+  int64_t bytes = 0;
+};
+SsbufLayout SsbufLayoutOf(const StmtNode& call);
+
+// The internal run-time check `lo <= index <= hi` (else a fault naming `what`), for the front end's
+// run-time indices into lists and pl.struct_array.
+std::shared_ptr<const StmtNode> CheckIndexCall(Expr index, int64_t lo, int64_t hi, const std::string& what, Span span);
+
 std::shared_ptr<const StmtNode> BuildOpCall(const std::string& name, std::vector<Expr> args,
                                             const std::map<std::string, KwargValue>& kwargs, Span span);
 

@@ -90,6 +90,9 @@ const char* Name(KernelKind kind);
 struct Function {
   std::string name;         // kernel name used in messages and artefacts
   std::string source_file;  // the user's file, for diagnostics and fault reports
+  // Files of helpers inlined from other modules. A span's line is `file << kLineFileShift | line`
+  // (support/source_line.h): file 0 is source_file, file i the (i-1)th of these.
+  std::vector<std::string> other_files;
   std::vector<Var> params;  // in signature order
   Stmt body;
   int next_var_id = 0;

@@ -36,6 +36,9 @@ struct Dim {
 struct TensorType {
   DataType dtype = DataType::kFP32;
   std::vector<Dim> dims;
+  // A view made in the kernel (pl.make_tensor) rather than a parameter: its dims are kFixed (a
+  // constant shape entry) or kDynamic without a launcher slot (dyn_slot -1, read from the view).
+  bool view = false;
 };
 
 // pl.TileType: a static 1-D or 2-D shape placed in one local memory.
@@ -81,7 +84,8 @@ struct StructType {
   const StructField* Find(const std::string& field) const;
 };
 
-enum class TypeKind : uint8_t { kScalar, kTensor, kTile, kTileGroup, kTuple, kStruct };
+// kPtr: a raw GM pointer (pl.Ptr[dtype]): an address in one launch buffer; `dtype` is its element type.
+enum class TypeKind : uint8_t { kScalar, kTensor, kTile, kTileGroup, kTuple, kStruct, kPtr };
 
 // The type of an IR value. Tensor/tile payloads are shared, immutable.
 struct Type {
@@ -97,10 +101,12 @@ struct Type {
   static Type TileGroup(TileType t);
   static Type Tuple() { return Type{TypeKind::kTuple, DataType::kInt32, nullptr, nullptr, nullptr}; }
   static Type Struct(StructType t);
+  static Type Ptr(DataType dtype) { return Type{TypeKind::kPtr, dtype, nullptr, nullptr, nullptr}; }
 
   bool IsScalar() const { return kind == TypeKind::kScalar; }
   bool IsTile() const { return kind == TypeKind::kTile; }
   bool IsTensor() const { return kind == TypeKind::kTensor; }
+  bool IsPtr() const { return kind == TypeKind::kPtr; }
   std::string ToString() const;
 };
 

@@ -22,7 +22,8 @@ constexpr int kMaxDatatypeEntries = 16;
 // Dim codes of a tensor parameter (positive: a fixed size).
 constexpr int64_t kStaticDim = -1, kDynamicDim = -2, kRestDims = -3;
 
-enum class ParamKind : uint8_t { kTensor, kScalar, kTiling };
+// kPtr: a pl.Ptr[dtype] parameter, launched with a tensor whose buffer its views read and write.
+enum class ParamKind : uint8_t { kTensor, kScalar, kTiling, kPtr };
 
 struct TilingFieldSpec {
   std::string name;
@@ -34,9 +35,10 @@ struct TilingFieldSpec {
 struct ParamSpec {
   std::string name;
   ParamKind kind = ParamKind::kTensor;
-  ir::DataType dtype = ir::DataType::kFP32;  // tensors (unless dt_entry >= 0) and scalars
+  ir::DataType dtype = ir::DataType::kFP32;  // tensors (unless dt_entry >= 0), pointers' elements, scalars
   std::vector<int64_t> dims;  // tensors: fixed sizes or kStaticDim / kDynamicDim / a trailing kRestDims
-  int dt_entry = -1;          // tensors named in the datatype schema: its entry gives the dtype
+  int dt_entry = -1;          // tensors and pointers named in the datatype schema: its entry gives the
+                              // argument's dtype
   std::vector<TilingFieldSpec> fields;  // TilingData
   size_t tiling_size = 0;
 

@@ -21,6 +21,8 @@ struct ArchModel {
   bool cube_vector_local_paths;
   // Bytes of each local memory, indexed by hw::MemorySpace (DDR = 0: unbounded host memory).
   std::array<uint32_t, size_t(hw::MemorySpace::kCount)> capacity;
+  // Bytes of a block's SuperScalar buffer (pl.ssbuf_store / ssbuf_load); 0: the arch has none.
+  uint32_t ssbuf_bytes;
 
   uint32_t Capacity(hw::MemorySpace m) const { return capacity[size_t(m)]; }
 };

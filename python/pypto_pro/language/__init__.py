@@ -12,8 +12,8 @@ import types as _types
 from pypto_pro.language import pipeline, system
 from pypto_pro.language.builtins import top_level as _top_level
 from pypto_pro.language.jit import JitFunction, KernelDef, TilingKeyField, jit, kernel
-from pypto_pro.language.planned import (function, inline, loads, loads_program, make_tuple, parse, parse_program,
-                                        program, struct, struct_array)
+from pypto_pro.language.planned import function, inline, loads, loads_program, parse, parse_program, program
+from pypto_pro.language.structs import make_tuple, struct, struct_array
 from pypto_pro.language.simt_api import simt
 from pypto_pro.language.types import (DN, DTYPES, DYNAMIC, ND, NN, NZ, STATIC, ZN, ZZ, AccPhase, AccToVecMode,
                                       AtomicType, CacheLine, CrossCoreSyncMode, DataType, DcciDst, FillPadMode,

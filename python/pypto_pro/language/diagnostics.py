@@ -32,10 +32,11 @@ def located(cls, message: str, *, kernel: str, filename: str, line: int, col: in
                hint=hint or None, end_col=end_col)
 
 
-def from_core(kind: str, message: str, line: int, col: int, hint: str, kernel: str, fn) -> errors.CompilationError:
+def from_core(kind: str, message: str, line: int, col: int, hint: str, kernel: str, fn,
+              filename: str | None = None) -> errors.CompilationError:
     """A diagnostic of the C++ IR, verifier or passes (the args of a pypto_pro._C.Diagnostic) as its
-    located error class."""
+    located error class; `filename` when the line is in a helper's module rather than the kernel's."""
     cls = _KIND_TO_CLASS.get(kind, errors.VerifyError)
     if cls is errors.VerifyError:
         message = f"internal compiler error: {message} (please report it)"
-    return located(cls, message, kernel=kernel, filename=source_file(fn), line=line, col=col, hint=hint)
+    return located(cls, message, kernel=kernel, filename=filename or source_file(fn), line=line, col=col, hint=hint)

@@ -10,7 +10,7 @@ import inspect
 from dataclasses import dataclass, field
 
 from pypto_pro import _C, errors
-from pypto_pro.language.planned import planned_info, planned_message
+from pypto_pro.language.planned import planned_message
 from pypto_pro.language.tiling_data import TilingDataSpec, is_tiling_data_class
 from pypto_pro.language.types import DTYPES, DataType, FunctionType, Ptr, Scalar, TensorAnnotation, Tile
 from pypto_pro.runtime.tilingkey import TilingKeyField, TilingKeySchema
@@ -24,8 +24,8 @@ for _dtype in DTYPES.values():
 @dataclass
 class ParamSpec:
     name: str
-    kind: str                    # "tensor" | "scalar" | "tiling" | "planned"
-    dtype: DataType | None = None
+    kind: str                    # "tensor" | "ptr" | "scalar" | "tiling" | "planned"
+    dtype: DataType | None = None  # ptr: None when its annotation names its datatype variable
     dims: list = field(default_factory=list)  # [('fixed', n) | ('static', -1) | ('dynamic', -1) | ('rest', -1)]
     dt_var: str | None = None    # datatype schema variable giving this tensor's dtype
     tiling: TilingDataSpec | None = None
@@ -63,6 +63,8 @@ class KernelSpec:
             planned = _planned_annotation(ann)
             if planned is not None:
                 params.append(ParamSpec(p.name, "planned", planned=planned))
+            elif isinstance(ann, Ptr):
+                params.append(_ptr_param(name, p.name, ann, datatype.get(p.name)))
             elif isinstance(ann, TensorAnnotation):
                 var = datatype.get(p.name)
                 dtype = ann.dtype
@@ -81,11 +83,12 @@ class KernelSpec:
                 params.append(ParamSpec(p.name, "tiling", tiling=TilingDataSpec(ann, p.name, name)))
             elif ann is inspect.Parameter.empty:
                 raise TypeError(f"kernel '{name}': parameter '{p.name}' needs an annotation: "
-                                f"pl.Tensor[[dims], dtype] for a GM tensor or a dtype like pl.DT_INT32 for a scalar")
+                                f"pl.Tensor[[dims], dtype] for a GM tensor, pl.Ptr[dtype] for a GM pointer or a "
+                                f"dtype like pl.DT_INT32 for a scalar")
             else:
                 raise TypeError(f"kernel '{name}': parameter '{p.name}' has annotation {ann!r}; expected "
-                                f"pl.Tensor[[dims], dtype], a scalar dtype like pl.DT_INT32 or a TilingData "
-                                f"dataclass")
+                                f"pl.Tensor[[dims], dtype], pl.Ptr[dtype], a scalar dtype like pl.DT_INT32 or a "
+                                f"TilingData dataclass")
         tilings = [i for i, p in enumerate(params) if p.kind == "tiling"]
         if len(tilings) > 1:
             raise TypeError(f"kernel '{name}': a kernel takes one TilingData parameter, got "
@@ -111,15 +114,26 @@ def _annotations(fn) -> dict:
     return inspect.get_annotations(fn, globals=fn.__globals__, locals=closure, eval_str=True)
 
 
+def _ptr_param(kernel: str, param: str, ann: Ptr, var: str | None) -> ParamSpec:
+    """A pl.Ptr[dtype] parameter: dtype a supported pl.DT_*, or the name of the parameter's datatype=
+    variable (then the launch's dtype). TypeError names the parameter."""
+    if isinstance(ann.dtype, str):
+        if ann.dtype != var:
+            raise TypeError(f"kernel '{kernel}': parameter '{param}': pl.Ptr[{ann.dtype!r}] names a dtype variable, "
+                            f"but {'datatype= gives it ' + repr(var) if var else 'it is not in datatype='}")
+        return ParamSpec(param, "ptr", None, dt_var=var)
+    if not ann.dtype.supported:
+        raise TypeError(f"kernel '{kernel}': parameter '{param}': pl.Ptr dtype {ann.dtype!r} is not supported yet")
+    return ParamSpec(param, "ptr", ann.dtype, dt_var=var)
+
+
 def _planned_annotation(ann):
     """(what, what it will do) when a parameter annotation is part of the public language this version
-    does not build (pl.Ptr, pl.Tile, pl.Tensor with pl.Input / pl.Output or a pl.MemRef), else None."""
+    does not build (pl.Tile, pl.Tensor with pl.Input / pl.Output or a pl.MemRef), else None."""
     if isinstance(ann, TensorAnnotation):
         return ann.planned()
     if isinstance(ann, Tile):
         return "pl.Tile as a kernel parameter", "tile parameters of kernels (kernels make tiles with pl.make_tile)"
-    if isinstance(ann, Ptr):
-        return planned_info(ann)
     return None
 
 
@@ -228,6 +242,10 @@ class JitFunction(_C.KernelBase):
                 d.update(dtype=p.dtype.name, dims=[n if kind == "fixed" else _DIM_CODES[kind] for kind, n in p.dims])
                 if p.name in dt_entry:
                     d["dt_entry"] = dt_entry[p.name]
+            elif p.kind == "ptr":  # no dtype in the annotation: its datatype entry gives the argument's
+                d["dtype"] = p.dtype.name if p.dtype is not None else "uint8"
+                if p.name in dt_entry:
+                    d["dt_entry"] = dt_entry[p.name]
             elif p.kind == "scalar":
                 d["dtype"] = p.dtype.name
             else:
@@ -310,7 +328,7 @@ def _has_planned_params(fn) -> bool:
 
 
 class _PlannedParamKernel(JitFunction):
-    """A kernel with a parameter annotation that is not built yet (pl.Ptr, ...): it imports, and every
+    """A kernel with a parameter annotation that is not built yet (pl.Tile, ...): it imports, and every
     launch raises UnsupportedFeatureError at the annotation."""
 
     def _refusal(self):

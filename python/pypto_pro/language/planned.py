@@ -2,7 +2,7 @@
 
 The registry's planned ops (pypto_pro._C.ir.planned_ops()) are the planned `pl.<op>` calls. Everything
 else the public language exports and this version does not build (the vector-function and SIMT
-namespaces, text-IR parsing, pl.function / pl.program, structs, raw pointers, the enums only those use)
+namespaces, text-IR parsing, pl.function / pl.program, structs, the enums only those use)
 is an object carrying a `__pypto_planned__` marker: (public name, what it will do). Such objects exist so
 modules written for the public language import; the kernel parser raises UnsupportedFeatureError at the
 line where a kernel reads one (docs/language.md#planned).
@@ -177,34 +177,3 @@ parse = PlannedFunction("pl.parse", "parse the text form of an IR function")
 loads = PlannedFunction("pl.loads", "read an IR function from its text form")
 parse_program = PlannedFunction("pl.parse_program", "parse the text form of an IR program")
 loads_program = PlannedFunction("pl.loads_program", "read an IR program from its text form")
-
-
-# ---- aggregates: outside a kernel they make the plain Python objects the public language makes ----
-
-def struct(*args, **fields):
-    """pl.struct(field=value, ...) or pl.struct("Name", field=value, ...). Outside a kernel: a
-    SimpleNamespace of the fields. In a kernel: planned (a C++ struct of IR values)."""
-    if len(args) > 1 or (args and not isinstance(args[0], str)):
-        raise TypeError("pl.struct takes an optional struct name (a str) and keyword fields")
-    return types.SimpleNamespace(**fields)
-
-
-def struct_array(size, *args, **fields):
-    """pl.struct_array(N, field=value, ...) or pl.struct_array(N, "Name", field=value, ...): outside a
-    kernel, a list of N SimpleNamespaces. In a kernel: planned."""
-    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
-        raise TypeError(f"pl.struct_array size must be a non-negative int, got {size!r}")
-    if len(args) > 1 or (args and not isinstance(args[0], str)):
-        raise TypeError("pl.struct_array takes a size, an optional struct name (a str) and keyword fields")
-    return [types.SimpleNamespace(**fields) for _ in range(size)]
-
-
-def make_tuple(**fields):
-    """pl.make_tuple(field=value, ...): outside a kernel, a SimpleNamespace of the fields. In a kernel:
-    planned (a named tuple of IR values, no struct)."""
-    return types.SimpleNamespace(**fields)
-
-
-mark(struct, "pl.struct", "a struct of IR values with named fields, e.g. for pl.ssbuf_load / ssbuf_store")
-mark(struct_array, "pl.struct_array", "an array of structs of IR values")
-mark(make_tuple, "pl.make_tuple", "a named tuple of IR values (fields read as t.field)")

@@ -147,12 +147,17 @@ class STPhase(enum.Enum):
     Final = "Final"
 
 
+# The mode of pl.set_saturation_flag / pl.get_saturation_flag: which CTRL bit (hw_tables.h), numbered
+# as the public language numbers them.
+SaturationFlagMode = enum.IntEnum("SaturationFlagMode", [(n, i) for i, n in enumerate(_HW["saturation_flags"])],
+                                  module="pypto_pro.language", qualname="SaturationFlagMode")
+SaturationFlagMode.__doc__ = ("The saturation class pl.set_saturation_flag / pl.get_saturation_flag address: "
+                              "FLOAT (CTRL bit 48), FLOAT8 (50), INT (53), CAST (59).")
+SaturationFlagMode.__repr__ = SaturationFlagMode.__str__ = lambda self: f"pl.SaturationFlagMode.{self.name}"
+
 # Planned enums: the options of planned names only (docs/language.md#planned).
 QuantMode = planned_enum("QuantMode", ["SYM", "ASYM"], "Symmetric or asymmetric quantisation (pl.quant(mode=)).",
                          use="the mode of pl.quant")
-SaturationFlagMode = planned_enum("SaturationFlagMode", ["FLOAT", "FLOAT8", "INT", "CAST"],
-                                  "Which arithmetic pl.set_saturation_flag sets the saturation of.",
-                                  use="the mode of pl.set_saturation_flag")
 FunctionType = planned_enum("FunctionType", ["Opaque", "Orchestration", "InCore"],
                             "The kind of a standalone IR function (pl.function(type=)).",
                             use="the kind of a @pl.function (standalone IR functions)")
@@ -323,14 +328,16 @@ class Tile:
 
 
 class Ptr:
-    """Annotation of a raw GM pointer: `workspace: pl.Ptr[pl.DT_FP16]`. Planned: a kernel with a pl.Ptr
-    parameter imports, and its first launch raises UnsupportedFeatureError at the annotation."""
+    """Annotation of a raw GM pointer: `workspace: pl.Ptr[pl.DT_FP16]` on a kernel parameter (launched
+    with a torch tensor or numpy array whose buffer the kernel uses; pl.make_tensor views it) or on an
+    annotated assignment in a kernel. The element type is a pl.DT_* value, or on a parameter the
+    variable name of its datatype= entry (a str, checked when the kernel object is built)."""
 
     __slots__ = ("dtype",)
 
     def __init__(self, dtype):
-        if not isinstance(dtype, DataType):
-            raise TypeError(f"pl.Ptr takes a pl.DT_* element type, got {dtype!r}")
+        if not isinstance(dtype, (DataType, str)):
+            raise TypeError(f"pl.Ptr takes a pl.DT_* element type (or a datatype variable name), got {dtype!r}")
         self.dtype = dtype
 
     def __class_getitem__(cls, dtype):
@@ -338,9 +345,6 @@ class Ptr:
 
     def __repr__(self):
         return f"pl.Ptr[{self.dtype!r}]"
-
-
-mark(Ptr, "pl.Ptr", "raw GM pointers: pl.Ptr parameters, pl.make_ptr, pl.addptr, pl.make_tensor over a pointer")
 
 
 class Scalar:

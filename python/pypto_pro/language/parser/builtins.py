@@ -8,9 +8,11 @@ from __future__ import annotations
 import ast
 
 from pypto_pro import _C, errors
+from pypto_pro.language.parser import aggregates
 from pypto_pro.language.planned import planned_message
+from pypto_pro.language.parser import gm_views
 from pypto_pro.language.parser.values import GroupHandle, PendingTile, Scalar, TensorHandle, TileHandle
-from pypto_pro.language.types import DataType, TileType
+from pypto_pro.language.types import DataType, SaturationFlagMode, TileType
 
 ir = _C.ir
 
@@ -75,6 +77,69 @@ def dump_data(ctx, node, _):
                 ctx.op_operand(offsets, node, "pl.dump_data offsets"), ctx.op_operand(shapes, node, "pl.dump_data shapes")]
     ctx.emit(ir.op("dump_data", operands, kwargs, line, col))
     return None
+
+
+def set_vec_mask(ctx, node, _):
+    """pl.set_vec_mask(mask_high, mask_low): each half a 64-bit pattern, an int (unsigned like
+    0xFFFFFFFFFFFFFFFF or signed like -1) or a run-time integer scalar; the registry checks the kinds."""
+    bound = ctx.bind_args(node, ["mask_high", "mask_low"], ["mask_high", "mask_low"])
+    operands = []
+    for key in ("mask_high", "mask_low"):
+        value = ctx.eval(bound[key])
+        if isinstance(value, int) and not isinstance(value, bool):
+            if not -(1 << 63) <= value < (1 << 64):
+                raise ctx.error(errors.ParserValueError, bound[key],
+                                 f"pl.set_vec_mask {key}={value} does not fit in 64 bits (expected an int in "
+                                 f"[-2**63, 2**64 - 1]: a bit pattern)")
+            if value >= 1 << 63:
+                value -= 1 << 64  # the same 64 bits as an int64
+        operands.append(ctx.op_operand(value, bound[key], f"pl.set_vec_mask {key}"))
+    ctx.emit(ir.op("set_vec_mask", operands, {}, *ctx.span(node)))
+    return None
+
+
+def _saturation_mode(ctx, node, where):
+    mode = ctx.eval(node)
+    if not isinstance(mode, SaturationFlagMode):
+        raise ctx.error(errors.ParserTypeError, node,
+                         f"{where} mode must be a pl.SaturationFlagMode member "
+                         f"({', '.join(m.name for m in SaturationFlagMode)}), got {ctx.describe(mode)}")
+    return mode
+
+
+def set_saturation_flag(ctx, node, _):
+    """pl.set_saturation_flag(mode, enable), positional or by keyword: a pl.SaturationFlagMode member and
+    a compile-time bool."""
+    bound = ctx.bind_args(node, ["mode", "enable"], ["mode", "enable"])
+    mode = _saturation_mode(ctx, bound["mode"], "pl.set_saturation_flag")
+    enable = ctx.eval(bound["enable"])
+    if not isinstance(enable, bool):
+        raise ctx.error(errors.ParserTypeError, bound["enable"],
+                         f"pl.set_saturation_flag enable must be a compile-time bool (True or False), got "
+                         f"{ctx.describe(enable)}")
+    ctx.emit(ir.op("set_saturation_flag", [], {"mode": mode.name, "enable": enable}, *ctx.span(node)))
+    return None
+
+
+def get_spr(ctx, node, _):
+    """pl.get_spr(): the core's AR register, an int64 scalar."""
+    _no_args(ctx, node)
+    return Scalar(ir.register_read("get_spr", [], *ctx.span(node)))
+
+
+def get_ctrl_spr(ctx, node, _):
+    """pl.get_ctrl_spr(start_bit, end_bit): CTRL bits start_bit..end_bit (compile-time), an int64 scalar."""
+    bound = ctx.bind_args(node, ["start_bit", "end_bit"], ["start_bit", "end_bit"])
+    args = [ctx.op_operand(ctx.eval(bound[k]), bound[k], f"pl.get_ctrl_spr {k}") for k in ("start_bit", "end_bit")]
+    return Scalar(ir.register_read("get_ctrl_spr", args, *ctx.span(node)))
+
+
+def get_saturation_flag(ctx, node, _):
+    """pl.get_saturation_flag(mode): whether the class of a pl.SaturationFlagMode member saturates, a bool."""
+    bound = ctx.bind_args(node, ["mode"], ["mode"])
+    mode = _saturation_mode(ctx, bound["mode"], "pl.get_saturation_flag")
+    index = ir.const_int(int(mode), *ctx.span(bound["mode"]))
+    return Scalar(ir.register_read("get_saturation_flag", [index], *ctx.span(node)))
 
 
 def per_slot_op(ctx, func, node):
@@ -332,9 +397,15 @@ BUILTINS = {
     "make_tile_group": make_tile_group,
     "fillpad_expand": fillpad_mode("EXPAND"),
     "fillpad_inplace": fillpad_mode("INPLACE"),
+    "ssbuf_store": aggregates.ssbuf_op("ssbuf_store"),
+    "ssbuf_load": aggregates.ssbuf_op("ssbuf_load"),
+    "get_spr": get_spr,
+    "get_ctrl_spr": get_ctrl_spr,
+    "get_saturation_flag": get_saturation_flag,
 }
 # Registry ops whose arguments the front end completes before the registry binds them.
-OP_FRONT_ENDS = {"dump_data": dump_data}
+OP_FRONT_ENDS = {"dump_data": dump_data, "set_vec_mask": set_vec_mask, "set_saturation_flag": set_saturation_flag}
 
 BUILTINS.update({name: _block_builtin(name)
                  for name in ("get_block_idx", "get_block_num", "get_subblock_idx", "get_subblock_num")})
+BUILTINS.update(gm_views.BUILTINS)  # pl.make_tensor, pl.make_ptr, pl.addptr

@@ -21,16 +21,21 @@ from pypto_pro import _C, errors
 from pypto_pro.language import diagnostics
 from pypto_pro.language.builtins import Builtin
 from pypto_pro.language.parser import builtins as builtins_
+from pypto_pro.language.parser import aggregates
 from pypto_pro.language.parser.values import (MISSING, ArrayField, GroupHandle, GroupMethod, Local, PendingTile,
-                                              Poisoned, Scalar, ShapeProxy, TensorHandle, TileHandle, TilingHandle,
-                                              ValidShapeProxy)
+                                              Poisoned, Scalar, ShapeProxy, StructArray, StructSlot, StructValue,
+                                              TensorHandle, TileHandle, TilingHandle, TupleValue, ValidShapeProxy)
 from pypto_pro.language.planned import planned_info, planned_message
 from pypto_pro.language.types import DataType, TensorAnnotation, Tile, TileType
 from pypto_pro.language.types import Scalar as ScalarAnnotation
+from pypto_pro.language.types import Ptr as PtrAnnotation
+from pypto_pro.language.parser import gm_views
+from pypto_pro.language.parser.values import PtrHandle
 
 ir = _C.ir
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
+_BITOPS = {ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
 _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
 _CONST_ONLY_BINOPS = {ast.Pow: lambda a, b: a ** b, ast.BitAnd: lambda a, b: a & b, ast.BitOr: lambda a, b: a | b,
                       ast.BitXor: lambda a, b: a ^ b, ast.LShift: lambda a, b: a << b,
@@ -114,6 +119,9 @@ def _assigned_names(stmts) -> set:
 # constructor recursion depth mismatch". Parsing takes a millisecond; the compiles stay parallel.
 _AST_LOCK = threading.Lock()
 
+# IR lines carry their file above these bits (include/pypto_pro/support/source_line.h).
+LINE_FILE_SHIFT = _C.LINE_FILE_SHIFT
+
 # pl.static_range copies its body once per iteration; beyond this many it is surely a mistake.
 STATIC_RANGE_LIMIT = 4096
 
@@ -149,11 +157,16 @@ _HOST_ONLY_BUILTINS = (builtins.print, builtins.input, builtins.open, builtins.b
 
 
 class KernelParser:
-    def __init__(self, fn, spec, shapes, constants=None, dtypes=None):
+    def __init__(self, fn, spec, shapes, constants=None, dtypes=None, promoted=frozenset()):
         self.fn = fn
+        # (scope, name) of int32 variables a later int64 assignment widens: they are int64 from the
+        # start (parse_kernel parses again when it finds one).
+        self.promoted = promoted
+        self.fixed_types = set()  # (scope, name) whose type is given: parameters, annotated variables
         self.spec = spec
         self.kernel = spec.name
         self.filename = diagnostics.source_file(fn)
+        self.file_index = 0  # of self.filename among the function's source files (0: the kernel's)
         try:
             lines, first_line = inspect.getsourcelines(fn)
         except (OSError, TypeError) as exc:
@@ -183,13 +196,20 @@ class KernelParser:
         self.scope = 0             # 0: the kernel; each inlined helper call gets its own
         self.scopes = 0
         self.inline = None         # the helper call being inlined: (return slot, runtime depth at entry)
+        self.block_ended = False   # the last parse_block ended at an inlined helper's return
 
     # ---- errors ----
     def span(self, node):
+        """(line, col) of `node` for the IR: the line carries its file (docs/jit.md: helpers from other
+        modules), `file_index << LINE_FILE_SHIFT | line`."""
+        return (node.lineno + self.line_offset) | (self.file_index << LINE_FILE_SHIFT), node.col_offset + self.col_offset
+
+    def source_span(self, node):
+        """(line, col) of `node` in self.filename, for messages."""
         return node.lineno + self.line_offset, node.col_offset + self.col_offset
 
     def error(self, cls, node, message, hint=None):
-        line, col = self.span(node)
+        line, col = self.source_span(node)
         end_col = None
         if getattr(node, "end_lineno", None) == node.lineno and node.end_col_offset is not None:
             end_col = node.end_col_offset + self.col_offset
@@ -203,7 +223,11 @@ class KernelParser:
             body = self.parse_block(self.fdef.body)
             return self.fb.finish(body)
         except _C.Diagnostic as diag:
-            raise diagnostics.from_core(*diag.args, self.kernel, self.fn) from None
+            kind, message, line, col, hint = diag.args
+            files = self.fb.source_files
+            file = line >> LINE_FILE_SHIFT if line > 0 else 0
+            raise diagnostics.from_core(kind, message, line & ((1 << LINE_FILE_SHIFT) - 1) if line > 0 else line, col,
+                                        hint, self.kernel, self.fn, files[file] if file < len(files) else None) from None
 
     def _bind_params(self):
         args = {a.arg: a for a in self.fdef.args.args + self.fdef.args.kwonlyargs + self.fdef.args.posonlyargs}
@@ -229,6 +253,9 @@ class KernelParser:
                 dtype = self.dtypes.get(p.name, p.dtype)
                 var = self.fb.tensor_param(p.name, dtype.name, dims, line, col)
                 self.env[p.name] = TensorHandle(var, p.name, values)
+            elif p.kind == "ptr":  # a pl.Ptr["T"] points to its datatype variable's dtype
+                dtype = p.dtype if p.dtype is not None else self.dtypes[p.name]
+                self.env[p.name] = PtrHandle(self.fb.ptr_param(p.name, dtype.name, line, col), dtype)
             elif p.kind == "tiling":
                 fields = [(name, dtype, count) for name, dtype, count, _ in p.tiling.fields]
                 var = self.fb.tiling_param(p.name, p.tiling.cls.__name__, fields, line, col)
@@ -236,18 +263,54 @@ class KernelParser:
             else:
                 var = self.fb.scalar_param(p.name, p.dtype.name, line, col)
                 self.typed_vars[(0, p.name, p.dtype.name)] = var
+                self.fixed_types.add((0, p.name))
                 self.env[p.name] = Local(var)
 
     # ---- blocks ----
     def parse_block(self, stmts):
         saved = self.block
         self.block = []
+        self.block_ended = False
         try:
-            for stmt in stmts:
-                self.parse_stmt(stmt)
+            try:
+                self.parse_stmts(stmts)
+            except _BlockEnds:  # an inlined helper returned here: the rest of the block is dead
+                self.block_ended = True
             return ir.seq(self.block)
         finally:
             self.block = saved
+
+    def parse_stmts(self, stmts):
+        """Statements into the current block. In an inlined helper, after a statement that may have
+        returned at run time, the rest runs only if it did not (a loop breaks instead)."""
+        for i, stmt in enumerate(stmts):
+            inline = self.inline
+            early = inline["early"] if inline is not None else 0
+            self.parse_stmt(stmt)
+            if inline is None or inline["early"] == early or i + 1 == len(stmts):
+                continue
+            line, col = self.span(stmt)
+            flag = ir.var_ref(inline["flag"], line, col)
+            if self.loop_depth > 0:
+                self.emit(ir.if_(flag, ir.seq([ir.break_(line, col)]), None, line, col))
+                continue
+            if self.runtime_if(ir.unary("not", flag, line, col), stmts[i + 1:], stmts[i + 1]):
+                raise _BlockEnds()  # every path through here has returned
+            return
+
+    def runtime_if(self, cond, stmts, node):
+        """`if cond: stmts` at run time (no else), with the bindings merged as for a source `if`."""
+        self.materialize(_assigned_names(stmts), node)
+        before = dict(self.env)
+        self.runtime_depth += 1
+        try:
+            body = self.parse_block(stmts)
+            ended = self.block_ended
+        finally:
+            self.runtime_depth -= 1
+        self.env = self.merge(self.env, before, node)
+        self.emit(ir.if_(cond, body, None, *self.span(node)))
+        return ended
 
     def emit(self, stmt):
         self.block.append(stmt)
@@ -275,9 +338,13 @@ class KernelParser:
             self.assign(target, value, node)
 
     def stmt_AugAssign(self, node):
+        if isinstance(node.target, ast.Attribute):  # s.field += v
+            current = self.eval(node.target)
+            self.assign(node.target, self.binop(node.op, current, self.eval(node.value), node), node)
+            return
         if not isinstance(node.target, ast.Name):
             raise self.error(errors.UnsupportedFeatureError, node.target,
-                             "augmented assignment is only supported on plain names")
+                             "augmented assignment is only supported on names and struct fields")
         current = self.read_name(node.target.id, node.target)
         value = self.binop(node.op, current, self.eval(node.value), node)
         self.assign(node.target, value, node)
@@ -288,7 +355,7 @@ class KernelParser:
         dtype = self.eval(node.annotation)
         if isinstance(dtype, ScalarAnnotation):  # pl.Scalar[dtype] is the dtype
             dtype = dtype.dtype
-        if isinstance(dtype, (Tile, TensorAnnotation)):
+        if isinstance(dtype, (Tile, TensorAnnotation, PtrAnnotation)):
             return self.annotated_handle(node, dtype)
         if not isinstance(dtype, DataType):
             raise self.error(errors.ParserTypeError, node.annotation,
@@ -296,6 +363,7 @@ class KernelParser:
                              f"pl.Tile[shape, dtype] or pl.Tensor[dims, dtype], got {dtype!r}")
         value = self.eval(node.value)
         expr = ir.cast(self.to_expr(value, node.value), dtype.name, *self.span(node))
+        self.fixed_types.add((self.scope, node.target.id))
         var = self.scalar_var(node.target.id, dtype.name, node)
         self.emit(ir.assign(var, expr, *self.span(node)))
         self.env[node.target.id] = Local(var)
@@ -320,12 +388,14 @@ class KernelParser:
                 raise self.error(errors.ParserTypeError, node.annotation,
                                  f"the annotation {ann!r} does not match the tile's shape {list(tile_type.shape)} "
                                  f"and dtype {tile_type.dtype!r}")
+        elif isinstance(ann, PtrAnnotation):
+            gm_views.check_ptr_annotation(self, node, ann, value)
         else:
             if not isinstance(value, TensorHandle):
                 raise self.error(errors.ParserTypeError, node.value,
                                  f"a pl.Tensor annotation annotates a GM tensor, got {self.describe(value)}")
             param = self.spec_param(value.name)
-            dtype = self.dtypes.get(value.name, param.dtype if param else None)
+            dtype = value.dtype if value.view else self.dtypes.get(value.name, param.dtype if param else None)
             if ann.dtype is not dtype or len(ann.dims) != len(value.dims):
                 raise self.error(errors.ParserTypeError, node.annotation,
                                  f"the annotation {ann!r} does not match GM tensor '{value.name}' "
@@ -334,15 +404,63 @@ class KernelParser:
 
     def stmt_Return(self, node):
         if self.inline is not None:
-            if self.runtime_depth > self.inline["depth"]:
-                raise self.error(errors.UnsupportedFeatureError, node,
-                                 "an inlined helper can only return at its end, not inside run-time control flow")
-            self.inline["value"] = self.eval(node.value) if node.value is not None else None
-            raise _HelperReturn()
+            value = self.eval(node.value) if node.value is not None else None
+            if self.runtime_depth == self.inline["depth"]:
+                self.inline["value"] = value
+                raise _HelperReturn()
+            self.early_return(value, node)
+            raise _BlockEnds()
         if node.value is not None and not (isinstance(node.value, ast.Constant) and node.value.value is None):
             raise self.error(errors.ParserSyntaxError, node.value, "kernels return nothing",
                              hint="write results to an output tensor with pl.store")
         self.emit(ir.return_(*self.span(node)))
+
+    def early_return(self, value, node):
+        """`return value` inside run-time control flow of an inlined helper: the value goes to the
+        helper's result variable, its returned flag is set, and a loop of the helper is left."""
+        inline = self.inline
+        if self.in_static_loop and self.loop_depth == 0:
+            raise self.error(errors.UnsupportedFeatureError, node,
+                             "a helper cannot return from inside pl.static_range within run-time control flow",
+                             hint="compute the value into a variable and return it after the loop")
+        line, col = self.span(node)
+        if value is None:
+            inline["kinds"].add("none")
+        else:
+            inline["kinds"].add("value")
+            if isinstance(value, PendingTile):
+                value = self.bind_tile(None, value, node)
+            result = inline["result"]
+            if isinstance(value, TileHandle):
+                if result is None:
+                    result = inline["result"] = self.tile_var(inline["name"], value.tile_type, node)
+                if result.kind != "tile" or _tile_type_of(result) != value.tile_type:
+                    raise self.error(errors.ParserTypeError, node,
+                                     f"'{inline['fn']}' returns {self.describe(value)} here but another type on "
+                                     f"another path; a helper returns one type")
+                self.emit(ir.assign(result, ir.var_ref(value.var, line, col), line, col))
+            elif isinstance(value, Scalar) or _is_number(value):
+                dtype = value.dtype if isinstance(value, Scalar) else _const_dtype(value)
+                if result is None:
+                    result = inline["result"] = self.scalar_var(inline["name"], dtype, node)
+                if result.kind != "scalar":
+                    raise self.error(errors.ParserTypeError, node,
+                                     f"'{inline['fn']}' returns a scalar here but a tile on another path")
+                if result.dtype == "int32" and dtype == "int64":
+                    raise _Promote((self.scope, inline["name"]))
+                if result.dtype in ("int32", "int64", "bool") and dtype == "fp32":
+                    raise self.error(errors.ParserTypeError, node,
+                                     f"'{inline['fn']}' returns an fp32 value here but {result.dtype} on an earlier "
+                                     f"path; a helper returns one type")
+                self.emit(ir.assign(result, ir.cast(self.to_expr(value, node), result.dtype, line, col), line, col))
+            else:
+                raise self.error(errors.UnsupportedFeatureError, node,
+                                 f"a helper that returns inside run-time control flow returns scalars or tiles, "
+                                 f"not {self.describe(value)}")
+        self.emit(ir.assign(inline["flag"], ir.const_bool(True, line, col), line, col))
+        if self.loop_depth > 0:
+            self.emit(ir.break_(line, col))
+        inline["early"] += 1
 
     def _no_static_jump(self, node, word):
         if self.in_static_loop:
@@ -391,12 +509,28 @@ class KernelParser:
             self.section = None
         self.emit(ir.section(kind, body, *self.span(node)))
 
+    def condition(self, test):
+        """An if / conditional expression's test; `pl.constexpr(cond)` insists cond is compile-time."""
+        if isinstance(test, ast.Call):
+            func = self.eval(test.func)
+            if isinstance(func, Builtin) and func.name == "constexpr":
+                if len(test.args) != 1 or test.keywords:
+                    raise self.error(errors.ParserTypeError, test, "pl.constexpr(cond) takes one condition")
+                cond = self.eval(test.args[0])
+                if isinstance(cond, Scalar):
+                    raise self.error(errors.ParserSyntaxError, test.args[0],
+                                     f"pl.constexpr() needs a compile-time condition, got {self.describe(cond)}: "
+                                     f"{ast.unparse(test.args[0])}",
+                                     hint="drop pl.constexpr for a run-time branch")
+                self._check_compile_time_cond(cond, test.args[0])
+                return bool(cond)
+        return self.eval(test)
+
     def stmt_If(self, node):
-        cond = self.eval(node.test)
+        cond = self.condition(node.test)
         if not isinstance(cond, Scalar):
             self._check_compile_time_cond(cond, node.test)
-            for stmt in (node.body if cond else node.orelse):
-                self.parse_stmt(stmt)
+            self.parse_stmts(node.body if cond else node.orelse)
             return
         self.materialize(_assigned_names(node.body + node.orelse), node)
         cond_expr = cond.expr
@@ -523,7 +657,7 @@ class KernelParser:
             elif not isinstance(x, (Local, Scalar)) and not isinstance(y, (Local, Scalar)) and self._same(x, y):
                 out[name] = x
             else:
-                out[name] = Poisoned(self.span(node)[0])
+                out[name] = Poisoned(self.source_span(node)[0])
         return out
 
     @staticmethod
@@ -541,10 +675,12 @@ class KernelParser:
             if _is_number(value) or isinstance(value, Scalar):  # e.g. a helper's parameter
                 dtype = value.dtype if isinstance(value, Scalar) else _const_dtype(value)
                 var = self.scalar_var(name, dtype, node)
-                self.emit(ir.assign(var, self.to_expr(value, node), *self.span(node)))
+                self.emit(ir.assign(var, self.expr_of_type(value, var.dtype, node), *self.span(node)))
                 self.env[name] = Local(var)
 
     def scalar_var(self, name, dtype, node):
+        if dtype == "int32" and (self.scope, name) in self.promoted:
+            dtype = "int64"
         key = (self.scope, name, dtype)
         if key not in self.typed_vars:
             self.typed_vars[key] = self.fb.scalar_var(name, dtype, *self.span(node))
@@ -580,8 +716,13 @@ class KernelParser:
             self.emit(ir.op("setval", [ir.var_ref(container.var, line, col), offset, self.to_expr(value, node)], {},
                             line, col))
             return
+        if isinstance(target, ast.Attribute):
+            base = self.eval(target.value)
+            if isinstance(base, _AGGREGATES):
+                return aggregates.write_field(self, base, target.attr, value, target)
         if not isinstance(target, ast.Name):
-            raise self.error(errors.UnsupportedFeatureError, target, "only names can be assigned in kernels")
+            raise self.error(errors.UnsupportedFeatureError, target,
+                             "only names, elements (x[i, j]) and struct fields (s.field) can be assigned in kernels")
         name = target.id
         current = self.env.get(name, MISSING)
         if isinstance(value, PendingTile):
@@ -591,6 +732,8 @@ class KernelParser:
             if var.id != value.var.id:
                 self.emit(ir.assign(var, ir.var_ref(value.var, *self.span(node)), *self.span(node)))
             self.env[name] = Local(var)
+        elif gm_views.is_gm_handle(value):  # a GM view or pointer: the name's own variable takes a copy
+            self.env[name] = gm_views.bind(self, name, value, node)
         elif isinstance(value, Scalar) or (_is_number(value) and (self.runtime_depth > 0 or (
                 isinstance(current, Local) and current.var.kind == "scalar"))):
             self.assign_scalar(name, value, current, node)
@@ -607,6 +750,9 @@ class KernelParser:
             if var.dtype != dtype:
                 if _is_number(value) and not (isinstance(value, float) and var.dtype != "fp32"):
                     dtype = var.dtype  # a constant adopts the variable's type
+                elif self.runtime_depth > 0 and var.dtype == "int32" and dtype == "int64" and \
+                        (self.scope, name) not in self.fixed_types:
+                    raise _Promote((self.scope, name))  # int32 then int64: the variable is int64 throughout
                 elif self.runtime_depth > 0:
                     raise self.error(errors.ParserTypeError, node,
                                      f"'{name}' is {var.dtype} but this assigns a {dtype} value",
@@ -619,8 +765,13 @@ class KernelParser:
                 self.emit(ir.assign(var, expr, *self.span(node)))
                 return
         var = self.scalar_var(name, dtype, node)
-        self.emit(ir.assign(var, self.to_expr(value, node), *self.span(node)))
+        self.emit(ir.assign(var, self.expr_of_type(value, var.dtype, node), *self.span(node)))
         self.env[name] = Local(var)
+
+    def expr_of_type(self, value, dtype, node):
+        """`value` as an expression of `dtype` (a variable widened to int64 takes int32 values)."""
+        expr = self.to_expr(value, node)
+        return expr if expr.dtype == dtype else ir.cast(expr, dtype, *self.span(node))
 
     def bind_tile(self, name, pending, node):
         group = pending.group
@@ -662,6 +813,8 @@ class KernelParser:
             var = value.var
             if var.kind == "tile":
                 return TileHandle(var, _tile_type_of(var))
+            if var.kind in ("tensor", "ptr"):  # a GM view or pointer variable
+                return gm_views.handle_of(var)
             return Scalar(ir.var_ref(var, *self.span(node)))
         return value
 
@@ -693,6 +846,8 @@ class KernelParser:
     def expr_Attribute(self, node):
         base = self.eval(node.value)
         attr = node.attr
+        if isinstance(base, PtrHandle) or (isinstance(base, TensorHandle) and base.view and attr == "dtype"):
+            return gm_views.attribute(self, base, attr, node)
         if isinstance(base, TensorHandle):
             if attr == "shape":
                 return ShapeProxy(base)
@@ -710,6 +865,8 @@ class KernelParser:
             if field[2] > 0:
                 return ArrayField(base, attr, field[2])
             return Scalar(ir.field(base.var, attr, None, *self.span(node)))
+        if isinstance(base, _AGGREGATES):
+            return aggregates.read_field(self, base, attr, node)
         if isinstance(base, GroupHandle):
             if attr in ("next", "current", "previous"):
                 return GroupMethod(base, attr)
@@ -785,6 +942,9 @@ class KernelParser:
             base = self.bind_tile(None, base, node)
         if isinstance(base, (TensorHandle, TileHandle)):
             return Scalar(ir.element(base.var, self.linear_offset(base, index, node), *self.span(node)))
+        picked = aggregates.subscript(self, base, index, node, _name_of(node.value))
+        if picked is not None:
+            return picked
         if isinstance(base, Scalar) or isinstance(index, Scalar):
             raise self.error(errors.ParserTypeError, node, "run-time values cannot be indexed here")
         try:
@@ -849,7 +1009,7 @@ class KernelParser:
 
     def binop(self, op, a, b, node):
         if isinstance(a, Scalar) or isinstance(b, Scalar):
-            sym = _BINOPS.get(type(op))
+            sym = _BINOPS.get(type(op)) or _BITOPS.get(type(op))
             if sym is None:
                 raise self.error(errors.UnsupportedFeatureError, node,
                                  f"operator '{type(op).__name__}' is not supported on run-time scalars")
@@ -878,7 +1038,7 @@ class KernelParser:
                 return Scalar(ir.unary("-", v.expr, *self.span(node)))
             if isinstance(node.op, ast.Not):
                 return Scalar(ir.unary("not", v.expr, *self.span(node)))
-            raise self.error(errors.UnsupportedFeatureError, node, "'~' is not supported on run-time scalars")
+            return Scalar(ir.unary("~", v.expr, *self.span(node)))
         self.reject_runtime_handles(node, v)
         if isinstance(node.op, ast.USub):
             return -v
@@ -904,7 +1064,9 @@ class KernelParser:
         result = None
         for op, comparator in zip(node.ops, node.comparators):
             right = self.eval(comparator)
-            if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+            if isinstance(op, (ast.In, ast.NotIn)) and self._has_scalar(left, right):
+                value = self.membership(left, right, isinstance(op, ast.NotIn), comparator)
+            elif isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
                 self.reject_runtime_handles(node, left, right)
                 value = {ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b,
                          ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}[type(op)](left, right)
@@ -926,8 +1088,30 @@ class KernelParser:
             left = right
         return result
 
+    @staticmethod
+    def _has_scalar(left, right):
+        return isinstance(left, Scalar) or (isinstance(right, (tuple, list)) and
+                                            any(isinstance(v, Scalar) for v in right))
+
+    def membership(self, left, items, negate, node):
+        """`x in (a, b, ...)` with run-time values: x == a or x == b ... (False for no items)."""
+        if not isinstance(items, (tuple, list, set, frozenset)):
+            raise self.error(errors.ParserTypeError, node, f"'in' with a run-time value needs a tuple or list of "
+                                                           f"scalars, got {self.describe(items)}")
+        line, col = self.span(node)
+        expr = None
+        for item in items:
+            if not (isinstance(item, Scalar) or _is_number(item)):
+                raise self.error(errors.ParserTypeError, node,
+                                 f"'in' compares scalars; the container holds {self.describe(item)}")
+            eq = ir.binary("==", self.to_expr(left, node), self.to_expr(item, node), line, col)
+            expr = eq if expr is None else ir.binary("or", expr, eq, line, col)
+        if expr is None:
+            expr = ir.const_bool(False, line, col)
+        return Scalar(ir.unary("not", expr, line, col) if negate else expr)
+
     def expr_IfExp(self, node):
-        cond = self.eval(node.test)
+        cond = self.condition(node.test)
         if not isinstance(cond, Scalar):
             return self.eval(node.body) if cond else self.eval(node.orelse)
         a, b = self.eval(node.body), self.eval(node.orelse)
@@ -940,6 +1124,9 @@ class KernelParser:
     # ---- calls ----
     def expr_Call(self, node, target_hint=None):
         func = self.refuse_planned(self.eval(node.func), node.func)
+        build = next((b for f, b in aggregates.BUILDERS.items() if func is f), None)
+        if build is not None:  # pl.struct, pl.struct_array, pl.make_tuple
+            return build(self, node, target_hint)
         if isinstance(func, Builtin):
             return self.call_builtin(func, node, target_hint)
         if isinstance(func, GroupMethod):
@@ -982,10 +1169,6 @@ class KernelParser:
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             raise self.error(errors.UnsupportedFeatureError, node, "*args / **kwargs calls are not supported")
         helper_file = diagnostics.source_file(fn)
-        if helper_file != self.filename:
-            raise self.error(errors.UnsupportedFeatureError, node,
-                             f"'{fn.__name__}' is defined in {helper_file}; helpers are inlined only from the "
-                             f"kernel's own file for now")
         try:
             lines, first_line = inspect.getsourcelines(fn)
         except (OSError, TypeError) as exc:
@@ -1000,31 +1183,104 @@ class KernelParser:
         except TypeError as exc:
             raise self.error(errors.ParserTypeError, node, f"{fn.__name__}(): {exc}") from None
         bound.apply_defaults()
+        self.check_helper_annotations(fn, bound.arguments, node)
         closure = _closure_cells(fn)
         if self.scopes > 64 and self.inline is not None:
             raise self.error(errors.UnsupportedFeatureError, node, "helpers nest too deeply (recursion?)")
         saved = (self.env, self.globals, self.closure, self.line_offset, self.col_offset, self.scope, self.inline,
-                 self.loop_depth, self.in_static_loop)
+                 self.loop_depth, self.in_static_loop, self.filename, self.file_index)
         self.scopes += 1
         self.scope = self.scopes
         self.env = dict(bound.arguments)
         self.globals = fn.__globals__
         self.closure = closure
+        self.filename = helper_file
+        self.file_index = self.fb.add_source_file(helper_file)
         self.line_offset = first_line - 1
         self.col_offset = len(lines[0]) - len(lines[0].lstrip())
-        self.inline = {"value": None, "depth": self.runtime_depth}
+        # early: returns inside run-time control flow so far; they set `flag` and leave the value in
+        # `result` (a variable made by the first one that returns a value).
+        self.inline = {"value": None, "depth": self.runtime_depth, "early": 0, "flag": None, "result": None,
+                       "kinds": set(), "fn": fn.__name__, "name": self.temp_name(fn.__name__ + "_result")}
         self.loop_depth = 0  # break/continue cannot leave the helper
         self.in_static_loop = False
+        fell_off = False
         try:
-            for stmt in fdef.body:
-                self.parse_stmt(stmt)
-        except _HelperReturn:
+            if _has_nested_return(fdef.body):
+                line, col = self.span(node)
+                self.inline["flag"] = self.scalar_var(self.temp_name(fn.__name__ + "_returned"), "bool", node)
+                self.emit(ir.assign(self.inline["flag"], ir.const_bool(False, line, col), line, col))
+            self.parse_stmts(fdef.body)
+            fell_off = True
+        except (_HelperReturn, _BlockEnds):
             pass
         finally:
-            result = self.inline["value"]
+            inline = self.inline
             (self.env, self.globals, self.closure, self.line_offset, self.col_offset, self.scope, self.inline,
-             self.loop_depth, self.in_static_loop) = saved
-        return result
+             self.loop_depth, self.in_static_loop, self.filename, self.file_index) = saved
+        if inline["early"] == 0:
+            return inline["value"]
+        if "value" not in inline["kinds"]:
+            return None
+        if fell_off or "none" in inline["kinds"]:
+            raise self.error(errors.ParserTypeError, node,
+                             f"'{fn.__name__}' returns a value on some paths and nothing on others (or falls off "
+                             f"its end); a helper called for its value returns one on every path")
+        result = inline["result"]
+        if result.kind == "tile":
+            return TileHandle(result, _tile_type_of(result))
+        return Scalar(ir.var_ref(result, *self.span(node)))
+
+    def check_helper_annotations(self, fn, arguments, node):
+        """A helper's pl.Tile / pl.Tensor / pl.Scalar (or dtype) parameter annotations: tiles and tensors
+        must match, scalars take the annotated dtype (in place in `arguments`)."""
+        from pypto_pro.language.jit import _annotations
+        try:
+            hints = _annotations(fn)
+        except Exception:  # annotations a kernel cannot evaluate are only hints to Python tools
+            return
+        for name, ann in hints.items():
+            if name not in arguments:
+                continue
+            value = arguments[name]
+            what = f"argument '{name}' of {fn.__name__}()"
+            if isinstance(ann, ScalarAnnotation):
+                ann = ann.dtype
+            if isinstance(ann, Tile):
+                tile = value.group.tile_type if isinstance(value, PendingTile) else \
+                    value.tile_type if isinstance(value, TileHandle) else None
+                if tile is None or tuple(tile.shape) != ann.shape or tile.dtype is not ann.dtype:
+                    got = self.describe(value) if tile is None else \
+                        f"a tile of shape {list(tile.shape)} and dtype {tile.dtype!r}"
+                    raise self.error(errors.ParserTypeError, node, f"{what} is annotated {ann!r}, got {got}")
+            elif isinstance(ann, TensorAnnotation):
+                if not isinstance(value, TensorHandle):
+                    raise self.error(errors.ParserTypeError, node,
+                                     f"{what} is annotated as a GM tensor, got {self.describe(value)}")
+                param = self.spec_param(value.name)
+                dtype = self.dtypes.get(value.name, param.dtype if param else None)
+                if (isinstance(ann.dtype, DataType) and ann.dtype is not dtype) or len(ann.dims) != len(value.dims):
+                    raise self.error(errors.ParserTypeError, node,
+                                     f"{what} is annotated {ann!r}, got GM tensor '{value.name}' "
+                                     f"({len(value.dims)} dims of {dtype!r})")
+            elif isinstance(ann, DataType):
+                arguments[name] = self.as_scalar_of(value, ann, what, node)
+
+    def as_scalar_of(self, value, dtype, what, node):
+        """`value` as a scalar of `dtype`: run-time values cast, compile-time numbers converted."""
+        if isinstance(value, Scalar):
+            if value.dtype == dtype.name:
+                return value
+            return Scalar(ir.cast(value.expr, dtype.name, *self.span(node)))
+        if not _is_number(value):
+            raise self.error(errors.ParserTypeError, node, f"{what} is annotated {dtype!r}, got {self.describe(value)}")
+        if dtype.name == "bool":
+            return bool(value)
+        if dtype.name in ("fp32", "fp16", "bf16"):
+            return float(value)
+        if isinstance(value, float) and not value.is_integer():
+            raise self.error(errors.ParserTypeError, node, f"{what} is annotated {dtype!r}, got the float {value!r}")
+        return int(value)
 
     def call_builtin(self, func, node, target_hint):
         if func.kind == "planned":  # the registry says what it will do
@@ -1039,6 +1295,10 @@ class KernelParser:
             if func.info["per_slot"] and node.args and isinstance(self.eval(node.args[0]), GroupHandle):
                 return builtins_.per_slot_op(self, func, node)
             return self.call_op(func.name, node)
+        if func.name == "constexpr":
+            raise self.error(errors.ParserSyntaxError, node,
+                             "pl.constexpr(cond) can only be the condition of an 'if' or of a conditional "
+                             "expression ('a if pl.constexpr(cond) else b')")
         build = builtins_.BUILTINS.get(func.name)
         if build is None:
             raise self.error(errors.ParserSyntaxError, node, f"pl.{func.name} cannot be called here")
@@ -1140,7 +1400,7 @@ class KernelParser:
             elif isinstance(v, dict):
                 self.reject_runtime_handles(node, *v.keys(), *v.values())
             elif isinstance(v, (Scalar, TensorHandle, TileHandle, GroupHandle, PendingTile, ShapeProxy, GroupMethod,
-                                TilingHandle, ArrayField)):
+                                TilingHandle, ArrayField, PtrHandle)):
                 hint = None
                 if isinstance(v, Scalar):
                     hint = ("this needs a compile-time value: a literal, a module constant, a fixed or STATIC dim, "
@@ -1154,7 +1414,9 @@ class KernelParser:
         if isinstance(value, Scalar):
             return f"a run-time {value.dtype} scalar"
         if isinstance(value, TensorHandle):
-            return f"GM tensor '{value.name}'"
+            return f"GM {'view' if value.view else 'tensor'} '{value.name}'"
+        if isinstance(value, PtrHandle):
+            return f"pointer '{value.var.name}' ({value.dtype!r})"
         if isinstance(value, TileHandle):
             return f"tile '{value.var.name}'"
         if isinstance(value, GroupHandle):
@@ -1167,6 +1429,12 @@ class KernelParser:
             return f"TilingData '{value.var.name}'"
         if isinstance(value, ArrayField):
             return f"the array field '{value.name}'"
+        if isinstance(value, (StructValue, StructSlot)):
+            return "a struct"
+        if isinstance(value, StructArray):
+            return f"a pl.struct_array of {len(value.slots)}"
+        if isinstance(value, TupleValue):
+            return "a pl.make_tuple"
         if isinstance(value, (bool, int, float, str)) or value is None:
             return repr(value)
         return f"{type(value).__name__} {value!r}"
@@ -1175,6 +1443,14 @@ class KernelParser:
 _PY_BINOP = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
              ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
              **_CONST_ONLY_BINOPS}
+
+_AGGREGATES = (StructValue, StructArray, StructSlot, TupleValue)
+
+
+def _name_of(node):
+    """The source text of a subscripted name (for messages), or None for an expression."""
+    return ast.unparse(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+
 
 def _is_slicing(subscript) -> bool:
     parts = subscript.elts if isinstance(subscript, ast.Tuple) else [subscript]
@@ -1188,6 +1464,30 @@ def _tile_type_of(var) -> TileType:
                     pad=pad or None, compact=compact or None)
 
 
+class _Promote(Exception):
+    """A variable bound to int32 values is assigned an int64 one: parse again with it int64."""
+
+    def __init__(self, key):
+        super().__init__(key)
+        self.key = key
+
+
+def _has_nested_return(stmts) -> bool:
+    """Whether a `return` sits inside an if / loop / with of these statements (not a nested def)."""
+    def walk(node, nested):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        if isinstance(node, ast.Return):
+            return nested
+        inner = nested or isinstance(node, (ast.If, ast.For, ast.While, ast.With))
+        return any(walk(child, inner) for child in ast.iter_child_nodes(node))
+    return any(walk(stmt, False) for stmt in stmts)
+
+
+class _BlockEnds(Exception):
+    """Unwinds the rest of a block after an inlined helper's early return."""
+
+
 class _HelperReturn(Exception):
     """Unwinds the parse of an inlined helper at its `return`."""
 
@@ -1197,6 +1497,15 @@ def parse_kernel(fn, spec, shapes=None, constants=None, dtypes=None):
     STATIC dims of each tensor, `constants` the TilingKey fields and datatype variables, `dtypes` the
     dtype of each tensor the datatype dict names. Returns (function, captures): the module globals
     and closure variables it read, as (dict or cell, name, value)."""
-    parser = KernelParser(fn, spec, shapes, constants, dtypes)
-    func = parser.parse()
-    return func, list(parser.captures.values())
+    promoted = frozenset()
+    while True:
+        parser = KernelParser(fn, spec, shapes, constants, dtypes, promoted)
+        try:
+            func = parser.parse()
+        except _Promote as p:
+            if p.key in promoted:  # cannot happen: the variable is int64 now
+                raise errors.ParserError(f"internal: widening '{p.key[1]}' to int64 did not settle",
+                                         kernel=spec.name) from None
+            promoted = promoted | {p.key}
+            continue
+        return func, list(parser.captures.values())

@@ -30,10 +30,19 @@ class Scalar:
 
 @_value
 class TensorHandle:
-    """A GM tensor parameter (or an alias of one)."""
+    """A GM tensor parameter (or an alias of one), or a GM view (pl.make_tensor: `view`, with its dtype)."""
     var: object
     name: str
     dims: list  # per axis: an int (fixed or specialised STATIC) or None (DYNAMIC)
+    dtype: object = None  # views: their DataType (a parameter's comes from the signature)
+    view: bool = False
+
+
+@_value
+class PtrHandle:
+    """A GM pointer: a pl.Ptr parameter, or what pl.addptr / pl.make_ptr made of one."""
+    var: object
+    dtype: object  # the DataType it points to
 
 
 @_value
@@ -101,3 +110,31 @@ class Poisoned:
 
 
 MISSING = object()
+
+
+@_value
+class StructValue:
+    """A pl.struct in a kernel: one IR scalar variable per field (name -> Var), in declaration order."""
+    type_name: str
+    fields: dict
+
+
+@_value
+class StructArray:
+    """A pl.struct_array in a kernel: its slots (StructValues of one layout)."""
+    type_name: str
+    slots: list
+
+
+@_value
+class StructSlot:
+    """A struct picked from a list of structs by a run-time index (checked, held in `index`, an IR
+    scalar variable): field reads and writes dispatch over the slots."""
+    slots: list
+    index: object
+
+
+@_value
+class TupleValue:
+    """A pl.make_tuple in a kernel: its fields (name -> value), read as t.name; nothing is emitted."""
+    fields: dict
