@@ -1,5 +1,7 @@
-"""pl.jit parameters and kernel signatures are validated when the kernel object is built."""
+"""pl.jit parameters and kernel signatures are validated when the kernel object is built (parameters without an
+annotation any kind accepts: at launch)."""
 
+import numpy as np
 import pytest
 import torch
 
@@ -77,7 +79,6 @@ def make(annotation_x):
     (pl.Tensor[[4], "fp32"], "dtype must be a pl.DT_\\* value"),
     (pl.Tensor[[4], pl.DT_FP8E4M3FN], "is not supported yet"),
     (pl.DT_FP16, "scalar parameter 'x' cannot be pl.DT_FP16"),
-    (int, "parameter 'x' has annotation <class 'int'>"),
     (pl.Tensor[[4], pl.DT_FP32, pl.ZN], r"the layout of a pl.Tensor must be pl.ND, pl.DN or pl.NZ, got pl.ZN"),
 ])
 def test_bad_annotations(annotation, message):
@@ -93,11 +94,18 @@ def test_tensor_layouts_other_than_nd_are_refused_not_ignored():
             pl.jit(make(pl.Tensor[[4], pl.DT_FP32, layout]))
 
 
-def test_missing_annotation():
+def test_missing_or_foreign_annotation_is_refused_at_launch():
+    # As in the public language, which parses a kernel on its first launch, the module defining it imports.
     def k(x):
         pass
-    with pytest.raises(TypeError, match=r"parameter 'x' needs an annotation: pl.Tensor\[\[dims\], dtype\]"):
-        pl.jit(k)
+
+    kernel = pl.jit(k)
+    with pytest.raises(pypto_pro.ParserTypeError,
+                       match=r"parameter 'x' needs an annotation: pl.Tensor\[\[dims\], dtype\]") as info:
+        kernel[None, 1](np.zeros(4, np.float32))
+    assert "def k(x):" in str(info.value)
+    with pytest.raises(TypeError, match=r"parameter 'x' has annotation <class 'int'>; expected pl.Tensor"):
+        pl.jit(make(int))(3)
 
 
 def test_pl_names_outside_kernels_raise():

@@ -24,12 +24,12 @@ for _dtype in DTYPES.values():
 @dataclass
 class ParamSpec:
     name: str
-    kind: str                    # "tensor" | "ptr" | "scalar" | "tiling" | "planned"
+    kind: str                    # "tensor" | "ptr" | "scalar" | "tiling" | "planned" | "invalid" (refused at launch)
     dtype: DataType | None = None  # ptr: None when its annotation names its datatype variable
     dims: list = field(default_factory=list)  # [('fixed', n) | ('static', -1) | ('dynamic', -1) | ('rest', -1)]
     dt_var: str | None = None    # datatype schema variable giving this tensor's dtype
     tiling: TilingDataSpec | None = None
-    planned: tuple | None = None  # "planned": (what, what it will do) of an annotation not built yet
+    planned: tuple | None = None  # "planned": (what, what it will do) of an annotation not built yet; "invalid": (problem,)
 
     @property
     def is_tensor(self):
@@ -81,14 +81,8 @@ class KernelSpec:
                 params.append(ParamSpec(p.name, "scalar", ann))
             elif is_tiling_data_class(ann):
                 params.append(ParamSpec(p.name, "tiling", tiling=TilingDataSpec(ann, p.name, name)))
-            elif ann is inspect.Parameter.empty:
-                raise TypeError(f"kernel '{name}': parameter '{p.name}' needs an annotation: "
-                                f"pl.Tensor[[dims], dtype] for a GM tensor, pl.Ptr[dtype] for a GM pointer or a "
-                                f"dtype like pl.DT_INT32 for a scalar")
-            else:
-                raise TypeError(f"kernel '{name}': parameter '{p.name}' has annotation {ann!r}; expected "
-                                f"pl.Tensor[[dims], dtype], pl.Ptr[dtype], a scalar dtype like pl.DT_INT32 or a "
-                                f"TilingData dataclass")
+            else:  # refused at every launch, as the public language parses kernels on their first launch
+                params.append(ParamSpec(p.name, "invalid", planned=(_annotation_problem(ann),)))
         tilings = [i for i, p in enumerate(params) if p.kind == "tiling"]
         if len(tilings) > 1:
             raise TypeError(f"kernel '{name}': a kernel takes one TilingData parameter, got "
@@ -127,6 +121,20 @@ def _ptr_param(kernel: str, param: str, ann: Ptr, var: str | None) -> ParamSpec:
     return ParamSpec(param, "ptr", ann.dtype, dt_var=var)
 
 
+def _annotation_problem(ann) -> str:
+    """What is wrong with a kernel parameter annotation no parameter kind accepts."""
+    if ann is inspect.Parameter.empty:
+        return ("needs an annotation: pl.Tensor[[dims], dtype] for a GM tensor, pl.Ptr[dtype] for a GM pointer or a "
+                "dtype like pl.DT_INT32 for a scalar")
+    return (f"has annotation {ann!r}; expected pl.Tensor[[dims], dtype], pl.Ptr[dtype], a scalar dtype like "
+            f"pl.DT_INT32 or a TilingData dataclass")
+
+
+def _accepted_annotation(ann) -> bool:
+    ann = ann.dtype if isinstance(ann, Scalar) else ann
+    return (isinstance(ann, (Ptr, TensorAnnotation, DataType, Tile)) or is_tiling_data_class(ann))
+
+
 def _planned_annotation(ann):
     """(what, what it will do) when a parameter annotation is part of the public language this version
     does not build (pl.Tile, pl.Tensor with pl.Input / pl.Output or a pl.MemRef), else None."""
@@ -137,8 +145,9 @@ def _planned_annotation(ann):
     return None
 
 
-def _planned_param_error(fn, kernel: str, param: str, what: str, doc: str) -> errors.UnsupportedFeatureError:
-    """UnsupportedFeatureError located at the annotation of kernel parameter `param`."""
+def _planned_param_error(fn, kernel: str, param: str, what: str, doc: str = None) -> errors.ParserError:
+    """UnsupportedFeatureError located at the annotation of kernel parameter `param` (a planned one:
+    (what, doc)); ParserTypeError at the parameter for an annotation no kind accepts (what: the problem)."""
     from pypto_pro.language import diagnostics
     from pypto_pro.language.parser.parser import _parse_source
 
@@ -149,12 +158,16 @@ def _planned_param_error(fn, kernel: str, param: str, what: str, doc: str) -> er
         indent = len(lines[0]) - len(lines[0].lstrip())
         fdef = _parse_source(lines).body[0]
         args = fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs
-        node = next(a.annotation for a in args if a.arg == param and a.annotation is not None)
+        arg = next(a for a in args if a.arg == param)
+        node = arg.annotation if arg.annotation is not None else arg
         line, col = node.lineno + first - 1, node.col_offset + indent
         if node.end_lineno == node.lineno:
             end_col = node.end_col_offset + indent
     except (OSError, TypeError, SyntaxError, StopIteration, AttributeError, IndexError):
         pass
+    if doc is None:
+        return diagnostics.located(errors.ParserTypeError, f"kernel '{kernel}': parameter '{param}' {what}",
+                                   kernel=kernel, filename=filename, line=line, col=col, end_col=end_col)
     return diagnostics.located(errors.UnsupportedFeatureError, f"parameter '{param}': {planned_message(what, doc)}",
                                kernel=kernel, filename=filename, line=line, col=col, end_col=end_col)
 
@@ -236,7 +249,7 @@ class JitFunction(_C.KernelBase):
         params = []
         for p in self.spec.params:
             d = {"name": p.name, "kind": p.kind}
-            if p.kind == "planned":  # never launched (_PlannedParamKernel): a placeholder slot
+            if p.kind in ("planned", "invalid"):  # never launched (_PlannedParamKernel): a placeholder slot
                 d.update(kind="scalar", dtype="int64")
             elif p.kind == "tensor":
                 d.update(dtype=p.dtype.name, dims=[n if kind == "fixed" else _DIM_CODES[kind] for kind, n in p.dims])
@@ -324,15 +337,20 @@ def _has_planned_params(fn) -> bool:
         hints = _annotations(fn)
     except Exception:  # reported by KernelSpec.from_function
         return False
-    return any(_planned_annotation(ann) is not None for ann in hints.values())
+    if any(_planned_annotation(ann) is not None for ann in hints.values()):
+        return True
+    params = inspect.signature(fn).parameters.values()
+    return any(not _accepted_annotation(hints.get(p.name, inspect.Parameter.empty)) for p in params
+               if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
 
 
 class _PlannedParamKernel(JitFunction):
-    """A kernel with a parameter annotation that is not built yet (pl.Tile, ...): it imports, and every
-    launch raises UnsupportedFeatureError at the annotation."""
+    """A kernel with a parameter annotation that is not built yet (pl.Tile, ...), missing, or of no
+    parameter kind: it imports (the public language parses a kernel on its first launch), and every
+    launch raises at the parameter (UnsupportedFeatureError / ParserTypeError)."""
 
     def _refusal(self):
-        p = next(p for p in self.spec.params if p.kind == "planned")
+        p = next(p for p in self.spec.params if p.kind in ("planned", "invalid"))
         return _planned_param_error(self.fn, self.kernel_name, p.name, *p.planned)
 
     def __call__(self, *args, **kwargs):
