@@ -144,21 +144,22 @@ inline void dump_data(CoreCtx& ctx, int line, bool loc, const char* flag, const 
 }
 
 // An Acc tile is dumped through a GM workspace of its dtype, as on the NPU: the fixpipe copies the
-// window there (row-major, from the workspace's first element), and the workspace's copy is dumped.
+// whole physical tile there (row-major, from the workspace's first element; also for a window, so the
+// workspace must hold the whole tile), and the window of the workspace's copy is dumped.
 template <typename TileT, typename T, int N>
 inline void dump_data_ws(CoreCtx& ctx, int line, bool loc, const char* flag, const char* name, const TileT& t,
                          Idx<2> off, Idx<2> shape, const GmTensor<T, N>& workspace) {
   static_assert(__is_same(typename TileT::Elem, T), "the workspace has the Acc tile's dtype");
   const int64_t dims[2] = {t.valid_rows, t.valid_cols};
   detail::DumpWindow(ctx, line, name, 2, dims, off.v, shape.v);
-  const int64_t count = shape.v[0] * shape.v[1];
+  const int64_t count = int64_t(TileT::kRows) * TileT::kCols;
   if (!workspace.contiguous) {
     Fault(ctx, line, "dump_data", "the workspace of an Acc tile's dump must be a row-major (contiguous) GM tensor");
   }
   if (count > detail::Elements(workspace)) {
     PtoFaultDetail d{};
     d.op = "dump_data";
-    d.message = "the workspace is smaller than the dumped window";
+    d.message = "the workspace is smaller than the Acc tile (the fixpipe writes the whole tile, also for a window)";
     d.tensor = workspace.name;
     d.rank = 1;
     d.extent[0] = count;
@@ -168,11 +169,7 @@ inline void dump_data_ws(CoreCtx& ctx, int line, bool loc, const char* flag, con
   int64_t first[N] = {}, run[N];  // `count` elements from the first: in the workspace's buffer too
   for (int i = 0; i < N; ++i) run[i] = i == N - 1 ? count : 1;
   detail::CheckBuffer(ctx, line, "dump_data", workspace, first, run);
-  for (int64_t r = 0; r < shape.v[0]; ++r) {
-    for (int64_t c = 0; c < shape.v[1]; ++c) {
-      workspace.data[r * shape.v[1] + c] = t.data[(off.v[0] + r) * TileT::kCols + off.v[1] + c];
-    }
-  }
+  __builtin_memcpy(workspace.data, t.data, size_t(count) * sizeof(T));
   PtoDump d{};
   d.name = name;
   d.what = "Acc tile";
@@ -184,9 +181,9 @@ inline void dump_data_ws(CoreCtx& ctx, int line, bool loc, const char* flag, con
     d.offsets[i] = off.v[i];
     d.shape[i] = shape.v[i];
   }
-  d.stride[0] = shape.v[1];
+  d.stride[0] = TileT::kCols;
   d.stride[1] = 1;
-  d.data = workspace.data;
+  d.data = workspace.data + off.v[0] * TileT::kCols + off.v[1];
   ctx.api->dump(&ctx, line, &d);
 }
 

@@ -57,6 +57,12 @@ void CheckDump(const StmtNode& call) {
     }
   }
   const bool acc = data->type.IsTile() && data->type.tile->memory == MemorySpace::kAcc;
+  if (data->type.IsTile() && !acc && data->type.tile->memory != MemorySpace::kVec) {
+    Fail(ErrorKind::kType, data->span.valid() ? data->span : call.span,
+         where + ": a " + std::string(Name(data->type.tile->memory)) +
+             " tile cannot be dumped on the NPU (Vec tiles are dumped directly, Acc tiles through a GM workspace)",
+         "dump the GM tensor it was loaded from, or the Vec / Acc tile it moves to");
+  }
   const bool has_workspace = call.args.size() > 3;
   if (acc && !has_workspace) {
     Fail(ErrorKind::kValue, call.span,

@@ -92,29 +92,43 @@ def dump_cube(a: pl.Tensor[[16, 16], pl.DT_FP16], b: pl.Tensor[[16, 16], pl.DT_F
         pl.load(a_mat, a, [0, 0])
         pl.load(b_mat, b, [0, 0])
         pl.system.bar_all()
-        pl.dump_data(a_mat, [0, 0], [2, 16])
         pl.move(left, a_mat)
         pl.move(right, b_mat)
         pl.system.bar_all()
-        pl.dump_data(right, [4, 4], [4, 4])
         pl.matmul(acc, left, right)
         pl.system.bar_all()
         pl.dump_data(acc, [8, 0], [8, 16], workspace=ws)
 
 
-def test_cube_tiles_dump_in_logical_order_and_acc_through_its_workspace():
+def test_acc_dumps_through_its_workspace():
     a, b = torch.randn(16, 16).half(), torch.randn(16, 16).half()
-    ws = torch.zeros(8, 16)
+    ws = torch.zeros(16, 16)
     dump_cube[None, 1](a, b, ws)
     sync()
-    d_a, d_r, d_acc = dump_cube.dumps()
-    assert (d_a.what, d_r.what, d_acc.what) == ("Mat tile", "Right tile", "Acc tile")
-    np.testing.assert_array_equal(d_a.data, a.numpy()[:2])
-    np.testing.assert_array_equal(d_r.data, b.numpy()[4:8, 4:8])
-    ref = (a.float() @ b.float())[8:]
-    np.testing.assert_allclose(d_acc.data, ref.numpy(), rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(ws, ref, rtol=1e-5, atol=1e-5)  # the fixpipe wrote the workspace, as on the NPU
-    assert d_acc.core == "AIC 0"
+    (d_acc,) = dump_cube.dumps()
+    assert d_acc.what == "Acc tile" and d_acc.core == "AIC 0"
+    ref = a.float() @ b.float()
+    np.testing.assert_allclose(d_acc.data, ref.numpy()[8:], rtol=1e-5, atol=1e-5)
+    # the fixpipe wrote the whole tile to the workspace, also for a window (the public page), as on the NPU
+    torch.testing.assert_close(ws, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_acc_workspace_must_hold_the_whole_tile():
+    a, b = torch.randn(16, 16).half(), torch.randn(16, 16).half()
+    with pytest.raises(errors.KernelFault, match="the workspace is smaller than the Acc tile"):
+        dump_cube[None, 1](a, b, torch.zeros(8, 16))
+        sync()
+
+
+def test_mat_left_right_tiles_cannot_be_dumped():
+    def body(a: pl.Tensor[[16, 16], pl.DT_FP16]):
+        a_mat = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP16, target_memory=M.Mat), addr=0)
+        with pl.section_cube():
+            pl.load(a_mat, a, [0, 0])
+            pl.dump_data(a_mat)
+
+    with pytest.raises(errors.ParserTypeError, match="pl.dump_data: a Mat tile cannot be dumped on the NPU"):
+        pl.jit(body)[None, 1](torch.zeros(16, 16).half())
 
 
 @pl.jit
@@ -179,6 +193,52 @@ def test_a_window_outside_the_data_or_its_workspace_is_a_fault():
     with pytest.raises(pypto_pro.KernelFault, match=r"in pl.dump_data: the dumped window leaves the data: tensor 'x' "
                                                     r"of shape \[4, 8\], offsets \[3, 0\], window \[2, 8\]"):
         sync()
-    with pytest.raises(pypto_pro.KernelFault, match="the workspace is smaller than the dumped window"):
-        dump_cube[None, 1](torch.zeros(16, 16).half(), torch.zeros(16, 16).half(), torch.zeros(4, 16))
-        sync()
+
+
+# ---- the public dump_data page's kernels, unchanged ----
+
+@pl.jit()
+def dump_data_tensor_full_kernel(
+    out: pl.Tensor[[16], pl.DT_INT32],
+):
+    with pl.section_vector():
+        for i in pl.range(0, 16):
+            out[i] = i * 10
+        pl.dump_data(out)
+
+
+@pl.jit(auto_mutex=True)
+def dump_data_tile_full_kernel(
+    a: pl.Tensor[[32, 32], pl.DT_INT32],
+    b: pl.Tensor[[32, 32], pl.DT_INT32],
+    out: pl.Tensor[[32, 32], pl.DT_INT32],
+):
+    tt = pl.TileType(shape=[32, 32], dtype=pl.DT_INT32, target_memory=pl.MemorySpace.Vec)
+    ta_group = pl.make_tile_group(type=tt, addrs=0x0000, mutex_ids=[0])
+    tb_group = pl.make_tile_group(type=tt, addrs=0x1000, mutex_ids=[1])
+    tc_group = pl.make_tile_group(type=tt, addrs=0x2000, mutex_ids=[2])
+    with pl.section_vector():
+        ta = ta_group.current()
+        tb = tb_group.current()
+        tc = tc_group.current()
+        pl.load(ta, a, [0, 0])
+        pl.load(tb, b, [0, 0])
+        pl.add(tc, ta, tb)
+        pl.dump_data(tc)
+        pl.store(out, tc, [0, 0])
+
+
+def test_dump_data_page_kernels(capfd):
+    out = torch.zeros(16, dtype=torch.int32)
+    dump_data_tensor_full_kernel[None, 1](out)
+    sync()
+    (d,) = dump_data_tensor_full_kernel.dumps()
+    np.testing.assert_array_equal(d.data, np.arange(16) * 10)
+    assert "150" in capfd.readouterr().out
+    a = torch.arange(32 * 32, dtype=torch.int32).reshape(32, 32)
+    o = torch.zeros(32, 32, dtype=torch.int32)
+    dump_data_tile_full_kernel[None, 1](a, a, o)
+    sync()
+    (d,) = dump_data_tile_full_kernel.dumps()
+    np.testing.assert_array_equal(d.data, (2 * a).numpy())   # the page's printout: 0 2 4 ... / 64 66 ...
+    assert torch.equal(o, 2 * a)
