@@ -359,3 +359,46 @@ inline void store_tile_fp(CoreCtx& ctx, int line, int /*relu_pre_mode: excluded*
 }
 
 }  // namespace pto
+
+namespace pto {
+
+// pl.init_output(tensor, offset=, size=, value=): elements [offset, offset + size) of a GM tensor,
+// counted row-major over its shape, set to `value` (converted to the element type). On the NPU the
+// value is expanded into a UB buffer (pipe V) and stored (MTE3); here the elements are written
+// directly. A region outside the tensor, or outside its launch buffer, is a fault and writes nothing.
+template <typename T, int N, typename O, typename S, typename V>
+inline void init_output(CoreCtx& ctx, int line, const GmTensor<T, N>& tensor, O offset_value, S size_value,
+                        V value) {
+  const int64_t offset = int64_t(offset_value), size = int64_t(size_value), count = detail::Elements(tensor);
+  if (__builtin_expect(offset < 0 || size <= 0 || offset > count || size > count - offset, 0)) {
+    PtoFaultDetail d{};
+    d.op = "init_output";
+    d.message = size <= 0 ? "size must be positive" : "the region [offset, offset + size) leaves the tensor";
+    d.tensor = tensor.name;
+    d.rank = 1;
+    d.offsets[0] = offset;
+    d.extent[0] = size;
+    d.shape[0] = count;
+    Fault(ctx, line, d);
+  }
+  const T fill = detail::ToElement<T>(value);
+  if (tensor.contiguous) {
+    int64_t first[N] = {}, extent[N];
+    for (int k = 0; k < N; ++k) extent[k] = 1;
+    first[N - 1] = offset;
+    extent[N - 1] = size;  // contiguous: the run's elements follow each other in the buffer
+    detail::CheckBuffer(ctx, line, "init_output", tensor, first, extent);
+    T* at = tensor.data + offset;
+    for (int64_t i = 0; i < size; ++i) at[i] = fill;
+    return;
+  }
+  for (int64_t i = 0; i < size; ++i) detail::GmElement(ctx, line, "init_output", tensor, offset + i);  // all first
+  for (int64_t i = 0; i < size; ++i) *detail::GmElement(ctx, line, "init_output", tensor, offset + i) = fill;
+}
+
+template <typename T, int N, typename O, typename S, typename V>
+inline void init_output(CoreCtx& ctx, int line, GmTensor<T, N>& tensor, O offset, S size, V value) {
+  init_output(ctx, line, static_cast<const GmTensor<T, N>&>(tensor), offset, size, value);
+}
+
+}  // namespace pto

@@ -37,6 +37,28 @@ constexpr int64_t kRowBytes = int64_t(TileT::kCols) * int64_t(sizeof(typename Ti
 
 }  // namespace detail
 
+// `size` elements of a contiguous GM tensor from linear element `offset` (pl.init_output). A run
+// outside the tensor or its buffer, or of a strided view, books nothing: the op itself faults or
+// writes element by element.
+template <typename T, int N>
+inline PtoSanAccess GmRun(const GmTensor<T, N>& gm, int mode, int64_t offset, int64_t size) {
+  PtoSanAccess a{};
+  a.mode = mode;
+  a.memory = kDDR;
+  a.name = gm.name;
+  a.in_bounds = 1;
+  const uint8_t* first = reinterpret_cast<const uint8_t*>(gm.data + offset);
+  if (!gm.contiguous || offset < 0 || size <= 0 || offset + size > pto::detail::Elements(gm) || first < gm.lo ||
+      first + size * int64_t(sizeof(T)) > gm.hi) {
+    return a;  // rows = 0: nothing
+  }
+  a.base = first;
+  a.origin = gm.lo;
+  a.rows = a.runs = 1;
+  a.row_stride = a.run_stride = a.width = size * int64_t(sizeof(T));
+  return a;
+}
+
 // `bytes` of the block's SSBUF at `offset` (pl.ssbuf_store / ssbuf_load). A window outside the SSBUF
 // books nothing: the op itself then faults, naming it.
 inline PtoSanAccess Ssbuf(CoreCtx& ctx, int mode, int64_t offset, int64_t bytes, const char* name) {

@@ -168,6 +168,7 @@ std::vector<std::optional<Window>> TileWindows(const StmtNode& s, const std::vec
     }
     case WindowRule::kElement:
     case WindowRule::kSsbuf:  // no tiles: DataGuard books the SSBUF bytes
+    case WindowRule::kGmRun:  // no tiles: DataGuard books the GM run
     case WindowRule::kDump:  // booked by DataGuard from its offsets and shapes
     case WindowRule::kNone: break;
   }
@@ -238,6 +239,10 @@ std::string DataGuard(const StmtNode& s, const std::vector<std::string>& operand
       accesses.push_back(std::string(by_tile ? "pto::san::GmTile(" : "pto::san::Gm(") + operands[i] + ", " + mode +
                          ", " + operands[size_t(tile)] + ", " + operands[size_t(offsets)] + ", " +
                          std::to_string(AttrOr(s, "order", -1)) + ", " + name + ")");
+    } else if (op.window == WindowRule::kGmRun) {
+      if (spec.kind != OperandKind::kTensor) continue;  // offsets[1], [2]: the run's first element and length
+      accesses.push_back("pto::san::GmRun(" + operands[i] + ", " + mode + ", int64_t(" + operands[1] + "), int64_t(" +
+                         operands[2] + "))");
     } else if (op.window == WindowRule::kSsbuf) {
       if (i != 1) continue;  // one access for the struct's bytes; operands[0] is the offset
       // The fields are the op's operand; the SSBUF is what a load reads and a store writes.

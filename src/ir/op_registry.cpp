@@ -74,7 +74,6 @@ const OpDef* FindOp(std::string_view name) {
 
 const std::vector<PlannedOp>& PlannedOps() {
   static const std::vector<PlannedOp> planned = {
-      {"init_output", "fill a region of a GM tensor (offset=, size=) with a scalar value="},
       {"gather", "out[i] = src[idx[i]]: gather the elements of a Vec tile by an index tile"},
       {"gatherb", "gather the 32-byte blocks of a Vec tile by a tile of byte offsets"},
       {"gathermask", "keep the elements of a Vec tile that a bit pattern selects (pattern_mode=)"},

@@ -391,7 +391,63 @@ OpDef PerChannelStore(OpDef store, std::string_view name, std::string_view devic
 
 }  // namespace
 
+// init_output(tensor, offset, size, value): constant operands are checked here, the rest at run time.
+void CheckInitOutput(const StmtNode& call) {
+  const std::string where = "pl.init_output";
+  const Expr &tensor = call.args[0], &offset = call.args[1], &size = call.args[2], &value = call.args[3];
+  const DataType dtype = tensor->type.tensor->dtype;
+  auto at = [&](const Expr& e) { return e->span.valid() ? e->span : call.span; };
+  for (const Expr* e : {&offset, &size}) {
+    if (IsFloat((*e)->type.dtype) || (*e)->type.dtype == DataType::kBool) {
+      Fail(ErrorKind::kType, at(*e), where + ": " + (e == &offset ? "offset" : "size") + " is an element count, an "
+                                         "integer; got " + (*e)->type.ToString());
+    }
+  }
+  if (offset->IsIntConst() && offset->int_value < 0) {
+    Fail(ErrorKind::kValue, at(offset), where + ": offset must be >= 0, got " + std::to_string(offset->int_value));
+  }
+  if (size->IsIntConst() && size->int_value <= 0) {
+    Fail(ErrorKind::kValue, at(size), where + ": size must be positive, got " + std::to_string(size->int_value));
+  }
+  if (offset->IsIntConst() && size->IsIntConst()) {
+    int64_t count = 1;
+    bool known = true;
+    for (const Dim& d : tensor->type.tensor->dims) {
+      known &= d.IsConstant() && d.kind != DimKind::kDynamic;
+      count *= d.value;
+    }
+    if (known && offset->int_value + size->int_value > count) {
+      Fail(ErrorKind::kValue, call.span,
+           where + ": offset " + std::to_string(offset->int_value) + " + size " + std::to_string(size->int_value) +
+               " leaves tensor '" + tensor->var->name + "' of " + std::to_string(count) + " elements");
+    }
+  }
+  if (!IsFloat(dtype) && IsFloat(value->type.dtype)) {
+    Fail(ErrorKind::kType, at(value), where + ": value is a float but tensor '" + tensor->var->name + "' holds " +
+                                          std::string(Name(dtype)));
+  }
+  const int bits = Info(dtype).bits;
+  const bool is_signed = Info(dtype).is_signed;
+  const __int128 lo = is_signed ? -(__int128(1) << (bits - 1)) : 0;
+  const __int128 hi = is_signed ? (__int128(1) << (bits - 1)) - 1 : (__int128(1) << bits) - 1;
+  if (value->IsIntConst() && !IsFloat(dtype) && (value->int_value < lo || value->int_value > hi)) {
+    Fail(ErrorKind::kValue, at(value), where + ": value " + std::to_string(value->int_value) + " does not fit " +
+                                           std::string(Name(dtype)));
+  }
+}
+
 void AddTransferOps(std::vector<OpDef>& ops) {
+  // init_output: the NPU expands the value in a UB buffer of its own (pipe V) and stores it (MTE3); the
+  // GM write is the MTE3 part, the one other cores and pipes see.
+  OpDef init{"init_output", Pipe::kMTE3, PipeRule::kFixed, WindowRule::kGmRun,
+             {{"tensor", OperandKind::kTensor, Access::kWrite},
+              {"offset", OperandKind::kScalar, Access::kRead},
+              {"size", OperandKind::kScalar, Access::kRead},
+              {"value", OperandKind::kScalar, Access::kRead}},
+             false, kAllSupportedDTypes & ~Bit(DataType::kBool), "", "pto::init_output", {},
+             "set `size` elements of a GM tensor from element `offset` (row-major) to a scalar value"};
+  init.check = &CheckInitOutput;
+  ops.push_back(init);
   ops.push_back(Transfer("load", true, false, "pto::load", "GM -> Vec/Mat at element offsets"));
   ops.push_back(Transfer("load_tile", true, true, "pto::load_tile", "GM -> Vec/Mat at tile_idx x tile shape"));
   ops.push_back(Transfer("store", false, false, "pto::store", "Vec/Acc -> GM at element offsets"));

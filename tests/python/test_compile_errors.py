@@ -102,14 +102,13 @@ def test_op_not_implemented_yet_says_so():
     def body(x: pl.Tensor[[128, 128], pl.DT_FP32], z: pl.Tensor[[128, 128], pl.DT_FP32]):
         t = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP32), addr=0)
         with pl.section_vector():
-            pl.init_output(x, value=0.0)
+            pl.sort32(t, t)
 
     with pytest.raises(NotImplementedError) as info:
         launch(pl.jit(body))
-    check(info, body, "pl.init_output(x, value=0.0)", "pl.init_output is part of the public language but is not "
-                                                      "implemented yet (planned for a later version: fill a region "
-                                                      "of a GM tensor (offset=, size=) with a scalar value=; see "
-                                                      "docs/language.md#planned)")
+    check(info, body, "pl.sort32(t, t)", "pl.sort32 is part of the public language but is not implemented yet "
+                                         "(planned for a later version: sort each group of 32 elements of a Vec "
+                                         "tile, with their indices; see docs/language.md#planned)")
 
 
 def test_mutex_id_out_of_range():

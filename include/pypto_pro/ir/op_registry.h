@@ -122,6 +122,7 @@ enum class WindowRule : uint8_t {
   kPart,          // partadd & co.: the destination's window; each source its own window inside it
   kTranspose,     // transpose: the source's window, the destination's at the transposed extent
   kSsbuf,         // ssbuf_store / ssbuf_load: bytes of the block's SSBUF (no tiles)
+  kGmRun,         // init_output: `size` elements of the GM tensor from linear element `offset`
 };
 
 // Keyword options of an op: compile-time values stored as op attributes, passed to the device

@@ -142,6 +142,29 @@ def get_saturation_flag(ctx, node, _):
     return Scalar(ir.register_read("get_saturation_flag", [index], *ctx.span(node)))
 
 
+def init_output(ctx, func_node, target_hint):
+    """pl.init_output(tensor, *, offset=0, size, value=0): the registry op with its defaults filled."""
+    node = func_node
+    if len(node.args) > 1:
+        raise ctx.error(errors.ParserTypeError, node.args[1], "pl.init_output(tensor, *, offset=0, size, value=0) "
+                                                              "takes offset, size and value as keywords")
+    bound = ctx.bind_args(node, ["tensor", "offset", "size", "value"], ["tensor", "size"])
+    tensor = ctx.eval(bound["tensor"])
+    if not isinstance(tensor, TensorHandle):
+        raise ctx.error(errors.ParserTypeError, bound["tensor"],
+                        f"pl.init_output fills a GM tensor, got {ctx.describe(tensor)}")
+    operands = [ir.var_ref(tensor.var, *ctx.span(bound["tensor"]))]
+    for key, default in (("offset", 0), ("size", None), ("value", 0)):
+        value = ctx.eval(bound[key]) if key in bound else default
+        where = bound.get(key, node)
+        if key == "value":
+            operands.append(ctx.op_operand(value, where, "pl.init_output value"))
+        else:
+            operands.append(ctx.to_index(value, where, f"pl.init_output {key}"))
+    ctx.emit(ir.op("init_output", operands, {}, *ctx.span(node)))
+    return None
+
+
 def per_slot_op(ctx, func, node):
     """An op the registry marks per-slot, given a whole TileGroup: applied to every slot
     (pl.set_validshape(group, shape))."""
@@ -404,7 +427,8 @@ BUILTINS = {
     "get_saturation_flag": get_saturation_flag,
 }
 # Registry ops whose arguments the front end completes before the registry binds them.
-OP_FRONT_ENDS = {"dump_data": dump_data, "set_vec_mask": set_vec_mask, "set_saturation_flag": set_saturation_flag}
+OP_FRONT_ENDS = {"dump_data": dump_data, "set_vec_mask": set_vec_mask, "set_saturation_flag": set_saturation_flag,
+                 "init_output": init_output}
 
 BUILTINS.update({name: _block_builtin(name)
                  for name in ("get_block_idx", "get_block_num", "get_subblock_idx", "get_subblock_num")})
