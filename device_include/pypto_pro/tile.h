@@ -235,6 +235,22 @@ inline TD Subview(CoreCtx& ctx, int line, const TS& tile, int64_t r0, int64_t r1
   return view;
 }
 
+// pl.reinterpret: the tile's bytes as another tile type of the same memory (no more bytes than the
+// tile's; the compiler checks it); the view's whole shape is valid, and it keeps the tile's mutexes.
+template <typename TD, typename TS>
+inline TD Reinterpret(const TS& tile) {
+  static_assert(TD::kMem == TS::kMem, "a view keeps its tile's memory");
+  static_assert(int64_t(sizeof(typename TD::Elem)) * TD::kRows * TD::kCols <=
+                    int64_t(sizeof(typename TS::Elem)) * TS::kRows * TS::kCols,
+                "a view may not reach past its tile");
+  TD view;
+  view.data = reinterpret_cast<typename TD::Elem*>(tile.data);
+  view.valid_rows = TD::kRows;
+  view.valid_cols = TD::kCols;
+  view.mutex_mask = tile.mutex_mask;
+  return view;
+}
+
 // A fractal (NZ/ZN) tile without compact=1 must hold its whole shape when a data path moves it: the
 // NPU places a partial window of such a tile only in compact mode (codegen emits the check).
 template <typename TileT>

@@ -76,7 +76,8 @@ class KernelWriter {
         case StmtKind::kFor:
         case StmtKind::kSelectTile:
         case StmtKind::kSubview:
-          if (s.kind == StmtKind::kSubview) views_.insert(s.var->id);
+        case StmtKind::kReinterpret:
+          if (s.kind == StmtKind::kSubview || s.kind == StmtKind::kReinterpret) views_.insert(s.var->id);
           if (!IsParam(s.var) && declared_.insert(s.var->id).second) locals_.push_back(s.var);
           break;
         case StmtKind::kDeclTiles:
@@ -320,6 +321,11 @@ class KernelWriter {
         Line(indent, ViewName(s->var) + " = pto::Subview<" + TileTypeName(*s->var->type.tile) + ">(ctx, " +
                          std::to_string(s->span.line) + ", *" + Expr_(s->value) + ", " + Expr_(s->args[0]) + ", " +
                          Expr_(s->args[1]) + ", " + Expr_(s->args[2]) + ", " + Expr_(s->args[3]) + ");");
+        Line(indent, VarName(s->var) + " = &" + ViewName(s->var) + ";");
+        break;
+      case StmtKind::kReinterpret:
+        Line(indent, ViewName(s->var) + " = pto::Reinterpret<" + TileTypeName(*s->var->type.tile) + ">(*" +
+                         Expr_(s->value) + ");");
         Line(indent, VarName(s->var) + " = &" + ViewName(s->var) + ";");
         break;
       case StmtKind::kSection:

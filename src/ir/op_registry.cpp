@@ -86,7 +86,6 @@ const std::vector<PlannedOp>& PlannedOps() {
       {"dequant", "dequantise an integer Vec tile with scale and offset tiles"},
       {"matmul_mx", "MX matmul of FP8/FP4 Left/Right tiles with E8M0 scales in ScaleLeft/ScaleRight tiles"},
       {"matmul_mx_acc", "MX matmul accumulated onto an Acc tile"},
-      {"reinterpret", "view a tile's bytes as another dtype"},
       {"astype", "convert a scalar to another dtype"},
   };
   return planned;

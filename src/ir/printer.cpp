@@ -166,6 +166,9 @@ std::string Print(const Stmt& s, int indent) {
       os << pad << s->var->name << " = " << Print(s->value) << "[" << Print(s->args[0]) << ":" << Print(s->args[1])
          << ", " << Print(s->args[2]) << ":" << Print(s->args[3]) << "]\n";
       break;
+    case StmtKind::kReinterpret:
+      os << pad << s->var->name << " = reinterpret(" << Print(s->value) << ") as " << s->var->type.ToString() << "\n";
+      break;
   }
   return os.str();
 }

@@ -114,6 +114,13 @@ Stmt Subview(const Var& view, Expr tile, std::vector<Expr> bounds, Span span) {
   return node;
 }
 
+Stmt Reinterpret(const Var& view, Expr tile, Span span) {
+  auto node = New(StmtKind::kReinterpret, span);
+  node->var = view;
+  node->value = std::move(tile);
+  return node;
+}
+
 std::shared_ptr<StmtNode> CopyNode(const Stmt& stmt) { return std::make_shared<StmtNode>(*stmt); }
 
 Var Function::NewVar(const std::string& name, Type type, Span span, std::shared_ptr<const TileGroupInfo> group) {

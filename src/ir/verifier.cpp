@@ -146,6 +146,7 @@ class Verifier : public IRVisitor {
       case StmtKind::kDeclTiles: VisitDeclTiles(*s); break;
       case StmtKind::kSelectTile: VisitSelect(*s); break;
       case StmtKind::kSubview: VisitSubview(*s); break;
+      case StmtKind::kReinterpret: VisitReinterpret(*s); break;
       case StmtKind::kSection:
         if (in_section_) Fail(ErrorKind::kSyntax, s->span, "sections cannot be nested");
         in_section_ = true;
@@ -369,6 +370,43 @@ class Verifier : public IRVisitor {
     }
     if (s.args.size() != 4) Fail(ErrorKind::kInternal, s.span, "a subview takes row and column bounds");
     for (const Expr& bound : s.args) RequireInt(bound, s.span, "a subview bound");
+  }
+
+  // pl.reinterpret: the same bytes of one memory, no more of them; the simulator keeps tiles in logical
+  // row-major order, which is the NPU's byte order for ND tiles only, so fractal and column-major
+  // tiles are reinterpreted only as themselves.
+  void VisitReinterpret(const StmtNode& s) {
+    if (!s.value || !s.value->type.IsTile() || s.value->kind != ExprKind::kVar) {
+      Fail(ErrorKind::kType, s.span, "pl.reinterpret takes a tile");
+    }
+    CheckDefined(s.value, s.span);
+    const TileType &tile = *s.value->type.tile, &view = *s.var->type.tile;
+    const std::string what = "pl.reinterpret of tile '" + s.value->var->name + "' (" + tile.ToString() + ") as " +
+                             view.ToString();
+    if (views_.count(s.value->var->id)) {
+      Fail(ErrorKind::kUnsupported, s.span,
+           what + ": reinterpreting a subview is not implemented yet (its bytes need not start at an address the "
+                  "new dtype is aligned to); reinterpret the whole tile");
+    }
+    if (view.memory != tile.memory) {
+      Fail(ErrorKind::kType, s.span, what + ": a view keeps its tile's memory");
+    }
+    const int64_t bytes = tile.Rows() * tile.Cols() * Info(tile.dtype).bits / 8;
+    const int64_t view_bytes = view.Rows() * view.Cols() * Info(view.dtype).bits / 8;
+    if (view_bytes > bytes) {
+      Fail(ErrorKind::kValue, s.span,
+           what + ": the view needs " + std::to_string(view_bytes) + " bytes but the tile has " +
+               std::to_string(bytes) + "; a view may not reach past its tile");
+    }
+    auto reordered = [](const TileType& t) {
+      return t.layout == Layout::kNZ || t.layout == Layout::kZN || (t.layout == Layout::kDN && t.Rows() > 1 && t.Cols() > 1);
+    };
+    const bool same = view.dtype == tile.dtype && view.shape == tile.shape && view.layout == tile.layout;
+    if ((reordered(tile) || reordered(view)) && !same) {
+      Fail(ErrorKind::kUnsupported, s.span,
+           what + ": reading fractal (NZ/ZN) or column-major (DN) bytes as another tile type is not implemented yet "
+                  "(the simulator keeps tiles in logical order, docs/device.md#cube-layouts)");
+    }
   }
 
   void VisitSelect(const StmtNode& s) {

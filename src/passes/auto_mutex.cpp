@@ -29,7 +29,8 @@ std::set<int> GuardedTiles(const Function& func) {
     for (const StmtNode* s : stmts) {
       bool guard = false;
       if (s->kind == StmtKind::kSelectTile) guard = !s->group->group->mutex_ids.empty();
-      if ((s->kind == StmtKind::kAssign || s->kind == StmtKind::kSubview) && s->var->type.IsTile() &&
+      if ((s->kind == StmtKind::kAssign || s->kind == StmtKind::kSubview || s->kind == StmtKind::kReinterpret) &&
+          s->var->type.IsTile() &&
           s->value->kind == ExprKind::kVar) {
         guard = guarded.count(s->value->var->id) > 0;
       }

@@ -436,6 +436,9 @@ void BindIR(py::module_& parent) {
                                         : SelectMode::kIndex;
     return PyStmt{SelectTile(tile.var, group.var, m, index ? index->expr : nullptr, At(line, col))};
   });
+  m.def("reinterpret", [](const PyVar& view, const PyVar& tile, int line, int col) {
+    return PyStmt{Reinterpret(view.var, VarRef(tile.var, At(line, col)), At(line, col))};
+  });
   m.def("subview", [](const PyVar& view, const PyVar& tile, const std::vector<PyExpr>& bounds, int line, int col) {
     return PyStmt{Subview(view.var, VarRef(tile.var, At(line, col)), Unwrap(bounds), At(line, col))};
   });

@@ -26,6 +26,7 @@ enum class StmtKind : uint8_t {
   kSelectTile,  // var = group.next() / .current() / .previous() / group[index]
   kSection,     // with pl.section_vector() / pl.section_cube(): body
   kSubview,     // var = value[args[0]:args[1], args[2]:args[3]]: a view of a tile's bytes (tile[r0:r1, c0:c1])
+  kReinterpret, // var = pl.reinterpret(value, ...): value's bytes as var's tile type (its whole shape valid)
 };
 
 enum class SelectMode : uint8_t { kNext, kCurrent, kPrevious, kIndex };
@@ -78,6 +79,7 @@ Stmt Section(SectionKind section, Stmt body, Span span = {});
 // view = tile[row0:row1, col0:col1] (half-open, in the tile's shape): `view` has `tile`'s type with a
 // run-time valid window (the slice clamped to `tile`'s window) and no pad.
 Stmt Subview(const Var& view, Expr tile, std::vector<Expr> bounds, Span span = {});
+Stmt Reinterpret(const Var& view, Expr tile, Span span = {});
 
 // Rebuilds `stmt` with new children; passes use it to keep unchanged subtrees shared.
 std::shared_ptr<StmtNode> CopyNode(const Stmt& stmt);

@@ -43,6 +43,7 @@ SPECIALS = {
     "const": "pl.const(value, dtype): a typed scalar constant",
     "ssbuf_store": "pl.ssbuf_store(struct_var, offset): copy a pl.struct into the block's SSBUF at a byte offset",
     "ssbuf_load": "pl.ssbuf_load(struct_var, offset): fill a pl.struct from the block's SSBUF at a byte offset",
+    "reinterpret": "pl.reinterpret(tile, *, dtype=None, shape=None, layout=None): the tile's bytes as another tile type",
     "constexpr": "if pl.constexpr(cond): / a if pl.constexpr(cond) else b: cond must be known at compile time",
     "getval": "pl.getval(container, offset): one element of a Vec tile or GM tensor (also container[i, j])",
     "make_tensor": "pl.make_tensor(ptr, shape, stride=None, dtype=None): a GM view over a pl.Ptr or GM tensor",

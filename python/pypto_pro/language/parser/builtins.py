@@ -165,6 +165,50 @@ def init_output(ctx, func_node, target_hint):
     return None
 
 
+def reinterpret(ctx, node, target_hint):
+    """pl.reinterpret(tile, *, dtype=None, shape=None, layout=None): a view of the tile's bytes as
+    another tile type of its memory (the verifier checks the bytes fit). Its whole shape is valid."""
+    if len(node.args) > 1:
+        raise ctx.error(errors.ParserTypeError, node.args[1],
+                        "pl.reinterpret(tile, *, dtype=None, shape=None, layout=None) takes dtype, shape and layout "
+                        "as keywords")
+    bound = ctx.bind_args(node, ["tile", "dtype", "shape", "layout"], ["tile"])
+    tile = ctx.eval(bound["tile"])
+    if isinstance(tile, GroupHandle):
+        raise ctx.error(errors.UnsupportedFeatureError, bound["tile"],
+                        "reinterpreting a whole tile group is not implemented yet; reinterpret the tile a selection "
+                        "gives (pl.reinterpret(group.next(), ...))")
+    if isinstance(tile, PendingTile):
+        tile = ctx.bind_tile(None, tile, bound["tile"])
+    if not isinstance(tile, TileHandle):
+        raise ctx.error(errors.ParserTypeError, bound["tile"], f"pl.reinterpret takes a tile, got {ctx.describe(tile)}")
+    given = {k: ctx.eval(bound[k]) for k in ("dtype", "shape", "layout") if k in bound}
+    given = {k: v for k, v in given.items() if v is not None}
+    if not given:
+        raise ctx.error(errors.ParserTypeError, node, "pl.reinterpret needs at least one of dtype=, shape= and layout=")
+    if "dtype" in given and "shape" not in given:
+        raise ctx.error(errors.ParserTypeError, node, "pl.reinterpret: changing the dtype needs shape= too (the "
+                                                      "element count changes with the element size)")
+    src = tile.tile_type
+    shape = given.get("shape", list(src.shape))
+    if not isinstance(shape, (list, tuple)) or not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        raise ctx.error(errors.ParserTypeError, bound.get("shape", node),
+                        f"pl.reinterpret shape= is a list of compile-time ints, got {ctx.describe(shape)}")
+    dtype = given.get("dtype", src.dtype)
+    if not isinstance(dtype, DataType):
+        raise ctx.error(errors.ParserTypeError, bound["dtype"], f"pl.reinterpret dtype= is a pl.DT_* value, got "
+                                                                f"{ctx.describe(dtype)}")
+    try:
+        view_type = TileType(list(shape), dtype, src.target_memory, layout=given.get("layout", src.layout))
+    except (TypeError, ValueError) as exc:
+        cls = errors.ParserTypeError if isinstance(exc, TypeError) else errors.ParserValueError
+        raise ctx.error(cls, node, f"pl.reinterpret: {exc}") from None
+    _refuse_planned_tile_type(ctx, node, view_type)
+    var = ctx.tile_var(target_hint or ctx.temp_name(tile.var.name + "_as"), view_type, node)
+    ctx.emit(ir.reinterpret(var, tile.var, *ctx.span(node)))
+    return TileHandle(var, view_type)
+
+
 def per_slot_op(ctx, func, node):
     """An op the registry marks per-slot, given a whole TileGroup: applied to every slot
     (pl.set_validshape(group, shape))."""
@@ -420,6 +464,7 @@ BUILTINS = {
     "make_tile_group": make_tile_group,
     "fillpad_expand": fillpad_mode("EXPAND"),
     "fillpad_inplace": fillpad_mode("INPLACE"),
+    "reinterpret": reinterpret,
     "ssbuf_store": aggregates.ssbuf_op("ssbuf_store"),
     "ssbuf_load": aggregates.ssbuf_op("ssbuf_load"),
     "get_spr": get_spr,
