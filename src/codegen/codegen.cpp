@@ -323,6 +323,11 @@ class KernelWriter {
                          Expr_(s->args[1]) + ", " + Expr_(s->args[2]) + ", " + Expr_(s->args[3]) + ");");
         Line(indent, VarName(s->var) + " = &" + ViewName(s->var) + ";");
         break;
+      case StmtKind::kStage:
+        Line(indent, "{  // pipeline stage " + s->attrs.at(0).text);
+        Stmt_(s->body, indent + 1);
+        Line(indent, "}");
+        break;
       case StmtKind::kReinterpret:
         Line(indent, ViewName(s->var) + " = pto::Reinterpret<" + TileTypeName(*s->var->type.tile) + ">(*" +
                          Expr_(s->value) + ");");

@@ -153,6 +153,12 @@ std::string Print(const Stmt& s, int indent) {
         }
         os << "]";
       }
+      for (const auto& [key, ids] : {std::pair{"fwd_ids", &g.fwd_ids}, std::pair{"bwd_ids", &g.bwd_ids}}) {
+        if (ids->empty()) continue;
+        os << ", " << key << "=[";
+        for (size_t i = 0; i < ids->size(); ++i) os << (i ? ", " : "") << (*ids)[i];
+        os << "]";
+      }
       os << ", depth=" << g.depth << ")\n";
       break;
     }
@@ -165,6 +171,9 @@ std::string Print(const Stmt& s, int indent) {
     case StmtKind::kSubview:
       os << pad << s->var->name << " = " << Print(s->value) << "[" << Print(s->args[0]) << ":" << Print(s->args[1])
          << ", " << Print(s->args[2]) << ":" << Print(s->args[3]) << "]\n";
+      break;
+    case StmtKind::kStage:
+      os << pad << "stage " << s->attrs.at(0).text << ":\n" << Print(s->body, indent + 1);
       break;
     case StmtKind::kReinterpret:
       os << pad << s->var->name << " = reinterpret(" << Print(s->value) << ") as " << s->var->type.ToString() << "\n";

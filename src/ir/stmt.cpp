@@ -121,6 +121,17 @@ Stmt Reinterpret(const Var& view, Expr tile, Span span) {
   return node;
 }
 
+Stmt Stage(const std::string& name, Stmt body, Span span) {
+  auto node = New(StmtKind::kStage, span);
+  Attr attr;
+  attr.name = "name";
+  attr.text = name;
+  attr.is_string = true;
+  node->attrs.push_back(attr);
+  node->body = std::move(body);
+  return node;
+}
+
 std::shared_ptr<StmtNode> CopyNode(const Stmt& stmt) { return std::make_shared<StmtNode>(*stmt); }
 
 Var Function::NewVar(const std::string& name, Type type, Span span, std::shared_ptr<const TileGroupInfo> group) {

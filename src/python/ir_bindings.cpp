@@ -291,8 +291,11 @@ void BindIR(py::module_& parent) {
            })
       .def("group_var",
            [](Function& f, const std::string& name, const TileSpec& spec, const std::vector<int64_t>& addrs,
-              const std::vector<std::vector<int>>& mutex_ids, int depth, bool single, int line, int col) {
+              const std::vector<std::vector<int>>& mutex_ids, int depth, bool single, int line, int col,
+              const std::vector<int>& fwd_ids, const std::vector<int>& bwd_ids) {
              auto info = std::make_shared<TileGroupInfo>();
+             info->fwd_ids = fwd_ids;
+             info->bwd_ids = bwd_ids;
              info->tile = ParseTileSpec(spec, At(line, col));
              info->addrs = addrs;
              info->mutex_ids = mutex_ids;
@@ -300,7 +303,10 @@ void BindIR(py::module_& parent) {
              info->single_tile = single;
              TileType tile = info->tile;
              return PyVar{f.NewVar(name, Type::TileGroup(tile), At(line, col), info)};
-           })
+           },
+           py::arg("name"), py::arg("spec"), py::arg("addrs"), py::arg("mutex_ids"), py::arg("depth"), py::arg("single"),
+           py::arg("line"), py::arg("col"), py::arg("fwd_ids") = std::vector<int>{},
+           py::arg("bwd_ids") = std::vector<int>{})
       .def("finish", [](const std::shared_ptr<Function>& f, const PyStmt& body) {
         auto out = std::make_shared<Function>(*f);
         out->body = body.stmt;
@@ -435,6 +441,9 @@ void BindIR(py::module_& parent) {
                    : mode == "previous" ? SelectMode::kPrevious
                                         : SelectMode::kIndex;
     return PyStmt{SelectTile(tile.var, group.var, m, index ? index->expr : nullptr, At(line, col))};
+  });
+  m.def("stage", [](const std::string& name, const PyStmt& body, int line, int col) {
+    return PyStmt{Stage(name, body.stmt, At(line, col))};
   });
   m.def("reinterpret", [](const PyVar& view, const PyVar& tile, int line, int col) {
     return PyStmt{Reinterpret(view.var, VarRef(tile.var, At(line, col)), At(line, col))};

@@ -18,6 +18,10 @@ struct TileGroupInfo {
   std::vector<std::vector<int>> mutex_ids;  // per slot; empty = no mutex metadata
   int depth = 1;
   bool single_tile = false;                 // created by make_tile: printed as such
+  // A cross-core buffer of the pipeline transform (make_tile_group(fwd_ids=, bwd_ids=)): per slot,
+  // the cross-core event the producer sets after writing it / the consumer sets after reading it.
+  // Empty: none. Only pl.jit(pipeline=...) uses them.
+  std::vector<int> fwd_ids, bwd_ids;
 };
 
 struct VarNode {

@@ -27,6 +27,8 @@ enum class StmtKind : uint8_t {
   kSection,     // with pl.section_vector() / pl.section_cube(): body
   kSubview,     // var = value[args[0]:args[1], args[2]:args[3]]: a view of a tile's bytes (tile[r0:r1, c0:c1])
   kReinterpret, // var = pl.reinterpret(value, ...): value's bytes as var's tile type (its whole shape valid)
+  kStage,       // body: an inlined @pl.pipeline.stage helper (attrs[0].text its name); plain code unless
+                // pl.jit(pipeline=...) schedules the stages
 };
 
 enum class SelectMode : uint8_t { kNext, kCurrent, kPrevious, kIndex };
@@ -80,6 +82,7 @@ Stmt Section(SectionKind section, Stmt body, Span span = {});
 // run-time valid window (the slice clamped to `tile`'s window) and no pad.
 Stmt Subview(const Var& view, Expr tile, std::vector<Expr> bounds, Span span = {});
 Stmt Reinterpret(const Var& view, Expr tile, Span span = {});
+Stmt Stage(const std::string& name, Stmt body, Span span = {});
 
 // Rebuilds `stmt` with new children; passes use it to keep unchanged subtrees shared.
 std::shared_ptr<StmtNode> CopyNode(const Stmt& stmt);

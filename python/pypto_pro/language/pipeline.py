@@ -20,6 +20,10 @@ class PipelineConfig:
 
 
 def stage(fn):
-    """Marks a helper as a pipeline stage; only meaningful with pipeline=, which is not built yet."""
+    """@pl.pipeline.stage: marks a helper as one stage of a pipeline loop. Kernels inline it into a
+    stage of their IR: plain code unless pl.jit(pipeline=...) schedules the stages. A stage returns
+    nothing and calls no other stage."""
+    if not callable(fn):
+        raise TypeError(f"pl.pipeline.stage decorates a function, got {fn!r}")
     fn.__pypto_pipeline_stage__ = True
     return fn

@@ -375,6 +375,37 @@ def make_tile(ctx, node, target_hint):
     return TileHandle(var, tile_type)
 
 
+def _cross_core_ids(ctx, bound, depth):
+    """fwd_ids= / bwd_ids= of a cross-core buffer of the pipeline transform: one cross-core event id
+    (0..15) per slot, all different. Kept in the IR; only pl.jit(pipeline=...) uses them."""
+    out = {}
+    for key in ("fwd_ids", "bwd_ids"):
+        value = ctx.eval(bound[key]) if key in bound else None
+        if value is None:
+            continue
+        where = bound[key]
+        if not isinstance(value, (list, tuple)) or not all(isinstance(i, int) and not isinstance(i, bool)
+                                                           for i in value):
+            raise ctx.error(errors.ParserTypeError, where,
+                            f"make_tile_group {key}= is a list of compile-time ints, got {ctx.describe(value)}")
+        if len(value) != depth:
+            raise ctx.error(errors.ParserValueError, where,
+                            f"make_tile_group {key}= has {len(value)} ids but the group has {depth} slots (one id "
+                            f"per slot)")
+        bad = [i for i in value if not 0 <= i <= 15]
+        if bad:
+            raise ctx.error(errors.ParserValueError, where,
+                            f"make_tile_group {key}= id {bad[0]} is out of range [0, 15] (cross-core event ids)")
+        if len(set(value)) != len(value):
+            raise ctx.error(errors.ParserValueError, where, f"make_tile_group {key}= repeats an id: {list(value)}")
+        out[key] = list(value)
+    shared = set(out.get("fwd_ids", ())) & set(out.get("bwd_ids", ()))
+    if shared:
+        raise ctx.error(errors.ParserValueError, bound["bwd_ids"],
+                        f"make_tile_group fwd_ids= and bwd_ids= share id {min(shared)}; each direction needs its own")
+    return out
+
+
 def make_tile_group(ctx, node, target_hint):
     bound = ctx.bind_args(node, ["type", "addrs", "mutex_ids", "depth", "fwd_ids", "bwd_ids"], ["type", "addrs"])
     tile_type = ctx.eval(bound["type"])
@@ -382,11 +413,6 @@ def make_tile_group(ctx, node, target_hint):
         raise ctx.error(errors.ParserTypeError, bound["type"],
                          f"pl.make_tile_group type= must be a pl.TileType, got {ctx.describe(tile_type)}")
     _refuse_planned_tile_type(ctx, bound["type"], tile_type)
-    for key in ("fwd_ids", "bwd_ids"):
-        if key in bound and ctx.eval(bound[key]) is not None:
-            raise ctx.error(errors.UnsupportedFeatureError, bound[key],
-                             f"make_tile_group({key}=...) belongs to the pipeline transform "
-                             f"(pl.jit(pipeline=...)), which is not implemented yet")
     mutex_node = bound.get("mutex_ids")
     raw_ids = ctx.eval(mutex_node) if mutex_node is not None else None
     mutex_ids = []
@@ -435,9 +461,10 @@ def make_tile_group(ctx, node, target_hint):
     else:
         raise ctx.error(errors.ParserTypeError, bound["addrs"],
                          f"addrs must be a compile-time int or list of ints, got {ctx.describe(addrs_value)}")
+    cross = _cross_core_ids(ctx, bound, depth)
     name = target_hint or ctx.temp_name("group")
     line, col = ctx.span(node)
-    group = ctx.fb.group_var(name, tile_type.spec(), addrs, mutex_ids, depth, False, line, col)
+    group = ctx.fb.group_var(name, tile_type.spec(), addrs, mutex_ids, depth, False, line, col, **cross)
     ctx.emit(ir.decl_tiles(group, line, col))
     return GroupHandle(group, tile_type, depth)
 

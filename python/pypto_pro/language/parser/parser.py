@@ -197,6 +197,7 @@ class KernelParser:
         self.scopes = 0
         self.inline = None         # the helper call being inlined: (return slot, runtime depth at entry)
         self.block_ended = False   # the last parse_block ended at an inlined helper's return
+        self.stage = None          # the @pl.pipeline.stage being inlined
 
     # ---- errors ----
     def span(self, node):
@@ -1136,6 +1137,8 @@ class KernelParser:
         if isinstance(func, (Scalar, TensorHandle, TileHandle, GroupHandle, PendingTile, ShapeProxy)):
             raise self.error(errors.ParserTypeError, node.func, f"{self.describe(func)} is not callable")
         if isinstance(func, types.FunctionType) and not getattr(func, "__module__", "").startswith("pypto_pro"):
+            if getattr(func, "__pypto_pipeline_stage__", False):
+                return self.inline_stage(func, node)
             return self.inline_helper(func, node)
         if any(func is b for b in _HOST_ONLY_BUILTINS):
             name = func.__name__
@@ -1230,6 +1233,26 @@ class KernelParser:
         if result.kind == "tile":
             return TileHandle(result, _tile_type_of(result))
         return Scalar(ir.var_ref(result, *self.span(node)))
+
+    def inline_stage(self, fn, node):
+        """A @pl.pipeline.stage helper: inlined into a stage node (plain code unless pl.jit(pipeline=...)
+        schedules the stages). Stages do not nest and return nothing."""
+        if self.stage is not None:
+            raise self.error(errors.ParserSyntaxError, node,
+                             f"pipeline stage '{fn.__name__}' is called inside stage '{self.stage}'; stages do not "
+                             f"nest", hint="call both stages from the pipeline loop, each in its own section")
+        saved_block, self.block, self.stage = self.block, [], fn.__name__
+        try:
+            result = self.inline_helper(fn, node)
+            body = ir.seq(self.block)
+        finally:
+            self.block, self.stage = saved_block, None
+        if result is not None:
+            raise self.error(errors.ParserSyntaxError, node,
+                             f"pipeline stage '{fn.__name__}' returns a value; a stage returns nothing (its results "
+                             f"go through tiles and GM)")
+        self.emit(ir.stage(fn.__name__, body, *self.span(node)))
+        return None
 
     def check_helper_annotations(self, fn, arguments, node):
         """A helper's pl.Tile / pl.Tensor / pl.Scalar (or dtype) parameter annotations: tiles and tensors
