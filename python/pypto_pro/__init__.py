@@ -14,13 +14,14 @@ from pypto_pro import _C  # noqa: F401  (the compiled core; built by `make`)
 from pypto_pro import runtime
 from pypto_pro.errors import (BuildDirectoryError, CompilationError, CompileError, CompileTimeoutError,
                               KernelDeadlock, KernelFault, KernelTimeout, ParserError, ParserSyntaxError,
-                              ParserTypeError, ParserValueError, PyptoError, PyptoWarning, SanitizerError,
+                              ParserTypeError, ParserValueError, PipelineError, PyptoError, PyptoWarning,
+                              SanitizerError,
                               SanitizerFinding, TileMemoryError, TileOverlapWarning, UndefinedVariableError,
                               UnsupportedFeatureError, VerifyError)
 
 __all__ = [
     "runtime", "PyptoError", "CompilationError", "ParserError", "ParserSyntaxError", "ParserTypeError",
-    "ParserValueError", "UndefinedVariableError", "UnsupportedFeatureError", "TileMemoryError", "VerifyError",
+    "ParserValueError", "PipelineError", "UndefinedVariableError", "UnsupportedFeatureError", "TileMemoryError", "VerifyError",
     "CompileError",
     "CompileTimeoutError", "BuildDirectoryError", "KernelFault", "KernelDeadlock", "KernelTimeout", "SanitizerError",
     "SanitizerFinding", "PyptoWarning", "TileOverlapWarning",

@@ -66,6 +66,11 @@ class ParserValueError(ParserError, ValueError):
     """A compile-time value out of its allowed range."""
 
 
+class PipelineError(ParserError, ValueError):
+    """A kernel pl.jit(pipeline=...) cannot schedule: stages that do not alternate cube and vector, a
+    cross-core buffer used by other than one stage on each core, ids that clash, ..."""
+
+
 class UndefinedVariableError(ParserError, NameError):
     """A name the kernel reads that is not defined in it, its closure or its module."""
 

@@ -210,6 +210,7 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   passes::PassContext ctx;
   ctx.arch = arch;
   ctx.auto_mutex = options.auto_mutex;
+  ctx.pipeline = options.pipeline ? &*options.pipeline : nullptr;
   std::vector<passes::CompileWarning> warnings;
   ctx.warnings = &warnings;
   std::vector<std::pair<std::string, std::string>> ir_dumps;  // written with the sources

@@ -8,6 +8,7 @@ const std::vector<Pass>& Pipeline() {
       {"fold_constants", &FoldConstants},
       {"check_memory", &CheckMemory},
       {"check_data_paths", &CheckDataPaths},
+      {"cv_pipeline", &CvPipeline},
       {"auto_mutex", &AutoMutex},
   };
   return pipeline;

@@ -64,7 +64,8 @@ py::object DtypeName(ir::DataType dtype) { return py::str(std::string(ir::Name(d
 class Kernel {
  public:
   // options: {fn, arch (None: PYPTOPRO_JIT_ARCH at the first launch), auto_mutex, sanitizer,
-  // compile_timeout (None: PYPTO_PRO_COMPILE_TIMEOUT)}. parse_fn(binding) -> (ir.Function, captures).
+  // compile_timeout (None: PYPTO_PRO_COMPILE_TIMEOUT), pipeline (None or (preload, sync_only))}.
+  // parse_fn(binding) -> (ir.Function, captures).
   Kernel(std::string name, const py::list& params, const py::dict& schema, py::object parse_fn, py::object bind_fn,
          const py::dict& options)
       : name_(std::move(name)),
@@ -76,6 +77,10 @@ class Kernel {
     auto_mutex_ = options["auto_mutex"].cast<bool>();
     sanitizer_ = options["sanitizer"].cast<bool>();
     if (!options["compile_timeout"].is_none()) compile_timeout_ = options["compile_timeout"].cast<double>();
+    if (options.contains("pipeline") && !options["pipeline"].is_none()) {
+      const auto [preload, sync_only] = options["pipeline"].cast<std::pair<int, bool>>();
+      pipeline_ = passes::PipelineOptions{preload, sync_only};
+    }
   }
 
   const std::string& name() const { return name_; }
@@ -326,6 +331,7 @@ class Kernel {
     options.timeout_seconds = compile_timeout_ ? *compile_timeout_ : GetEnvSeconds("PYPTO_PRO_COMPILE_TIMEOUT", false);
     options.auto_mutex = auto_mutex_;
     options.sanitizer = sanitizer_;
+    options.pipeline = pipeline_;
     options.dump_ir = GetEnvFlag("PYPTO_PRO_DUMP_IR");
     if (!binding.datatype.empty()) options.extra_files.emplace_back("../datatype.json", binding.DatatypeFile());
     options.interrupted = interrupted;
@@ -423,6 +429,7 @@ class Kernel {
   py::object fn_;  // the kernel's Python function, for located errors and warnings
   std::optional<std::string> arch_;
   bool auto_mutex_ = true;
+  std::optional<passes::PipelineOptions> pipeline_;
   bool sanitizer_ = false;
   std::optional<double> compile_timeout_;
   jit::InstanceCache cache_;  // guarded by the GIL (its compile locks are waited on without it)

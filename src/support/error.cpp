@@ -11,6 +11,7 @@ const char* ErrorKindName(ErrorKind kind) {
     case ErrorKind::kValue: return "value";
     case ErrorKind::kMemory: return "memory";
     case ErrorKind::kInternal: return "internal";
+    case ErrorKind::kPipeline: return "pipeline";
   }
   return "internal";
 }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -11,6 +12,7 @@
 
 #include "pypto_pro/abi.h"
 #include "pypto_pro/ir/stmt.h"
+#include "pypto_pro/passes/pass.h"
 
 namespace pypto_pro::jit {
 
@@ -24,6 +26,7 @@ struct CompileOptions {
   bool auto_mutex = true;
   bool sanitizer = false;  // instrument the kernel; launches append to <instance_dir>/pypto_sanitizer_report.txt
   bool dump_ir = false;
+  std::optional<passes::PipelineOptions> pipeline;  // pl.jit(pipeline=...)
   // More files to write, by path relative to instance_dir (e.g. "../datatype.json").
   std::vector<std::pair<std::string, std::string>> extra_files;
   // Polled while the compile waits (for a compiler slot, for the compiler): true stops it, the

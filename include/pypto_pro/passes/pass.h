@@ -18,9 +18,16 @@ struct CompileWarning {
   std::string message;
 };
 
+// pl.jit(pipeline=pl.pipeline.PipelineConfig(preload=, sync_only=)).
+struct PipelineOptions {
+  int preload = 2;
+  bool sync_only = false;
+};
+
 struct PassContext {
   const ArchModel* arch = &DefaultArch();
   bool auto_mutex = true;
+  const PipelineOptions* pipeline = nullptr;  // null: no pipeline transform
   std::vector<CompileWarning>* warnings = nullptr;  // where passes report warnings; may be null
 };
 
@@ -36,6 +43,9 @@ void FoldConstants(ir::Function& func, const PassContext& ctx);
 void CheckMemory(ir::Function& func, const PassContext& ctx);
 // Moves between the cube and vector cores' local memories only where the target arch has the path.
 void CheckDataPaths(ir::Function& func, const PassContext& ctx);
+// pl.jit(pipeline=...): the stage loop's cross-core buffers (make_tile_group(fwd_ids=, bwd_ids=)) get
+// their cross-core flags; sync_only keeps the serial order of the stages.
+void CvPipeline(ir::Function& func, const PassContext& ctx);
 // Lock/unlock TileGroup mutex ids around every op whose tiles carry them (when ctx.auto_mutex).
 void AutoMutex(ir::Function& func, const PassContext& ctx);
 

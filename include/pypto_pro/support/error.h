@@ -22,6 +22,7 @@ enum class ErrorKind {
   kValue,        // a bad value the user wrote (ValueError family)
   kMemory,       // tile outside its memory / misaligned (TileMemoryError, a ValueError)
   kInternal,     // a bug in pypto_pro: the IR broke an invariant
+  kPipeline,     // a kernel the pipeline transform cannot schedule (PipelineError, a ValueError)
 };
 
 const char* ErrorKindName(ErrorKind kind);

@@ -15,6 +15,7 @@ _KIND_TO_CLASS = {
     "value": errors.ParserValueError,
     "memory": errors.TileMemoryError,
     "internal": errors.VerifyError,
+    "pipeline": errors.PipelineError,
 }
 
 

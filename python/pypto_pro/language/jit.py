@@ -225,8 +225,15 @@ class JitFunction(_C.KernelBase):
             if compile_timeout <= 0:
                 raise ValueError(f"pl.jit: compile_timeout must be > 0 seconds, got {compile_timeout!r}")
         if pipeline is not None:
-            raise NotImplementedError("pl.jit(pipeline=...): the automatic cube/vector pipeline transform is not "
-                                      "implemented yet")
+            from pypto_pro.language.pipeline import PipelineConfig
+            if not isinstance(pipeline, PipelineConfig):
+                raise TypeError(f"pl.jit: pipeline must be a pl.pipeline.PipelineConfig, got {pipeline!r}")
+            if not pipeline.sync_only:
+                raise NotImplementedError(
+                    f"pl.jit(pipeline={pipeline!r}): scheduling the stages of different iterations at once (preload) "
+                    f"is not implemented yet; PipelineConfig(sync_only=True) keeps the serial stage loop and inserts "
+                    f"its cross-core synchronisation")
+        self.pipeline = pipeline
         self.fn = fn
         self.kernel_name = name or fn.__name__
         self.auto_mutex = auto_mutex
@@ -271,7 +278,8 @@ class JitFunction(_C.KernelBase):
             schema["datatype"] = {"params": self.datatype[0], "var_of": self.datatype[1],
                                   "var_names": self.datatype[2]}
         options = {"fn": fn, "arch": arch, "auto_mutex": auto_mutex, "sanitizer": sanitizer,
-                   "compile_timeout": float(compile_timeout) if compile_timeout is not None else None}
+                   "compile_timeout": float(compile_timeout) if compile_timeout is not None else None,
+                   "pipeline": (pipeline.preload, pipeline.sync_only) if pipeline is not None else None}
         _C.KernelBase.__init__(self, self.kernel_name, params, schema, self._parse, self._bind, options)
         functools.update_wrapper(self, fn, updated=())
 

@@ -1,0 +1,351 @@
+// pl.jit(pipeline=pl.pipeline.PipelineConfig(sync_only=True)) (docs/language.md#pipeline): the kernel
+// holds one pl.range loop whose body is a run of sections, each holding one @pl.pipeline.stage, the
+// stages alternating cube and vector. A cross-core buffer (make_tile_group(fwd_ids=, bwd_ids=)) is
+// written by one stage and read by a stage on the other core; every iteration takes its next slot.
+// This pass gives each buffer its cross-core flags (INTRA_BLOCK):
+//   producer: wait bwd[slot] (the consumer is done with the slot) ... write ... set fwd[slot]
+//   consumer: wait fwd[slot] (the producer's data is there)  ... read ... set bwd[slot]
+// with one bwd set per slot before the loop (every slot starts free) and one bwd wait per slot after
+// it, so every event is set as often as it is waited for. A wait or set sits at the start or end of
+// its stage, on the pipe of the stage's first or last access of the buffer: the pipe's other work
+// before and after is not held up.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "pypto_pro/ir/analysis.h"
+#include "pypto_pro/ir/op_registry.h"
+#include "pypto_pro/ir/visitor.h"
+#include "pypto_pro/passes/pass.h"
+
+namespace pypto_pro::passes {
+
+namespace {
+
+using namespace ir;
+
+[[noreturn]] void Refuse(Span span, const std::string& message, const std::string& hint = "") {
+  Fail(ErrorKind::kPipeline, span, "pl.jit(pipeline=...): " + message, hint);
+}
+
+const char* CoreName(SectionKind k) { return k == SectionKind::kCube ? "cube" : "vector"; }
+
+struct StageSite {
+  const StmtNode* stage = nullptr;
+  SectionKind core = SectionKind::kVector;
+  std::string name;
+};
+
+// What one stage does with one cross-core buffer, in program order.
+struct BufferUse {
+  int stage = -1;
+  int next_selects = 0;   // group.next() calls
+  int other_selects = 0;  // current() / previous() / [i]
+  Span select_span;
+  std::vector<std::pair<Pipe, bool>> accesses;  // (pipe, writes)
+  Span first_span;
+};
+
+struct Buffer {
+  Var group;
+  std::vector<BufferUse> uses;  // one per stage that touches it, in stage order
+};
+
+// Whether `s` is `stage` wrapped in sequences only.
+bool OnlyStage(const Stmt& s, const StmtNode* stage) {
+  if (!s) return true;
+  if (s.get() == stage) return true;
+  if (s->kind != StmtKind::kSeq) return false;
+  return std::all_of(s->stmts.begin(), s->stmts.end(), [&](const Stmt& c) { return OnlyStage(c, stage); });
+}
+
+// The stage loop and its stages, with the path checks: stage in a section, section directly in the
+// loop body, no run-time control flow between them (compile-time ifs are folded away by now).
+struct Finder {
+  const StmtNode* loop = nullptr;
+  std::vector<StageSite> stages;
+  std::vector<const StmtNode*> path;
+
+  void Walk(const Stmt& s) {
+    if (!s) return;
+    if (s->kind == StmtKind::kStage) return Found(*s);
+    path.push_back(s.get());
+    for (const Stmt& child : s->stmts) Walk(child);
+    Walk(s->body);
+    Walk(s->orelse);
+    path.pop_back();
+  }
+
+  void Found(const StmtNode& stage) {
+    const std::string name = stage.attrs.at(0).text;
+    auto up = path.rbegin();
+    while (up != path.rend() && (*up)->kind == StmtKind::kSeq) ++up;
+    if (up == path.rend() || (*up)->kind != StmtKind::kSection) {
+      Refuse(stage.span, "stage '" + name + "' is not inside a pl.section_cube() / pl.section_vector() block",
+             "put each stage call in its own section inside the pipeline loop");
+    }
+    const StmtNode* section = *up;
+    if (!OnlyStage(section->body, &stage)) {
+      Refuse(section->span, "the section of stage '" + name + "' holds other code as well; each section of the "
+                            "pipeline loop holds one stage call");
+    }
+    ++up;
+    while (up != path.rend() && (*up)->kind == StmtKind::kSeq) ++up;
+    if (up == path.rend() || (*up)->kind != StmtKind::kFor) {
+      const bool control = up != path.rend() && ((*up)->kind == StmtKind::kIf || (*up)->kind == StmtKind::kWhile);
+      Refuse(stage.span, control ? "stage '" + name + "' is inside run-time control flow; conditions around "
+                                   "stages must be compile-time constants"
+                                 : "stage '" + name + "' is not directly in a pl.range loop",
+             "call every stage, each in its own section, directly in the body of one pl.range loop");
+    }
+    if (loop && loop != *up) {
+      Refuse(stage.span, "stage '" + name + "' is in another loop than stage '" + stages.front().name +
+                             "'; all stages are in one pl.range loop");
+    }
+    loop = *up;
+    stages.push_back({&stage, section->section, name});
+  }
+};
+
+// The tile variables that hold a slot of `group` inside `body`, and what the ops do with them.
+BufferUse UseOf(const Var& group, const StmtNode& stage_body_owner) {
+  BufferUse use;
+  std::set<int> tiles;
+  bool changed = true;
+  while (changed) {  // selections, then copies and views of them (to a fixed point)
+    changed = false;
+    ForEachStmt(stage_body_owner.body, [&](const StmtNode& s) {
+      if (s.kind == StmtKind::kSelectTile && s.group->id == group->id) changed |= tiles.insert(s.var->id).second;
+      const bool alias = s.kind == StmtKind::kAssign || s.kind == StmtKind::kSubview || s.kind == StmtKind::kReinterpret;
+      if (alias && s.var->type.IsTile() && s.value && s.value->kind == ExprKind::kVar && tiles.count(s.value->var->id)) {
+        changed |= tiles.insert(s.var->id).second;
+      }
+    });
+  }
+  ForEachStmt(stage_body_owner.body, [&](const StmtNode& s) {
+    if (s.kind == StmtKind::kSelectTile && s.group->id == group->id) {
+      (s.mode == SelectMode::kNext ? use.next_selects : use.other_selects)++;
+      use.select_span = s.span;
+    }
+    if (s.kind != StmtKind::kOp) return;
+    for (size_t i = 0; i < s.args.size(); ++i) {
+      const Expr& a = s.args[i];
+      if (!a || a->kind != ExprKind::kVar || !tiles.count(a->var->id)) continue;
+      if (use.accesses.empty()) use.first_span = s.span;
+      use.accesses.emplace_back(s.op->PipeFor(TileMemories(s)), s.op->operands[i].access != Access::kRead);
+    }
+  });
+  return use;
+}
+
+KwargValue Text(const std::string& s) { return KwargValue{KwargValue::Kind::kString, 0, s, nullptr}; }
+KwargValue Int(int64_t i) { return KwargValue{KwargValue::Kind::kInt, i, {}, nullptr}; }
+
+// set_cross_core / wait_cross_core(pipe, ids[slot], INTRA_BLOCK): a dispatch over the slots.
+Stmt CrossCore(bool set, Pipe pipe, const std::vector<int>& ids, const Expr& slot, Span span) {
+  auto call = [&](int id) {
+    return BuildOpCall(set ? "system.set_cross_core" : "system.wait_cross_core", {},
+                       {{"pipe", Text(std::string(Name(pipe)))}, {"event_id", Int(id)},
+                        {"sync_mode", Text("INTRA_BLOCK")}},
+                       span);
+  };
+  Stmt chain = call(ids.back());
+  for (size_t s = ids.size() - 1; s-- > 0;) {
+    chain = If(Binary(BinaryOp::kEq, slot, IntConst(int64_t(s), span), span), call(ids[s]), chain, span);
+  }
+  return chain;
+}
+
+// Every slot's event once, on `core` (the bwd sets before the loop and the waits after it).
+Stmt EverySlot(bool set, Pipe pipe, const std::vector<int>& ids, SectionKind core, Span span) {
+  std::vector<Stmt> calls;
+  for (int id : ids) {
+    calls.push_back(BuildOpCall(set ? "system.set_cross_core" : "system.wait_cross_core", {},
+                                {{"pipe", Text(std::string(Name(pipe)))}, {"event_id", Int(id)},
+                                 {"sync_mode", Text("INTRA_BLOCK")}},
+                                span));
+  }
+  return Section(core, Seq(std::move(calls), span), span);
+}
+
+class Rewriter : public IRMutator {
+ public:
+  std::map<const StmtNode*, std::pair<std::vector<Stmt>, std::vector<Stmt>>> around_stage;  // before, after
+  const StmtNode* loop = nullptr;
+  std::vector<Stmt> before_loop, after_loop;
+
+ protected:
+  Stmt MutateStmt(const Stmt& s) override {
+    auto it = around_stage.find(s.get());
+    if (it != around_stage.end()) {
+      std::vector<Stmt> body = it->second.first;
+      body.push_back(Mutate(s->body));
+      body.insert(body.end(), it->second.second.begin(), it->second.second.end());
+      auto node = CopyNode(s);
+      node->body = Seq(std::move(body), s->span);
+      return node;
+    }
+    if (s.get() == loop) {
+      std::vector<Stmt> seq = before_loop;
+      seq.push_back(IRMutator::MutateStmt(s));
+      seq.insert(seq.end(), after_loop.begin(), after_loop.end());
+      return Seq(std::move(seq), s->span);
+    }
+    return IRMutator::MutateStmt(s);
+  }
+};
+
+}  // namespace
+
+void CvPipeline(Function& func, const PassContext& ctx) {
+  if (!ctx.pipeline) return;
+  Finder finder;
+  finder.Walk(func.body);
+  if (finder.stages.empty()) {
+    Refuse(func.body ? func.body->span : Span{},
+           "the kernel has no @pl.pipeline.stage calls; the transform schedules a pl.range loop of stages",
+           "split the loop body into stages, one per section, alternating cube and vector");
+  }
+  const std::vector<StageSite>& stages = finder.stages;
+  for (size_t i = 1; i < stages.size(); ++i) {
+    if (stages[i].core == stages[i - 1].core) {
+      Refuse(stages[i].stage->span, "stages '" + stages[i - 1].name + "' and '" + stages[i].name + "' both run on the " +
+                                        CoreName(stages[i].core) + " core; stages alternate cube and vector");
+    }
+  }
+
+  // The cross-core buffers, in declaration order.
+  std::vector<Buffer> buffers;
+  ForEachStmt(func.body, [&](const StmtNode& s) {
+    if (s.kind != StmtKind::kDeclTiles || !s.var->group) return;
+    const TileGroupInfo& g = *s.var->group;
+    if (g.fwd_ids.empty() && g.bwd_ids.empty()) return;
+    if (std::any_of(buffers.begin(), buffers.end(), [&](const Buffer& b) { return b.group->id == s.var->id; })) return;
+    buffers.push_back({s.var, {}});
+  });
+  std::map<int, std::pair<std::string, Span>> id_owner;  // event id -> buffer using it
+  for (const Buffer& b : buffers) {
+    const TileGroupInfo& g = *b.group->group;
+    if (g.tile.memory != MemorySpace::kVec && g.tile.memory != MemorySpace::kMat) {
+      Refuse(b.group->span, "cross-core buffer '" + b.group->name + "' is in " + std::string(Name(g.tile.memory)) +
+                                "; cross-core buffers are in UB (Vec) or L1 (Mat)");
+    }
+    for (const std::vector<int>* ids : {&g.fwd_ids, &g.bwd_ids}) {
+      for (int id : *ids) {
+        auto [it, fresh] = id_owner.emplace(id, std::make_pair(b.group->name, b.group->span));
+        if (!fresh && it->second.first != b.group->name) {
+          Refuse(b.group->span, "cross-core event id " + std::to_string(id) + " of buffer '" + b.group->name +
+                                    "' is also an id of buffer '" + it->second.first + "'; every buffer needs ids of "
+                                    "its own");
+        }
+      }
+    }
+  }
+  ForEachStmt(func.body, [&](const StmtNode& s) {  // ids the kernel flags by hand
+    if (s.kind != StmtKind::kOp || (s.op->name != "system.set_cross_core" && s.op->name != "system.wait_cross_core")) {
+      return;
+    }
+    for (const Attr& a : s.attrs) {
+      if (a.name == "event_id" && id_owner.count(int(a.value))) {
+        Refuse(s.span, "cross-core event id " + std::to_string(a.value) + " is used here and by the pipeline's buffer '" +
+                           id_owner.at(int(a.value)).first + "'; give the buffer other ids");
+      }
+    }
+  });
+
+  // Who uses each buffer: one stage writes it, one stage on the other core reads it.
+  const StmtNode& loop = *finder.loop;
+  for (Buffer& b : buffers) {
+    int total_selects = 0;
+    ForEachStmt(func.body, [&](const StmtNode& s) {
+      if (s.kind == StmtKind::kSelectTile && s.group->id == b.group->id) ++total_selects;
+    });
+    int in_stages = 0;
+    for (size_t i = 0; i < stages.size(); ++i) {
+      BufferUse use = UseOf(b.group, *stages[i].stage);
+      in_stages += use.next_selects + use.other_selects;
+      if (use.next_selects + use.other_selects == 0) continue;
+      if (use.next_selects != 1 || use.other_selects != 0) {
+        Refuse(use.select_span, "stage '" + stages[i].name + "' must take a slot of cross-core buffer '" +
+                                    b.group->name + "' with exactly one " + b.group->name +
+                                    ".next() per iteration (the slots rotate with the iterations)");
+      }
+      use.stage = int(i);
+      b.uses.push_back(use);
+    }
+    if (in_stages != total_selects) {
+      Refuse(b.group->span, "cross-core buffer '" + b.group->name + "' is used outside the pipeline's stages; only "
+                                "its two stages may take its slots");
+    }
+    if (b.uses.size() != 2) {
+      Refuse(b.group->span, "cross-core buffer '" + b.group->name + "' is used by " + std::to_string(b.uses.size()) +
+                                " stage(s); it needs exactly two, one on the cube core and one on the vector core "
+                                "(a producer and its consumer)");
+    }
+    if (stages[size_t(b.uses[0].stage)].core == stages[size_t(b.uses[1].stage)].core) {
+      Refuse(b.group->span, "cross-core buffer '" + b.group->name + "' is used by stages '" +
+                                stages[size_t(b.uses[0].stage)].name + "' and '" + stages[size_t(b.uses[1].stage)].name +
+                                "' on the same core; a cross-core buffer joins a cube stage and a vector stage");
+    }
+    for (const BufferUse& use : b.uses) {
+      if (use.accesses.empty()) {
+        Refuse(use.select_span, "stage '" + stages[size_t(use.stage)].name + "' takes a slot of '" + b.group->name +
+                                    "' but no op uses it");
+      }
+    }
+    const BufferUse& producer = b.uses[0];
+    if (std::none_of(producer.accesses.begin(), producer.accesses.end(), [](const auto& a) { return a.second; })) {
+      Refuse(producer.first_span, "stage '" + stages[size_t(producer.stage)].name + "' is the first to use cross-core "
+                                      "buffer '" + b.group->name + "' but does not write it; the producer comes first "
+                                      "in the loop");
+    }
+  }
+
+  // The slot of the iteration: (i - start) / step modulo the depth.
+  const Var& v = loop.var;
+  const Span at = loop.span;
+  Expr iteration = VarRef(v, at);
+  if (!(loop.start->IsIntConst() && loop.start->int_value == 0)) {
+    iteration = Binary(BinaryOp::kSub, iteration, loop.start, at);
+  }
+  if (!(loop.step->IsIntConst() && loop.step->int_value == 1)) {
+    iteration = Binary(BinaryOp::kFloorDiv, iteration, loop.step, at);
+  }
+
+  Rewriter rewrite;
+  rewrite.loop = finder.loop;
+  for (const Buffer& b : buffers) {
+    const TileGroupInfo& g = *b.group->group;
+    const Expr slot = g.depth == 1 ? IntConst(0, at) : Binary(BinaryOp::kMod, iteration, IntConst(g.depth, at), at);
+    const BufferUse &producer = b.uses[0], &consumer = b.uses[1];
+    const StageSite &p = stages[size_t(producer.stage)], &c = stages[size_t(consumer.stage)];
+    Pipe last_write = producer.accesses.front().first;
+    for (const auto& [pipe, writes] : producer.accesses) {
+      if (writes) last_write = pipe;
+    }
+    const Pipe p_first = producer.accesses.front().first, c_first = consumer.accesses.front().first;
+    const Pipe c_last = consumer.accesses.back().first;
+    for (const auto& [pipe, who] : {std::pair{last_write, &p}, std::pair{c_last, &c}}) {
+      if (pipe == Pipe::kS || pipe == Pipe::kALL) {
+        Refuse(who->stage->span, "stage '" + who->name + "' last uses cross-core buffer '" + b.group->name +
+                                     "' on the scalar pipe, which cannot set a cross-core flag to the other core",
+                 "end the stage's use of the buffer with a tile op (a move, a vector op, a store)");
+      }
+    }
+    auto& [p_before, p_after] = rewrite.around_stage[p.stage];
+    auto& [c_before, c_after] = rewrite.around_stage[c.stage];
+    if (!g.bwd_ids.empty()) {
+      p_before.push_back(CrossCore(false, p_first, g.bwd_ids, slot, p.stage->span));
+      c_after.push_back(CrossCore(true, c_last, g.bwd_ids, slot, c.stage->span));
+      rewrite.before_loop.push_back(EverySlot(true, c_last, g.bwd_ids, c.core, at));
+      rewrite.after_loop.push_back(EverySlot(false, p_first, g.bwd_ids, p.core, at));
+    }
+    if (!g.fwd_ids.empty()) {
+      p_after.push_back(CrossCore(true, last_write, g.fwd_ids, slot, p.stage->span));
+      c_before.push_back(CrossCore(false, c_first, g.fwd_ids, slot, c.stage->span));
+    }
+  }
+  func.body = rewrite.Mutate(func.body);
+}
+
+}  // namespace pypto_pro::passes

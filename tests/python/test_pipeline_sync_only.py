@@ -1,0 +1,332 @@
+"""pl.jit(pipeline=pl.pipeline.PipelineConfig(sync_only=True)): the serial stage loop of a mixed kernel
+gets the cross-core flags of its cross-core buffers (docs/language.md#pipeline). The kernels follow the
+public "auto parallel pipeline" tutorial; every one also runs under the sanitizer, which must find
+nothing, and without pipeline= the sanitizer finds the races the flags prevent."""
+
+import numpy as np
+import pytest
+import torch
+
+import pypto_pro
+import pypto_pro.language as pl
+
+TILE = 64
+TILE_HALF = TILE // 2
+SYNC_ONLY = pl.pipeline.PipelineConfig(sync_only=True)
+M = pl.MemorySpace
+
+
+def sync():
+    pypto_pro.runtime.synchronize()
+
+
+# ---- the tutorial's four stages: out = relu(A_i @ B) @ D per 64-row block i ----
+
+@pl.pipeline.stage
+def stage1(ki, a, b_l1, a_l1_db, left_db, right_db, acc_db, mm1_vec_db):
+    cur_a = a_l1_db.next()
+    pl.load(cur_a, a, [ki * TILE, 0])
+    b_slot = b_l1.current()
+    left = left_db.next()
+    right = right_db.next()
+    acc = acc_db.next()
+    pl.move(left, cur_a)
+    pl.move(right, b_slot)
+    pl.matmul(acc, left, right)
+    mm1_vec = mm1_vec_db.next()
+    pl.move(mm1_vec, acc, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)
+
+
+@pl.pipeline.stage
+def stage2(ki, sub_id, mm1_vec_db, relu_vec_db, relu_nz_db, p_mat_db):
+    mm1_vec = mm1_vec_db.next()
+    relu_vec = relu_vec_db.next()
+    pl.relu(relu_vec, mm1_vec)
+    relu_nz = relu_nz_db.next()
+    pl.move(relu_nz, relu_vec)
+    p_mat = p_mat_db.next()
+    pl.insert(p_mat, relu_nz, [sub_id * TILE_HALF, 0])
+
+
+@pl.pipeline.stage
+def stage3(ki, d_l1, p_mat_db, left_db, right_db, acc_db, out_vec_db):
+    d_slot = d_l1.current()
+    p_mat = p_mat_db.next()
+    left = left_db.next()
+    right = right_db.next()
+    acc = acc_db.next()
+    pl.move(left, p_mat)
+    pl.move(right, d_slot)
+    pl.matmul(acc, left, right)
+    out_vec = out_vec_db.next()
+    pl.move(out_vec, acc, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)
+
+
+@pl.pipeline.stage
+def stage4(ki, sub_id, out, out_vec_db):
+    out_vec = out_vec_db.next()
+    pl.store(out, out_vec, [ki * TILE + sub_id * TILE_HALF, 0])
+
+
+def four_stages(a: pl.Tensor[[pl.DYNAMIC, TILE], pl.DT_FP32], b: pl.Tensor[[TILE, TILE], pl.DT_FP32],
+                d: pl.Tensor[[TILE, TILE], pl.DT_FP32], out: pl.Tensor[[pl.DYNAMIC, TILE], pl.DT_FP32]):
+    mm1_vec_db = pl.make_tile_group(type=pl.TileType(shape=[TILE_HALF, TILE], dtype=pl.DT_FP32, target_memory=M.Vec),
+                                    addrs=0x0000, mutex_ids=[12, 13], fwd_ids=[0, 1], bwd_ids=[2, 3])
+    p_mat_db = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Mat,
+                                                   layout=pl.NZ),
+                                  addrs=0x8000, mutex_ids=[14, 15], fwd_ids=[4, 5], bwd_ids=[6, 7])
+    out_vec_db = pl.make_tile_group(type=pl.TileType(shape=[TILE_HALF, TILE], dtype=pl.DT_FP32, target_memory=M.Vec),
+                                    addrs=0x10000, mutex_ids=[16, 17], fwd_ids=[8, 9], bwd_ids=[10, 11])
+    with pl.section_cube():
+        a_l1_db = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Mat,
+                                                      layout=pl.NZ), addrs=0x0000, mutex_ids=[0, 1])
+        b_l1 = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Mat,
+                                                   layout=pl.NZ), addrs=0x10000, mutex_ids=[2])
+        d_l1 = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Mat,
+                                                   layout=pl.NZ), addrs=0x14000, mutex_ids=[3])
+        left_db = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Left,
+                                                      layout=pl.NZ), addrs=0x0000, mutex_ids=[4, 5])
+        right_db = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Right,
+                                                       layout=pl.ZN), addrs=0x0000, mutex_ids=[6, 7])
+        acc_db = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Acc,
+                                                     layout=pl.NZ, fractal=1024),
+                                    addrs=0x0000, mutex_ids=[8, 9, 10, 11])
+        b_slot = b_l1.current()
+        d_slot = d_l1.current()
+        pl.load(b_slot, b, [0, 0])
+        pl.load(d_slot, d, [0, 0])
+    with pl.section_vector():
+        sub_id = pl.get_subblock_idx()
+        relu_vec_db = pl.make_tile_group(type=pl.TileType(shape=[TILE_HALF, TILE], dtype=pl.DT_FP32,
+                                                          target_memory=M.Vec), addrs=0x8000, mutex_ids=[18, 19])
+        relu_nz_db = pl.make_tile_group(type=pl.TileType(shape=[TILE_HALF, TILE], dtype=pl.DT_FP32,
+                                                         target_memory=M.Vec, layout=pl.NZ),
+                                        addrs=0x18000, mutex_ids=[20, 21])
+    for ki in pl.range(0, a.shape[0] // TILE):
+        with pl.section_cube():
+            stage1(ki, a, b_l1, a_l1_db, left_db, right_db, acc_db, mm1_vec_db)
+        with pl.section_vector():
+            stage2(ki, sub_id, mm1_vec_db, relu_vec_db, relu_nz_db, p_mat_db)
+        with pl.section_cube():
+            stage3(ki, d_l1, p_mat_db, left_db, right_db, acc_db, out_vec_db)
+        with pl.section_vector():
+            stage4(ki, sub_id, out, out_vec_db)
+
+
+four_stage_kernel = pl.jit(four_stages, auto_mutex=True, pipeline=SYNC_ONLY)
+four_stage_checked = pl.jit(four_stages, auto_mutex=True, pipeline=SYNC_ONLY, sanitizer=True,
+                            name="four_stages_sanitized")
+four_stage_unsynchronised = pl.jit(four_stages, auto_mutex=True, sanitizer=True, name="four_stages_serial")
+
+
+def _inputs(n):
+    g = torch.Generator().manual_seed(n)
+    a = torch.randn(n * TILE, TILE, generator=g)
+    b = torch.randn(TILE, TILE, generator=g)
+    d = torch.randn(TILE, TILE, generator=g)
+    return a, b, d, torch.zeros(n * TILE, TILE)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 9])   # 1, the depth, depth + 1, many
+@pytest.mark.parametrize("kernel", [four_stage_kernel, four_stage_checked], ids=["plain", "sanitizer"])
+def test_four_stages_match_torch(kernel, n):
+    a, b, d, out = _inputs(n)
+    kernel[None, 1](a, b, d, out)
+    sync()
+    ref = torch.relu(a.double() @ b.double()) @ d.double()
+    torch.testing.assert_close(out.double(), ref, rtol=1e-4, atol=1e-3)
+
+
+def test_several_blocks_each_run_the_loop():
+    a, b, d, out = _inputs(3)
+    four_stage_checked[None, 3](a, b, d, out)   # every block computes the same blocks of rows
+    sync()
+    torch.testing.assert_close(out.double(), torch.relu(a.double() @ b.double()) @ d.double(), rtol=1e-4, atol=1e-3)
+
+
+def test_without_the_pipeline_the_sanitizer_finds_the_races():
+    a, b, d, out = _inputs(2)
+    with pytest.raises(pypto_pro.SanitizerError, match=r"PIPE_RACE: read-after-write: V reads tile 'mm1_vec.*' .* that "
+                                                       r"AIC FIX wrote"):
+        four_stage_unsynchronised[None, 1](a, b, d, out)
+        sync()
+
+
+# ---- two stages: out = relu(A_i @ B), a single-slot buffer and a loop not starting at 0 ----
+
+@pl.pipeline.stage
+def mm_stage(k, a, b_mat, a_mat, left, right, acc, vec_buf):
+    t = a_mat.next()
+    pl.load(t, a, [k * 16, 0])
+    l_t = left.next()
+    r_t = right.next()
+    acc_t = acc.next()
+    pl.move(l_t, t)
+    pl.move(r_t, b_mat.current())
+    pl.matmul(acc_t, l_t, r_t)
+    v = vec_buf.next()
+    pl.move(v, acc_t, acc_to_vec_mode=pl.AccToVecMode.DualModeSplitM)
+
+
+@pl.pipeline.stage
+def relu_stage(k, sub, out, vec_buf, res):
+    v = vec_buf.next()
+    r = res.next()
+    pl.relu(r, v)
+    pl.store(out, r, [k * 16 + sub * 8, 0])
+
+
+@pl.jit(auto_mutex=True, sanitizer=True, pipeline=SYNC_ONLY)
+def two_stages(a: pl.Tensor[[pl.DYNAMIC, 16], pl.DT_FP32], b: pl.Tensor[[16, 16], pl.DT_FP32],
+               out: pl.Tensor[[pl.DYNAMIC, 16], pl.DT_FP32], first: pl.DT_INT32):
+    vec_buf = pl.make_tile_group(type=pl.TileType(shape=[8, 16], dtype=pl.DT_FP32, target_memory=M.Vec),
+                                 addrs=0x0, mutex_ids=[0], fwd_ids=[3], bwd_ids=[7])
+    with pl.section_cube():
+        a_mat = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=M.Mat,
+                                                    layout=pl.NZ), addrs=0x0, mutex_ids=[1, 2])
+        b_mat = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=M.Mat,
+                                                    layout=pl.NZ), addrs=0x4000, mutex_ids=[3])
+        left = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=M.Left,
+                                                   layout=pl.NZ), addrs=0x0, mutex_ids=[4])
+        right = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=M.Right,
+                                                    layout=pl.ZN), addrs=0x0, mutex_ids=[5])
+        acc = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=M.Acc,
+                                                  layout=pl.NZ, fractal=1024), addrs=0x0, mutex_ids=[6])
+        pl.load(b_mat.current(), b, [0, 0])
+    with pl.section_vector():
+        sub = pl.get_subblock_idx()
+        res = pl.make_tile_group(type=pl.TileType(shape=[8, 16], dtype=pl.DT_FP32, target_memory=M.Vec),
+                                 addrs=0x1000, mutex_ids=[7, 8])
+    for k in pl.range(first, a.shape[0] // 16, 2):
+        with pl.section_cube():
+            mm_stage(k, a, b_mat, a_mat, left, right, acc, vec_buf)
+        with pl.section_vector():
+            relu_stage(k, sub, out, vec_buf, res)
+
+
+@pytest.mark.parametrize("blocks, first", [(1, 0), (2, 1), (5, 0), (6, 1)])
+def test_two_stages_single_slot_strided_loop(blocks, first):
+    a = torch.randn(blocks * 16, 16)
+    b = torch.randn(16, 16)
+    out = torch.zeros(blocks * 16, 16)
+    two_stages[None, 1](a, b, out, first)
+    sync()
+    ref = torch.relu(a @ b)
+    for k in range(blocks):
+        rows = slice(k * 16, k * 16 + 16)
+        expect = ref[rows] if k >= first and (k - first) % 2 == 0 else torch.zeros(16, 16)
+        torch.testing.assert_close(out[rows], expect, rtol=1e-5, atol=1e-5)
+
+
+# ---- what the transform cannot schedule: a PipelineError (a ValueError) at the line ----
+
+def _compile(body, **kwargs):
+    kernel = pl.jit(body, pipeline=SYNC_ONLY, **kwargs)
+    kernel[None, 1](torch.zeros(16, 16))
+    sync()
+
+
+@pl.pipeline.stage
+def vec_stage(k, x, buf):
+    t = buf.next()
+    pl.load(t, x, [0, 0])
+
+
+@pl.pipeline.stage
+def vec_stage_b(k, x, buf):
+    t = buf.next()
+    pl.store(x, t, [0, 0])
+
+
+def test_misuse_is_located():
+    def same_core(x: pl.Tensor[[16, 16], pl.DT_FP32]):
+        buf = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addrs=0, depth=2,
+                                 fwd_ids=[0, 1])
+        for k in pl.range(0, 2):
+            with pl.section_vector():
+                vec_stage(k, x, buf)
+            with pl.section_vector():
+                vec_stage_b(k, x, buf)
+
+    with pytest.raises(pypto_pro.PipelineError, match="stages 'vec_stage' and 'vec_stage_b' both run on the vector "
+                                                      "core; stages alternate cube and vector") as info:
+        _compile(same_core)
+    assert "vec_stage_b(k, x, buf)" in str(info.value)
+
+    def no_section(x: pl.Tensor[[16, 16], pl.DT_FP32]):
+        buf = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addrs=0, depth=2)
+        with pl.section_vector():
+            for k in pl.range(0, 2):
+                vec_stage(k, x, buf)
+
+    with pytest.raises(pypto_pro.PipelineError, match="stage 'vec_stage' is not inside a pl.section_cube"):
+        _compile(no_section)
+
+    def run_time_if(x: pl.Tensor[[16, 16], pl.DT_FP32], n: pl.DT_INT32):
+        buf = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addrs=0, depth=2)
+        for k in pl.range(0, 2):
+            if n > 0:
+                with pl.section_vector():
+                    vec_stage(k, x, buf)
+
+    with pytest.raises(pypto_pro.PipelineError, match="stage 'vec_stage' is inside run-time control flow"):
+        pl.jit(run_time_if, pipeline=SYNC_ONLY)[None, 1](torch.zeros(16, 16), 1)
+
+    def more_code(x: pl.Tensor[[16, 16], pl.DT_FP32]):
+        buf = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addrs=0, depth=2)
+        for k in pl.range(0, 2):
+            with pl.section_vector():
+                vec_stage(k, x, buf)
+                pl.system.bar_all()
+
+    with pytest.raises(pypto_pro.PipelineError, match="the section of stage 'vec_stage' holds other code as well"):
+        _compile(more_code)
+
+    def one_user(x: pl.Tensor[[16, 16], pl.DT_FP32]):
+        buf = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addrs=0, depth=2, fwd_ids=[0, 1])
+        other = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=M.Mat,
+                                                    layout=pl.NZ), addrs=0, depth=2)
+        for k in pl.range(0, 2):
+            with pl.section_vector():
+                vec_stage(k, x, buf)
+            with pl.section_cube():
+                vec_stage(k, x, other)
+
+    with pytest.raises(pypto_pro.PipelineError, match="cross-core buffer 'buf' is used by 1 stage\\(s\\); it needs "
+                                                      "exactly two"):
+        _compile(one_user)
+
+    def no_stages(x: pl.Tensor[[16, 16], pl.DT_FP32]):
+        with pl.section_vector():
+            pl.system.bar_all()
+
+    with pytest.raises(pypto_pro.PipelineError, match="the kernel has no @pl.pipeline.stage calls"):
+        _compile(no_stages)
+
+
+def test_ids_shared_with_hand_written_flags_are_refused():
+    def clash(x: pl.Tensor[[16, 16], pl.DT_FP32]):
+        buf = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addrs=0, depth=2,
+                                 fwd_ids=[0, 1])
+        vec = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addrs=0x4000, depth=2)
+        mat = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=M.Mat,
+                                                  layout=pl.NZ), addrs=0, depth=2)
+        with pl.section_vector():
+            pl.system.set_cross_core(pipe=pl.PipeType.V, event_id=1)
+        for k in pl.range(0, 2):
+            with pl.section_vector():
+                vec_stage(k, x, vec)
+            with pl.section_cube():
+                vec_stage(k, x, mat)
+
+    with pytest.raises(pypto_pro.PipelineError, match="cross-core event id 1 is used here and by the pipeline's "
+                                                      "buffer 'buf'"):
+        _compile(clash)
+
+
+def test_preload_scheduling_is_not_built_yet():
+    with pytest.raises(NotImplementedError, match=r"scheduling the stages of different iterations at once \(preload\) "
+                                                  r"is not implemented yet; PipelineConfig\(sync_only=True\)"):
+        pl.jit(four_stages, pipeline=pl.pipeline.PipelineConfig(preload=2))
+    with pytest.raises(TypeError, match="pipeline must be a pl.pipeline.PipelineConfig"):
+        pl.jit(four_stages, pipeline=2)
