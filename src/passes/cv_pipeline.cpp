@@ -10,6 +10,7 @@
 // its stage, on the pipe of the stage's first or last access of the buffer: the pipe's other work
 // before and after is not held up.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -173,27 +174,121 @@ class Rewriter : public IRMutator {
   std::map<const StmtNode*, std::pair<std::vector<Stmt>, std::vector<Stmt>>> around_stage;  // before, after
   const StmtNode* loop = nullptr;
   std::vector<Stmt> before_loop, after_loop;
+  // Preload scheduling: the loop becomes this one (its body the sections, each stage guarded), and
+  // each stage gets its guard and the assignment of its iteration's loop value.
+  std::function<Stmt(const StmtNode& loop, Stmt body)> reschedule;
+  std::map<const StmtNode*, std::function<Stmt(Stmt)>> wrap_stage;
 
  protected:
   Stmt MutateStmt(const Stmt& s) override {
-    auto it = around_stage.find(s.get());
-    if (it != around_stage.end()) {
-      std::vector<Stmt> body = it->second.first;
-      body.push_back(Mutate(s->body));
-      body.insert(body.end(), it->second.second.begin(), it->second.second.end());
-      auto node = CopyNode(s);
-      node->body = Seq(std::move(body), s->span);
-      return node;
+    if (s->kind == StmtKind::kStage) {
+      Stmt stage = s;
+      auto it = around_stage.find(s.get());
+      if (it != around_stage.end()) {
+        std::vector<Stmt> body = it->second.first;
+        body.push_back(Mutate(s->body));
+        body.insert(body.end(), it->second.second.begin(), it->second.second.end());
+        auto node = CopyNode(s);
+        node->body = Seq(std::move(body), s->span);
+        stage = node;
+      }
+      auto wrap = wrap_stage.find(s.get());
+      return wrap == wrap_stage.end() ? stage : wrap->second(stage);
     }
     if (s.get() == loop) {
       std::vector<Stmt> seq = before_loop;
-      seq.push_back(IRMutator::MutateStmt(s));
+      Stmt mutated = IRMutator::MutateStmt(s);
+      seq.push_back(reschedule ? reschedule(*s, mutated->body) : mutated);
       seq.insert(seq.end(), after_loop.begin(), after_loop.end());
       return Seq(std::move(seq), s->span);
     }
     return IRMutator::MutateStmt(s);
   }
 };
+
+// The delay of each stage, in iterations: the first 0, the first on the other core one more than the
+// stage before it, a later stage on a core `preload` more than that core's previous stage. At beat t
+// stage k works on iteration t - delay[k]: the first core runs up to `preload` iterations ahead.
+std::vector<int64_t> Delays(const std::vector<StageSite>& stages, int preload) {
+  std::vector<int64_t> delay(stages.size(), 0);
+  std::map<SectionKind, int64_t> last;
+  for (size_t k = 0; k < stages.size(); ++k) {
+    auto it = last.find(stages[k].core);
+    delay[k] = it != last.end() ? it->second + preload : (k == 0 ? 0 : delay[k - 1] + 1);
+    last[stages[k].core] = delay[k];
+  }
+  return delay;
+}
+
+// Preload scheduling: `for v in range(start, stop, step)` becomes `for beat in range(0, n + D)`
+// (n the iteration count, D the largest delay) whose sections run their stage for iteration
+// j = beat - delay when 0 <= j < n, with v = start + j * step assigned first.
+void Schedule(Function& func, const PipelineOptions& options, const Finder& finder, const std::vector<Buffer>& buffers,
+              const std::vector<StageSite>& stages, Rewriter& rewrite) {
+  const StmtNode& loop = *finder.loop;
+  const Span at = loop.span;
+  if (options.preload < 1) {
+    Refuse(at, "preload=" + std::to_string(options.preload) + " overlaps no iterations; give preload >= 1, or "
+               "sync_only=True for the serial loop");
+  }
+  if (!loop.step->IsIntConst() || loop.step->int_value <= 0) {
+    Refuse(loop.step->span.valid() ? loop.step->span : at,
+           "preload scheduling needs a pipeline loop with a constant positive step");
+  }
+  // Only the stages' sections may be in the loop body: other code would run once per beat, not once
+  // per iteration.
+  std::function<void(const Stmt&)> only_sections = [&](const Stmt& s) {
+    if (!s) return;
+    if (s->kind == StmtKind::kSeq) {
+      for (const Stmt& c : s->stmts) only_sections(c);
+      return;
+    }
+    if (s->kind != StmtKind::kSection) {
+      Refuse(s->span, "with preload the pipeline loop's body holds only the stages' sections; compute this inside a "
+                      "stage or before the loop");
+    }
+  };
+  only_sections(loop.body);
+  const std::vector<int64_t> delay = Delays(stages, options.preload);
+  for (const Buffer& b : buffers) {
+    const int64_t skew = delay[size_t(b.uses[1].stage)] - delay[size_t(b.uses[0].stage)];
+    const int depth = b.group->group->depth;
+    if (skew < 0 || depth < skew) {
+      Refuse(b.group->span, "cross-core buffer '" + b.group->name + "' has " + std::to_string(depth) +
+                                " slot(s) but with preload=" + std::to_string(options.preload) + " its producer '" +
+                                stages[size_t(b.uses[0].stage)].name + "' runs " + std::to_string(skew) +
+                                " iteration(s) ahead of its consumer '" + stages[size_t(b.uses[1].stage)].name +
+                                "'; give it at least " + std::to_string(skew) + " slots or a smaller preload");
+    }
+  }
+  const int64_t step = loop.step->int_value;
+  const Var& v = loop.var;
+  const DataType dtype = v->type.dtype;
+  const Var beat = func.NewVar("pipeline_beat", Type::Scalar(dtype), at);
+  // n = (stop - start + step - 1) / step (truncating; n <= 0 runs no stage)
+  Expr n = Binary(BinaryOp::kSub, loop.stop, loop.start, at);
+  if (step != 1) {
+    n = Binary(BinaryOp::kDiv, Binary(BinaryOp::kAdd, n, IntConst(step - 1, at), at), IntConst(step, at), at);
+  }
+  const int64_t max_delay = *std::max_element(delay.begin(), delay.end());
+  for (size_t k = 0; k < stages.size(); ++k) {
+    const int64_t d = delay[k];
+    rewrite.wrap_stage[stages[k].stage] = [=](Stmt stage) -> Stmt {
+      const Expr j = d == 0 ? VarRef(beat, at) : Binary(BinaryOp::kSub, VarRef(beat, at), IntConst(d, at), at);
+      const Expr valid = Binary(BinaryOp::kAnd, Binary(BinaryOp::kGe, j, IntConst(0, at), at),
+                                Binary(BinaryOp::kLt, j, n, at), at);
+      Expr value = step == 1 ? j : Binary(BinaryOp::kMul, j, IntConst(step, at), at);
+      if (!(loop.start->IsIntConst() && loop.start->int_value == 0)) value = Binary(BinaryOp::kAdd, loop.start, value, at);
+      if (value->type.dtype != v->type.dtype) value = Cast(value, v->type.dtype, at);
+      return If(valid, Seq({Assign(v, value, at), stage}, at), nullptr, at);
+    };
+  }
+  rewrite.reschedule = [=](const StmtNode&, Stmt body) -> Stmt {
+    Expr stop = max_delay == 0 ? n : Binary(BinaryOp::kAdd, n, IntConst(max_delay, at), at);
+    if (stop->type.dtype != dtype) stop = Cast(stop, dtype, at);
+    return For(beat, IntConst(0, at, dtype), stop, IntConst(1, at, dtype), body, at);
+  };
+}
 
 }  // namespace
 
@@ -345,6 +440,7 @@ void CvPipeline(Function& func, const PassContext& ctx) {
       c_before.push_back(CrossCore(false, c_first, g.fwd_ids, slot, c.stage->span));
     }
   }
+  if (!ctx.pipeline->sync_only) Schedule(func, *ctx.pipeline, finder, buffers, stages, rewrite);
   func.body = rewrite.Mutate(func.body);
 }
 

@@ -50,7 +50,6 @@ def test_unknown_keyword():
     (dict(compile_timeout=0), ValueError, "compile_timeout must be > 0 seconds, got 0"),
     (dict(compile_timeout="1"), TypeError, "compile_timeout must be a number of seconds"),
     (dict(compile_timeout=True), TypeError, "compile_timeout must be a number of seconds"),
-    (dict(pipeline=pl.pipeline.PipelineConfig()), NotImplementedError, r"\(preload\) is not implemented yet"),
     (dict(pipeline="on"), TypeError, "pipeline must be a pl.pipeline.PipelineConfig"),
     (dict(tiling_key=object), ValueError, "tiling_key class object declares no TilingKeyField"),
     (dict(tiling_key=3), TypeError, "tiling_key must be a class with TilingKeyField attributes"),

@@ -228,11 +228,6 @@ class JitFunction(_C.KernelBase):
             from pypto_pro.language.pipeline import PipelineConfig
             if not isinstance(pipeline, PipelineConfig):
                 raise TypeError(f"pl.jit: pipeline must be a pl.pipeline.PipelineConfig, got {pipeline!r}")
-            if not pipeline.sync_only:
-                raise NotImplementedError(
-                    f"pl.jit(pipeline={pipeline!r}): scheduling the stages of different iterations at once (preload) "
-                    f"is not implemented yet; PipelineConfig(sync_only=True) keeps the serial stage loop and inserts "
-                    f"its cross-core synchronisation")
         self.pipeline = pipeline
         self.fn = fn
         self.kernel_name = name or fn.__name__

@@ -1,7 +1,8 @@
-"""pl.jit(pipeline=pl.pipeline.PipelineConfig(sync_only=True)): the serial stage loop of a mixed kernel
-gets the cross-core flags of its cross-core buffers (docs/language.md#pipeline). The kernels follow the
-public "auto parallel pipeline" tutorial; every one also runs under the sanitizer, which must find
-nothing, and without pipeline= the sanitizer finds the races the flags prevent."""
+"""pl.jit(pipeline=pl.pipeline.PipelineConfig(...)): a mixed kernel's loop of stages gets the
+cross-core flags of its cross-core buffers (sync_only=True), and with preload the stages of different
+iterations are scheduled at once (docs/language.md#pipeline). The kernels follow the public "auto
+parallel pipeline" tutorial; every one also runs under the sanitizer, which must find nothing, and
+without pipeline= the sanitizer finds the races the flags prevent."""
 
 import numpy as np
 import pytest
@@ -324,9 +325,64 @@ def test_ids_shared_with_hand_written_flags_are_refused():
         _compile(clash)
 
 
-def test_preload_scheduling_is_not_built_yet():
-    with pytest.raises(NotImplementedError, match=r"scheduling the stages of different iterations at once \(preload\) "
-                                                  r"is not implemented yet; PipelineConfig\(sync_only=True\)"):
-        pl.jit(four_stages, pipeline=pl.pipeline.PipelineConfig(preload=2))
+def test_pipeline_must_be_a_config():
     with pytest.raises(TypeError, match="pipeline must be a pl.pipeline.PipelineConfig"):
         pl.jit(four_stages, pipeline=2)
+
+
+# ---- preload: the stages of different iterations at once ----
+
+PRELOADED = {p: pl.jit(four_stages, auto_mutex=True, sanitizer=True, name=f"four_stages_preload{p}",
+                       pipeline=pl.pipeline.PipelineConfig(preload=p)) for p in (1, 2, 3)}
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 9])
+@pytest.mark.parametrize("preload", [1, 2, 3])
+def test_preloaded_four_stages_match_torch_and_the_serial_kernel(preload, n):
+    a, b, d, out = _inputs(n)
+    PRELOADED[preload][None, 1](a, b, d, out)
+    sync()
+    serial = torch.zeros_like(out)
+    four_stage_kernel[None, 1](a, b, d, serial)
+    sync()
+    assert torch.equal(out, serial)   # the same ops on the same data: bit for bit
+    torch.testing.assert_close(out.double(), torch.relu(a.double() @ b.double()) @ d.double(), rtol=1e-4, atol=1e-3)
+
+
+def test_preload_with_a_strided_loop_and_a_single_slot():
+    kernel = pl.jit(two_stages.fn, auto_mutex=True, sanitizer=True, name="two_stages_preloaded",
+                    pipeline=pl.pipeline.PipelineConfig(preload=1))
+    for blocks, first in [(1, 0), (5, 0), (6, 1)]:
+        a = torch.randn(blocks * 16, 16)
+        b = torch.randn(16, 16)
+        out = torch.zeros(blocks * 16, 16)
+        kernel[None, 1](a, b, out, first)
+        sync()
+        ref = torch.relu(a @ b)
+        for k in range(first, blocks, 2):
+            torch.testing.assert_close(out[k * 16:k * 16 + 16], ref[k * 16:k * 16 + 16], rtol=1e-5, atol=1e-5)
+
+
+def test_preload_misuse():
+    too_far = pl.jit(four_stages, pipeline=pl.pipeline.PipelineConfig(preload=4))
+    with pytest.raises(pypto_pro.PipelineError,
+                       match=r"cross-core buffer 'p_mat_db' has 2 slot\(s\) but with preload=4 its producer 'stage2' "
+                             r"runs 3 iteration\(s\) ahead of its consumer 'stage3'; give it at least 3 slots"):
+        too_far[None, 1](*_inputs(2))
+    with pytest.raises(pypto_pro.PipelineError, match=r"preload=0 overlaps no iterations"):
+        pl.jit(four_stages, pipeline=pl.pipeline.PipelineConfig(preload=0))[None, 1](*_inputs(1))
+
+    def extra_code(x: pl.Tensor[[16, 16], pl.DT_FP32]):
+        vec = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addrs=0x4000, depth=2)
+        mat = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=M.Mat,
+                                                  layout=pl.NZ), addrs=0, depth=2)
+        for k in pl.range(0, 2):
+            j = k * 2
+            with pl.section_vector():
+                vec_stage(j, x, vec)
+            with pl.section_cube():
+                vec_stage(k, x, mat)
+
+    with pytest.raises(pypto_pro.PipelineError, match="with preload the pipeline loop's body holds only the stages' "
+                                                      "sections"):
+        pl.jit(extra_code, pipeline=pl.pipeline.PipelineConfig(preload=1))[None, 1](torch.zeros(16, 16))
