@@ -132,3 +132,15 @@ def test_data_path_examples(data_paths, path):
         assert (out - ref).abs().max() <= 1
     else:
         torch.testing.assert_close(out, ref, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("blocks", [1, 2, 5])
+def test_pipeline_mlp(blocks):
+    example = load("pipeline_mlp")
+    torch.manual_seed(blocks)
+    a, b, d = torch.randn(blocks * 64, 64), torch.randn(64, 64), torch.randn(64, 64)
+    ref = torch.relu(a.double() @ b.double()) @ d.double()
+    serial = example.relu_mlp(a, b, d, example.mlp_serial)
+    pipelined = example.relu_mlp(a, b, d, example.mlp_pipelined)
+    assert torch.equal(serial, pipelined)
+    torch.testing.assert_close(pipelined.double(), ref, rtol=1e-4, atol=1e-3)
