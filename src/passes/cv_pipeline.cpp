@@ -336,7 +336,20 @@ void CvPipeline(Function& func, const PassContext& ctx) {
       }
     }
   }
-  ForEachStmt(func.body, [&](const StmtNode& s) {  // ids the kernel flags by hand
+  ForEachStmt(func.body, [&](const StmtNode& s) {  // ids the kernel flags by hand, or a HARD barrier takes
+    if (s.kind == StmtKind::kOp && s.op->name == "system.sync_all") {
+      for (const Attr& a : s.attrs) {
+        if (a.name != "mode" || a.value != 0) continue;  // HARD: the FFTS barrier uses cross-core ids 11..14
+        for (int id = 11; id <= 14; ++id) {
+          if (id_owner.count(id)) {
+            Refuse(s.span, "this pl.system.sync_all (mode=HARD) uses cross-core event ids 11..14 and the pipeline's "
+                           "buffer '" + id_owner.at(id).first + "' uses " + std::to_string(id) +
+                           "; give the buffer ids outside 11..14");
+          }
+        }
+      }
+      return;
+    }
     if (s.kind != StmtKind::kOp || (s.op->name != "system.set_cross_core" && s.op->name != "system.wait_cross_core")) {
       return;
     }

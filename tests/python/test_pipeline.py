@@ -325,6 +325,26 @@ def test_ids_shared_with_hand_written_flags_are_refused():
         _compile(clash)
 
 
+def test_ids_a_hard_barrier_uses_are_refused():
+    def barrier(x: pl.Tensor[[16, 16], pl.DT_FP32]):
+        buf = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addrs=0, depth=2,
+                                 fwd_ids=[0, 1], bwd_ids=[12, 13])
+        vec = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addrs=0x4000, depth=2)
+        mat = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=M.Mat,
+                                                  layout=pl.NZ), addrs=0, depth=2)
+        with pl.section_vector():
+            pl.system.sync_all(core_type=pl.SyncCoreType.AIV_ONLY)
+        for k in pl.range(0, 2):
+            with pl.section_vector():
+                vec_stage(k, x, vec)
+            with pl.section_cube():
+                vec_stage(k, x, mat)
+
+    with pytest.raises(pypto_pro.PipelineError, match="this pl.system.sync_all \\(mode=HARD\\) uses cross-core event "
+                                                      "ids 11..14 and the pipeline's buffer 'buf' uses 12"):
+        _compile(barrier)
+
+
 def test_pipeline_must_be_a_config():
     with pytest.raises(TypeError, match="pipeline must be a pl.pipeline.PipelineConfig"):
         pl.jit(four_stages, pipeline=2)
