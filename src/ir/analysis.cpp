@@ -50,6 +50,14 @@ bool TransposedLayouts(const TileType& a, const TileType& b) {
   return (a.layout == Layout::kNZ && b.layout == Layout::kZN) || (a.layout == Layout::kZN && b.layout == Layout::kNZ);
 }
 
+bool ReorderedBytes(const TileType& t) {
+  return t.layout == Layout::kNZ || t.layout == Layout::kZN || (t.layout == Layout::kDN && t.Rows() > 1 && t.Cols() > 1);
+}
+
+bool SameView(const TileType& a, const TileType& b) {
+  return a.dtype == b.dtype && a.shape == b.shape && a.layout == b.layout;
+}
+
 MoveForm MoveFormOf(const StmtNode& s) {
   const TileType &dst = *s.args.at(0)->type.tile, &src = *s.args.at(1)->type.tile;
   const bool to_l1 = src.memory == MemorySpace::kVec && dst.memory == MemorySpace::kMat;

@@ -399,11 +399,7 @@ class Verifier : public IRVisitor {
            what + ": the view needs " + std::to_string(view_bytes) + " bytes but the tile has " +
                std::to_string(bytes) + "; a view may not reach past its tile");
     }
-    auto reordered = [](const TileType& t) {
-      return t.layout == Layout::kNZ || t.layout == Layout::kZN || (t.layout == Layout::kDN && t.Rows() > 1 && t.Cols() > 1);
-    };
-    const bool same = view.dtype == tile.dtype && view.shape == tile.shape && view.layout == tile.layout;
-    if ((reordered(tile) || reordered(view)) && !same) {
+    if ((ReorderedBytes(tile) || ReorderedBytes(view)) && !ir::SameView(tile, view)) {
       Fail(ErrorKind::kUnsupported, s.span,
            what + ": reading fractal (NZ/ZN) or column-major (DN) bytes as another tile type is not implemented yet "
                   "(the simulator keeps tiles in logical order, docs/device.md#cube-layouts)");

@@ -11,9 +11,10 @@
 #include <set>
 #include <utility>
 
-#include "pypto_pro/support/source_line.h"
+#include "pypto_pro/ir/analysis.h"
 #include "pypto_pro/ir/visitor.h"
 #include "pypto_pro/passes/pass.h"
+#include "pypto_pro/support/source_line.h"
 #include "pypto_pro/support/text.h"
 
 namespace pypto_pro::passes {
@@ -57,27 +58,14 @@ std::set<std::pair<int, int>> InPlacePairs(const ir::Function& func) {
   return pairs;
 }
 
-// Tiles whose bytes are not in row-major order on the NPU: NZ/ZN (fractal) and DN tiles of more than
-// one row and column.
-bool ReorderedBytes(const ir::TileType& t) {
-  return t.layout == ir::Layout::kNZ || t.layout == ir::Layout::kZN ||
-         (t.layout == ir::Layout::kDN && t.Rows() > 1 && t.Cols() > 1);
-}
-
-// Two tile types that read the same bytes as the same elements: the simulator stores every tile in
-// logical row-major order, which is the hardware's order for ND (and one-column DN) tiles only.
-bool SameView(const ir::TileType& a, const ir::TileType& b) {
-  return a.dtype == b.dtype && a.shape == b.shape && a.layout == b.layout;
-}
-
 void WarnOverlaps(const std::vector<Placed>& earlier, const Placed& slot, Span span,
                   const std::set<std::pair<int, int>>& in_place, std::vector<CompileWarning>& warnings) {
   for (const Placed& other : earlier) {
     if (other.memory != slot.memory || other.end <= slot.begin || slot.end <= other.begin) continue;
     const bool same_bytes = other.begin == slot.begin && other.end == slot.end;
     if (same_bytes && in_place.count({std::min(other.group, slot.group), std::max(other.group, slot.group)})) continue;
-    if (other.begin == slot.begin && (ReorderedBytes(other.type) || ReorderedBytes(slot.type)) &&
-        !SameView(other.type, slot.type)) {
+    if (other.begin == slot.begin && (ir::ReorderedBytes(other.type) || ir::ReorderedBytes(slot.type)) &&
+        !ir::SameView(other.type, slot.type)) {
       // A deliberate alias (the same start) that reinterprets fractal or column-major bytes: tiles are
       // kept in logical order, so reading one view after writing the other would not give the NPU's answer.
       Fail(ErrorKind::kUnsupported, span,

@@ -142,17 +142,19 @@ BufferUse UseOf(const Var& group, const StmtNode& stage_body_owner) {
 KwargValue Text(const std::string& s) { return KwargValue{KwargValue::Kind::kString, 0, s, nullptr}; }
 KwargValue Int(int64_t i) { return KwargValue{KwargValue::Kind::kInt, i, {}, nullptr}; }
 
-// set_cross_core / wait_cross_core(pipe, ids[slot], INTRA_BLOCK): a dispatch over the slots.
+// set_cross_core / wait_cross_core(pipe=, event_id=id, sync_mode=INTRA_BLOCK).
+Stmt CrossCoreCall(bool set, Pipe pipe, int id, Span span) {
+  return BuildOpCall(set ? "system.set_cross_core" : "system.wait_cross_core", {},
+                     {{"pipe", Text(std::string(Name(pipe)))}, {"event_id", Int(id)}, {"sync_mode", Text("INTRA_BLOCK")}},
+                     span);
+}
+
+// The flag of the iteration's slot: a dispatch over the slots.
 Stmt CrossCore(bool set, Pipe pipe, const std::vector<int>& ids, const Expr& slot, Span span) {
-  auto call = [&](int id) {
-    return BuildOpCall(set ? "system.set_cross_core" : "system.wait_cross_core", {},
-                       {{"pipe", Text(std::string(Name(pipe)))}, {"event_id", Int(id)},
-                        {"sync_mode", Text("INTRA_BLOCK")}},
-                       span);
-  };
-  Stmt chain = call(ids.back());
+  Stmt chain = CrossCoreCall(set, pipe, ids.back(), span);
   for (size_t s = ids.size() - 1; s-- > 0;) {
-    chain = If(Binary(BinaryOp::kEq, slot, IntConst(int64_t(s), span), span), call(ids[s]), chain, span);
+    chain = If(Binary(BinaryOp::kEq, slot, IntConst(int64_t(s), span), span), CrossCoreCall(set, pipe, ids[s], span),
+               chain, span);
   }
   return chain;
 }
@@ -160,12 +162,7 @@ Stmt CrossCore(bool set, Pipe pipe, const std::vector<int>& ids, const Expr& slo
 // Every slot's event once, on `core` (the bwd sets before the loop and the waits after it).
 Stmt EverySlot(bool set, Pipe pipe, const std::vector<int>& ids, SectionKind core, Span span) {
   std::vector<Stmt> calls;
-  for (int id : ids) {
-    calls.push_back(BuildOpCall(set ? "system.set_cross_core" : "system.wait_cross_core", {},
-                                {{"pipe", Text(std::string(Name(pipe)))}, {"event_id", Int(id)},
-                                 {"sync_mode", Text("INTRA_BLOCK")}},
-                                span));
-  }
+  for (int id : ids) calls.push_back(CrossCoreCall(set, pipe, id, span));
   return Section(core, Seq(std::move(calls), span), span);
 }
 

@@ -57,5 +57,10 @@ enum class MoveForm : uint8_t { kCopy, kTranspose, kExtract, kInsert, kExtractTr
 MoveForm MoveFormOf(const StmtNode& move_stmt);
 bool FitsInside(const TileType& inner, const TileType& outer);  // <= in both dims
 bool TransposedLayouts(const TileType& a, const TileType& b);   // one NZ, the other ZN
+// Tiles whose bytes are not in row-major order on the NPU: NZ/ZN (fractal) and DN tiles of more than
+// one row and column. The simulator keeps every tile in logical row-major order, so two tile types
+// read the same bytes as the same elements only if neither is reordered or they are the same view.
+bool ReorderedBytes(const TileType& t);
+bool SameView(const TileType& a, const TileType& b);  // same dtype, shape and layout
 
 }  // namespace pypto_pro::ir

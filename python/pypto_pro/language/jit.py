@@ -130,11 +130,6 @@ def _annotation_problem(ann) -> str:
             f"pl.DT_INT32 or a TilingData dataclass")
 
 
-def _accepted_annotation(ann) -> bool:
-    ann = ann.dtype if isinstance(ann, Scalar) else ann
-    return (isinstance(ann, (Ptr, TensorAnnotation, DataType, Tile)) or is_tiling_data_class(ann))
-
-
 def _planned_annotation(ann):
     """(what, what it will do) when a parameter annotation is part of the public language this version
     does not build (pl.Tile, pl.Tensor with pl.Input / pl.Output or a pl.MemRef), else None."""
@@ -200,7 +195,7 @@ class JitFunction(_C.KernelBase):
 
     def __new__(cls, fn=None, *args, **kwargs):
         # A kernel with a parameter annotation that is not built yet imports, and refuses every launch.
-        if cls is JitFunction and inspect.isfunction(fn) and _has_planned_params(fn):
+        if cls is JitFunction and inspect.isfunction(fn) and _has_refused_params(fn, kwargs.get("datatype")):
             cls = _PlannedParamKernel
         return super().__new__(cls)
 
@@ -335,16 +330,13 @@ class JitFunction(_C.KernelBase):
         return f"<pl.jit kernel '{self.kernel_name}' arch={self.arch or 'auto'}>"
 
 
-def _has_planned_params(fn) -> bool:
+def _has_refused_params(fn, datatype) -> bool:
+    """Whether a parameter's annotation is planned or of no parameter kind (its launches are refused)."""
     try:
-        hints = _annotations(fn)
-    except Exception:  # reported by KernelSpec.from_function
+        spec = KernelSpec.from_function(fn, fn.__name__, datatype)
+    except Exception:  # reported when the kernel object is built
         return False
-    if any(_planned_annotation(ann) is not None for ann in hints.values()):
-        return True
-    params = inspect.signature(fn).parameters.values()
-    return any(not _accepted_annotation(hints.get(p.name, inspect.Parameter.empty)) for p in params
-               if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
+    return any(p.kind in ("planned", "invalid") for p in spec.params)
 
 
 class _PlannedParamKernel(JitFunction):

@@ -11,7 +11,6 @@ line where a kernel reads one (docs/language.md#planned).
 from __future__ import annotations
 
 import enum
-import types
 
 PLANNED_ATTR = "__pypto_planned__"
 

@@ -144,6 +144,26 @@ def ssbuf_op(kind):
 BUILDERS = {structs.struct: make_struct, structs.struct_array: make_struct_array, structs.make_tuple: make_tuple}
 
 
+# ---- dispatch over the entries a checked run-time index picks ----
+
+def _pick_value(index_var, values, line, col):
+    """values[0] if index == 0 else values[1] if ... else the last (the index was checked)."""
+    expr = values[-1]
+    for i in range(len(values) - 2, -1, -1):
+        cond = ir.binary("==", ir.var_ref(index_var, line, col), ir.const_int(i, line, col, "int32"), line, col)
+        expr = ir.ternary(cond, values[i], expr, line, col)
+    return expr
+
+
+def _pick_stmt(index_var, stmts, line, col):
+    """if index == 0: stmts[0] elif ...: ... else: the last (the index was checked)."""
+    chain = ir.seq([stmts[-1]])
+    for i in range(len(stmts) - 2, -1, -1):
+        cond = ir.binary("==", ir.var_ref(index_var, line, col), ir.const_int(i, line, col, "int32"), line, col)
+        chain = ir.if_(cond, ir.seq([stmts[i]]), chain, line, col)
+    return chain
+
+
 # ---- fields ----
 
 def _struct_fields(base):
@@ -171,13 +191,8 @@ def read_field(ctx, base, attr, node):
         raise _no_field(ctx, node, base, attr)
     if isinstance(base, StructValue):
         return Scalar(ir.var_ref(base.fields[attr], line, col))
-    # slot 0 if index == 0 else slot 1 if ... else the last slot (the index was checked)
-    index = ir.var_ref(base.index, line, col)
-    expr = ir.var_ref(base.slots[-1].fields[attr], line, col)
-    for i in range(len(base.slots) - 2, -1, -1):
-        cond = ir.binary("==", index, ir.const_int(i, line, col, "int32"), line, col)
-        expr = ir.ternary(cond, ir.var_ref(base.slots[i].fields[attr], line, col), expr, line, col)
-    return Scalar(expr)
+    fields = [ir.var_ref(slot.fields[attr], line, col) for slot in base.slots]
+    return Scalar(_pick_value(base.index, fields, line, col))
 
 
 def write_field(ctx, base, attr, value, node):
@@ -210,12 +225,8 @@ def write_field(ctx, base, attr, value, node):
         tmp = ctx.scalar_var(ctx.temp_name(f"{attr}_value"), dtype, node)
         ctx.emit(ir.assign(tmp, expr, line, col))
         rhs = ir.var_ref(tmp, line, col)
-    index = ir.var_ref(base.index, line, col)
-    chain = ir.seq([ir.assign(base.slots[-1].fields[attr], rhs, line, col)])
-    for i in range(len(base.slots) - 2, -1, -1):
-        cond = ir.binary("==", index, ir.const_int(i, line, col, "int32"), line, col)
-        chain = ir.if_(cond, ir.seq([ir.assign(base.slots[i].fields[attr], rhs, line, col)]), chain, line, col)
-    ctx.emit(chain)
+    writes = [ir.assign(slot.fields[attr], rhs, line, col) for slot in base.slots]
+    ctx.emit(_pick_stmt(base.index, writes, line, col))
 
 
 # ---- indexing ----
@@ -260,12 +271,7 @@ def subscript(ctx, base, index, node, name):
     if all(isinstance(v, Scalar) or _is_number(v) for v in items):
         var = _checked_index(ctx, index, len(items), what, node)
         line, col = ctx.span(node)
-        ref = ir.var_ref(var, line, col)
-        expr = ctx.to_expr(items[-1], node)
-        for i in range(len(items) - 2, -1, -1):
-            cond = ir.binary("==", ref, ir.const_int(i, line, col, "int32"), line, col)
-            expr = ir.ternary(cond, ctx.to_expr(items[i], node), expr, line, col)
-        return Scalar(expr)
+        return Scalar(_pick_value(var, [ctx.to_expr(v, node) for v in items], line, col))
     if all(isinstance(v, TileHandle) for v in items):
         tile_type = items[0].tile_type
         if any(v.tile_type != tile_type for v in items):
@@ -275,12 +281,7 @@ def subscript(ctx, base, index, node, name):
         var = _checked_index(ctx, index, len(items), what, node)
         line, col = ctx.span(node)
         tile = ctx.tile_var(ctx.temp_name(f"{name or 'tiles'}_pick"), tile_type, node)
-        chain = ir.seq([ir.assign(tile, ir.var_ref(items[-1].var, line, col), line, col)])
-        for i in range(len(items) - 2, -1, -1):
-            cond = ir.binary("==", ir.var_ref(var, line, col), ir.const_int(i, line, col, "int32"), line, col)
-            chain = ir.if_(cond, ir.seq([ir.assign(tile, ir.var_ref(items[i].var, line, col), line, col)]), chain,
-                           line, col)
-        ctx.emit(chain)
+        ctx.emit(_pick_stmt(var, [ir.assign(tile, ir.var_ref(v.var, line, col), line, col) for v in items], line, col))
         return TileHandle(tile, tile_type)
     kinds = sorted({ctx.describe(v) if isinstance(v, (TensorHandle, GroupHandle)) else type(v).__name__
                     for v in items})
