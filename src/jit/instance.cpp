@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "pypto_pro/codegen/codegen.h"
+#include "pypto_pro/codegen/python_writer.h"
 #include "pypto_pro/ir/printer.h"
 #include "pypto_pro/ir/analysis.h"
 #include "pypto_pro/ir/launcher_slots.h"
@@ -24,6 +25,7 @@
 #include "pypto_pro/support/config.h"
 #include "pypto_pro/support/fork.h"
 #include "pypto_pro/support/sha256.h"
+#include "pypto_pro/support/text.h"
 
 #ifndef PYPTO_PRO_DEVICE_INCLUDE_DIR
 #error "the build must define PYPTO_PRO_DEVICE_INCLUDE_DIR"
@@ -105,7 +107,8 @@ bool IsInstanceFile(const std::string& name) {
   auto ends_with = [&](std::string_view suffix) {
     return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  return name == "kernel.cpp" || name == "call_kernel.cpp" || name == "compile.log" || ends_with("_tiling.h") ||
+  return name == "kernel.cpp" || name == "call_kernel.cpp" || name == "compile.log" ||
+         name == "pipeline_generated.py" || ends_with("_tiling.h") ||
          (name.rfind("ir_", 0) == 0 && ends_with(".txt")) || (name.rfind("call_kernel_", 0) == 0 && ends_with(".so"));
 }
 
@@ -196,6 +199,25 @@ std::vector<std::string> CompilerCommand() {
   return cmd;
 }
 
+// The pipeline_generated.py artefact: the kernel after the pipeline pass as a plain kernel (the
+// decorator's other options kept; auto_mutex still orders the pipes within each core).
+std::string PipelineGeneratedPython(const ir::Function& func, const CompileOptions& options) {
+  codegen::PythonKernelOptions py;
+  py.header = {
+      "pipeline_generated.py: kernel '" + func.name + "' of " + func.source_file + " as pl.jit(pipeline=",
+      "pl.pipeline.PipelineConfig(preload=" + std::to_string(options.pipeline->preload) +
+          ", sync_only=" + (options.pipeline->sync_only ? "True" : "False") +
+          ")) scheduled it, written by pypto_pro (docs/language.md#pipeline).",
+      "A plain kernel: the stages in the order the cores run them, every cross-core flag written out.",
+      "The constants of this compile instance (TilingKey fields, datatype, STATIC dims) are folded in.",
+      "Launch it like the original: " + func.name + "_generated[stream, block_dim](<the same arguments>); its",
+      "own name keeps its artefacts apart from the original's, so this file survives its compiles."};
+  py.function_name = func.name + "_generated";
+  py.decorator_args = std::string("auto_mutex=") + (options.auto_mutex ? "True" : "False") + ", arch=" +
+                      QuotedLiteral(options.arch);
+  return codegen::KernelAsPython(func, py);
+}
+
 std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions& options) {
   const ArchModel* arch = FindArch(options.arch);
   if (!arch) {
@@ -214,7 +236,9 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   std::vector<passes::CompileWarning> warnings;
   ctx.warnings = &warnings;
   std::vector<std::pair<std::string, std::string>> ir_dumps;  // written with the sources
+  std::string pipeline_python;  // pipeline_generated.py: the kernel as the pipeline pass left it
   passes::RunPipeline(func, ctx, [&](std::string_view pass, const ir::Function& f) {
+    if (options.pipeline && pass == "cv_pipeline") pipeline_python = PipelineGeneratedPython(f, options);
     if (!options.dump_ir) return;
     ir_dumps.emplace_back("ir_" + std::to_string(ir_dumps.size()) + "_" + std::string(pass) + ".txt", ir::Print(f));
   });
@@ -253,6 +277,10 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   if (!sources.tiling_header_name.empty()) {
     build.Write(sources.tiling_header_name, sources.tiling_header);
     published.push_back(sources.tiling_header_name);
+  }
+  if (!pipeline_python.empty()) {
+    build.Write("pipeline_generated.py", pipeline_python);
+    published.push_back("pipeline_generated.py");
   }
   for (const auto& [name, content] : ir_dumps) {
     build.Write(name, content);

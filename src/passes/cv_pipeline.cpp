@@ -263,7 +263,8 @@ void Schedule(Function& func, const PipelineOptions& options, const Finder& find
   const DataType dtype = v->type.dtype;
   const Var beat = func.NewVar("pipeline_beat", Type::Scalar(dtype), at);
   // n = (stop - start + step - 1) / step (truncating; n <= 0 runs no stage)
-  Expr n = Binary(BinaryOp::kSub, loop.stop, loop.start, at);
+  const bool from_zero = loop.start->IsIntConst() && loop.start->int_value == 0;
+  Expr n = from_zero ? loop.stop : Binary(BinaryOp::kSub, loop.stop, loop.start, at);
   if (step != 1) {
     n = Binary(BinaryOp::kDiv, Binary(BinaryOp::kAdd, n, IntConst(step - 1, at), at), IntConst(step, at), at);
   }
@@ -272,10 +273,11 @@ void Schedule(Function& func, const PipelineOptions& options, const Finder& find
     const int64_t d = delay[k];
     rewrite.wrap_stage[stages[k].stage] = [=](Stmt stage) -> Stmt {
       const Expr j = d == 0 ? VarRef(beat, at) : Binary(BinaryOp::kSub, VarRef(beat, at), IntConst(d, at), at);
-      const Expr valid = Binary(BinaryOp::kAnd, Binary(BinaryOp::kGe, j, IntConst(0, at), at),
-                                Binary(BinaryOp::kLt, j, n, at), at);
+      // beat - d in [0, n) (beat starts at 0, so the first stage needs no lower bound)
+      Expr valid = Binary(BinaryOp::kLt, j, n, at);
+      if (d > 0) valid = Binary(BinaryOp::kAnd, Binary(BinaryOp::kGe, VarRef(beat, at), IntConst(d, at), at), valid, at);
       Expr value = step == 1 ? j : Binary(BinaryOp::kMul, j, IntConst(step, at), at);
-      if (!(loop.start->IsIntConst() && loop.start->int_value == 0)) value = Binary(BinaryOp::kAdd, loop.start, value, at);
+      if (!from_zero) value = Binary(BinaryOp::kAdd, loop.start, value, at);
       if (value->type.dtype != v->type.dtype) value = Cast(value, v->type.dtype, at);
       return If(valid, Seq({Assign(v, value, at), stage}, at), nullptr, at);
     };

@@ -3,6 +3,7 @@
 
 #include "bindings.h"
 #include "pypto_pro/codegen/codegen.h"
+#include "pypto_pro/codegen/python_writer.h"
 #include "pypto_pro/ir/printer.h"
 #include "pypto_pro/ir/verifier.h"
 #include "pypto_pro/passes/pass.h"
@@ -482,6 +483,7 @@ void BindIR(py::module_& parent) {
       std::vector<std::string> choices(k.choices.begin(), k.choices.end());
       kw["choices"] = choices;
       kw["default"] = k.default_value;
+      if (k.kind == AttrKind::kEnum) kw["python_enum"] = codegen::PythonEnumOf(*op, k);  // pipeline_generated.py
       kwargs.append(kw);
     }
     info["name"] = std::string(op->name);

@@ -14,6 +14,7 @@
 
 #include "ir_test_util.h"
 #include "pypto_pro/codegen/codegen.h"
+#include "pypto_pro/codegen/python_writer.h"
 #include "pypto_pro/ir/analysis.h"
 #include "pypto_pro/ir/visitor.h"
 #include "pypto_pro/jit/instance.h"
@@ -156,6 +157,32 @@ TEST(Codegen, CubeKernelsRunOnCubeCores) {
   std::shared_ptr<jit::Instance> inst = test_util::Compile(cube, "mm");
   EXPECT_EQ(inst->kind, ir::KernelKind::kCube);
   EXPECT_EQ(inst->desc->kind, uint32_t(PTO_KERNEL_CUBE));
+}
+
+TEST(PythonWriter, KernelAsPlainPyptoProPython) {
+  AddKernel k = MakeAddKernel();
+  codegen::PythonKernelOptions options;
+  options.header = {"header line"};
+  options.decorator_args = "auto_mutex=True";
+  options.function_name = "add_generated";
+  const std::string text = codegen::KernelAsPython(k.func, options);
+  EXPECT_TRUE(Contains(text, "# header line\n")) << text;
+  EXPECT_TRUE(Contains(text, "@pl.jit(auto_mutex=True)\ndef add_generated(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], "
+                             "pl.DT_FP32], ")) << text;
+  EXPECT_TRUE(Contains(text, "a = pl.make_tile_group(type=pl.TileType(shape=[64, 128], dtype=pl.DT_FP32, "
+                             "target_memory=pl.MemorySpace.Vec, layout=pl.ND, valid_shape=[64, 128]), addrs=[0x0, 0x8000], "
+                             "mutex_ids=[[0], [1]])")) << text;
+  EXPECT_TRUE(Contains(text, "    with pl.section_vector():\n")) << text;
+  EXPECT_TRUE(Contains(text, "pl.add(")) << text;
+  EXPECT_FALSE(Contains(text, "NotImplementedError")) << text;
+
+  // After auto_mutex the kernel holds internal ops the language has no name for: the module says so
+  // on import, with the line, instead of running without them.
+  passes::PassContext ctx;
+  passes::RunPipeline(k.func, ctx);
+  const std::string locked = codegen::KernelAsPython(k.func, options);
+  EXPECT_TRUE(Contains(locked, "raise NotImplementedError(\"this kernel cannot be written as pypto_pro Python yet: "
+                               "the internal op auto_mutex_lock (add.py:")) << locked;
 }
 
 TEST(Codegen, DeviceTypes) {

@@ -23,6 +23,18 @@ def load_example(name, prefix="example"):
     return module
 
 
+def pipeline_generated(kernel, **jit_options):
+    """The pipeline_generated.py of `kernel`'s last instance, loaded as a module, and its kernel as a
+    plain pl.jit kernel with `jit_options` (sanitizer=True, ...)."""
+    path = Path(kernel.instances()[-1].dir) / "pipeline_generated.py"
+    spec = importlib.util.spec_from_file_location(f"generated_{kernel.kernel_name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    generated = getattr(module, kernel.kernel_name + "_generated")
+    assert generated.pipeline is None  # a plain kernel
+    return pl.jit(generated.fn, name=kernel.kernel_name + "_generated", **jit_options) if jit_options else generated
+
+
 @pl.jit
 def add_n(x: pl.Tensor[[8, 64], pl.DT_FP32], y: pl.Tensor[[8, 64], pl.DT_FP32], n: pl.DT_INT64):
     """y = x + n, one pl.adds per iteration: a kernel as long as we like (n = 2**62 never ends)."""

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import pypto_pro
-from kernels import load_example as load
+from kernels import load_example as load, pipeline_generated
 
 SHAPES = [(2048, 64), (1000, 200), (777, 300), (100, 512), (2049, 100)]
 
@@ -144,3 +144,5 @@ def test_pipeline_mlp(blocks):
     pipelined = example.relu_mlp(a, b, d, example.mlp_pipelined)
     assert torch.equal(serial, pipelined)
     torch.testing.assert_close(pipelined.double(), ref, rtol=1e-4, atol=1e-3)
+    for kernel in (example.mlp_serial, example.mlp_pipelined):  # pipeline_generated.py: a plain kernel
+        assert torch.equal(example.relu_mlp(a, b, d, pipeline_generated(kernel, sanitizer=True)), pipelined)

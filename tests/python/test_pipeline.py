@@ -10,6 +10,7 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
+from kernels import pipeline_generated
 
 TILE = 64
 TILE_HALF = TILE // 2
@@ -369,9 +370,27 @@ def test_preloaded_four_stages_match_torch_and_the_serial_kernel(preload, n):
     torch.testing.assert_close(out.double(), torch.relu(a.double() @ b.double()) @ d.double(), rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 9])
+@pytest.mark.parametrize("config", ["sync_only", "preload1", "preload2", "preload3"])
+def test_pipeline_generated_runs_as_a_plain_kernel(config, n):
+    """pipeline_generated.py of each instance: the transformed kernel as pypto_pro Python, run without
+    pipeline= (under the sanitizer), gives the pipelined kernel's bits."""
+    kernel = four_stage_checked if config == "sync_only" else PRELOADED[int(config[-1])]
+    a, b, d, out = _inputs(n)
+    kernel[None, 1](a, b, d, out)
+    sync()
+    generated = pipeline_generated(kernel, auto_mutex=True, sanitizer=True)
+    again = torch.zeros_like(out)
+    generated[None, 1](a, b, d, again)
+    sync()
+    assert torch.equal(out, again)
+
+
 def test_preload_with_a_strided_loop_and_a_single_slot():
     kernel = pl.jit(two_stages.fn, auto_mutex=True, sanitizer=True, name="two_stages_preloaded",
                     pipeline=pl.pipeline.PipelineConfig(preload=1))
+    kernel[None, 1](torch.zeros(16, 16), torch.zeros(16, 16), torch.zeros(16, 16), 0)
+    generated = pipeline_generated(kernel, auto_mutex=True, sanitizer=True)  # its start + (beat - 1) * 2
     for blocks, first in [(1, 0), (5, 0), (6, 1)]:
         a = torch.randn(blocks * 16, 16)
         b = torch.randn(16, 16)
@@ -381,6 +400,10 @@ def test_preload_with_a_strided_loop_and_a_single_slot():
         ref = torch.relu(a @ b)
         for k in range(first, blocks, 2):
             torch.testing.assert_close(out[k * 16:k * 16 + 16], ref[k * 16:k * 16 + 16], rtol=1e-5, atol=1e-5)
+        again = torch.zeros_like(out)
+        generated[None, 1](a, b, again, first)
+        sync()
+        assert torch.equal(out, again)
 
 
 def test_preload_misuse():

@@ -696,3 +696,25 @@ def test_docs_list_every_public_name():
     missing = [n for n in PUBLIC_NAMES if f"`pl.{n}" not in text and f"`{n}`" not in text and f"pl.{n}`" not in text
                and not (n.startswith("DT_") and n[3:] in text)]
     assert not missing, f"not in docs/language.md: {missing}"
+
+
+def test_every_enum_option_names_its_pl_enum():
+    """pipeline_generated.py spells an op's enum options as pl members (pl.PipeType.MTE1): each one the
+    registry can hold, but the default the file leaves unsaid, is a member of the enum it names."""
+    from pypto_pro import _C
+
+    checked = 0
+    for op in _C.ir.op_names():
+        for kw in _C.ir.op_info(op)["kwargs"]:
+            if kw["kind"] != "enum":
+                continue
+            path = kw["python_enum"]
+            assert path.startswith("pl"), (op, kw["name"])
+            owner = pl
+            for part in path.split(".")[1:]:
+                owner = getattr(owner, part)
+            for i, choice in enumerate(kw["choices"]):
+                if i != kw["default"]:
+                    assert hasattr(owner, choice), f"{path}.{choice} ({op} {kw['name']}=)"
+                    checked += 1
+    assert checked > 50
