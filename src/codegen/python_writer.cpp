@@ -406,7 +406,7 @@ class Writer {
           }
           line += "]";
         }
-        if (size_t(g.depth) != g.addrs.size()) line += ", depth=" + std::to_string(g.depth);
+        if (g.mutex_ids.empty() || size_t(g.depth) != g.addrs.size()) line += ", depth=" + std::to_string(g.depth);
         Line(os, indent, {}, line + ")");
         break;
       }

@@ -128,7 +128,9 @@ BufferUse UseOf(const Var& group, const StmtNode& stage_body_owner) {
       (s.mode == SelectMode::kNext ? use.next_selects : use.other_selects)++;
       use.select_span = s.span;
     }
-    if (s.kind != StmtKind::kOp) return;
+    // Only the data counts: set_validshape and other ops without tile data change this core's view
+    // of the slot, which the other core never sees, so no flag waits for them.
+    if (s.kind != StmtKind::kOp || s.op->window == WindowRule::kNone) return;
     for (size_t i = 0; i < s.args.size(); ++i) {
       const Expr& a = s.args[i];
       if (!a || a->kind != ExprKind::kVar || !tiles.count(a->var->id)) continue;

@@ -23,11 +23,13 @@ def load_example(name, prefix="example"):
     return module
 
 
-def pipeline_generated(kernel, **jit_options):
-    """The pipeline_generated.py of `kernel`'s last instance, loaded as a module, and its kernel as a
-    plain pl.jit kernel with `jit_options` (sanitizer=True, ...)."""
-    path = Path(kernel.instances()[-1].dir) / "pipeline_generated.py"
-    spec = importlib.util.spec_from_file_location(f"generated_{kernel.kernel_name}", path)
+def pipeline_generated(kernel, tiling_key=None, **jit_options):
+    """The pipeline_generated.py of `kernel`'s instance for `tiling_key` (a dict; None: the last
+    instance), loaded as a module, and its kernel as a plain pl.jit kernel with `jit_options`
+    (sanitizer=True, ...)."""
+    dirs = [s["dir"] for s in kernel.signatures() if tiling_key is None or s["tiling_key"] == tiling_key]
+    path = Path(dirs[-1]) / "pipeline_generated.py"
+    spec = importlib.util.spec_from_file_location(f"generated_{kernel.kernel_name}_{len(dirs)}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     generated = getattr(module, kernel.kernel_name + "_generated")

@@ -93,6 +93,50 @@ def test_flash_attention_is_clean_under_the_sanitizer(attention, s, causal):
 
 
 @pytest.fixture(scope="module")
+def attention_pipeline():
+    return load("flash_attention_pipeline")
+
+
+@pytest.mark.parametrize("b, s, causal, block_dim", [(1, 512, False, 1), (1, 300, True, 3), (2, 129, False, 4),
+                                                     (1, 70, True, 2), (2, 384, True, 32)])
+def test_flash_attention_in_pipeline_form(attention, attention_pipeline, b, s, causal, block_dim):
+    """The four-stage attention, serial with flags (sync_only) and preloaded, gives the bits of the
+    hand-synchronised kernel (the same ops in the same order), which matches torch."""
+    torch.manual_seed(s + b)
+    q, k, v = (torch.randn(b, s, 2, 128).half() for _ in range(3))
+    hand = attention.attention(q, k, v, causal, block_dim=block_dim)
+    serial = attention_pipeline.attention(q, k, v, causal, block_dim=block_dim, kernel=attention_pipeline.serial)
+    pipelined = attention_pipeline.attention(q, k, v, causal, block_dim=block_dim)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(serial, hand) and torch.equal(pipelined, hand)
+    torch.testing.assert_close(pipelined.float(), attention.reference(q, k, v, causal), rtol=5e-3, atol=5e-3)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_pipeline_is_clean_and_its_generated_kernel_runs(attention, attention_pipeline, causal):
+    """Under the sanitizer the scheduled kernel has no race; its pipeline_generated.py, a plain kernel
+    specialised on Causal, runs clean too and gives the same bits."""
+    import pypto_pro.language as pl
+
+    checked = pl.jit(attention_pipeline.flash_attention_pipeline, tiling_key=attention.AttentionKey, sanitizer=True,
+                     name="fa_pipeline_checked", pipeline=pl.pipeline.PipelineConfig(preload=2))
+    torch.manual_seed(7)
+    b, s = 2, 200
+    q, k, v = (torch.randn(b, s, 2, 128).half() for _ in range(3))
+    out = attention_pipeline.attention(q, k, v, causal, block_dim=3, kernel=checked)
+    pypto_pro.runtime.synchronize()  # raises SanitizerError on any finding
+    hand = attention.attention(q, k, v, causal, block_dim=3)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(out, hand)
+    generated = pipeline_generated(checked, {"Causal": int(causal)}, sanitizer=True)
+    again = torch.empty_like(q)
+    mask = torch.triu(torch.full((128, 128), float("-inf")), diagonal=1)
+    generated[None, 3](*(t.view(b * s, 256) for t in (q, k, v, again)), mask, s, 1.0 / 128 ** 0.5)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(again, out)
+
+
+@pytest.fixture(scope="module")
 def attention_gm():
     return load("flash_attention_gm")
 

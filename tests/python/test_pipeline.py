@@ -173,6 +173,9 @@ def mm_stage(k, a, b_mat, a_mat, left, right, acc, vec_buf):
 @pl.pipeline.stage
 def relu_stage(k, sub, out, vec_buf, res):
     v = vec_buf.next()
+    # Before the data: a descriptor op, which no flag waits for (the wait goes on V, the pipe of the read;
+    # on S the sanitizer found the read unordered).
+    pl.set_validshape(v, [8, 16])
     r = res.next()
     pl.relu(r, v)
     pl.store(out, r, [k * 16 + sub * 8, 0])
