@@ -205,6 +205,24 @@ class Rewriter : public IRMutator {
   }
 };
 
+// Reads of some variables become reads of others.
+class VarSubstitution : public IRMutator {
+ public:
+  explicit VarSubstitution(std::map<int, Var> to) : to_(std::move(to)) {}
+
+ protected:
+  Expr MutateExpr(const Expr& e) override {
+    if (e->kind == ExprKind::kVar) {
+      auto it = to_.find(e->var->id);
+      if (it != to_.end()) return VarRef(it->second, e->span);
+    }
+    return IRMutator::MutateExpr(e);
+  }
+
+ private:
+  std::map<int, Var> to_;
+};
+
 // The delay of each stage, in iterations: the first 0, the first on the other core one more than the
 // stage before it, a later stage on a core `preload` more than that core's previous stage. At beat t
 // stage k works on iteration t - delay[k]: the first core runs up to `preload` iterations ahead.
@@ -234,20 +252,44 @@ void Schedule(Function& func, const PipelineOptions& options, const Finder& find
     Refuse(loop.step->span.valid() ? loop.step->span : at,
            "preload scheduling needs a pipeline loop with a constant positive step");
   }
-  // Only the stages' sections may be in the loop body: other code would run once per beat, not once
-  // per iteration.
-  std::function<void(const Stmt&)> only_sections = [&](const Stmt& s) {
+  // Besides the stages' sections the loop body may compute scalars (the iteration's context): at each
+  // beat that code runs once, for the newest iteration, and what each stage reads of it is kept in a
+  // ring the stage reads `delay` beats later. Anything else would run once per beat, not per iteration.
+  std::set<int> context_vars;
+  std::function<void(const Stmt&)> check_context = [&](const Stmt& s) {
     if (!s) return;
-    if (s->kind == StmtKind::kSeq) {
-      for (const Stmt& c : s->stmts) only_sections(c);
-      return;
+    auto pure = [&](const Expr& e) {
+      ForEachExpr(e, [&](const ExprNode& x) {
+        if (x.kind == ExprKind::kElement || x.kind == ExprKind::kValidShape) {
+          Refuse(x.span.valid() ? x.span : s->span,
+                 "the pipeline loop's body reads a tile outside the stages; with preload the stages of an iteration "
+                 "run later than the code between them, so read tiles inside a stage");
+        }
+      });
+    };
+    switch (s->kind) {
+      case StmtKind::kSeq:
+        for (const Stmt& c : s->stmts) check_context(c);
+        return;
+      case StmtKind::kSection: return;
+      case StmtKind::kAssign:
+        if (s->var->type.IsScalar()) {
+          pure(s->value);
+          context_vars.insert(s->var->id);
+          return;
+        }
+        break;
+      case StmtKind::kIf:
+        pure(s->cond);
+        check_context(s->body);
+        check_context(s->orelse);
+        return;
+      default: break;
     }
-    if (s->kind != StmtKind::kSection) {
-      Refuse(s->span, "with preload the pipeline loop's body holds only the stages' sections; compute this inside a "
-                      "stage or before the loop");
-    }
+    Refuse(s->span, "with preload the pipeline loop's body holds the stages' sections and scalar computations "
+                    "only; do this inside a stage or before the loop");
   };
-  only_sections(loop.body);
+  check_context(loop.body);
   const std::vector<int64_t> delay = Delays(stages, options.preload);
   for (const Buffer& b : buffers) {
     const int64_t skew = delay[size_t(b.uses[1].stage)] - delay[size_t(b.uses[0].stage)];
@@ -271,23 +313,106 @@ void Schedule(Function& func, const PipelineOptions& options, const Finder& find
     n = Binary(BinaryOp::kDiv, Binary(BinaryOp::kAdd, n, IntConst(step - 1, at), at), IntConst(step, at), at);
   }
   const int64_t max_delay = *std::max_element(delay.begin(), delay.end());
+  auto iteration_value = [=](Expr j) {  // start + j * step, as the loop variable's type
+    Expr value = step == 1 ? j : Binary(BinaryOp::kMul, j, IntConst(step, at), at);
+    if (!from_zero) value = Binary(BinaryOp::kAdd, loop.start, value, at);
+    return value->type.dtype != v->type.dtype ? Cast(value, v->type.dtype, at) : value;
+  };
+
+  // The context rings: for each stage, the context scalars it reads, each with depth slots (a stage
+  // works on iteration beat - delay while the context code computes iteration beat).
+  const int64_t depth = max_delay + 1;
+  struct Ring {
+    Var var;                 // the context variable
+    Var copy;                // what the stage reads instead (the variable itself goes on computing)
+    std::vector<Var> slots;
+  };
+  std::vector<std::vector<Ring>> rings(stages.size());
+  for (size_t k = 0; k < stages.size(); ++k) {
+    std::set<int> read;
+    ForEachStmt(stages[k].stage->body, [&](const StmtNode& st) {
+      auto note = [&](const Expr& e) {
+        ForEachExpr(e, [&](const ExprNode& x) {
+          if (x.kind == ExprKind::kVar && context_vars.count(x.var->id) && read.insert(x.var->id).second) {
+            Ring ring{x.var, func.NewVar(x.var->name + "_" + stages[k].name, x.var->type, at), {}};
+            for (int64_t r = 0; r < depth; ++r) {
+              ring.slots.push_back(func.NewVar(x.var->name + "_ring" + std::to_string(r), x.var->type, at));
+              const DataType t = x.var->type.dtype;
+              rewrite.before_loop.push_back(Assign(ring.slots.back(),
+                                                   IsFloat(t) ? FloatConst(0.0, at, t)
+                                                   : t == DataType::kBool ? BoolConst(false, at)
+                                                                          : IntConst(0, at, t), at));
+            }
+            rings[k].push_back(std::move(ring));
+          }
+        });
+      };
+      for (const Expr& e : {st.value, st.start, st.stop, st.step, st.cond}) note(e);
+      for (const Expr& e : st.args) note(e);
+    });
+  }
+  // Slot `index` of a ring (index = iteration % depth).
+  auto slot_of = [=](const Ring& ring, const Expr& index) {
+    Expr value = VarRef(ring.slots.back(), at);
+    for (int64_t r = depth - 2; r >= 0; --r) {
+      value = Ternary(Binary(BinaryOp::kEq, index, IntConst(r, at, index->type.dtype), at),
+                      VarRef(ring.slots[size_t(r)], at), value, at);
+    }
+    return value;
+  };
+  auto store = [=](const Ring& ring, const Expr& index) {
+    Stmt chain = Assign(ring.slots.back(), VarRef(ring.var, at), at);
+    for (int64_t r = depth - 2; r >= 0; --r) {
+      chain = If(Binary(BinaryOp::kEq, index, IntConst(r, at, index->type.dtype), at),
+                 Assign(ring.slots[size_t(r)], VarRef(ring.var, at), at), chain, at);
+    }
+    return chain;
+  };
+
   for (size_t k = 0; k < stages.size(); ++k) {
     const int64_t d = delay[k];
+    const std::vector<Ring> stage_rings = rings[k];
     rewrite.wrap_stage[stages[k].stage] = [=](Stmt stage) -> Stmt {
       const Expr j = d == 0 ? VarRef(beat, at) : Binary(BinaryOp::kSub, VarRef(beat, at), IntConst(d, at), at);
       // beat - d in [0, n) (beat starts at 0, so the first stage needs no lower bound)
       Expr valid = Binary(BinaryOp::kLt, j, n, at);
       if (d > 0) valid = Binary(BinaryOp::kAnd, Binary(BinaryOp::kGe, VarRef(beat, at), IntConst(d, at), at), valid, at);
-      Expr value = step == 1 ? j : Binary(BinaryOp::kMul, j, IntConst(step, at), at);
-      if (!from_zero) value = Binary(BinaryOp::kAdd, loop.start, value, at);
-      if (value->type.dtype != v->type.dtype) value = Cast(value, v->type.dtype, at);
-      return If(valid, Seq({Assign(v, value, at), stage}, at), nullptr, at);
+      std::vector<Stmt> body = {Assign(v, iteration_value(j), at)};
+      const Expr index = Binary(BinaryOp::kMod, j, IntConst(depth, at, j->type.dtype), at);
+      std::map<int, Var> copies;
+      for (const Ring& ring : stage_rings) {
+        body.push_back(Assign(ring.copy, slot_of(ring, index), at));
+        copies[ring.var->id] = ring.copy;
+      }
+      body.push_back(copies.empty() ? stage : VarSubstitution(copies).Mutate(stage));
+      return If(valid, Seq(std::move(body), at), nullptr, at);
     };
   }
   rewrite.reschedule = [=](const StmtNode&, Stmt body) -> Stmt {
+    // The beat: the context code of iteration beat (when there is one), each stage's reads of it kept
+    // where the stage stood, then the sections.
+    std::vector<Stmt> context = {Assign(v, iteration_value(VarRef(beat, at)), at)}, sections;
+    const Expr index = Binary(BinaryOp::kMod, VarRef(beat, at), IntConst(depth, at, dtype), at);
+    size_t k = 0;
+    std::function<void(const Stmt&)> split = [&](const Stmt& s) {
+      if (!s) return;
+      if (s->kind == StmtKind::kSeq) {
+        for (const Stmt& c : s->stmts) split(c);
+      } else if (s->kind == StmtKind::kSection) {
+        for (const Ring& ring : rings[k]) context.push_back(store(ring, index));
+        ++k;
+        sections.push_back(s);
+      } else {
+        context.push_back(s);
+      }
+    };
+    split(body);
+    std::vector<Stmt> beat_body;
+    if (context.size() > 1) beat_body.push_back(If(Binary(BinaryOp::kLt, VarRef(beat, at), n, at), Seq(context, at), nullptr, at));
+    beat_body.insert(beat_body.end(), sections.begin(), sections.end());
     Expr stop = max_delay == 0 ? n : Binary(BinaryOp::kAdd, n, IntConst(max_delay, at), at);
     if (stop->type.dtype != dtype) stop = Cast(stop, dtype, at);
-    return For(beat, IntConst(0, at, dtype), stop, IntConst(1, at, dtype), body, at);
+    return For(beat, IntConst(0, at, dtype), stop, IntConst(1, at, dtype), Seq(std::move(beat_body), at), at);
   };
 }
 

@@ -70,49 +70,62 @@ def stage4(ki, sub_id, out, out_vec_db):
     pl.store(out, out_vec, [ki * TILE + sub_id * TILE_HALF, 0])
 
 
-def four_stages(a: pl.Tensor[[pl.DYNAMIC, TILE], pl.DT_FP32], b: pl.Tensor[[TILE, TILE], pl.DT_FP32],
-                d: pl.Tensor[[TILE, TILE], pl.DT_FP32], out: pl.Tensor[[pl.DYNAMIC, TILE], pl.DT_FP32]):
-    mm1_vec_db = pl.make_tile_group(type=pl.TileType(shape=[TILE_HALF, TILE], dtype=pl.DT_FP32, target_memory=M.Vec),
-                                    addrs=0x0000, mutex_ids=[12, 13], fwd_ids=[0, 1], bwd_ids=[2, 3])
-    p_mat_db = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Mat,
-                                                   layout=pl.NZ),
-                                  addrs=0x8000, mutex_ids=[14, 15], fwd_ids=[4, 5], bwd_ids=[6, 7])
-    out_vec_db = pl.make_tile_group(type=pl.TileType(shape=[TILE_HALF, TILE], dtype=pl.DT_FP32, target_memory=M.Vec),
-                                    addrs=0x10000, mutex_ids=[16, 17], fwd_ids=[8, 9], bwd_ids=[10, 11])
-    with pl.section_cube():
-        a_l1_db = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Mat,
-                                                      layout=pl.NZ), addrs=0x0000, mutex_ids=[0, 1])
-        b_l1 = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Mat,
-                                                   layout=pl.NZ), addrs=0x10000, mutex_ids=[2])
-        d_l1 = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Mat,
-                                                   layout=pl.NZ), addrs=0x14000, mutex_ids=[3])
-        left_db = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Left,
-                                                      layout=pl.NZ), addrs=0x0000, mutex_ids=[4, 5])
-        right_db = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Right,
-                                                       layout=pl.ZN), addrs=0x0000, mutex_ids=[6, 7])
-        acc_db = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Acc,
-                                                     layout=pl.NZ, fractal=1024),
-                                    addrs=0x0000, mutex_ids=[8, 9, 10, 11])
-        b_slot = b_l1.current()
-        d_slot = d_l1.current()
-        pl.load(b_slot, b, [0, 0])
-        pl.load(d_slot, d, [0, 0])
-    with pl.section_vector():
-        sub_id = pl.get_subblock_idx()
-        relu_vec_db = pl.make_tile_group(type=pl.TileType(shape=[TILE_HALF, TILE], dtype=pl.DT_FP32,
-                                                          target_memory=M.Vec), addrs=0x8000, mutex_ids=[18, 19])
-        relu_nz_db = pl.make_tile_group(type=pl.TileType(shape=[TILE_HALF, TILE], dtype=pl.DT_FP32,
-                                                         target_memory=M.Vec, layout=pl.NZ),
-                                        addrs=0x18000, mutex_ids=[20, 21])
-    for ki in pl.range(0, a.shape[0] // TILE):
+def _four_stages(context):
+    """The tutorial's kernel; with `context` the loop body also computes scalars the stages read
+    (the row of the iteration, and a loop-carried running row), which preload carries in rings."""
+    def four_stages(a: pl.Tensor[[pl.DYNAMIC, TILE], pl.DT_FP32], b: pl.Tensor[[TILE, TILE], pl.DT_FP32],
+                    d: pl.Tensor[[TILE, TILE], pl.DT_FP32], out: pl.Tensor[[pl.DYNAMIC, TILE], pl.DT_FP32]):
+        mm1_vec_db = pl.make_tile_group(type=pl.TileType(shape=[TILE_HALF, TILE], dtype=pl.DT_FP32, target_memory=M.Vec),
+                                        addrs=0x0000, mutex_ids=[12, 13], fwd_ids=[0, 1], bwd_ids=[2, 3])
+        p_mat_db = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Mat,
+                                                       layout=pl.NZ),
+                                      addrs=0x8000, mutex_ids=[14, 15], fwd_ids=[4, 5], bwd_ids=[6, 7])
+        out_vec_db = pl.make_tile_group(type=pl.TileType(shape=[TILE_HALF, TILE], dtype=pl.DT_FP32, target_memory=M.Vec),
+                                        addrs=0x10000, mutex_ids=[16, 17], fwd_ids=[8, 9], bwd_ids=[10, 11])
         with pl.section_cube():
-            stage1(ki, a, b_l1, a_l1_db, left_db, right_db, acc_db, mm1_vec_db)
+            a_l1_db = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Mat,
+                                                          layout=pl.NZ), addrs=0x0000, mutex_ids=[0, 1])
+            b_l1 = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Mat,
+                                                       layout=pl.NZ), addrs=0x10000, mutex_ids=[2])
+            d_l1 = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Mat,
+                                                       layout=pl.NZ), addrs=0x14000, mutex_ids=[3])
+            left_db = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Left,
+                                                          layout=pl.NZ), addrs=0x0000, mutex_ids=[4, 5])
+            right_db = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Right,
+                                                           layout=pl.ZN), addrs=0x0000, mutex_ids=[6, 7])
+            acc_db = pl.make_tile_group(type=pl.TileType(shape=[TILE, TILE], dtype=pl.DT_FP32, target_memory=M.Acc,
+                                                         layout=pl.NZ, fractal=1024),
+                                        addrs=0x0000, mutex_ids=[8, 9, 10, 11])
+            b_slot = b_l1.current()
+            d_slot = d_l1.current()
+            pl.load(b_slot, b, [0, 0])
+            pl.load(d_slot, d, [0, 0])
         with pl.section_vector():
-            stage2(ki, sub_id, mm1_vec_db, relu_vec_db, relu_nz_db, p_mat_db)
-        with pl.section_cube():
-            stage3(ki, d_l1, p_mat_db, left_db, right_db, acc_db, out_vec_db)
-        with pl.section_vector():
-            stage4(ki, sub_id, out, out_vec_db)
+            sub_id = pl.get_subblock_idx()
+            relu_vec_db = pl.make_tile_group(type=pl.TileType(shape=[TILE_HALF, TILE], dtype=pl.DT_FP32,
+                                                              target_memory=M.Vec), addrs=0x8000, mutex_ids=[18, 19])
+            relu_nz_db = pl.make_tile_group(type=pl.TileType(shape=[TILE_HALF, TILE], dtype=pl.DT_FP32,
+                                                             target_memory=M.Vec, layout=pl.NZ),
+                                            addrs=0x18000, mutex_ids=[20, 21])
+        running = 0
+        for ki in pl.range(0, a.shape[0] // TILE):
+            if context:
+                row = ki * TILE                # read by the first stage
+                running = running + TILE       # loop-carried, read by the last stage
+            with pl.section_cube():
+                stage1(row // TILE if context else ki, a, b_l1, a_l1_db, left_db, right_db, acc_db, mm1_vec_db)
+            with pl.section_vector():
+                stage2(ki, sub_id, mm1_vec_db, relu_vec_db, relu_nz_db, p_mat_db)
+            with pl.section_cube():
+                stage3(ki, d_l1, p_mat_db, left_db, right_db, acc_db, out_vec_db)
+            with pl.section_vector():
+                stage4(running // TILE - 1 if context else ki, sub_id, out, out_vec_db)
+
+    return four_stages
+
+
+four_stages = _four_stages(False)
+four_stages_with_context = _four_stages(True)
 
 
 four_stage_kernel = pl.jit(four_stages, auto_mutex=True, pipeline=SYNC_ONLY)
@@ -409,6 +422,29 @@ def test_preload_with_a_strided_loop_and_a_single_slot():
         assert torch.equal(out, again)
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 9])   # 1, 2, around the ring depths (2..5), many
+@pytest.mark.parametrize("preload", [1, 2, 3])
+def test_loop_body_context_rides_in_rings(preload, n):
+    """Scalars computed in the loop body between the stages (one loop-carried) reach each stage as they
+    were at its place in its own iteration, though the stage runs up to 1 + 2 * preload beats later."""
+    kernel = CONTEXT[preload]
+    a, b, d, out = _inputs(n)
+    kernel[None, 1](a, b, d, out)
+    sync()
+    serial = torch.zeros_like(out)
+    four_stage_kernel[None, 1](a, b, d, serial)
+    sync()
+    assert torch.equal(out, serial)
+    again = torch.zeros_like(out)
+    pipeline_generated(kernel, auto_mutex=True, sanitizer=True)[None, 1](a, b, d, again)
+    sync()
+    assert torch.equal(again, serial)
+
+
+CONTEXT = {p: pl.jit(four_stages_with_context, auto_mutex=True, sanitizer=True, name=f"four_stages_context{p}",
+                     pipeline=pl.pipeline.PipelineConfig(preload=p)) for p in (1, 2, 3)}
+
+
 def test_preload_misuse():
     too_far = pl.jit(four_stages, pipeline=pl.pipeline.PipelineConfig(preload=4))
     with pytest.raises(pypto_pro.PipelineError,
@@ -423,12 +459,14 @@ def test_preload_misuse():
         mat = pl.make_tile_group(type=pl.TileType(shape=[16, 16], dtype=pl.DT_FP32, target_memory=M.Mat,
                                                   layout=pl.NZ), addrs=0, depth=2)
         for k in pl.range(0, 2):
-            j = k * 2
+            j = k * 2   # a scalar: carried to the stage in a ring
+            spare = vec.next()   # not a scalar: it would run once per beat
             with pl.section_vector():
                 vec_stage(j, x, vec)
             with pl.section_cube():
                 vec_stage(k, x, mat)
 
-    with pytest.raises(pypto_pro.PipelineError, match="with preload the pipeline loop's body holds only the stages' "
-                                                      "sections"):
+    with pytest.raises(pypto_pro.PipelineError, match="with preload the pipeline loop's body holds the stages' "
+                                                      "sections and scalar computations only") as info:
         pl.jit(extra_code, pipeline=pl.pipeline.PipelineConfig(preload=1))[None, 1](torch.zeros(16, 16))
+    assert info.value.source_line.strip().startswith("spare = vec.next()")
