@@ -462,6 +462,10 @@ void CvPipeline(Function& func, const PassContext& ctx) {
       }
     }
   }
+  std::set<int> dispatched;  // lines of a run-time event_id= (its dispatch ends in index_fault)
+  ForEachStmt(func.body, [&](const StmtNode& s) {
+    if (s.kind == StmtKind::kOp && s.op->name == "index_fault") dispatched.insert(s.span.line);
+  });
   ForEachStmt(func.body, [&](const StmtNode& s) {  // ids the kernel flags by hand, or a HARD barrier takes
     if (s.kind == StmtKind::kOp && s.op->name == "system.sync_all") {
       for (const Attr& a : s.attrs) {
@@ -481,6 +485,11 @@ void CvPipeline(Function& func, const PassContext& ctx) {
     }
     for (const Attr& a : s.attrs) {
       if (a.name == "event_id" && id_owner.count(int(a.value))) {
+        if (dispatched.count(s.span.line)) {  // one branch of a run-time event_id's dispatch
+          Refuse(s.span, "this cross-core flag's event_id is computed at run time and may be " + std::to_string(a.value) +
+                             ", which the pipeline's buffer '" + id_owner.at(int(a.value)).first + "' uses",
+                 "give this flag a constant event_id outside the pipeline's ids");
+        }
         Refuse(s.span, "cross-core event id " + std::to_string(a.value) + " is used here and by the pipeline's buffer '" +
                            id_owner.at(int(a.value)).first + "'; give the buffer other ids");
       }
@@ -530,8 +539,8 @@ void CvPipeline(Function& func, const PassContext& ctx) {
     const BufferUse& producer = b.uses[0];
     if (std::none_of(producer.accesses.begin(), producer.accesses.end(), [](const auto& a) { return a.second; })) {
       Refuse(producer.first_span, "stage '" + stages[size_t(producer.stage)].name + "' is the first to use cross-core "
-                                      "buffer '" + b.group->name + "' but does not write it; the producer comes first "
-                                      "in the loop");
+                                      "buffer '" + b.group->name + "' but does not write it: it would wait for data a later stage writes, "
+                                      "forever (a deadlock); the producer comes first in the loop");
     }
   }
 
