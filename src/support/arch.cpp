@@ -7,11 +7,17 @@ namespace {
 using hw::MemorySpace;
 constexpr uint32_t KiB = 1024;
 
+// The cost models (docs/profiler.md#cost-model has every figure's source or assumption):
+// clock, GM bytes/cycle (chip), MTE2, MTE3, MTE1, FIX, V bytes/cycle, V slow factor, cube MACs/cycle
+// fp16, fp32, int8, GM latency, local latency, scalar cycles.
+constexpr CostModel kDavinci3510 = {1.9, 842, 128, 128, 256, 256, 256, 4, 4096, 1024, 8192, 300, 16, 1};
+constexpr CostModel kDavinci2201 = {1.6, 1000, 128, 128, 256, 256, 256, 4, 4096, 1024, 8192, 300, 16, 1};
+
 // Capacity order: DDR, Vec (UB), Mat (L1), Left (L0A), Right (L0B), Acc (L0C), Bias, Scaling.
 const std::array<ArchModel, 3> kArchs = {{
-    {"a5", "Ascend 950 (DAV_3510)", 32, 64, true, {0, 248 * KiB, 512 * KiB, 64 * KiB, 64 * KiB, 256 * KiB, 4 * KiB, 4 * KiB}, PTO_SSBUF_BYTES},
-    {"a3", "Ascend 910C (DAV_2201)", 24, 48, false, {0, 192 * KiB, 512 * KiB, 64 * KiB, 64 * KiB, 128 * KiB, 1 * KiB, 4 * KiB}, 0},
-    {"a2", "Ascend 910B (DAV_2201)", 24, 48, false, {0, 192 * KiB, 512 * KiB, 64 * KiB, 64 * KiB, 128 * KiB, 1 * KiB, 4 * KiB}, 0},
+    {"a5", "Ascend 950 (DAV_3510)", 32, 64, true, {0, 248 * KiB, 512 * KiB, 64 * KiB, 64 * KiB, 256 * KiB, 4 * KiB, 4 * KiB}, PTO_SSBUF_BYTES, kDavinci3510},
+    {"a3", "Ascend 910C (DAV_2201)", 24, 48, false, {0, 192 * KiB, 512 * KiB, 64 * KiB, 64 * KiB, 128 * KiB, 1 * KiB, 4 * KiB}, 0, kDavinci2201},
+    {"a2", "Ascend 910B (DAV_2201)", 24, 48, false, {0, 192 * KiB, 512 * KiB, 64 * KiB, 64 * KiB, 128 * KiB, 1 * KiB, 4 * KiB}, 0, kDavinci2201},
 }};
 }  // namespace
 

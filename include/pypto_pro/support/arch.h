@@ -11,6 +11,25 @@
 
 namespace pypto_pro {
 
+// What work costs on each pipe of one core, for the performance model (docs/profiler.md#cost-model,
+// which gives each figure's public source or says it is an assumption). Cycles of the core clock.
+struct CostModel {
+  double clock_ghz;
+  double gm_bytes_per_cycle;     // the chip's GM (HBM) bandwidth, shared by the cores moving data at once
+  double mte2_bytes_per_cycle;   // one core's GM -> local memory
+  double mte3_bytes_per_cycle;   // one core's UB -> GM (and UB -> L1 on a5)
+  double mte1_bytes_per_cycle;   // L1 -> L0A / L0B
+  double fix_bytes_per_cycle;    // L0C -> GM / UB through the fixpipe
+  double vector_bytes_per_cycle; // V: bytes of an op's widest operand per cycle
+  double vector_slow_factor;     // exp, log, sqrt, division: this many times slower
+  double cube_macs_fp16;         // M: multiply-accumulates per cycle, fp16/bf16 inputs
+  double cube_macs_fp32;         // fp32 inputs
+  double cube_macs_int8;         // int8 inputs
+  int gm_latency;                // fixed cycles of an MTE2 / MTE3 / FIX instruction that reaches GM
+  int local_latency;             // fixed cycles of an MTE1 / FIX-to-UB / V / M instruction
+  int scalar_cycles;             // a scalar op, and issuing any instruction
+};
+
 struct ArchModel {
   std::string_view name;   // "a5"
   std::string_view model;  // "Ascend 950 (DAV_3510)"
@@ -23,6 +42,7 @@ struct ArchModel {
   std::array<uint32_t, size_t(hw::MemorySpace::kCount)> capacity;
   // Bytes of a block's SuperScalar buffer (pl.ssbuf_store / ssbuf_load); 0: the arch has none.
   uint32_t ssbuf_bytes;
+  CostModel cost;
 
   uint32_t Capacity(hw::MemorySpace m) const { return capacity[size_t(m)]; }
 };

@@ -1,0 +1,266 @@
+// The scheduler of the performance model (include/pypto_pro/runtime/profile.h, docs/profiler.md).
+#include "pypto_pro/runtime/profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <map>
+
+#include "cross_core.h"
+
+namespace pypto_pro::runtime {
+
+namespace {
+
+using hw::Pipe;
+constexpr int kPipes = int(Pipe::kCount);
+constexpr int kAll = int(Pipe::kALL);
+
+const char* PipeName(int p) { return hw::kPipeNames[p]; }
+
+double PipeBytesPerCycle(const CostModel& c, int pipe) {
+  switch (Pipe(pipe)) {
+    case Pipe::kMTE2: return c.mte2_bytes_per_cycle;
+    case Pipe::kMTE3: return c.mte3_bytes_per_cycle;
+    case Pipe::kMTE1: return c.mte1_bytes_per_cycle;
+    case Pipe::kFIX: return c.fix_bytes_per_cycle;
+    default: return c.vector_bytes_per_cycle;
+  }
+}
+
+// A flag set: when, where.
+struct Signal {
+  int64_t at = 0;
+  int line = 0;
+  int core = 0;
+  uint8_t pipe = 0;
+};
+
+// One core's walk through its events.
+struct CoreWalk {
+  const std::vector<ProfileEvent>* events = nullptr;
+  size_t next = 0;
+  int64_t issue = 0;  // when the scalar unit issues the next instruction
+  std::array<int64_t, kPipes> free{};  // when each pipe may start its next op
+  std::array<int64_t, 32> mutex_free{};
+  std::map<uint32_t, std::deque<Signal>> flags;  // (src pipe, dst pipe, id) -> sets not yet waited for
+};
+
+class BlockScheduler {
+ public:
+  BlockScheduler(const CostModel& cost, double gm_share, int block, LaunchProfile& out)
+      : cost_(cost), gm_share_(gm_share), block_(block), out_(out) {}
+
+  // Runs the block's cores from time 0; returns its length in cycles.
+  int64_t Run(const std::vector<std::vector<ProfileEvent>>& cores) {
+    walks_.resize(cores.size());
+    for (size_t c = 0; c < cores.size(); ++c) walks_[c].events = &cores[c];
+    // Round-robin until every core is through (a core stops at a cross-core wait whose set has not
+    // been scheduled yet; the recorded program ran, so some other core always makes progress).
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (size_t c = 0; c < walks_.size(); ++c) {
+        while (walks_[c].next < walks_[c].events->size()) {
+          if (!Step(int(c), (*walks_[c].events)[walks_[c].next])) break;
+          ++walks_[c].next;
+          progress = true;
+        }
+      }
+    }
+    int64_t end = 0;
+    for (const CoreWalk& w : walks_) {
+      end = std::max(end, w.issue);
+      for (int64_t f : w.free) end = std::max(end, f);
+    }
+    return end;
+  }
+
+ private:
+  // Holds pipe `p` of core `c` until `until` (a wait), noting the stall when it costs anything.
+  void Hold(int c, int p, int64_t until, int line, const std::string& reason) {
+    CoreWalk& w = walks_[size_t(c)];
+    const int64_t ready = std::max(w.free[size_t(p)], w.issue);
+    if (until > ready) out_.stalls.push_back({block_, c, uint8_t(p), ready, until, line, reason});
+    w.free[size_t(p)] = std::max(ready, until);
+    if (p == int(Pipe::kS)) w.issue = w.free[size_t(p)];
+  }
+
+  bool Step(int c, const ProfileEvent& e) {
+    CoreWalk& w = walks_[size_t(c)];
+    const int p = e.pipe < kPipes ? e.pipe : int(Pipe::kS);
+    switch (e.kind) {
+      case ProfileEvent::kOp: {
+        const int64_t start = std::max(w.issue, w.free[size_t(p)]);
+        const int64_t end = start + OpCycles(cost_, e, gm_share_);
+        w.free[size_t(p)] = end;
+        if (p == int(Pipe::kS)) w.issue = end;
+        out_.ops.push_back({block_, c, 0, uint8_t(p), e.op_class, e.line, start, end, e.units});
+        if (e.op_class == OpClass::kTransferGm) out_.gm_bytes += e.units;
+        if (e.op_class == OpClass::kMatmul) out_.flops += 2.0 * double(e.units);
+        break;
+      }
+      case ProfileEvent::kFlagSet: {
+        const int64_t at = std::max(w.issue, w.free[size_t(p)]);
+        w.free[size_t(p)] = at;
+        w.flags[FlagKey(e.pipe, e.other, e.id)].push_back({at, e.line, c, e.pipe});
+        break;
+      }
+      case ProfileEvent::kFlagWait: {
+        auto& queue = w.flags[FlagKey(e.other, e.pipe, e.id)];
+        if (queue.empty()) break;  // a wait the recorded run never matched: nothing to wait for
+        const Signal s = queue.front();
+        queue.pop_front();
+        Hold(c, p, s.at, e.line,
+             "waits for flag " + std::to_string(e.id) + " from " + PipeName(e.other) + " set at line " +
+                 std::to_string(s.line));
+        break;
+      }
+      case ProfileEvent::kLock:
+        for (int id = 0; id < 32; ++id) {
+          if (e.id >> id & 1u) {
+            Hold(c, p, w.mutex_free[size_t(id)], e.line, "waits for mutex " + std::to_string(id));
+          }
+        }
+        break;
+      case ProfileEvent::kUnlock: {
+        const int64_t at = std::max(w.issue, w.free[size_t(p)]);
+        for (int id = 0; id < 32; ++id) {
+          if (e.id >> id & 1u) w.mutex_free[size_t(id)] = at;
+        }
+        break;
+      }
+      case ProfileEvent::kBarrier:
+        if (e.pipe == kAll) {
+          int64_t at = w.issue;
+          for (int64_t f : w.free) at = std::max(at, f);
+          w.free.fill(at);
+          w.issue = at;
+        }
+        break;
+      case ProfileEvent::kCrossSet: {
+        const auto route = CrossCoreFlags::RouteOf(true, c, int(e.id >> 8), int(e.id & 0xff));
+        const int64_t at = std::max(w.issue, w.free[size_t(p)]);
+        w.free[size_t(p)] = at;
+        for (int d = 0; d < route.count; ++d) cross_[route.dirs[d]][route.event].push_back({at, e.line, c, e.pipe});
+        break;
+      }
+      case ProfileEvent::kCrossWait: {
+        const auto route = CrossCoreFlags::RouteOf(false, c, int(e.id >> 8), int(e.id & 0xff));
+        for (int d = 0; d < route.count; ++d) {
+          if (cross_[route.dirs[d]][route.event].empty()) return false;  // its set is not scheduled yet
+        }
+        int64_t at = 0;
+        int line = 0;
+        for (int d = 0; d < route.count; ++d) {
+          const Signal s = cross_[route.dirs[d]][route.event].front();
+          cross_[route.dirs[d]][route.event].pop_front();
+          at = std::max(at, s.at);
+          line = s.line;
+          out_.flows.push_back({block_, s.core, c, s.pipe, e.pipe, s.at, 0, s.line, e.line, e.id & 0xff});
+        }
+        Hold(c, p, at, e.line,
+             "waits for cross-core event " + std::to_string(e.id & 0xff) + " set at line " + std::to_string(line));
+        const int64_t taken = walks_[size_t(c)].free[size_t(p)];
+        for (size_t f = out_.flows.size() - size_t(route.count); f < out_.flows.size(); ++f) out_.flows[f].taken_at = taken;
+        break;
+      }
+    }
+    w.issue += cost_.scalar_cycles;
+    return true;
+  }
+
+  static uint32_t FlagKey(uint8_t src, uint8_t dst, uint32_t id) { return uint32_t(src) << 16 | uint32_t(dst) << 8 | id; }
+
+  const CostModel& cost_;
+  double gm_share_;
+  int block_;
+  LaunchProfile& out_;
+  std::vector<CoreWalk> walks_;
+  std::deque<Signal> cross_[CrossCoreFlags::kDirections][CrossCoreFlags::kEvents * 2];
+};
+
+}  // namespace
+
+const char* Name(OpClass c) {
+  switch (c) {
+    case OpClass::kScalar: return "scalar";
+    case OpClass::kTransferGm: return "GM transfer";
+    case OpClass::kTransferLocal: return "local transfer";
+    case OpClass::kVector: return "vector";
+    case OpClass::kVectorSlow: return "vector (transcendental)";
+    case OpClass::kMatmul: return "matmul";
+    case OpClass::kCount: break;
+  }
+  return "?";
+}
+
+int64_t OpCycles(const CostModel& cost, const ProfileEvent& op, double gm_share) {
+  const double units = double(std::max<int64_t>(op.units, 0));
+  switch (op.op_class) {
+    case OpClass::kScalar: return cost.scalar_cycles;
+    case OpClass::kTransferGm: {
+      const double rate = std::min(PipeBytesPerCycle(cost, op.pipe), gm_share);
+      return cost.gm_latency + int64_t(std::ceil(units / rate));
+    }
+    case OpClass::kTransferLocal:
+      return cost.local_latency + int64_t(std::ceil(units / PipeBytesPerCycle(cost, op.pipe)));
+    case OpClass::kVector: return cost.local_latency + int64_t(std::ceil(units / cost.vector_bytes_per_cycle));
+    case OpClass::kVectorSlow:
+      return cost.local_latency + int64_t(std::ceil(units * cost.vector_slow_factor / cost.vector_bytes_per_cycle));
+    case OpClass::kMatmul: {
+      const hw::DataType t = hw::DataType(op.dtype);
+      const double macs = t == hw::DataType::kFP32 ? cost.cube_macs_fp32
+                          : (t == hw::DataType::kInt8 || t == hw::DataType::kUInt8) ? cost.cube_macs_int8
+                                                                                   : cost.cube_macs_fp16;
+      return cost.local_latency + int64_t(std::ceil(units / macs));
+    }
+    case OpClass::kCount: break;
+  }
+  return cost.scalar_cycles;
+}
+
+LaunchProfile ModelLaunch(const ArchModel& arch, BlockShape shape,
+                          const std::vector<std::vector<std::vector<ProfileEvent>>>& blocks) {
+  LaunchProfile out;
+  out.arch = std::string(arch.name);
+  out.clock_ghz = arch.cost.clock_ghz;
+  out.shape = shape;
+  out.block_dim = int(blocks.size());
+  out.physical_slots = shape == BlockShape::kVector ? arch.aiv_cores : arch.aic_cores;
+  const int slots = std::max(out.physical_slots, 1);
+  out.waves = (out.block_dim + slots - 1) / slots;
+  // GM bandwidth: every core resident at once is taken to stream, each getting an equal share.
+  const int cores_per_block = shape == BlockShape::kMixed ? 3 : 1;
+  const int resident = std::min(out.block_dim, slots) * cores_per_block;
+  const double gm_share = arch.cost.gm_bytes_per_cycle / std::max(resident, 1);
+  std::vector<int64_t> slot_free(size_t(slots), 0);
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    // The block goes to the core that is free first (blocks of one length fill the cores in waves).
+    const size_t slot = size_t(std::min_element(slot_free.begin(), slot_free.end()) - slot_free.begin());
+    const int64_t start = slot_free[slot];
+    const size_t first_op = out.ops.size(), first_flow = out.flows.size(), first_stall = out.stalls.size();
+    const int64_t length = BlockScheduler(arch.cost, gm_share, int(b), out).Run(blocks[b]);
+    for (size_t i = first_op; i < out.ops.size(); ++i) {
+      ModelledOp& op = out.ops[i];
+      op.start += start, op.end += start, op.physical = int(slot);
+      out.busy[op.pipe] += op.end - op.start;
+    }
+    for (size_t i = first_flow; i < out.flows.size(); ++i) out.flows[i].set_at += start, out.flows[i].taken_at += start;
+    for (size_t i = first_stall; i < out.stalls.size(); ++i) out.stalls[i].from += start, out.stalls[i].until += start;
+    slot_free[slot] = start + length;
+    out.cycles = std::max(out.cycles, start + length);
+    static constexpr Pipe kAicPipes[] = {Pipe::kMTE1, Pipe::kMTE2, Pipe::kM, Pipe::kFIX, Pipe::kS};
+    static constexpr Pipe kAivPipes[] = {Pipe::kMTE2, Pipe::kMTE3, Pipe::kV, Pipe::kS};
+    for (size_t c = 0; c < blocks[b].size(); ++c) {
+      const bool aic = shape == BlockShape::kCube || (shape == BlockShape::kMixed && c == 0);
+      if (aic) {
+        for (Pipe p : kAicPipes) out.pipe_cores[size_t(p)] += 1;
+      } else {
+        for (Pipe p : kAivPipes) out.pipe_cores[size_t(p)] += 1;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace pypto_pro::runtime
