@@ -7,7 +7,7 @@
 
 #include "pypto_pro/hw_tables.h"
 
-#define PTO_ABI_VERSION 11
+#define PTO_ABI_VERSION 12
 #define PTO_MEM_ONE_(name) +1
 #define PTO_MEM_COUNT (0 PTO_HW_MEMORIES(PTO_MEM_ONE_)) /* memories indexed as in hw_tables.h, DDR first */
 #define PTO_MEM_SSBUF PTO_MEM_COUNT /* sanitizer accesses of the block's SSBUF (shared like GM) */
@@ -87,6 +87,9 @@ typedef struct PtoKernelDesc {
 /* The kernel calls pl.system.sync_all or uses INTER_BLOCK cross-core flags: every block of a launch
  * must be resident at once. */
 #define PTO_KERNEL_FLAG_RESIDENT 1u
+/* An instrumented kernel whose launches record their ops and synchronisation for the performance
+ * model (pypto_pro.profiler) instead of checking them: the sanitizer's hooks plus `work`. */
+#define PTO_KERNEL_FLAG_PROFILE 2u
 
 /* pl.dump_data: a window of a GM tensor or tile, `rank` dims of `shape` elements `stride` apart. */
 typedef struct PtoDump {
@@ -153,6 +156,10 @@ typedef struct PtoSanitizerApi {
                   const uint32_t* addrs, int32_t slots, uint32_t bytes);
   /* pl.set_validshape to a shape outside the tile: reported, and the window is left as it was. */
   void (*bad_shape)(struct PtoCoreCtx* ctx, int32_t line, const PtoFaultDetail* detail);
+  /* Profile mode (PTO_KERNEL_FLAG_PROFILE): op `op` on `pipe` does `units` of work of class
+   * `op_class` (runtime::OpClass: bytes moved or computed, or multiply-accumulates of `dtype`). */
+  void (*work)(struct PtoCoreCtx* ctx, int32_t line, int32_t pipe, int32_t op_class, int64_t units, int32_t dtype,
+               const char* op);
 } PtoSanitizerApi;
 
 typedef struct PtoRuntimeApi {

@@ -308,6 +308,11 @@ inline void Declare(CoreCtx& ctx, int line, const char* name, int decl, const Ti
 }
 
 // The core's program, from its first statement to its end (or to the fault that cuts it short).
+// Profile mode: the work of the op that follows (docs/profiler.md).
+inline void Work(CoreCtx& ctx, int line, int pipe, int op_class, int64_t units, int dtype, const char* op) {
+  ctx.api->sanitizer->work(&ctx, line, pipe, op_class, units, dtype, op);
+}
+
 class CoreScope {
  public:
   CoreScope(CoreCtx& ctx, const void* args, uint32_t pipes) : ctx_(ctx), unwinding_(std::uncaught_exceptions()) {

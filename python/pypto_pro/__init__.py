@@ -11,7 +11,7 @@ running kernels on a simulated Ascend device on the host CPU.
 """
 
 from pypto_pro import _C  # noqa: F401  (the compiled core; built by `make`)
-from pypto_pro import runtime
+from pypto_pro import profiler, runtime
 from pypto_pro.errors import (BuildDirectoryError, CompilationError, CompileError, CompileTimeoutError,
                               KernelDeadlock, KernelFault, KernelTimeout, ParserError, ParserSyntaxError,
                               ParserTypeError, ParserValueError, PipelineError, PyptoError, PyptoWarning,
@@ -20,7 +20,7 @@ from pypto_pro.errors import (BuildDirectoryError, CompilationError, CompileErro
                               UnsupportedFeatureError, VerifyError)
 
 __all__ = [
-    "runtime", "PyptoError", "CompilationError", "ParserError", "ParserSyntaxError", "ParserTypeError",
+    "runtime", "profiler", "PyptoError", "CompilationError", "ParserError", "ParserSyntaxError", "ParserTypeError",
     "ParserValueError", "PipelineError", "UndefinedVariableError", "UnsupportedFeatureError", "TileMemoryError", "VerifyError",
     "CompileError",
     "CompileTimeoutError", "BuildDirectoryError", "KernelFault", "KernelDeadlock", "KernelTimeout", "SanitizerError",

@@ -3,9 +3,11 @@
 #include "names.h"
 
 #include <optional>
+#include <set>
 
 #include "pypto_pro/ir/analysis.h"
 #include "pypto_pro/ir/visitor.h"
+#include "pypto_pro/runtime/profile.h"
 
 namespace pypto_pro::codegen {
 
@@ -326,6 +328,53 @@ SanitizerHook HookFor(const StmtNode& s, const std::vector<std::string>& operand
     case SyncEvent::kCrossWait: return {"", event("PTO_SAN_CROSS_WAIT", CrossId(s, id)) + ";"};
   }
   return {};
+}
+
+std::string WorkOf(const StmtNode& s, const std::vector<std::string>& operands) {
+  using runtime::OpClass;
+  const OpDef& op = *s.op;
+  if (op.window == WindowRule::kNone) return "";
+  const Pipe pipe = op.PipeFor(TileMemories(s));
+  const std::vector<std::optional<Window>> windows = TileWindows(s, operands);
+  auto bytes = [&](size_t i) {
+    const Window& w = *windows[i];
+    return "int64_t(" + w.rows + ") * int64_t(" + w.cols + ") * " + std::to_string(ir::Bytes(s.args[i]->type.dtype));
+  };
+  OpClass op_class = OpClass::kScalar;
+  std::string units = "1";
+  int dtype = 0;
+  bool gm = false;
+  for (const Expr& arg : s.args) gm = gm || (arg && (arg->type.IsTensor() || arg->type.IsPtr()));
+  if (op.window == WindowRule::kMatmul) {
+    std::string m = "1", k = "1", n = "1";
+    for (size_t i = 0; i < s.args.size(); ++i) {
+      if (!windows[i]) continue;
+      const MemorySpace mem = s.args[i]->type.tile->memory;
+      if (mem == MemorySpace::kLeft) m = windows[i]->rows, k = windows[i]->cols, dtype = int(s.args[i]->type.dtype);
+      if (mem == MemorySpace::kRight) n = windows[i]->cols;
+    }
+    op_class = OpClass::kMatmul;
+    units = "int64_t(" + m + ") * int64_t(" + k + ") * int64_t(" + n + ")";
+  } else if (op.window == WindowRule::kGmRun) {
+    op_class = OpClass::kTransferGm;
+    units = "int64_t(" + operands[2] + ") * " + std::to_string(ir::Bytes(s.args[0]->type.dtype));
+  } else if (pipe != Pipe::kS) {
+    // The widest window the op touches: what a transfer moves, what a vector op streams through.
+    for (size_t i = 0; i < s.args.size(); ++i) {
+      if (!windows[i]) continue;
+      units = units == "1" ? bytes(i) : "pto::Max(" + units + ", " + bytes(i) + ")";
+    }
+    static const std::set<std::string_view> kSlow = {"exp", "log", "sqrt", "rsqrt", "div", "divs", "recip",
+                                                    "row_expand_div", "col_expand_div", "expand_div"};
+    if (pipe == Pipe::kV) {
+      op_class = kSlow.count(op.name) ? OpClass::kVectorSlow : OpClass::kVector;
+    } else {
+      op_class = gm ? OpClass::kTransferGm : OpClass::kTransferLocal;
+    }
+  }
+  return "pto::san::Work(ctx, " + std::to_string(s.span.line) + ", " + PipeConstant(pipe) + ", " +
+         std::to_string(int(op_class)) + " /*" + runtime::Name(op_class) + "*/, " + units + ", " +
+         std::to_string(dtype) + ", " + CString("pl." + std::string(op.PublicName())) + ");";
 }
 
 uint32_t SanitizerPipes(const Function& func) {

@@ -22,6 +22,11 @@ struct SanitizerHook {
 // writes.
 SanitizerHook HookFor(const ir::StmtNode& s, const std::vector<std::string>& operands, ir::KernelKind kind);
 
+// Profile mode: `pto::san::Work(ctx, line, pipe, class, units, dtype, name);` for a data op (its
+// work from the same windows the sanitizer books: bytes moved or computed, or the matmul's
+// multiply-accumulates), or "" for an op without data (the sync hooks record those).
+std::string WorkOf(const ir::StmtNode& s, const std::vector<std::string>& operands);
+
 // PtoSanitizerApi::begin's `pipes`: the pipes the kernel's code can touch tiles and GM with, on an
 // AIV (bytes 0 and 1) and on an AIC (bytes 2 and 3); bit ALL of a tile byte says that core's moves
 // write the other kind of core's tiles (the fixpipe into the AIVs' UB, MTE3 into the AIC's L1).

@@ -28,6 +28,7 @@ fs::path InstanceDir(const InstanceKey& key) {
     if (key.rank >= 0) top += "_r" + std::to_string(key.rank);
   }
   if (key.sanitizer) top += "__sanitizer";
+  if (key.profile) top += "__profile";
   fs::path dir = ArtefactRoot() / top;
   if (!key.datatype_json.empty()) dir /= "dt_" + Sha256Hex(key.datatype_json).substr(0, 16);
   if (key.tiling_key) {

@@ -255,6 +255,7 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
     fs::remove(inst->sanitizer_report, ignored);
   }
   codegen_options.dump_dir = fs::absolute(inst->dir / "dumps").string();
+  codegen_options.profile = options.profile;
   codegen::GeneratedSources sources = codegen::Generate(func, *arch, codegen_options);
   inst->kind = sources.kind;
   inst->num_slots = int(ir::LauncherSlots(func).size());

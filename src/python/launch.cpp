@@ -21,6 +21,7 @@
 #include "pypto_pro/jit/instance.h"
 #include "pypto_pro/jit/instance_cache.h"
 #include "pypto_pro/runtime/device.h"
+#include "pypto_pro/runtime/profile.h"
 #include "pypto_pro/support/arch.h"
 #include "pypto_pro/support/config.h"
 #include "pypto_pro/support/error.h"
@@ -194,13 +195,17 @@ class Kernel {
 
     if (!captures_.empty() && !captures_.Current(name_)) {
       cache_.Clear();
+      profile_cache_.Clear();
       cache_.CountStale();
       signatures_ = py::list();
     }
-    jit::Instance* inst = cache_.Lookup(key);
+    // Inside pypto_pro.profiler.profile(): the signature's profiling instance, whose launches record
+    // for the performance model (a sanitizer-mode kernel keeps its own checks).
+    const bool profile = !sanitizer_ && runtime::Profiling();
+    jit::Instance* inst = (profile ? profile_cache_ : cache_).Lookup(key);
     if (!inst) {
       runtime::Device::Get();  // reads and checks the device's environment variables (ValueError)
-      inst = Compile(key);
+      inst = Compile(key, profile);
     }
     for (int t : inst->written_tensors) {
       if (tensor_access[t]) RefuseWrite(params[tensor_param[t]], tensor_access[t]);
@@ -291,8 +296,9 @@ class Kernel {
   // One compile per signature even when threads race; different signatures compile in parallel
   // (the host compiler runs with the GIL released). Waiting for another thread's compile of the same
   // signature is interruptible.
-  jit::Instance* Compile(const jit::SignatureKey& key) {
-    std::shared_ptr<std::timed_mutex> mutex = cache_.CompileLock(key);
+  jit::Instance* Compile(const jit::SignatureKey& key, bool profile) {
+    jit::InstanceCache& cache = profile ? profile_cache_ : cache_;
+    std::shared_ptr<std::timed_mutex> mutex = cache.CompileLock(key);
     bool (*interrupted)() = PythonWaitOptions(-1).interrupted;
     bool locked = false;
     {
@@ -303,8 +309,8 @@ class Kernel {
     }
     if (!locked) RaiseInterrupted();
     std::unique_lock<std::timed_mutex> lock(*mutex, std::adopt_lock);
-    if (jit::Instance* done = cache_.Lookup(key)) return done;
-    cache_.CountMiss();
+    if (jit::Instance* done = cache.Lookup(key)) return done;
+    cache.CountMiss();
 
     const std::string arch = ResolveArch();
     const jit::Binding binding = jit::DecodeKey(schema_.sig, key);
@@ -321,6 +327,7 @@ class Kernel {
     where.datatype_json = binding.DatatypeJson();
     where.tiling_key = binding.tiling_key;
     where.sanitizer = sanitizer_;
+    where.profile = profile;
     if (std::optional<int> rank = DistributedRank()) {  // one simulated device per process: device 0
       where.device = 0;
       where.rank = *rank;
@@ -331,6 +338,7 @@ class Kernel {
     options.timeout_seconds = compile_timeout_ ? *compile_timeout_ : GetEnvSeconds("PYPTO_PRO_COMPILE_TIMEOUT", false);
     options.auto_mutex = auto_mutex_;
     options.sanitizer = sanitizer_;
+    options.profile = profile;
     options.pipeline = pipeline_;
     options.dump_ir = GetEnvFlag("PYPTO_PRO_DUMP_IR");
     if (!binding.datatype.empty()) options.extra_files.emplace_back("../datatype.json", binding.DatatypeFile());
@@ -346,9 +354,9 @@ class Kernel {
     inst->stats.parse_ms = parse_ms;
     Warn(*inst, *func);
     for (py::handle capture : parsed[1]) captures_.Add(py::reinterpret_borrow<py::tuple>(capture));
-    signatures_.append(SignatureDict(binding, *inst));
+    if (!profile) signatures_.append(SignatureDict(binding, *inst));  // the profiler's instances are its own
     LogCompiled(*inst);
-    cache_.Insert(key, inst);
+    cache.Insert(key, inst);
     return inst.get();
   }
 
@@ -433,6 +441,7 @@ class Kernel {
   bool sanitizer_ = false;
   std::optional<double> compile_timeout_;
   jit::InstanceCache cache_;  // guarded by the GIL (its compile locks are waited on without it)
+  jit::InstanceCache profile_cache_;  // the instances launched inside pypto_pro.profiler.profile()
   CaptureWatch captures_;
   py::list signatures_;
 };

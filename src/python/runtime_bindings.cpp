@@ -10,6 +10,8 @@
 
 #include "bindings.h"
 #include "pypto_pro/runtime/device.h"
+#include "pypto_pro/runtime/profile.h"
+#include "pypto_pro/support/arch.h"
 
 namespace pypto_pro::python {
 
@@ -246,6 +248,61 @@ void BindRuntime(py::module_& m) {
       "synchronize", [](const py::object& timeout) { SynchronizeAll(TimeoutSeconds(timeout, "synchronize")); },
       py::arg("timeout") = py::none());
   m.def("_report_at_exit", &ReportAtExit);
+  // pypto_pro.profiler: launches inside profile() record; each finished launch's model, as dicts.
+  m.def("_set_profiling", [](bool on) { runtime::SetProfiling(on); });
+  m.def("_profiling", [] { return runtime::Profiling(); });
+  m.def("_take_profiles", [] {
+    py::list out;
+    for (runtime::ProfileRecord& r : runtime::TakeProfiles()) {
+      const runtime::LaunchProfile& p = r.profile;
+      py::dict d;
+      d["kernel"] = r.kernel;
+      d["source_files"] = r.source_files;
+      d["arch"] = p.arch;
+      d["clock_ghz"] = p.clock_ghz;
+      d["shape"] = p.shape == runtime::BlockShape::kMixed ? "mixed" : p.shape == runtime::BlockShape::kCube ? "cube" : "vector";
+      d["block_dim"] = p.block_dim;
+      d["physical_slots"] = p.physical_slots;
+      d["waves"] = p.waves;
+      d["cycles"] = p.cycles;
+      d["gm_bytes"] = p.gm_bytes;
+      d["flops"] = p.flops;
+      d["truncated"] = p.truncated;
+      // The arch's peaks, for "achieved fraction of peak": the cube's fp16 FLOPs and GM bytes per cycle.
+      const ArchModel* arch = FindArch(p.arch);
+      const ArchModel& a = arch ? *arch : DefaultArch();
+      d["peak_flops_per_cycle"] = 2.0 * a.cost.cube_macs_fp16 * a.aic_cores;
+      d["gm_bytes_per_cycle"] = a.cost.gm_bytes_per_cycle;
+      py::dict busy, pipe_cores;
+      for (size_t i = 0; i < p.busy.size(); ++i) {
+        if (p.pipe_cores[i] == 0) continue;
+        busy[hw::kPipeNames[i]] = p.busy[i];
+        pipe_cores[hw::kPipeNames[i]] = p.pipe_cores[i];
+      }
+      d["busy"] = busy;
+      d["pipe_cores"] = pipe_cores;
+      d["names"] = p.names;
+      py::list ops;
+      for (const runtime::ModelledOp& o : p.ops) {
+        ops.append(py::make_tuple(o.block, o.core, o.physical, hw::kPipeNames[o.pipe], o.start, o.end, o.line, o.name,
+                                  o.units, runtime::Name(o.op_class)));
+      }
+      d["ops"] = ops;
+      py::list flows;
+      for (const runtime::ModelledFlow& f : p.flows) {
+        flows.append(py::make_tuple(f.block, f.from_core, f.to_core, hw::kPipeNames[f.from_pipe],
+                                    hw::kPipeNames[f.to_pipe], f.set_at, f.taken_at, f.set_line, f.wait_line, f.id));
+      }
+      d["flows"] = flows;
+      py::list stalls;
+      for (const runtime::ModelledStall& st : p.stalls) {
+        stalls.append(py::make_tuple(st.block, st.core, hw::kPipeNames[st.pipe], st.from, st.until, st.line, st.reason));
+      }
+      d["stalls"] = stalls;
+      out.append(d);
+    }
+    return out;
+  });
   m.def("device_threads", [] { return runtime::Device::Get().num_threads(); });
 
   py::class_<PyEvent>(m, "Event", "A marker in a stream; completes when the stream reaches it.")

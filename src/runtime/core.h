@@ -5,10 +5,12 @@
 #include <exception>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kernel_printf.h"
 #include "pypto_pro/abi.h"
 #include "pypto_pro/runtime/fault.h"
+#include "pypto_pro/runtime/profile.h"
 #include "pypto_pro/support/source_line.h"
 
 namespace pypto_pro::runtime {
@@ -27,6 +29,7 @@ struct Core {
   int slot = 0;                 // within a mixed block: 0 = AIC, 1 = AIV 0, 2 = AIV 1
   KernelOutput output;          // pl.printf text of this core not printed yet
   san::CoreState* sanitizer = nullptr;  // sanitizer mode: this core's checks (sanitizer.h)
+  std::vector<ProfileEvent>* profile = nullptr;  // profile mode: where this core records (profile_recorder.h)
   LaunchControl* control = nullptr;     // what can stop the launch (launch_control.h); may be null
   ResidentLaunch* resident = nullptr;   // a launch whose blocks are all resident (pl.system.sync_all)
 };

@@ -17,6 +17,7 @@
 #include "pypto_pro/runtime/spin.h"
 #include "pypto_pro/support/arch.h"
 #include "pypto_pro/support/config.h"
+#include "profile_recorder.h"
 #include "sanitizer.h"
 
 namespace pypto_pro::runtime {
@@ -181,12 +182,14 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
     // pl.system.sync_all: every block resident at once, as fibers of this thread.
     const ArchModel* arch = FindArch(desc.arch ? desc.arch : "");
     SanitizerLaunch sanitizer(desc, args);
+    ProfileLaunch profile(desc, args, uint32_t(blocks));
     std::optional<FaultInfo> result =
         ResidentLaunch::ForThisThread().Run(desc, args, arch ? *arch : DefaultArch(), blocks, control);
     if (result) {
       result->kernel = desc.name ? desc.name : "?";
       if (result->source_file.empty()) result->source_file = desc.source_file ? desc.source_file : "?";
     }
+    profile.Finish(result.has_value());
     return sanitizer.Finish(std::move(result));
   }
   const bool may_share = blocks > 1 && num_threads_ > 1;
@@ -205,6 +208,7 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
   job->blocks = blocks;
 
   SanitizerLaunch sanitizer(desc, args);
+  ProfileLaunch profile(desc, args, uint32_t(blocks));
   const auto start = std::chrono::steady_clock::now();
   bool posted = false;
   RunBlocks(*job, [&] {
@@ -238,6 +242,7 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
     std::lock_guard<std::mutex> lock(mutex_);
     ReleaseJobLocked(job);
   }
+  profile.Finish(result.has_value());
   return sanitizer.Finish(std::move(result));
 }
 

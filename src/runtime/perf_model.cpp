@@ -7,6 +7,7 @@
 #include <map>
 
 #include "cross_core.h"
+#include "pypto_pro/support/source_line.h"
 
 namespace pypto_pro::runtime {
 
@@ -42,7 +43,7 @@ struct CoreWalk {
   size_t next = 0;
   int64_t issue = 0;  // when the scalar unit issues the next instruction
   std::array<int64_t, kPipes> free{};  // when each pipe may start its next op
-  std::array<int64_t, 32> mutex_free{};
+  std::array<Signal, 32> mutex_free{};  // when each mutex was last released, by which pipe at which line
   std::map<uint32_t, std::deque<Signal>> flags;  // (src pipe, dst pipe, id) -> sets not yet waited for
 };
 
@@ -94,7 +95,7 @@ class BlockScheduler {
         const int64_t end = start + OpCycles(cost_, e, gm_share_);
         w.free[size_t(p)] = end;
         if (p == int(Pipe::kS)) w.issue = end;
-        out_.ops.push_back({block_, c, 0, uint8_t(p), e.op_class, e.line, start, end, e.units});
+        out_.ops.push_back({block_, c, 0, uint8_t(p), e.op_class, e.line, start, end, e.units, NameIndex(e.name)});
         if (e.op_class == OpClass::kTransferGm) out_.gm_bytes += e.units;
         if (e.op_class == OpClass::kMatmul) out_.flops += 2.0 * double(e.units);
         break;
@@ -112,20 +113,23 @@ class BlockScheduler {
         queue.pop_front();
         Hold(c, p, s.at, e.line,
              "waits for flag " + std::to_string(e.id) + " from " + PipeName(e.other) + " set at line " +
-                 std::to_string(s.line));
+                 std::to_string(LineNumber(s.line)));
         break;
       }
       case ProfileEvent::kLock:
         for (int id = 0; id < 32; ++id) {
-          if (e.id >> id & 1u) {
-            Hold(c, p, w.mutex_free[size_t(id)], e.line, "waits for mutex " + std::to_string(id));
+          const Signal& released = w.mutex_free[size_t(id)];
+          if (e.id >> id & 1u && released.line) {
+            Hold(c, p, released.at, e.line,
+                 "waits for mutex " + std::to_string(id) + " released by " + PipeName(released.pipe) + " at line " +
+                     std::to_string(LineNumber(released.line)));
           }
         }
         break;
       case ProfileEvent::kUnlock: {
         const int64_t at = std::max(w.issue, w.free[size_t(p)]);
         for (int id = 0; id < 32; ++id) {
-          if (e.id >> id & 1u) w.mutex_free[size_t(id)] = at;
+          if (e.id >> id & 1u) w.mutex_free[size_t(id)] = {at, e.line, c, e.pipe};
         }
         break;
       }
@@ -159,7 +163,7 @@ class BlockScheduler {
           out_.flows.push_back({block_, s.core, c, s.pipe, e.pipe, s.at, 0, s.line, e.line, e.id & 0xff});
         }
         Hold(c, p, at, e.line,
-             "waits for cross-core event " + std::to_string(e.id & 0xff) + " set at line " + std::to_string(line));
+             "waits for cross-core event " + std::to_string(e.id & 0xff) + " set at line " + std::to_string(LineNumber(line)));
         const int64_t taken = walks_[size_t(c)].free[size_t(p)];
         for (size_t f = out_.flows.size() - size_t(route.count); f < out_.flows.size(); ++f) out_.flows[f].taken_at = taken;
         break;
@@ -169,6 +173,17 @@ class BlockScheduler {
     return true;
   }
 
+  int NameIndex(const char* name) {
+    if (!name) return -1;
+    auto it = names_.find(name);
+    if (it != names_.end()) return it->second;
+    auto known = std::find(out_.names.begin(), out_.names.end(), name);
+    const int index = int(known - out_.names.begin());
+    if (known == out_.names.end()) out_.names.emplace_back(name);
+    names_[name] = index;
+    return index;
+  }
+
   static uint32_t FlagKey(uint8_t src, uint8_t dst, uint32_t id) { return uint32_t(src) << 16 | uint32_t(dst) << 8 | id; }
 
   const CostModel& cost_;
@@ -176,6 +191,7 @@ class BlockScheduler {
   int block_;
   LaunchProfile& out_;
   std::vector<CoreWalk> walks_;
+  std::map<const char*, int> names_;  // by the library's string
   std::deque<Signal> cross_[CrossCoreFlags::kDirections][CrossCoreFlags::kEvents * 2];
 };
 

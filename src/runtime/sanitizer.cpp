@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "core.h"
+#include "profile_recorder.h"
 #include "pypto_pro/hw_tables.h"
 
 namespace pypto_pro::runtime {
@@ -108,6 +109,8 @@ void Begin(PtoCoreCtx* ctx, const void* args, uint32_t pipes) {
   SanitizerLaunch* launch = FindLaunch(args);
   if (!launch) {
     core.sanitizer = nullptr;
+    ProfileLaunch* profile = ProfileLaunch::Find(args);
+    core.profile = profile ? profile->Events(core.block, core.slot) : nullptr;
     return;
   }
   BlockState& b = ThreadBlock();
@@ -118,6 +121,7 @@ void Begin(PtoCoreCtx* ctx, const void* args, uint32_t pipes) {
 }
 
 void End(PtoCoreCtx* ctx, int32_t completed) {
+  CoreOf(ctx).profile = nullptr;
   CoreState* c = StateOf(ctx);
   if (!c) return;
   CoreOf(ctx).sanitizer = nullptr;
@@ -170,6 +174,7 @@ std::string RaceMessage(const CoreState& c, const san::Access& now, bool now_rea
 }
 
 int32_t OnAccess(PtoCoreCtx* ctx, int32_t line, int32_t pipe, const PtoSanAccess* accesses, int32_t count) {
+  if (CoreOf(ctx).profile) return 1;  // profile mode checks nothing: the op runs (and faults) as in a plain kernel
   CoreState* c = StateOf(ctx);
   bool in_bounds = true;
   for (int32_t i = 0; i < count; ++i) {
@@ -228,7 +233,50 @@ void SanitizerBarrierLeave(PtoCoreCtx& ctx, const san::VectorClock& barrier) {
 
 namespace {
 
+// Profile mode: one event for the performance model (runtime/perf_model.cpp).
+void Record(PtoCoreCtx* ctx, const ProfileEvent& e) {
+  std::vector<ProfileEvent>& events = *CoreOf(ctx).profile;
+  if (events.size() < kMaxProfileEvents) events.push_back(e);
+}
+
+void RecordSync(PtoCoreCtx* ctx, int32_t line, int32_t event, int32_t pipe, int32_t other, uint32_t id) {
+  ProfileEvent e;
+  e.pipe = uint8_t(pipe);
+  e.other = uint8_t(other);
+  e.line = line;
+  e.id = id;
+  switch (event & ~PTO_SAN_AUTO_MUTEX) {
+    case PTO_SAN_FLAG_SET: e.kind = ProfileEvent::kFlagSet; break;
+    case PTO_SAN_FLAG_WAIT: e.kind = ProfileEvent::kFlagWait; break;
+    case PTO_SAN_LOCK: e.kind = ProfileEvent::kLock; break;
+    case PTO_SAN_UNLOCK: e.kind = ProfileEvent::kUnlock; break;
+    case PTO_SAN_BARRIER: e.kind = ProfileEvent::kBarrier; break;
+    case PTO_SAN_CROSS_SET: e.kind = ProfileEvent::kCrossSet; break;
+    case PTO_SAN_CROSS_WAIT: e.kind = ProfileEvent::kCrossWait; break;
+    // The unit flag between the cube and the fixpipe: a flag of its own (id 64, beyond the event ids).
+    case PTO_SAN_UNIT_SET: e.kind = ProfileEvent::kFlagSet, e.id = 64; break;
+    case PTO_SAN_UNIT_WAIT: e.kind = ProfileEvent::kFlagWait, e.id = 64; break;
+    default: return;
+  }
+  Record(ctx, e);
+}
+
+void OnWork(PtoCoreCtx* ctx, int32_t line, int32_t pipe, int32_t op_class, int64_t units, int32_t dtype,
+            const char* op) {
+  if (!CoreOf(ctx).profile) return;
+  ProfileEvent e;
+  e.kind = ProfileEvent::kOp;
+  e.pipe = uint8_t(pipe);
+  e.op_class = OpClass(std::clamp<int32_t>(op_class, 0, int32_t(OpClass::kCount) - 1));
+  e.dtype = uint8_t(dtype);
+  e.line = line;
+  e.units = units;
+  e.name = op;
+  Record(ctx, e);
+}
+
 void OnSync(PtoCoreCtx* ctx, int32_t line, int32_t event, int32_t pipe, int32_t other, uint32_t id) {
+  if (CoreOf(ctx).profile) return RecordSync(ctx, line, event, pipe, other, id);
   CoreState* c = StateOf(ctx);
   if (!c || pipe < 0 || pipe >= san::kPipes || other < 0 || other >= san::kPipes) return;
   const bool automatic = event & PTO_SAN_AUTO_MUTEX;
@@ -297,6 +345,9 @@ void OnDeclare(PtoCoreCtx* ctx, int32_t line, const char* name, int32_t decl, in
 }
 
 void OnBadShape(PtoCoreCtx* ctx, int32_t line, const PtoFaultDetail* detail) {
+  if (CoreOf(ctx).profile && detail) {  // profile mode: the fault a plain kernel's pl.set_validshape raises
+    AbortCore(*ctx, line, "set_validshape", FormatFaultDetail(*detail));
+  }
   CoreState* c = StateOf(ctx);
   if (!c || !detail) return;
   c->findings.Add(Kind::kTileOutOfBounds, line, [&] {
@@ -308,7 +359,7 @@ std::atomic<uint64_t> next_launch_id{1};
 
 }  // namespace
 
-const PtoSanitizerApi kSanitizerApi = {&Begin, &End, &OnAccess, &OnSync, &OnDeclare, &OnBadShape};
+const PtoSanitizerApi kSanitizerApi = {&Begin, &End, &OnAccess, &OnSync, &OnDeclare, &OnBadShape, &OnWork};
 
 SanitizerLaunch::SanitizerLaunch(const PtoKernelDesc& desc, const void* args) : desc_(desc), args_(args) {
   if (!desc.sanitizer_report) return;

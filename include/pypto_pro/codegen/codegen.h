@@ -23,6 +23,8 @@ struct CodegenOptions {
   std::string sanitizer_report;
   // Where pl.dump_data writes its .npy files (an absolute directory); empty: the kernel has none.
   std::string dump_dir;
+  // Profile mode (docs/profiler.md): the sanitizer's hooks, recording for the performance model.
+  bool profile = false;
 };
 
 GeneratedSources Generate(const ir::Function& func, const ArchModel& arch, const CodegenOptions& options = {});

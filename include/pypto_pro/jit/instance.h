@@ -25,6 +25,7 @@ struct CompileOptions {
   double timeout_seconds = 600;
   bool auto_mutex = true;
   bool sanitizer = false;  // instrument the kernel; launches append to <instance_dir>/pypto_sanitizer_report.txt
+  bool profile = false;    // instrument the kernel for the performance model (pypto_pro.profiler)
   bool dump_ir = false;
   std::optional<passes::PipelineOptions> pipeline;  // pl.jit(pipeline=...)
   // More files to write, by path relative to instance_dir (e.g. "../datatype.json").

@@ -46,6 +46,7 @@ struct ProfileEvent {
   int32_t line = 0;
   uint32_t id = 0;
   int64_t units = 0;
+  const char* name = nullptr;  // kOp: "pl.load" (a string of the kernel's library)
 };
 
 // The kernel kinds of PtoKernelDesc: a block is one AIV, one AIC, or an AIC with two AIVs.
@@ -60,6 +61,7 @@ struct ModelledOp {
   int line = 0;
   int64_t start = 0, end = 0;  // cycles from the launch's start
   int64_t units = 0;
+  int name = -1;  // index into LaunchProfile::names
 };
 
 // A cross-core flag: set on one core, taken by a wait on another.
@@ -95,6 +97,7 @@ struct LaunchProfile {
   int64_t gm_bytes = 0;
   double flops = 0;        // the cube's: 2 x its multiply-accumulates
   bool truncated = false;  // events past the recording limit were dropped: the model covers a prefix
+  std::vector<std::string> names;  // the ops' names ("pl.load")
   std::vector<ModelledOp> ops;
   std::vector<ModelledFlow> flows;
   std::vector<ModelledStall> stalls;
@@ -105,6 +108,20 @@ struct LaunchProfile {
 // `blocks[b][slot]`: block b's events per core slot (1 slot, or 3 for a mixed block: AIC, AIV 0, AIV 1).
 LaunchProfile ModelLaunch(const ArchModel& arch, BlockShape shape,
                           const std::vector<std::vector<std::vector<ProfileEvent>>>& blocks);
+
+// A modelled launch, as pypto_pro.profiler reads it.
+struct ProfileRecord {
+  std::string kernel;
+  std::vector<std::string> source_files;  // what the ops' encoded lines refer to (support/source_line.h)
+  LaunchProfile profile;
+};
+
+// Whether launches record now (pypto_pro.profiler.profile() is open): the launch path then uses
+// each kernel's profiling instance.
+void SetProfiling(bool on);
+bool Profiling();
+// The launches modelled since the last call, oldest first.
+std::vector<ProfileRecord> TakeProfiles();
 
 // The cycles one op costs on its pipe when `gm_share` bytes per cycle of GM bandwidth are its.
 int64_t OpCycles(const CostModel& cost, const ProfileEvent& op, double gm_share);

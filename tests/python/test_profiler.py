@@ -1,0 +1,223 @@
+"""pypto_pro.profiler: the performance model's behaviour, not its numbers (docs/profiler.md). The model
+must overlap pipes exactly where a kernel's synchronisation lets them, scale with blocks up to the
+arch's cores and in waves beyond, and never change a result."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import pypto_pro
+import pypto_pro.language as pl
+from pypto_pro.profiler import profile
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples"))
+
+F16 = pl.DT_FP16
+
+
+def _add(slots):
+    ids_a, ids_b, ids_c = [0, 1][:slots], [2, 3][:slots], [30, 31][:slots]
+
+    def add(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], F16], y: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], F16],
+            z: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], F16]):
+        tt = pl.TileType(shape=[128, 128], dtype=F16)
+        a = pl.make_tile_group(type=tt, addrs=0x0000, mutex_ids=ids_a)
+        b = pl.make_tile_group(type=tt, addrs=0x10000, mutex_ids=ids_b)
+        c = pl.make_tile_group(type=tt, addrs=0x20000, mutex_ids=ids_c)
+        with pl.section_vector():
+            for i in pl.range(pl.get_block_idx(), x.shape[0] // 128, pl.get_block_num()):
+                for j in pl.range(0, x.shape[1] // 128, 1):
+                    ta, tb, tc = a.next(), b.next(), c.next()
+                    pl.load_tile(ta, x, [i, j])
+                    pl.load_tile(tb, y, [i, j])
+                    pl.add(tc, ta, tb)
+                    pl.store_tile(z, tc, [i, j])
+    return pl.jit(add, name=f"add_{slots}_slots")
+
+
+single_buffered, double_buffered = _add(1), _add(2)
+
+
+def overlap(launch, pipe_a, pipe_b):
+    """Cycles during which an op of pipe_a and an op of pipe_b of one core run at once."""
+    total = 0
+    ops = launch.ops
+    for blk, core, _, pipe, start, end, *_ in ops:
+        if pipe != pipe_a:
+            continue
+        for blk2, core2, _, pipe2, start2, end2, *_ in ops:
+            if pipe2 == pipe_b and blk2 == blk and core2 == core:
+                total += max(0, min(end, end2) - max(start, start2))
+    return total
+
+
+def test_double_buffering_overlaps_the_loads_with_the_adds():
+    x = torch.randn(256, 1024, dtype=torch.float16)
+    y = torch.randn_like(x)
+    out1, out2 = torch.empty_like(x), torch.empty_like(x)
+    with profile() as prof:
+        single_buffered[None, 2](x, y, out1)
+        double_buffered[None, 2](x, y, out2)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(out1, x + y) and torch.equal(out2, x + y)
+    single, double = prof.launches
+    assert (single.kernel, double.kernel) == ("add_1_slots", "add_2_slots")
+    assert overlap(single, "MTE2", "V") == 0          # the next loads wait for the add to free the tiles
+    assert overlap(double, "MTE2", "V") > 0           # they go to the other slots meanwhile
+    assert double.cycles < single.cycles
+    assert double.busy["MTE2"] == single.busy["MTE2"]  # the same work, packed tighter
+    assert double.busy_percent("MTE2") > single.busy_percent("MTE2")
+    assert single.gm_bytes == 3 * x.numel() * 2
+    # A stall says what the pipe waits for and where that was released.
+    assert any(pipe == "MTE2" and "waits for mutex" in reason and "released by V at line" in reason
+               for _, _, pipe, _, _, _, reason in single.stalls)
+
+
+def _flagged(wait):
+    def flagged(x: pl.Tensor[[128, 128], F16], z: pl.Tensor[[128, 128], F16]):
+        t = pl.make_tile(pl.TileType(shape=[128, 128], dtype=F16), addr=0)
+        u = pl.make_tile(pl.TileType(shape=[128, 128], dtype=F16), addr=0x8000)
+        with pl.section_vector():
+            pl.load(t, x, [0, 0])
+            pl.system.sync_src(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=0)
+            if wait:
+                pl.system.sync_dst(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=0)
+            pl.adds(u, t, 1.0)
+            pl.system.sync_src(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=1)
+            pl.system.sync_dst(set_pipe=pl.PipeType.V, wait_pipe=pl.PipeType.MTE3, event_id=1)
+            pl.store(z, u, [0, 0])
+    return flagged
+
+
+def test_without_its_wait_the_add_overlaps_the_load_where_the_sanitizer_finds_the_race():
+    x = torch.randn(128, 128, dtype=torch.float16)
+    z = torch.empty_like(x)
+    ordered = pl.jit(_flagged(True), auto_mutex=False, name="flagged")
+    racy = pl.jit(_flagged(False), auto_mutex=False, name="flagged_racy")
+    with profile() as prof:
+        ordered[None, 1](x, z)
+        racy[None, 1](x, z)
+    good, bad = prof.launches
+    assert overlap(good, "MTE2", "V") == 0
+    assert overlap(bad, "MTE2", "V") > 0
+    assert bad.cycles < good.cycles
+    checked = pl.jit(_flagged(False), auto_mutex=False, sanitizer=True, name="flagged_racy_checked")
+    with pytest.raises(pypto_pro.SanitizerError, match="PIPE_RACE: read-after-write: V reads tile 't'"):
+        checked[None, 1](x, z)
+        pypto_pro.runtime.synchronize()
+
+
+def test_cube_busy_rises_with_k():
+    spec = importlib.util.spec_from_file_location("bench_kernels", ROOT / "benchmarks" / "kernels.py")
+    bench_kernels = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench_kernels)  # the benchmark's K-loop matmul (128-deep slices, matmul_acc)
+    kernel = pl.jit(bench_kernels._matmul_k_loop(F16), name="profiled_k_loop")
+    busy = []
+    for k in (128, 512, 2048):
+        a = torch.randn(128, k, dtype=torch.float16)
+        b = torch.randn(k, 128, dtype=torch.float16)
+        c = torch.empty(128, 128)
+        with profile() as prof:
+            kernel[None, 1](a, b, c)
+        torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-2)
+        (launch,) = prof.launches
+        assert launch.flops == 2 * 128 * 128 * k
+        busy.append(launch.busy_percent("M"))
+    assert busy[0] < busy[1] < busy[2], busy
+
+
+def test_the_pipelined_mixed_kernel_overlaps_cube_and_vector():
+    import pipeline_mlp as mlp
+
+    a, b, d = torch.randn(8 * 64, 64), torch.randn(64, 64), torch.randn(64, 64)
+    with profile() as prof:
+        serial = mlp.relu_mlp(a, b, d, mlp.mlp_serial)
+        pipelined = mlp.relu_mlp(a, b, d, mlp.mlp_pipelined)
+    assert torch.equal(serial, pipelined)
+    by_name = {l.kernel: l for l in prof.launches}
+    s, p = by_name["mlp_serial"], by_name["mlp_pipelined"]
+
+    def cube_vector_overlap(launch):
+        cube = [(start, end) for _, core, _, _, start, end, *_ in launch.ops if core == 0]
+        vector = [(start, end) for _, core, _, pipe, start, end, *_ in launch.ops if core == 1 and pipe == "V"]
+        return sum(max(0, min(e1, e2) - max(s1, s2)) for s1, e1 in cube for s2, e2 in vector)
+
+    assert cube_vector_overlap(p) > cube_vector_overlap(s)
+    assert p.cycles < s.cycles
+    assert len(p.flows) > 0 and all(f[6] >= f[5] for f in p.flows)  # a flag is taken after it is set
+
+
+def _busy_vector(x: pl.Tensor[[pl.DYNAMIC, 128], pl.DT_FP32], z: pl.Tensor[[pl.DYNAMIC, 128], pl.DT_FP32]):
+    t = pl.make_tile(pl.TileType(shape=[8, 128], dtype=pl.DT_FP32), addr=0)
+    with pl.section_vector():
+        row = pl.get_block_idx() * 8
+        pl.load(t, x, [row, 0])
+        for _ in pl.range(64):
+            pl.exp(t, t)
+            pl.muls(t, t, 0.0)
+        pl.store(z, t, [row, 0])
+
+
+def test_modelled_time_scales_with_blocks_up_to_the_cores_and_in_waves_beyond():
+    kernel = pl.jit(_busy_vector, name="busy_vector")
+    cores = 64  # a5's AIVs
+    cycles = {}
+    with profile() as prof:
+        for blocks in (1, cores, 2 * cores, 3 * cores):
+            x = torch.zeros(blocks * 8, 128)
+            kernel[None, blocks](x, torch.empty_like(x))
+    for launch in prof.launches:
+        cycles[launch.block_dim] = launch.cycles
+        assert launch.waves == -(-launch.block_dim // cores)
+    assert cycles[cores] < 1.1 * cycles[1]                  # one block per core: about one block's time
+    assert 1.9 * cycles[cores] < cycles[2 * cores] < 2.1 * cycles[cores]
+    assert 2.9 * cycles[cores] < cycles[3 * cores] < 3.1 * cycles[cores]
+
+
+def test_profiling_changes_no_result_and_records_nothing_outside(tmp_path):
+    x = torch.randn(256, 256, dtype=torch.float16)
+    y = torch.randn_like(x)
+    plain, profiled = torch.empty_like(x), torch.empty_like(x)
+    double_buffered[None, 3](x, y, plain)
+    pypto_pro.runtime.synchronize()
+    with profile() as prof:
+        double_buffered[None, 3](x, y, profiled)
+    assert torch.equal(plain, profiled)
+    assert len(prof.launches) == 1
+    with profile() as empty:
+        pass
+    assert empty.launches == []  # launches before a profile are not its
+    assert not pypto_pro._C._profiling()
+    # The profiler's instance is its own: the kernel's instances are the plain ones.
+    assert all("__profile" not in s["dir"] for s in double_buffered.signatures())
+    with profile():
+        with pytest.raises(RuntimeError, match="already open"):
+            with profile():
+                pass
+
+
+def test_the_table_and_the_chrome_trace(tmp_path):
+    x = torch.randn(256, 256, dtype=torch.float16)
+    with profile() as prof:
+        for _ in range(2):
+            double_buffered[None, 2](x, x, torch.empty_like(x))
+    (row,) = prof.key_averages()
+    assert row["kernel"] == "add_2_slots" and row["launches"] == 2 and row["cycles"] > 0
+    assert 0 < row["busy"]["MTE2"] <= 100 and "M" not in row["busy"]  # a vector kernel has no cube pipe
+    assert 0 < row["gm_percent"] <= 100
+    table = prof.key_averages().table()
+    assert "add_2_slots" in table and "MTE2 %" in table and "cube % peak" in table
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    trace = json.loads(path.read_text())
+    events = trace["traceEvents"]
+    ops = [e for e in events if e["ph"] == "X" and e["cat"] != "stall"]
+    assert {e["name"] for e in ops} == {"pl.load_tile", "pl.add", "pl.store_tile"}
+    assert all(e["dur"] > 0 and e["args"]["line"].startswith("test_profiler.py:") for e in ops)
+    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert "block 0 AIV MTE2" in names and "block 1 AIV V" in names
