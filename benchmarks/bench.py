@@ -486,6 +486,55 @@ def section_sanitizer():
                       "ours": sanitized, "peers": {"plain launch": plain}, "unit": "ms", "target": 20 * plain}]}
 
 
+def section_model():
+    """The examples' simulator wall time next to the performance model's time on the a5 NPU
+    (docs/profiler.md): one profiled launch each, and the pipe that bounds it."""
+    import torch
+    import pypto_pro
+    from pypto_pro.profiler import profile
+    import add
+    import flash_attention as fa
+    import flash_attention_pipeline as fap
+    import layernorm
+    import matmul
+    import pipeline_mlp as mlp
+    import softmax
+
+    torch.manual_seed(0)
+    stream = pypto_pro.runtime.Stream()
+    x16 = torch.randn(2048, 1024, dtype=torch.float16)
+    a, b, c = torch.randn(2048, 128, dtype=torch.float16), torch.randn(128, 2048, dtype=torch.float16), \
+        torch.empty(2048, 2048)
+    x = torch.randn(4096, 512)
+    y = torch.empty_like(x)
+    gamma, beta = torch.randn(1, 512), torch.randn(1, 512)
+    q, k, v = (torch.randn(1, 2048, 2, 128).half() for _ in range(3))
+    ma, mb, md = torch.randn(64 * 64, 64), torch.randn(64, 64), torch.randn(64, 64)
+    cases = [
+        ("add example, 2048x1024 fp16, 64 blocks", lambda: add.add_kernel[stream, 64](x16, x16, torch.empty_like(x16))),
+        ("matmul example, 2048x128x2048, 32 blocks", lambda: matmul.matmul_kernel[stream, 32](a, b, c)),
+        ("softmax example, 4096x512, 64 blocks", lambda: softmax.softmax_kernel[stream, 64](x, y)),
+        ("layernorm example, 4096x512, 64 blocks",
+         lambda: layernorm.layernorm_kernel[stream, 64](x, gamma, beta, y, 1e-5)),
+        ("flash attention example, s=2048", lambda: fa.attention(q, k, v, False, stream)),
+        ("flash attention, pipeline= preload=2, s=2048", lambda: fap.attention(q, k, v, False, stream)),
+        ("pipeline MLP, 64 blocks of rows, sync_only", lambda: mlp.relu_mlp(ma, mb, md, mlp.mlp_serial)),
+        ("pipeline MLP, 64 blocks of rows, preload=2", lambda: mlp.relu_mlp(ma, mb, md, mlp.mlp_pipelined)),
+    ]
+    rows = []
+    for name, launch in cases:
+        wall = median_time(lambda: (launch(), stream.synchronize()), repeat=3)
+        with profile() as prof:
+            launch()
+        (modelled,) = prof.launches
+        pipes = {p: modelled.busy_percent(p) for p in modelled.busy}
+        bound = max(pipes, key=pipes.get)
+        rows.append({"name": name + ": simulator wall time and modelled a5 time", "ours": wall,
+                     "peers": {"modelled on the a5 NPU": modelled.us * 1e-6}, "unit": "ms", "no_ratio": True,
+                     "note": f"{modelled.cycles} cycles; busiest pipe {bound} {pipes[bound]:.0f}%"})
+    return {"rows": rows}
+
+
 def section_poll():
     """Every loop back-edge of a kernel polls for cancellation (Ctrl-C, timeouts): its cost per
     iteration, the loops built as kernels are (benchmarks/bench_poll.cpp)."""
@@ -509,6 +558,7 @@ SECTIONS = {
     "matmul": section_matmul,
     "scaling": section_scaling,
     "sanitizer": section_sanitizer,
+    "model": section_model,
     "poll": section_poll,
 }
 CHILD_ONLY = {"throughput": section_throughput}
@@ -565,10 +615,10 @@ def render(results):
             peers = row.get("peers", {})
             peer_text = "<br>".join(f"{k}: {fmt_time(v, unit)}" for k, v in peers.items())
             ratio = ""
-            if peers:
+            if peers and not row.get("no_ratio"):
                 best = min(peers.values())
                 ratio = f"{best / ours:.2f}x faster" if ours <= best else f"{ours / best:.2f}x slower"
-            limit = ""
+            limit = row.get("note", "")
             if row.get("limit") and row.get("bytes"):
                 gbps = row["bytes"] / ours / 1e9
                 peak = machine.get(row["limit"], {}).get(threads)

@@ -174,9 +174,134 @@ class profile:
                                    args={"line": launch.where(wait_line)}))
         with open(path, "w") as f:
             json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, f)
+        self.export_html(str(path).rsplit(".json", 1)[0] + ".html")
+
+    def export_html(self, path: str) -> None:
+        """A self-contained HTML page (inline SVG, no script, no viewer needed) with each launch's
+        timeline: its first blocks' cores and pipes, the ops as bars, stalls hatched, cross-core flags
+        as arrows. export_chrome_trace writes one next to the trace."""
+        with open(path, "w") as f:
+            f.write(_html(self.launches))
+
+
+_COLOURS = {"MTE2": "#4e79a7", "MTE1": "#76b7b2", "M": "#e15759", "FIX": "#f28e2b", "V": "#59a14f",
+            "MTE3": "#b07aa1", "S": "#9c755f"}
+
+
+def _escape(text) -> str:
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
+def timeline_svg(launch: LaunchProfile, max_blocks: int = 4, width: int = 1400) -> str:
+    """An SVG timeline of one launch: a row per core and pipe of its first `max_blocks` blocks, each op
+    a bar (hover: name, line, cycles), stalls hatched, cross-core flags as arrows."""
+    rows = {}
+    for op in launch.ops:
+        if op[0] < max_blocks:
+            rows.setdefault((op[0], op[1], op[3]), []).append(op)
+    order = sorted(rows, key=lambda r: (r[0], r[1], PIPES.index(r[2]) if r[2] in PIPES else 99))
+    index = {r: i for i, r in enumerate(order)}
+    end = max((op[5] for ops in rows.values() for op in ops), default=1) or 1
+    label_w, row_h, top = 150, 18, 24
+    scale = (width - label_w - 10) / end
+    x = lambda t: label_w + t * scale
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + row_h * len(order) + 30}" '
+           f'font-family="monospace" font-size="11">',
+           '<defs><pattern id="stall" width="6" height="6" patternUnits="userSpaceOnUse" '
+           'patternTransform="rotate(45)"><rect width="3" height="6" fill="#cccccc"/></pattern>'
+           '<marker id="arrow" markerWidth="8" markerHeight="8" refX="6" refY="3" orient="auto">'
+           '<path d="M0,0 L6,3 L0,6 z" fill="#333"/></marker></defs>']
+    for i, (block, core, pipe) in enumerate(order):
+        y = top + i * row_h
+        out.append(f'<text x="4" y="{y + 13}">block {block} {_core_name(launch, core)} {pipe}</text>')
+        out.append(f'<line x1="{label_w}" y1="{y + row_h}" x2="{width - 10}" y2="{y + row_h}" stroke="#eeeeee"/>')
+    for block, core, pipe, start, until, line, reason in launch.stalls:
+        if (block, core, pipe) in index:
+            y = top + index[(block, core, pipe)] * row_h
+            out.append(f'<rect x="{x(start):.1f}" y="{y + 3}" width="{max((until - start) * scale, 0.5):.1f}" '
+                       f'height="{row_h - 6}" fill="url(#stall)"><title>{_escape(reason)} '
+                       f'({_escape(launch.where(line))}, {until - start} cycles)</title></rect>')
+    for (block, core, pipe), ops in rows.items():
+        y = top + index[(block, core, pipe)] * row_h
+        for _, _, _, _, start, stop, line, name, units, cls in ops:
+            label = launch.names[name] if name >= 0 else cls
+            out.append(f'<rect x="{x(start):.1f}" y="{y + 2}" width="{max((stop - start) * scale, 0.5):.1f}" '
+                       f'height="{row_h - 4}" fill="{_COLOURS.get(pipe, "#888888")}"><title>{_escape(label)} at '
+                       f'{_escape(launch.where(line))}: {stop - start} cycles ({units} {_escape(cls)} units)'
+                       f'</title></rect>')
+    for block, src, dst, src_pipe, dst_pipe, set_at, taken_at, set_line, wait_line, event in launch.flows:
+        a, b = index.get((block, src, src_pipe)), index.get((block, dst, dst_pipe))
+        if a is None or b is None:
+            continue
+        out.append(f'<line x1="{x(set_at):.1f}" y1="{top + a * row_h + row_h / 2}" x2="{x(taken_at):.1f}" '
+                   f'y2="{top + b * row_h + row_h / 2}" stroke="#333" stroke-width="0.8" marker-end="url(#arrow)">'
+                   f'<title>cross-core event {event}: set at {_escape(launch.where(set_line))}, taken at '
+                   f'{_escape(launch.where(wait_line))}</title></line>')
+    y = top + row_h * len(order) + 20
+    us = end / (launch.clock_ghz * 1e3)
+    out.append(f'<text x="{label_w}" y="{y}">0</text><text x="{width - 10}" y="{y}" text-anchor="end">'
+               f'{end} cycles = {us:.2f} us</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _html(launches) -> str:
+    parts = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>pypto_pro profile</title>",
+             "<style>body{font-family:sans-serif;margin:16px}h2{font-size:15px;margin:18px 0 4px}"
+             "pre{font-size:12px;background:#f6f6f6;padding:6px}.key span{display:inline-block;padding:1px 6px;"
+             "margin-right:4px;color:white;font-size:11px}</style></head><body>",
+             "<h1>pypto_pro profile: modelled NPU timelines</h1>",
+             "<p>Modelled by pypto_pro's performance model (see the project's docs/profiler.md); hover a bar for "
+             "its op, source line and cycles. Hatched: a pipe held by a wait. Arrows: cross-core flags.</p>",
+             "<p class='key'>" + "".join(f"<span style='background:{c}'>{p}</span>" for p, c in _COLOURS.items()) +
+             "</p>"]
+    for i, launch in enumerate(launches):
+        busy = ", ".join(f"{p} {launch.busy_percent(p):.0f}%" for p in PIPES if p in launch.busy)
+        parts.append(f"<h2>{i}: {_escape(launch.kernel)} &mdash; {launch.block_dim} blocks on {launch.arch}, "
+                     f"{launch.cycles} cycles ({launch.us:.2f} us), busy {busy}"
+                     f"{' (truncated)' if launch.truncated else ''}</h2>")
+        parts.append(timeline_svg(launch))
+    parts.append("</body></html>")
+    return "\n".join(parts)
 
 
 def _core_name(launch: LaunchProfile, core: int) -> str:
     if launch.shape == "mixed":
         return ("AIC", "AIV 0", "AIV 1")[core]
     return "AIC" if launch.shape == "cube" else "AIV"
+
+
+def main(argv=None) -> int:
+    """python -m pypto_pro profile [-o DIR] script.py [args...]: runs the script as __main__ inside
+    profile(), then prints the table and writes DIR/trace.json (Chrome / Perfetto) and DIR/trace.html
+    (the timelines, no viewer needed); DIR defaults to ./pypto_profile."""
+    import os
+    import runpy
+    import sys
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    out_dir = "pypto_profile"
+    if argv[:1] in (["-o"], ["--out"]):
+        if len(argv) < 2:
+            print("pypto_pro profile: -o needs a directory", file=sys.stderr)
+            return 2
+        out_dir, argv = argv[1], argv[2:]
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: python -m pypto_pro profile [-o DIR] script.py [args...]\n\n" + (main.__doc__ or ""))
+        return 0 if argv else 2
+    if not os.path.isfile(argv[0]):
+        print(f"pypto_pro profile: no script {argv[0]!r}", file=sys.stderr)
+        return 2
+    sys.argv = argv
+    prof = profile()
+    try:
+        with prof:
+            runpy.run_path(argv[0], run_name="__main__")
+    finally:
+        os.makedirs(out_dir, exist_ok=True)
+        trace = os.path.join(out_dir, "trace.json")
+        prof.export_chrome_trace(trace)
+        print(prof.key_averages().table())
+        print(f"pypto_pro profile: {len(prof.launches)} launch(es); trace {trace}, timelines "
+              f"{os.path.join(out_dir, 'trace.html')}")
+    return 0

@@ -235,8 +235,12 @@ int64_t OpCycles(const CostModel& cost, const ProfileEvent& op, double gm_share)
   return cost.scalar_cycles;
 }
 
-LaunchProfile ModelLaunch(const ArchModel& arch, BlockShape shape,
-                          const std::vector<std::vector<std::vector<ProfileEvent>>>& blocks) {
+namespace {
+
+// The launch with every resident core's GM transfers at `gm_share` bytes per cycle (or its pipe's
+// rate, if lower).
+LaunchProfile Place(const ArchModel& arch, BlockShape shape,
+                    const std::vector<std::vector<std::vector<ProfileEvent>>>& blocks, double gm_share) {
   LaunchProfile out;
   out.arch = std::string(arch.name);
   out.clock_ghz = arch.cost.clock_ghz;
@@ -245,10 +249,6 @@ LaunchProfile ModelLaunch(const ArchModel& arch, BlockShape shape,
   out.physical_slots = shape == BlockShape::kVector ? arch.aiv_cores : arch.aic_cores;
   const int slots = std::max(out.physical_slots, 1);
   out.waves = (out.block_dim + slots - 1) / slots;
-  // GM bandwidth: every core resident at once is taken to stream, each getting an equal share.
-  const int cores_per_block = shape == BlockShape::kMixed ? 3 : 1;
-  const int resident = std::min(out.block_dim, slots) * cores_per_block;
-  const double gm_share = arch.cost.gm_bytes_per_cycle / std::max(resident, 1);
   std::vector<int64_t> slot_free(size_t(slots), 0);
   for (size_t b = 0; b < blocks.size(); ++b) {
     // The block goes to the core that is free first (blocks of one length fill the cores in waves).
@@ -275,6 +275,26 @@ LaunchProfile ModelLaunch(const ArchModel& arch, BlockShape shape,
         for (Pipe p : kAivPipes) out.pipe_cores[size_t(p)] += 1;
       }
     }
+  }
+  return out;
+}
+
+}  // namespace
+
+LaunchProfile ModelLaunch(const ArchModel& arch, BlockShape shape,
+                          const std::vector<std::vector<std::vector<ProfileEvent>>>& blocks) {
+  // GM bandwidth is shared: each core resident at once starts with an equal share of the chip's; a
+  // core moving data on two pipes at once (MTE2 and MTE3) can still ask for more than the chip has,
+  // so the share is lowered until the launch's GM rate fits it.
+  const int slots = std::max(shape == BlockShape::kVector ? arch.aiv_cores : arch.aic_cores, 1);
+  const int resident = std::min(int(blocks.size()), slots) * (shape == BlockShape::kMixed ? 3 : 1);
+  double share = arch.cost.gm_bytes_per_cycle / std::max(resident, 1);
+  LaunchProfile out = Place(arch, shape, blocks, share);
+  for (int round = 0; round < 8 && out.cycles > 0; ++round) {
+    const double rate = double(out.gm_bytes) / double(out.cycles);
+    if (rate <= arch.cost.gm_bytes_per_cycle * 1.001) break;
+    share *= arch.cost.gm_bytes_per_cycle / rate;
+    out = Place(arch, shape, blocks, share);
   }
   return out;
 }

@@ -135,6 +135,12 @@ TEST(PerfModel, BlocksBeyondTheCoreCountRunInWaves) {
     return Model(b).cycles;
   };
   EXPECT_GT(load(a5.aiv_cores), load(1));
+  // Cores loading and storing at once still share one chip's bandwidth: the launch's GM rate fits it.
+  std::vector<Events> both(size_t(a5.aiv_cores), Events{Op(Pipe::kMTE2, OpClass::kTransferGm, 1 << 20),
+                                                        Op(Pipe::kMTE3, OpClass::kTransferGm, 1 << 20)});
+  const LaunchProfile p = Model(both);
+  EXPECT_LE(double(p.gm_bytes) / double(p.cycles), a5.cost.gm_bytes_per_cycle * 1.01);
+  EXPECT_GT(double(p.gm_bytes) / double(p.cycles), a5.cost.gm_bytes_per_cycle * 0.8);
 }
 
 TEST(PerfModel, CrossCoreFlagsOrderTheCoresAndBecomeFlows) {

@@ -221,3 +221,51 @@ def test_the_table_and_the_chrome_trace(tmp_path):
     assert all(e["dur"] > 0 and e["args"]["line"].startswith("test_profiler.py:") for e in ops)
     names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
     assert "block 0 AIV MTE2" in names and "block 1 AIV V" in names
+
+
+def test_the_html_timeline_is_self_contained(tmp_path):
+    import pipeline_mlp as mlp
+
+    a, b, d = torch.randn(3 * 64, 64), torch.randn(64, 64), torch.randn(64, 64)
+    with profile() as prof:
+        mlp.relu_mlp(a, b, d, mlp.mlp_pipelined)
+    prof.export_chrome_trace(str(tmp_path / "mlp.json"))
+    html = (tmp_path / "mlp.html").read_text()  # written next to the trace
+    assert html.startswith("<!DOCTYPE html>") and "<script" not in html and "http://" not in html.replace(
+        'xmlns="http://www.w3.org/2000/svg"', "")
+    assert html.count("<svg") == 1 and "block 0 AIC M" in html and "block 0 AIV 1 V" in html
+    assert html.count("<rect") > 20 and "marker-end" in html  # ops, and arrows for the cross-core flags
+    assert "waits for cross-core event" in html
+
+
+def test_python_m_pypto_pro_profile_runs_a_script(tmp_path):
+    import subprocess
+
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import torch, pypto_pro, pypto_pro.language as pl\n"
+        "@pl.jit\n"
+        "def k(x: pl.Tensor[[64, 64], pl.DT_FP32], y: pl.Tensor[[64, 64], pl.DT_FP32]):\n"
+        "    t = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP32), addr=0)\n"
+        "    with pl.section_vector():\n"
+        "        pl.load(t, x, [0, 0])\n"
+        "        pl.exp(t, t)\n"
+        "        pl.store(y, t, [0, 0])\n"
+        "x = torch.zeros(64, 64); y = torch.empty_like(x)\n"
+        "k[None, 1](x, y)\n"
+        "pypto_pro.runtime.synchronize()\n"
+        "assert torch.equal(y, torch.ones(64, 64))\n"
+        "print('script done')\n")
+    env = dict(__import__("os").environ, PYTHONPATH=str(ROOT / "python"))
+    run = subprocess.run([sys.executable, "-m", "pypto_pro", "profile", "-o", str(tmp_path / "out"), str(script)],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "script done" in run.stdout and "MTE2 %" in run.stdout and "1 launch(es)" in run.stdout
+    trace = json.loads((tmp_path / "out" / "trace.json").read_text())
+    assert any(e.get("name") == "pl.exp" for e in trace["traceEvents"])
+    assert (tmp_path / "out" / "trace.html").exists()
+    bad = subprocess.run([sys.executable, "-m", "pypto_pro", "nonsense"], capture_output=True, text=True, env=env)
+    assert bad.returncode == 2 and "unknown command 'nonsense'" in bad.stderr
+    missing = subprocess.run([sys.executable, "-m", "pypto_pro", "profile", str(tmp_path / "none.py")],
+                             capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert missing.returncode == 2 and "no script" in missing.stderr
