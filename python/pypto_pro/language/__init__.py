@@ -10,6 +10,7 @@ import enum as _enum
 import types as _types
 
 from pypto_pro.language import pipeline, system
+from pypto_pro.language.autotune import autotune
 from pypto_pro.language.builtins import top_level as _top_level
 from pypto_pro.language.jit import JitFunction, KernelDef, TilingKeyField, jit, kernel
 from pypto_pro.language.planned import function, inline, loads, loads_program, parse, parse_program, program

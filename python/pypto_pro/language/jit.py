@@ -233,6 +233,7 @@ class JitFunction(_C.KernelBase):
         tiling_key_schema = None
         if tiling_key is not None:
             tiling_key_schema = TilingKeySchema(tiling_key, self.kernel_name, param_names)
+        self._tiling_key_names = list(tiling_key_schema.names) if tiling_key_schema is not None else []
         self.datatype = None
         if datatype is not None:
             self.datatype = _datatype_schema(datatype, fn, self.kernel_name)
@@ -295,6 +296,10 @@ class JitFunction(_C.KernelBase):
                             dtypes={p: DTYPES[name] for p, name in binding["datatype"].items()})
 
     # ---- introspection ----
+    def tiling_key_fields(self) -> list:
+        """The names of the kernel's TilingKey fields (empty without tiling_key=)."""
+        return list(self._tiling_key_names)
+
     def instances(self) -> list:
         """The compiled instances of this kernel, in compile order (pypto_pro._C.Instance)."""
         return self._instances()
