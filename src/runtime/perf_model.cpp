@@ -40,6 +40,11 @@ struct Signal {
 // One core's walk through its events.
 struct CoreWalk {
   const std::vector<ProfileEvent>* events = nullptr;
+  int block = 0, slot = 0;  // which core of which block
+  bool aic = false;
+  std::array<uint32_t, 16> inter_sets{}, inter_waits{};  // INTER_BLOCK rounds set and taken, per event
+  std::array<int, 6> barriers{};  // sync_all arrivals so far, per barrier kind
+  bool at_barrier = false;  // arrived at its next sync_all, which has not opened yet
   size_t next = 0;
   int64_t issue = 0;  // when the scalar unit issues the next instruction
   std::array<int64_t, kPipes> free{};  // when each pipe may start its next op
@@ -47,15 +52,31 @@ struct CoreWalk {
   std::map<uint32_t, std::deque<Signal>> flags;  // (src pipe, dst pipe, id) -> sets not yet waited for
 };
 
-class BlockScheduler {
- public:
-  BlockScheduler(const CostModel& cost, double gm_share, int block, LaunchProfile& out)
-      : cost_(cost), gm_share_(gm_share), block_(block), out_(out) {}
+// A core to schedule: its block, its slot in the block, its events.
+struct CoreRef {
+  int block = 0, slot = 0;
+  const std::vector<ProfileEvent>* events = nullptr;
+  bool aic = false;
+};
 
-  // Runs the block's cores from time 0; returns its length in cycles.
-  int64_t Run(const std::vector<std::vector<ProfileEvent>>& cores) {
+constexpr uint32_t kInterBlock = uint32_t(hw::CrossCoreSyncMode::kINTER_BLOCK);
+
+// Schedules cores from time 0: the cores of one block, or (a launch with pl.system.sync_all, whose
+// blocks are all resident) every core of the launch.
+class Scheduler {
+ public:
+  Scheduler(const CostModel& cost, double gm_share, LaunchProfile& out) : cost_(cost), gm_share_(gm_share), out_(out) {}
+
+  // Returns the length in cycles.
+  int64_t Run(const std::vector<CoreRef>& cores) {
     walks_.resize(cores.size());
-    for (size_t c = 0; c < cores.size(); ++c) walks_[c].events = &cores[c];
+    for (size_t c = 0; c < cores.size(); ++c) {
+      walks_[c].events = cores[c].events;
+      walks_[c].block = cores[c].block;
+      walks_[c].slot = cores[c].slot;
+      walks_[c].aic = cores[c].aic;
+      ++kind_cores_[cores[c].aic ? 1 : 0];
+    }
     // Round-robin until every core is through (a core stops at a cross-core wait whose set has not
     // been scheduled yet; the recorded program ran, so some other core always makes progress).
     for (bool progress = true; progress;) {
@@ -81,7 +102,7 @@ class BlockScheduler {
   void Hold(int c, int p, int64_t until, int line, const std::string& reason) {
     CoreWalk& w = walks_[size_t(c)];
     const int64_t ready = std::max(w.free[size_t(p)], w.issue);
-    if (until > ready) out_.stalls.push_back({block_, c, uint8_t(p), ready, until, line, reason});
+    if (until > ready) out_.stalls.push_back({w.block, w.slot, uint8_t(p), ready, until, line, reason});
     w.free[size_t(p)] = std::max(ready, until);
     if (p == int(Pipe::kS)) w.issue = w.free[size_t(p)];
   }
@@ -95,7 +116,7 @@ class BlockScheduler {
         const int64_t end = start + OpCycles(cost_, e, gm_share_);
         w.free[size_t(p)] = end;
         if (p == int(Pipe::kS)) w.issue = end;
-        out_.ops.push_back({block_, c, 0, uint8_t(p), e.op_class, e.line, start, end, e.units, NameIndex(e.name)});
+        out_.ops.push_back({w.block, w.slot, 0, uint8_t(p), e.op_class, e.line, start, end, e.units, NameIndex(e.name)});
         if (e.op_class == OpClass::kTransferGm) out_.gm_bytes += e.units;
         if (e.op_class == OpClass::kMatmul) out_.flops += 2.0 * double(e.units);
         break;
@@ -103,7 +124,7 @@ class BlockScheduler {
       case ProfileEvent::kFlagSet: {
         const int64_t at = std::max(w.issue, w.free[size_t(p)]);
         w.free[size_t(p)] = at;
-        w.flags[FlagKey(e.pipe, e.other, e.id)].push_back({at, e.line, c, e.pipe});
+        w.flags[FlagKey(e.pipe, e.other, e.id)].push_back({at, e.line, w.slot, e.pipe});
         break;
       }
       case ProfileEvent::kFlagWait: {
@@ -142,30 +163,72 @@ class BlockScheduler {
         }
         break;
       case ProfileEvent::kCrossSet: {
-        const auto route = CrossCoreFlags::RouteOf(true, c, int(e.id >> 8), int(e.id & 0xff));
+        if (e.id >> 8 == kInterBlock) {  // a round of every core of its kind in the launch
+          const int64_t at = std::max(w.issue, w.free[size_t(p)]);
+          w.free[size_t(p)] = at;
+          auto& rounds = inter_[w.aic ? 1 : 0][e.id & 15];
+          const uint32_t r = w.inter_sets[e.id & 15]++;
+          if (rounds.size() <= r) rounds.resize(r + 1);
+          ++rounds[r].arrived;
+          if (at >= rounds[r].at) rounds[r].at = at, rounds[r].line = e.line;
+          break;
+        }
+        const auto route = CrossCoreFlags::RouteOf(true, w.slot, int(e.id >> 8), int(e.id & 0xff));
         const int64_t at = std::max(w.issue, w.free[size_t(p)]);
         w.free[size_t(p)] = at;
-        for (int d = 0; d < route.count; ++d) cross_[route.dirs[d]][route.event].push_back({at, e.line, c, e.pipe});
+        Cross& cross = cross_[w.block];
+        for (int d = 0; d < route.count; ++d) cross[route.dirs[d]][route.event].push_back({at, e.line, w.slot, e.pipe});
         break;
       }
       case ProfileEvent::kCrossWait: {
-        const auto route = CrossCoreFlags::RouteOf(false, c, int(e.id >> 8), int(e.id & 0xff));
+        if (e.id >> 8 == kInterBlock) {  // the round is complete when every core of the kind has set it
+          auto& rounds = inter_[w.aic ? 1 : 0][e.id & 15];
+          const uint32_t r = w.inter_waits[e.id & 15];
+          if (rounds.size() <= r || rounds[r].arrived < kind_cores_[w.aic ? 1 : 0]) return false;
+          ++w.inter_waits[e.id & 15];
+          Hold(c, p, rounds[r].at, e.line,
+               "waits for INTER_BLOCK event " + std::to_string(e.id & 15) + " from every core, the last set at line " +
+                   std::to_string(LineNumber(rounds[r].line)));
+          break;
+        }
+        const auto route = CrossCoreFlags::RouteOf(false, w.slot, int(e.id >> 8), int(e.id & 0xff));
+        Cross& cross = cross_[w.block];
         for (int d = 0; d < route.count; ++d) {
-          if (cross_[route.dirs[d]][route.event].empty()) return false;  // its set is not scheduled yet
+          if (cross[route.dirs[d]][route.event].empty()) return false;  // its set is not scheduled yet
         }
         int64_t at = 0;
         int line = 0;
         for (int d = 0; d < route.count; ++d) {
-          const Signal s = cross_[route.dirs[d]][route.event].front();
-          cross_[route.dirs[d]][route.event].pop_front();
+          const Signal s = cross[route.dirs[d]][route.event].front();
+          cross[route.dirs[d]][route.event].pop_front();
           at = std::max(at, s.at);
           line = s.line;
-          out_.flows.push_back({block_, s.core, c, s.pipe, e.pipe, s.at, 0, s.line, e.line, e.id & 0xff});
+          out_.flows.push_back({w.block, s.core, w.slot, s.pipe, e.pipe, s.at, 0, s.line, e.line, e.id & 0xff});
         }
         Hold(c, p, at, e.line,
              "waits for cross-core event " + std::to_string(e.id & 0xff) + " set at line " + std::to_string(LineNumber(line)));
         const int64_t taken = walks_[size_t(c)].free[size_t(p)];
         for (size_t f = out_.flows.size() - size_t(route.count); f < out_.flows.size(); ++f) out_.flows[f].taken_at = taken;
+        break;
+      }
+      case ProfileEvent::kSyncAll: {
+        // Barrier kind `id` opens when `units` cores have arrived: each core's n-th arrival at a kind
+        // belongs to its n-th opening.
+        auto& openings = openings_[size_t(std::min<uint32_t>(e.id, 5))];
+        const size_t n = size_t(w.barriers[std::min<uint32_t>(e.id, 5)]);
+        if (openings.size() <= n) openings.resize(n + 1);
+        Opening& open = openings[n];
+        if (!w.at_barrier) {
+          w.at_barrier = true;
+          ++open.arrived;
+          if (w.issue >= open.at) open.at = w.issue, open.line = e.line;
+        }
+        if (open.arrived < std::max<int64_t>(e.units, 1)) return false;  // others have not arrived yet
+        w.at_barrier = false;
+        ++w.barriers[std::min<uint32_t>(e.id, 5)];
+        Hold(c, int(Pipe::kS), open.at, e.line,
+             "waits at pl.system.sync_all for the last core, which arrived at line " +
+                 std::to_string(LineNumber(open.line)));
         break;
       }
     }
@@ -188,11 +251,20 @@ class BlockScheduler {
 
   const CostModel& cost_;
   double gm_share_;
-  int block_;
   LaunchProfile& out_;
   std::vector<CoreWalk> walks_;
   std::map<const char*, int> names_;  // by the library's string
-  std::deque<Signal> cross_[CrossCoreFlags::kDirections][CrossCoreFlags::kEvents * 2];
+  using Cross = std::array<std::array<std::deque<Signal>, CrossCoreFlags::kEvents * 2>, CrossCoreFlags::kDirections>;
+  std::map<int, Cross> cross_;  // per block: cross-core sets not yet waited for, per direction and event
+  // sync_all: per barrier kind, each opening (generation) in order: arrivals so far, the last arrival.
+  struct Opening {
+    int64_t arrived = 0;
+    int64_t at = 0;
+    int line = 0;
+  };
+  std::array<std::vector<Opening>, 6> openings_;
+  std::array<std::array<std::vector<Opening>, 16>, 2> inter_;  // INTER_BLOCK rounds, per kind (AIV, AIC) and event
+  std::array<int64_t, 2> kind_cores_{};  // cores of each kind being scheduled
 };
 
 }  // namespace
@@ -249,22 +321,55 @@ LaunchProfile Place(const ArchModel& arch, BlockShape shape,
   out.physical_slots = shape == BlockShape::kVector ? arch.aiv_cores : arch.aic_cores;
   const int slots = std::max(out.physical_slots, 1);
   out.waves = (out.block_dim + slots - 1) / slots;
-  std::vector<int64_t> slot_free(size_t(slots), 0);
-  for (size_t b = 0; b < blocks.size(); ++b) {
-    // The block goes to the core that is free first (blocks of one length fill the cores in waves).
-    const size_t slot = size_t(std::min_element(slot_free.begin(), slot_free.end()) - slot_free.begin());
-    const int64_t start = slot_free[slot];
-    const size_t first_op = out.ops.size(), first_flow = out.flows.size(), first_stall = out.stalls.size();
-    const int64_t length = BlockScheduler(arch.cost, gm_share, int(b), out).Run(blocks[b]);
-    for (size_t i = first_op; i < out.ops.size(); ++i) {
-      ModelledOp& op = out.ops[i];
-      op.start += start, op.end += start, op.physical = int(slot);
+  auto refs = [&](size_t b) {
+    std::vector<CoreRef> cores;
+    for (size_t c = 0; c < blocks[b].size(); ++c) {
+      const bool aic = shape == BlockShape::kCube || (shape == BlockShape::kMixed && c == 0);
+      cores.push_back({int(b), int(c), &blocks[b][c], aic});
+    }
+    return cores;
+  };
+  // pl.system.sync_all or INTER_BLOCK flags: every block on a core of its own at once, one schedule.
+  bool resident = false;
+  for (const auto& block : blocks) {
+    for (const auto& core : block) {
+      resident = resident || std::any_of(core.begin(), core.end(), [](const ProfileEvent& e) {
+                   return e.kind == ProfileEvent::kSyncAll ||
+                          ((e.kind == ProfileEvent::kCrossSet || e.kind == ProfileEvent::kCrossWait) &&
+                           e.id >> 8 == kInterBlock);
+                 });
+    }
+  }
+  if (resident) {
+    std::vector<CoreRef> all;
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      for (const CoreRef& r : refs(b)) all.push_back(r);
+    }
+    out.cycles = Scheduler(arch.cost, gm_share, out).Run(all);
+    out.waves = 1;
+    for (ModelledOp& op : out.ops) {
+      op.physical = op.block % slots;
       out.busy[op.pipe] += op.end - op.start;
     }
-    for (size_t i = first_flow; i < out.flows.size(); ++i) out.flows[i].set_at += start, out.flows[i].taken_at += start;
-    for (size_t i = first_stall; i < out.stalls.size(); ++i) out.stalls[i].from += start, out.stalls[i].until += start;
-    slot_free[slot] = start + length;
-    out.cycles = std::max(out.cycles, start + length);
+  }
+  std::vector<int64_t> slot_free(size_t(slots), 0);
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    if (!resident) {
+      // The block goes to the core that is free first (blocks of one length fill the cores in waves).
+      const size_t slot = size_t(std::min_element(slot_free.begin(), slot_free.end()) - slot_free.begin());
+      const int64_t start = slot_free[slot];
+      const size_t first_op = out.ops.size(), first_flow = out.flows.size(), first_stall = out.stalls.size();
+      const int64_t length = Scheduler(arch.cost, gm_share, out).Run(refs(b));
+      for (size_t i = first_op; i < out.ops.size(); ++i) {
+        ModelledOp& op = out.ops[i];
+        op.start += start, op.end += start, op.physical = int(slot);
+        out.busy[op.pipe] += op.end - op.start;
+      }
+      for (size_t i = first_flow; i < out.flows.size(); ++i) out.flows[i].set_at += start, out.flows[i].taken_at += start;
+      for (size_t i = first_stall; i < out.stalls.size(); ++i) out.stalls[i].from += start, out.stalls[i].until += start;
+      slot_free[slot] = start + length;
+      out.cycles = std::max(out.cycles, start + length);
+    }
     static constexpr Pipe kAicPipes[] = {Pipe::kMTE1, Pipe::kMTE2, Pipe::kM, Pipe::kFIX, Pipe::kS};
     static constexpr Pipe kAivPipes[] = {Pipe::kMTE2, Pipe::kMTE3, Pipe::kV, Pipe::kS};
     for (size_t c = 0; c < blocks[b].size(); ++c) {

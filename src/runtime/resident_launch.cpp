@@ -1,5 +1,7 @@
 #include "resident_launch.h"
 
+#include "profile_recorder.h"
+
 #include <cstring>
 #include <string>
 
@@ -273,6 +275,15 @@ void ResidentLaunch::SyncAll(PtoCoreCtx& ctx, int line, int core_type, bool soft
     }
   }
   line_[kind] = line;
+  if (core.profile && core.profile->size() < kMaxProfileEvents) {  // profile mode: the barrier, for the model
+    ProfileEvent e;
+    e.kind = ProfileEvent::kSyncAll;
+    e.pipe = uint8_t(hw::Pipe::kS);
+    e.id = uint32_t(kind);
+    e.units = Participants(kind);
+    e.line = line;
+    core.profile->push_back(e);
+  }
   SanitizerBarrierArrive(ctx, arriving_[block][kind]);
   if (++arrived_[kind] == Participants(kind)) {  // the last one opens the barrier for everyone
     arrived_[kind] = 0;

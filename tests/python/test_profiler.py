@@ -269,3 +269,62 @@ def test_python_m_pypto_pro_profile_runs_a_script(tmp_path):
     missing = subprocess.run([sys.executable, "-m", "pypto_pro", "profile", str(tmp_path / "none.py")],
                              capture_output=True, text=True, env=env, cwd=tmp_path)
     assert missing.returncode == 2 and "no script" in missing.stderr
+
+
+def _skewed(barrier):
+    def skewed(x: pl.Tensor[[pl.DYNAMIC, 128], pl.DT_FP32], z: pl.Tensor[[pl.DYNAMIC, 128], pl.DT_FP32]):
+        t = pl.make_tile(pl.TileType(shape=[8, 128], dtype=pl.DT_FP32), addr=0)
+        with pl.section_vector():
+            row = pl.get_block_idx() * 8
+            pl.load(t, x, [row, 0])
+            if pl.get_block_idx() == 0:  # block 0 has far more to do before the barrier
+                for _ in pl.range(32):
+                    pl.exp(t, t)
+                    pl.muls(t, t, 0.0)
+            pl.system.bar_all()  # the work in flight on the pipes done: sync_all waits for the scalar unit only
+            if barrier:
+                pl.system.sync_all(core_type=pl.SyncCoreType.AIV_ONLY)
+            pl.adds(t, t, 1.0)
+            pl.store(z, t, [row, 0])
+    return skewed
+
+
+def test_sync_all_holds_every_block_until_the_last_arrives():
+    x = torch.zeros(4 * 8, 128)
+    with profile() as prof:
+        for barrier in (False, True):
+            pl.jit(_skewed(barrier), name=f"skewed_{barrier}")[None, 4](x, torch.empty_like(x))
+    free, held = prof.launches
+
+    def adds_start(launch, block):
+        return min(start for b, _, _, _, start, _, _, name, *_ in launch.ops
+                   if b == block and launch.names[name] == "pl.adds")
+
+    def last_exp_end(launch):
+        return max(end for b, _, _, _, _, end, _, name, *_ in launch.ops if b == 0 and launch.names[name] == "pl.exp")
+
+    assert adds_start(free, 1) < last_exp_end(free)          # independent blocks run ahead
+    for block in range(4):
+        assert adds_start(held, block) >= last_exp_end(held)  # the barrier holds them
+    assert any("waits at pl.system.sync_all" in reason for *_, reason in held.stalls)
+
+
+def test_inter_block_flags_order_the_blocks_in_the_model():
+    """Every block's load of its neighbour's row waits for the INTER_BLOCK round every block set: a
+    block whose store is late holds the others' loads."""
+    from test_launch_sync import pass_rows
+
+    blocks, rounds = 4, 2
+    x = torch.randn(blocks, 64)
+    buf, out = torch.zeros(blocks, 64), torch.zeros(blocks, 64)
+    with profile() as prof:
+        pass_rows[None, blocks](x, rounds, buf, out)
+    torch.testing.assert_close(out, torch.roll(x, -rounds, dims=0) + rounds, rtol=0, atol=1e-5)
+    (launch,) = prof.launches
+    stores = [end for b, _, _, pipe, _, end, _, name, *_ in launch.ops if launch.names[name] == "pl.store"]
+    neighbour_loads = sorted(start for b, _, _, pipe, start, _, _, name, *_ in launch.ops
+                             if launch.names[name] == "pl.load" and pipe == "MTE2")[blocks:]  # after the first loads
+    # Round 1: no block loads a neighbour's row before every block stored its own.
+    first_round_stores = sorted(stores)[:blocks]
+    assert min(neighbour_loads) >= max(first_round_stores)
+    assert any("waits for INTER_BLOCK event 0 from every core" in reason for *_, reason in launch.stalls)

@@ -37,6 +37,7 @@ struct ProfileEvent {
     kBarrier,    // pipe (every pipe for ALL) drains
     kCrossSet,   // pipe signals cross-core event `id & 0xff` with sync mode `id >> 8`
     kCrossWait,  // pipe waits for it
+    kSyncAll,    // pl.system.sync_all: barrier kind `id` (runtime's numbering), opening when `units` cores arrived
   };
   Kind kind = kOp;
   uint8_t pipe = 0;   // hw::Pipe
