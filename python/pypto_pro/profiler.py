@@ -79,7 +79,9 @@ class KernelAverages(list):
         widths = [max(len(c), *(len(row[i]) for row in rows)) if rows else len(c) for i, c in enumerate(columns)]
         line = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
         rule = "-" * (sum(widths) + 2 * (len(widths) - 1))
-        return "\n".join([rule, line(columns), rule] + [line(r) for r in rows] + [rule])
+        notes = ["* events past the recording budget were dropped: the model covers a prefix of the launch"] \
+            if any(r["kernel"].endswith("*") for r in self) else []
+        return "\n".join([rule, line(columns), rule] + [line(r) for r in rows] + [rule] + notes)
 
     def __str__(self):
         return self.table()
@@ -129,7 +131,8 @@ class profile:
             flops = sum(l.flops for l in launches)
             peak_gm = sum(l.gm_bytes_per_cycle * l.cycles for l in launches)
             peak_flops = sum(l.peak_flops_per_cycle * l.cycles for l in launches)
-            out.append({"kernel": kernel, "launches": n, "cycles": cycles / n,
+            out.append({"kernel": kernel + ("*" if any(l.truncated for l in launches) else ""), "launches": n,
+                        "cycles": cycles / n,
                         "us": sum(l.us for l in launches) / n, "busy": busy, "gm_bytes": gm / n, "flops": flops / n,
                         "gm_percent": 100.0 * gm / peak_gm if peak_gm else 0.0,
                         "cube_percent": 100.0 * flops / peak_flops if peak_flops else 0.0})

@@ -30,6 +30,7 @@ struct Core {
   KernelOutput output;          // pl.printf text of this core not printed yet
   san::CoreState* sanitizer = nullptr;  // sanitizer mode: this core's checks (sanitizer.h)
   std::vector<ProfileEvent>* profile = nullptr;  // profile mode: where this core records (profile_recorder.h)
+  size_t profile_cap = 0;                        // and how many events it may
   LaunchControl* control = nullptr;     // what can stop the launch (launch_control.h); may be null
   ResidentLaunch* resident = nullptr;   // a launch whose blocks are all resident (pl.system.sync_all)
 };

@@ -38,6 +38,7 @@ ProfileLaunch::ProfileLaunch(const PtoKernelDesc& desc, const void* args, uint32
   if (!active_) return;
   const size_t slots = ShapeOf(desc) == BlockShape::kMixed ? 3 : 1;
   blocks_.assign(std::max<uint32_t>(block_dim, 1), std::vector<std::vector<ProfileEvent>>(slots));
+  cap_ = std::max(kMaxLaunchEvents / (blocks_.size() * slots), size_t(1024));
   std::lock_guard<std::mutex> lock(Mutex());
   Running().push_back(this);
 }
@@ -72,7 +73,7 @@ void ProfileLaunch::Finish(bool faulted) {
   for (int i = 0; i < desc_.source_file_count; ++i) record.source_files.emplace_back(desc_.source_files[i]);
   record.profile = ModelLaunch(arch ? *arch : DefaultArch(), ShapeOf(desc_), blocks_);
   for (const auto& block : blocks_) {
-    for (const auto& core : block) record.profile.truncated |= core.size() >= kMaxProfileEvents;
+    for (const auto& core : block) record.profile.truncated |= core.size() >= cap_;
   }
   std::lock_guard<std::mutex> lock(Mutex());
   Done().push_back(std::move(record));

@@ -26,15 +26,20 @@ class ProfileLaunch {
   std::vector<ProfileEvent>* Events(int block, int slot);
   // After every block has run (and not faulted): the model, kept for the profiler.
   void Finish(bool faulted);
+  // Events one core may record: the launch's budget shared by its cores (the rest are dropped and
+  // the profile says it is truncated).
+  size_t Cap() const { return cap_; }
 
  private:
   const PtoKernelDesc& desc_;
   const void* args_;
   bool active_ = false;
+  size_t cap_ = 0;
   std::vector<std::vector<std::vector<ProfileEvent>>> blocks_;
 };
 
-// Events past this many on one core are dropped (the profile says it is truncated).
-inline constexpr size_t kMaxProfileEvents = size_t(1) << 22;
+// Events a launch records at most (about 80 MiB, and the model's ops handed to Python), shared by its
+// cores, each allowed between 1024 and all of them.
+inline constexpr size_t kMaxLaunchEvents = size_t(1) << 21;
 
 }  // namespace pypto_pro::runtime

@@ -275,7 +275,7 @@ void ResidentLaunch::SyncAll(PtoCoreCtx& ctx, int line, int core_type, bool soft
     }
   }
   line_[kind] = line;
-  if (core.profile && core.profile->size() < kMaxProfileEvents) {  // profile mode: the barrier, for the model
+  if (core.profile && core.profile->size() < core.profile_cap) {  // profile mode: the barrier, for the model
     ProfileEvent e;
     e.kind = ProfileEvent::kSyncAll;
     e.pipe = uint8_t(hw::Pipe::kS);

@@ -111,6 +111,7 @@ void Begin(PtoCoreCtx* ctx, const void* args, uint32_t pipes) {
     core.sanitizer = nullptr;
     ProfileLaunch* profile = ProfileLaunch::Find(args);
     core.profile = profile ? profile->Events(core.block, core.slot) : nullptr;
+    core.profile_cap = profile ? profile->Cap() : 0;
     return;
   }
   BlockState& b = ThreadBlock();
@@ -235,8 +236,8 @@ namespace {
 
 // Profile mode: one event for the performance model (runtime/perf_model.cpp).
 void Record(PtoCoreCtx* ctx, const ProfileEvent& e) {
-  std::vector<ProfileEvent>& events = *CoreOf(ctx).profile;
-  if (events.size() < kMaxProfileEvents) events.push_back(e);
+  Core& core = CoreOf(ctx);
+  if (core.profile->size() < core.profile_cap) core.profile->push_back(e);
 }
 
 void RecordSync(PtoCoreCtx* ctx, int32_t line, int32_t event, int32_t pipe, int32_t other, uint32_t id) {

@@ -328,3 +328,25 @@ def test_inter_block_flags_order_the_blocks_in_the_model():
     first_round_stores = sorted(stores)[:blocks]
     assert min(neighbour_loads) >= max(first_round_stores)
     assert any("waits for INTER_BLOCK event 0 from every core" in reason for *_, reason in launch.stalls)
+
+
+def test_a_launch_past_the_recording_budget_says_it_is_truncated():
+    def many_ops(x: pl.Tensor[[pl.DYNAMIC, 64], pl.DT_FP32], z: pl.Tensor[[pl.DYNAMIC, 64], pl.DT_FP32]):
+        t = pl.make_tile(pl.TileType(shape=[1, 64], dtype=pl.DT_FP32), addr=0)
+        with pl.section_vector():
+            b = pl.get_block_idx()
+            pl.load(t, x, [b, 0])
+            for _ in pl.range(1200):
+                pl.adds(t, t, 1.0)
+            pl.store(z, t, [b, 0])
+
+    blocks = 2048  # the launch's budget shared by 2048 cores: 1024 events each, fewer than 1200 ops make
+    x = torch.zeros(blocks, 64)
+    z = torch.empty_like(x)
+    with profile() as prof:
+        pl.jit(many_ops, name="many_ops")[None, blocks](x, z)
+    assert torch.equal(z, torch.full_like(x, 1200.0))  # the kernel itself ran whole
+    (launch,) = prof.launches
+    assert launch.truncated
+    table = prof.key_averages().table()
+    assert "many_ops*" in table and "the model covers a prefix of the launch" in table
