@@ -37,6 +37,34 @@ def pipeline_generated(kernel, tiling_key=None, **jit_options):
     return pl.jit(generated.fn, name=kernel.kernel_name + "_generated", **jit_options) if jit_options else generated
 
 
+class SlotsKey:
+    """slots_add's TilingKey: single (1) or double (2) buffered tiles."""
+    Slots = pl.TilingKeyField(bits=2, values=[1, 2])
+
+
+def slots_add(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16], y: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16],
+              z: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16]):
+    """z = x + y in 128x128 fp16 tiles, single- or double-buffered by the TilingKey (the profiler's and
+    the autotuner's tests: pl.jit(slots_add, tiling_key=SlotsKey))."""
+    tt = pl.TileType(shape=[128, 128], dtype=pl.DT_FP16)
+    if Slots == 2:
+        a = pl.make_tile_group(type=tt, addrs=0x0000, mutex_ids=[0, 1])
+        b = pl.make_tile_group(type=tt, addrs=0x10000, mutex_ids=[2, 3])
+        c = pl.make_tile_group(type=tt, addrs=0x20000, mutex_ids=[4, 5])
+    else:
+        a = pl.make_tile_group(type=tt, addrs=0x0000, mutex_ids=[0])
+        b = pl.make_tile_group(type=tt, addrs=0x10000, mutex_ids=[2])
+        c = pl.make_tile_group(type=tt, addrs=0x20000, mutex_ids=[4])
+    with pl.section_vector():
+        for i in pl.range(pl.get_block_idx(), x.shape[0] // 128, pl.get_block_num()):
+            for j in pl.range(0, x.shape[1] // 128, 1):
+                ta, tb, tc = a.next(), b.next(), c.next()
+                pl.load_tile(ta, x, [i, j])
+                pl.load_tile(tb, y, [i, j])
+                pl.add(tc, ta, tb)
+                pl.store_tile(z, tc, [i, j])
+
+
 @pl.jit
 def add_n(x: pl.Tensor[[8, 64], pl.DT_FP32], y: pl.Tensor[[8, 64], pl.DT_FP32], n: pl.DT_INT64):
     """y = x + n, one pl.adds per iteration: a kernel as long as we like (n = 2**62 never ends)."""

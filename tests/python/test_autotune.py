@@ -7,38 +7,11 @@ import torch
 import pypto_pro
 import pypto_pro.language as pl
 from pypto_pro.runtime.tilingkey import TilingKeyField
-
-F16 = pl.DT_FP16
-
-
-class Buffers:
-    Slots = TilingKeyField(bits=2, values=[1, 2])
-
-
-def _add(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], F16], y: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], F16],
-         z: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], F16]):
-    tt = pl.TileType(shape=[128, 128], dtype=F16)
-    if Slots == 2:  # double-buffered
-        a = pl.make_tile_group(type=tt, addrs=0x0000, mutex_ids=[0, 1])
-        b = pl.make_tile_group(type=tt, addrs=0x10000, mutex_ids=[2, 3])
-        c = pl.make_tile_group(type=tt, addrs=0x20000, mutex_ids=[4, 5])
-    else:
-        a = pl.make_tile_group(type=tt, addrs=0x0000, mutex_ids=[0])
-        b = pl.make_tile_group(type=tt, addrs=0x10000, mutex_ids=[2])
-        c = pl.make_tile_group(type=tt, addrs=0x20000, mutex_ids=[4])
-    with pl.section_vector():
-        for i in pl.range(pl.get_block_idx(), x.shape[0] // 128, pl.get_block_num()):
-            for j in pl.range(0, x.shape[1] // 128, 1):
-                ta, tb, tc = a.next(), b.next(), c.next()
-                pl.load_tile(ta, x, [i, j])
-                pl.load_tile(tb, y, [i, j])
-                pl.add(tc, ta, tb)
-                pl.store_tile(z, tc, [i, j])
-
+from kernels import SlotsKey, slots_add
 
 def test_the_fewest_modelled_cycles_win_once_per_key():
     tuned = pl.autotune(configs=[{"Slots": 1}, {"Slots": 2}], key=["x"])(
-        pl.jit(_add, tiling_key=Buffers, name="tuned_add"))
+        pl.jit(slots_add, tiling_key=SlotsKey, name="tuned_add"))
     x = torch.randn(256, 1024, dtype=torch.float16)
     y = torch.randn_like(x)
     z = torch.empty_like(x)
@@ -87,7 +60,7 @@ def test_block_dim_can_be_tuned_and_outputs_restored():
 
 
 def test_misuse_says_what_to_change():
-    kernel = pl.jit(_add, tiling_key=Buffers, name="tuned_add_misuse")
+    kernel = pl.jit(slots_add, tiling_key=SlotsKey, name="tuned_add_misuse")
     with pytest.raises(ValueError, match=r"configs\[0\] names 'Tile', which is not a TilingKey field of kernel "
                                          r"'tuned_add_misuse' \(its fields: Slots\)"):
         pl.autotune(configs=[{"Tile": 1}])(kernel)
@@ -98,7 +71,7 @@ def test_misuse_says_what_to_change():
     with pytest.raises(TypeError, match="key must be a list of parameter names"):
         pl.autotune(configs=[{"Slots": 1}], key="x")
     with pytest.raises(TypeError, match="pl.autotune decorates a @pl.jit kernel"):
-        pl.autotune(configs=[{"Slots": 1}])(_add)
+        pl.autotune(configs=[{"Slots": 1}])(slots_add)
     tuned = pl.autotune(configs=[{"Slots": 1}])(kernel)
     with pytest.raises(TypeError, match="the TilingKey is what the tuner chooses"):
         tuned[None, 1, {"Slots": 2}]

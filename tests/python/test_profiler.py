@@ -12,6 +12,7 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
+from kernels import SlotsKey, slots_add
 from pypto_pro.profiler import profile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,27 +21,8 @@ sys.path.insert(0, str(ROOT / "examples"))
 F16 = pl.DT_FP16
 
 
-def _add(slots):
-    ids_a, ids_b, ids_c = [0, 1][:slots], [2, 3][:slots], [30, 31][:slots]
-
-    def add(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], F16], y: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], F16],
-            z: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], F16]):
-        tt = pl.TileType(shape=[128, 128], dtype=F16)
-        a = pl.make_tile_group(type=tt, addrs=0x0000, mutex_ids=ids_a)
-        b = pl.make_tile_group(type=tt, addrs=0x10000, mutex_ids=ids_b)
-        c = pl.make_tile_group(type=tt, addrs=0x20000, mutex_ids=ids_c)
-        with pl.section_vector():
-            for i in pl.range(pl.get_block_idx(), x.shape[0] // 128, pl.get_block_num()):
-                for j in pl.range(0, x.shape[1] // 128, 1):
-                    ta, tb, tc = a.next(), b.next(), c.next()
-                    pl.load_tile(ta, x, [i, j])
-                    pl.load_tile(tb, y, [i, j])
-                    pl.add(tc, ta, tb)
-                    pl.store_tile(z, tc, [i, j])
-    return pl.jit(add, name=f"add_{slots}_slots")
-
-
-single_buffered, double_buffered = _add(1), _add(2)
+_slots_add = pl.jit(slots_add, tiling_key=SlotsKey, name="slots_add")
+single_buffered, double_buffered = _slots_add[None, 2, {"Slots": 1}], _slots_add[None, 2, {"Slots": 2}]
 
 
 def overlap(launch, pipe_a, pipe_b):
@@ -61,12 +43,12 @@ def test_double_buffering_overlaps_the_loads_with_the_adds():
     y = torch.randn_like(x)
     out1, out2 = torch.empty_like(x), torch.empty_like(x)
     with profile() as prof:
-        single_buffered[None, 2](x, y, out1)
-        double_buffered[None, 2](x, y, out2)
+        single_buffered(x, y, out1)
+        double_buffered(x, y, out2)
     pypto_pro.runtime.synchronize()
     assert torch.equal(out1, x + y) and torch.equal(out2, x + y)
     single, double = prof.launches
-    assert (single.kernel, double.kernel) == ("add_1_slots", "add_2_slots")
+    assert (single.kernel, double.kernel) == ("slots_add", "slots_add")
     assert overlap(single, "MTE2", "V") == 0          # the next loads wait for the add to free the tiles
     assert overlap(double, "MTE2", "V") > 0           # they go to the other slots meanwhile
     assert double.cycles < single.cycles
@@ -183,10 +165,10 @@ def test_profiling_changes_no_result_and_records_nothing_outside(tmp_path):
     x = torch.randn(256, 256, dtype=torch.float16)
     y = torch.randn_like(x)
     plain, profiled = torch.empty_like(x), torch.empty_like(x)
-    double_buffered[None, 3](x, y, plain)
+    _slots_add[None, 3, {"Slots": 2}](x, y, plain)
     pypto_pro.runtime.synchronize()
     with profile() as prof:
-        double_buffered[None, 3](x, y, profiled)
+        _slots_add[None, 3, {"Slots": 2}](x, y, profiled)
     assert torch.equal(plain, profiled)
     assert len(prof.launches) == 1
     with profile() as empty:
@@ -194,7 +176,7 @@ def test_profiling_changes_no_result_and_records_nothing_outside(tmp_path):
     assert empty.launches == []  # launches before a profile are not its
     assert not pypto_pro._C._profiling()
     # The profiler's instance is its own: the kernel's instances are the plain ones.
-    assert all("__profile" not in s["dir"] for s in double_buffered.signatures())
+    assert all("__profile" not in s["dir"] for s in _slots_add.signatures())
     with profile():
         with pytest.raises(RuntimeError, match="already open"):
             with profile():
@@ -205,20 +187,20 @@ def test_the_table_and_the_chrome_trace(tmp_path):
     x = torch.randn(256, 256, dtype=torch.float16)
     with profile() as prof:
         for _ in range(2):
-            double_buffered[None, 2](x, x, torch.empty_like(x))
+            double_buffered(x, x, torch.empty_like(x))
     (row,) = prof.key_averages()
-    assert row["kernel"] == "add_2_slots" and row["launches"] == 2 and row["cycles"] > 0
+    assert row["kernel"] == "slots_add" and row["launches"] == 2 and row["cycles"] > 0
     assert 0 < row["busy"]["MTE2"] <= 100 and "M" not in row["busy"]  # a vector kernel has no cube pipe
     assert 0 < row["gm_percent"] <= 100
     table = prof.key_averages().table()
-    assert "add_2_slots" in table and "MTE2 %" in table and "cube % peak" in table
+    assert "slots_add" in table and "MTE2 %" in table and "cube % peak" in table
     path = tmp_path / "trace.json"
     prof.export_chrome_trace(str(path))
     trace = json.loads(path.read_text())
     events = trace["traceEvents"]
     ops = [e for e in events if e["ph"] == "X" and e["cat"] != "stall"]
     assert {e["name"] for e in ops} == {"pl.load_tile", "pl.add", "pl.store_tile"}
-    assert all(e["dur"] > 0 and e["args"]["line"].startswith("test_profiler.py:") for e in ops)
+    assert all(e["dur"] > 0 and e["args"]["line"].startswith("kernels.py:") for e in ops)
     names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
     assert "block 0 AIV MTE2" in names and "block 1 AIV V" in names
 
