@@ -1,6 +1,7 @@
 """python -m pypto_pro <command>: the project's command line.
 
     profile [-o DIR] script.py [args...]   run a script under pypto_pro.profiler (docs/profiler.md)
+    cache [dir | ls | clear]               the persistent kernel cache (docs/jit.md#persistent-cache)
 """
 
 import sys
@@ -12,6 +13,10 @@ def main(argv=None) -> int:
         from pypto_pro import profiler
 
         return profiler.main(argv[1:])
+    if argv[:1] == ["cache"]:
+        from pypto_pro import cache
+
+        return cache.main(argv[1:])
     if argv and argv[0] not in ("-h", "--help"):
         print(f"python -m pypto_pro: unknown command {argv[0]!r}\n", file=sys.stderr)
     print(__doc__, file=sys.stderr if argv[:1] not in (["-h"], ["--help"]) else sys.stdout)

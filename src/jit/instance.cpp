@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <cerrno>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <sstream>
@@ -218,6 +219,118 @@ std::string PipelineGeneratedPython(const ir::Function& func, const CompileOptio
   return codegen::KernelAsPython(func, py);
 }
 
+namespace {
+
+// ---- libraries without a compile (docs/jit.md#persistent-cache) ----
+
+// Libraries this process has loaded, by name (the hash of everything that shapes their code): a
+// kernel object made again from the same function reuses its library instead of compiling it again.
+struct LoadedLibrary {
+  void* handle = nullptr;
+  fs::path path;  // where it was published (copied into a new instance directory from there)
+};
+std::mutex& LoadedMutex() {
+  static std::mutex* m = new std::mutex();
+  return *m;
+}
+std::map<std::string, LoadedLibrary>& Loaded() {
+  static auto* loaded = new std::map<std::string, LoadedLibrary>();
+  return *loaded;
+}
+
+// Copies `from` to `to` (a new file); false when that fails (the caller compiles instead).
+bool CopyLibrary(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  return fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec) && !ec;
+}
+
+// Keeps `library` in the cache as `cached`: a copy under a private name, renamed into place, so
+// processes sharing the cache only ever see complete libraries (the same name is the same code,
+// whoever renames last).
+void StoreInCache(const fs::path& library, const fs::path& cached) {
+  const fs::path temp = cached.parent_path() / (".tmp" + TempSuffix() + ".so");
+  std::error_code ec;
+  if (!fs::copy_file(library, temp, ec) || ec) {
+    fs::remove(temp, ec);
+    throw ArtefactDirError("cannot write the kernel cache " + cached.parent_path().string() + ": " + ec.message(),
+                           cached.parent_path());
+  }
+  fs::rename(temp, cached, ec);
+  if (ec) {
+    fs::remove(temp, ec);
+    throw ArtefactDirError("cannot write the kernel cache " + cached.parent_path().string(), cached.parent_path());
+  }
+}
+
+}  // namespace
+
+fs::path DefaultCacheDir() {
+  const std::string configured = GetEnv("PYPTO_PRO_CACHE_DIR");
+  if (!configured.empty()) return fs::absolute(configured);
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return fs::path(xdg) / "pypto_pro";
+  const char* home = std::getenv("HOME");
+  return fs::path(home && *home ? home : "/tmp") / ".cache" / "pypto_pro";
+}
+
+std::string HostFingerprint() {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> by_compiler;
+  const std::string compiler = GetEnv("PYPTO_PRO_CXX");
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = by_compiler.find(compiler);
+  if (it != by_compiler.end()) return it->second;
+  const ProcessResult version = RunProcess({compiler, "--version"}, fs::temp_directory_path(), 60);
+  std::string flags;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("flags", 0) == 0) {
+      flags = line;
+      break;
+    }
+  }
+  const bool known = version.started && version.exit_code == 0;
+  return by_compiler[compiler] = known ? Sha256Hex(version.output + '\0' + flags).substr(0, 12) : "";
+}
+
+namespace {
+
+// Runs the host compiler on the private directory's sources into `so_name`; throws CompileFailure
+// (publishing the sources and compile.log), CompileTimeout or CompileInterrupted.
+void CompileLibrary(const ir::Function& func, const std::shared_ptr<Instance>& inst, PrivateDir& build,
+                    std::vector<std::string> cmd, const std::string& so_name, std::vector<std::string>& published,
+                    const CompileOptions& options) {
+  cmd.push_back("-o");
+  cmd.push_back(so_name);
+  cmd.push_back("call_kernel.cpp");
+  ProcessResult run = RunCompilerBounded(cmd, build.path(), options.timeout_seconds, options.interrupted);
+  if (run.interrupted) throw CompileInterrupted("compiling kernel '" + func.name + "' was interrupted");
+  if (run.timed_out) {
+    std::ostringstream msg;
+    msg << "compiling kernel '" << func.name << "' took longer than its compile_timeout of " << options.timeout_seconds
+        << " s and was stopped; instance directory: " << inst->dir.string();
+    throw CompileTimeout(msg.str(), func.name, inst->dir, options.timeout_seconds);
+  }
+  std::error_code ec;
+  const bool wrote_library = run.started && run.exit_code == 0 && fs::is_regular_file(build.path() / so_name, ec);
+  if (!wrote_library) {
+    std::ostringstream msg;
+    if (run.started && run.exit_code == 0) {
+      msg << "the host compiler '" << cmd[0] << "' exited with code 0 on kernel '" << func.name
+          << "' but wrote no library (" << so_name << "); check PYPTO_PRO_CXX and PYPTO_PRO_CXXFLAGS";
+    } else {
+      msg << "the host compiler failed on kernel '" << func.name << "' (exit code " << run.exit_code << ")";
+    }
+    msg << "; see " << (inst->dir / "kernel.cpp").string() << " and " << (inst->dir / "compile.log").string()
+        << "\n" << run.output;
+    build.Write("compile.log", run.output);
+    published.push_back("compile.log");
+    build.Publish(published, "");  // the sources the compiler saw, for the user to read
+    throw CompileFailure(msg.str(), func.name, inst->dir, run.output);
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions& options) {
   const ArchModel* arch = FindArch(options.arch);
   if (!arch) {
@@ -300,40 +413,36 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   inst->stats.write_ms = MsSince(t0);
 
   t0 = std::chrono::steady_clock::now();
-  cmd.push_back("-o");
-  cmd.push_back(so_name);
-  cmd.push_back("call_kernel.cpp");
-  ProcessResult run = RunCompilerBounded(cmd, build.path(), options.timeout_seconds, options.interrupted);
-  inst->stats.compile_ms = MsSince(t0);
-  if (run.interrupted) throw CompileInterrupted("compiling kernel '" + func.name + "' was interrupted");
-  if (run.timed_out) {
-    std::ostringstream msg;
-    msg << "compiling kernel '" << func.name << "' took longer than its compile_timeout of " << options.timeout_seconds
-        << " s and was stopped; instance directory: " << inst->dir.string();
-    throw CompileTimeout(msg.str(), func.name, inst->dir, options.timeout_seconds);
-  }
-  std::error_code ec;
-  const bool wrote_library = run.started && run.exit_code == 0 && fs::is_regular_file(build.path() / so_name, ec);
-  if (!wrote_library) {
-    std::ostringstream msg;
-    if (run.started && run.exit_code == 0) {
-      msg << "the host compiler '" << cmd[0] << "' exited with code 0 on kernel '" << func.name
-          << "' but wrote no library (" << so_name << "); check PYPTO_PRO_CXX and PYPTO_PRO_CXXFLAGS";
-    } else {
-      msg << "the host compiler failed on kernel '" << func.name << "' (exit code " << run.exit_code << ")";
+  // The library without compiling: the same code loaded before in this process, or the persistent
+  // cache's copy (built for this compiler and CPU).
+  void* handle = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(LoadedMutex());
+    auto it = Loaded().find(so_name);
+    if (it != Loaded().end() && CopyLibrary(it->second.path, build.path() / so_name)) {
+      handle = it->second.handle;
+      inst->stats.reused = "process";
     }
-    msg << "; see " << (inst->dir / "kernel.cpp").string() << " and " << (inst->dir / "compile.log").string()
-        << "\n" << run.output;
-    build.Write("compile.log", run.output);
-    published.push_back("compile.log");
-    build.Publish(published, "");  // the sources the compiler saw, for the user to read
-    throw CompileFailure(msg.str(), func.name, inst->dir, run.output);
   }
+  fs::path cached;
+  if (!options.cache_dir.empty()) {
+    CreateArtefactDir(options.cache_dir);
+    const std::string host = HostFingerprint();
+    if (!host.empty()) cached = options.cache_dir / (so_name.substr(0, so_name.size() - 3) + "_" + host + ".so");
+  }
+  if (!handle && !cached.empty() && fs::is_regular_file(cached) && CopyLibrary(cached, build.path() / so_name)) {
+    inst->stats.reused = "cache";
+  }
+  if (inst->stats.reused.empty()) {
+    CompileLibrary(func, inst, build, cmd, so_name, published, options);
+    if (!cached.empty()) StoreInCache(build.path() / so_name, cached);
+  }
+  inst->stats.compile_ms = MsSince(t0);
 
   t0 = std::chrono::steady_clock::now();
   // Loaded from the private directory: the library is this compile's whatever is published later.
   const fs::path private_library = fs::absolute(build.path() / so_name);
-  void* handle = ::dlopen(private_library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) handle = ::dlopen(private_library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* err = ::dlerror();
     throw CompileFailure("cannot load " + private_library.string() + ": " + (err ? err : "?"), func.name, inst->dir,
@@ -349,6 +458,10 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   }
   published.push_back(so_name);
   build.Publish(published, so_name);
+  {
+    std::lock_guard<std::mutex> lock(LoadedMutex());
+    Loaded()[so_name] = LoadedLibrary{handle, inst->library};
+  }
   inst->desc = get_desc();
   inst->stats.load_ms = MsSince(t0);
   return inst;

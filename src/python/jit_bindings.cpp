@@ -108,6 +108,7 @@ void BindJit(py::module_& m) {
                                d["write_ms"] = i.stats.write_ms;
                                d["compile_ms"] = i.stats.compile_ms;
                                d["load_ms"] = i.stats.load_ms;
+                               d["reused"] = i.stats.reused;
                                return d;
                              })
       .def_property_readonly("warnings",
@@ -122,6 +123,7 @@ void BindJit(py::module_& m) {
         return "<Instance " + i.kernel_name + " at " + i.dir.string() + ">";
       });
 
+  m.def("default_cache_dir", [] { return jit::DefaultCacheDir().string(); });
   m.def("arch_names", [] {
     std::vector<std::string> names;
     for (std::string_view n : ArchNames()) names.emplace_back(n);

@@ -78,6 +78,7 @@ class Kernel {
     auto_mutex_ = options["auto_mutex"].cast<bool>();
     sanitizer_ = options["sanitizer"].cast<bool>();
     if (!options["compile_timeout"].is_none()) compile_timeout_ = options["compile_timeout"].cast<double>();
+    if (!options["cache"].is_none()) persistent_cache_ = options["cache"].cast<bool>();
     if (options.contains("pipeline") && !options["pipeline"].is_none()) {
       const auto [preload, sync_only] = options["pipeline"].cast<std::pair<int, bool>>();
       pipeline_ = passes::PipelineOptions{preload, sync_only};
@@ -340,6 +341,9 @@ class Kernel {
     options.sanitizer = sanitizer_;
     options.profile = profile;
     options.pipeline = pipeline_;
+    if (persistent_cache_ ? *persistent_cache_ : !GetEnv("PYPTO_PRO_CACHE_DIR").empty()) {
+      options.cache_dir = jit::DefaultCacheDir();
+    }
     options.dump_ir = GetEnvFlag("PYPTO_PRO_DUMP_IR");
     if (!binding.datatype.empty()) options.extra_files.emplace_back("../datatype.json", binding.DatatypeFile());
     options.interrupted = interrupted;
@@ -440,6 +444,7 @@ class Kernel {
   std::optional<passes::PipelineOptions> pipeline_;
   bool sanitizer_ = false;
   std::optional<double> compile_timeout_;
+  std::optional<bool> persistent_cache_;  // pl.jit(cache=): None follows PYPTO_PRO_CACHE_DIR
   jit::InstanceCache cache_;  // guarded by the GIL (its compile locks are waited on without it)
   jit::InstanceCache profile_cache_;  // the instances launched inside pypto_pro.profiler.profile()
   CaptureWatch captures_;

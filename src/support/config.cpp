@@ -29,6 +29,9 @@ const std::vector<EnvVarSpec>& EnvVarTable() {
       {"PYPTO_PRO_ASSERT", "print",
        "What a failed pl.pto_assert does: print (the NPU's behaviour: a line on stdout, the kernel goes on) or "
        "raise (the block ends with a pypto_pro.KernelFault carrying the message)."},
+      {"PYPTO_PRO_CACHE_DIR", "",
+       "When set, compiled kernel libraries are kept in this directory and reused across processes "
+       "(pl.jit(cache=False) opts a kernel out; cache=True uses ~/.cache/pypto_pro when this is unset)."},
       {"PYPTO_PRO_TORCH_ATTRIBUTE_PATH", "0",
        "1 = read torch tensors through Python attributes even when libpypto_torch_args.so is built."},
   };

@@ -26,6 +26,9 @@ struct CompileOptions {
   bool auto_mutex = true;
   bool sanitizer = false;  // instrument the kernel; launches append to <instance_dir>/pypto_sanitizer_report.txt
   bool profile = false;    // instrument the kernel for the performance model (pypto_pro.profiler)
+  // The persistent cache (docs/jit.md#persistent-cache): a library compiled before, by any process,
+  // is taken from here instead of compiling, and a new one is kept here. Empty: off.
+  std::filesystem::path cache_dir;
   bool dump_ir = false;
   std::optional<passes::PipelineOptions> pipeline;  // pl.jit(pipeline=...)
   // More files to write, by path relative to instance_dir (e.g. "../datatype.json").
@@ -43,6 +46,9 @@ struct CompileStats {
   double write_ms = 0;
   double compile_ms = 0;
   double load_ms = 0;
+  // Where the library came from without compiling: "" (compiled), "process" (the same code loaded
+  // before in this process) or "cache" (the persistent cache).
+  std::string reused;
 };
 
 struct Instance {
@@ -93,5 +99,12 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
 
 // The compiler command line (without the output and input file names), for tests and docs.
 std::vector<std::string> CompilerCommand();
+
+// The persistent cache's directory when only pl.jit(cache=True) asks for it: PYPTO_PRO_CACHE_DIR,
+// else $XDG_CACHE_HOME/pypto_pro, else ~/.cache/pypto_pro.
+std::filesystem::path DefaultCacheDir();
+// What a cached library's name adds to its code's hash: the compiler's version and the host CPU's
+// features (kernels are built with -march=native). "" when the compiler cannot say its version.
+std::string HostFingerprint();
 
 }  // namespace pypto_pro::jit

@@ -1,0 +1,67 @@
+"""The persistent kernel cache (docs/jit.md#persistent-cache): compiled kernel libraries kept across
+processes when PYPTO_PRO_CACHE_DIR is set or a kernel says pl.jit(cache=True).
+
+    python -m pypto_pro cache [dir | ls | clear]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from pypto_pro import _C
+
+
+def directory() -> str:
+    """Where the cache is: PYPTO_PRO_CACHE_DIR, else $XDG_CACHE_HOME/pypto_pro, else ~/.cache/pypto_pro."""
+    return _C.default_cache_dir()
+
+
+def entries() -> list:
+    """(file name, bytes, modification time) of each cached library, oldest first."""
+    root = directory()
+    if not os.path.isdir(root):
+        return []
+    out = []
+    for name in os.listdir(root):
+        path = os.path.join(root, name)
+        if name.startswith("call_kernel_") and name.endswith(".so") and os.path.isfile(path):
+            st = os.stat(path)
+            out.append((name, st.st_size, st.st_mtime))
+    return sorted(out, key=lambda e: e[2])
+
+
+def clear() -> int:
+    """Removes every cached library (and leftovers of interrupted writes); returns how many files."""
+    root = directory()
+    removed = 0
+    if not os.path.isdir(root):
+        return 0
+    for name in os.listdir(root):
+        if (name.startswith("call_kernel_") or name.startswith(".tmp")) and name.endswith(".so"):
+            try:
+                os.remove(os.path.join(root, name))
+                removed += 1
+            except FileNotFoundError:  # another process cleared it first
+                pass
+    return removed
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[0] if argv else "ls"
+    if command == "dir":
+        print(directory())
+    elif command == "ls":
+        found = entries()
+        for name, size, mtime in found:
+            print(f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(mtime))}  {size / 1024:8.0f} KiB  {name}")
+        print(f"{len(found)} kernel librar{'y' if len(found) == 1 else 'ies'}, "
+              f"{sum(e[1] for e in found) / 2**20:.1f} MiB in {directory()}")
+    elif command == "clear":
+        print(f"removed {clear()} file(s) from {directory()}")
+    else:
+        print(f"python -m pypto_pro cache: unknown command {command!r}; use dir, ls or clear", file=sys.stderr)
+        return 2
+    return 0
