@@ -37,6 +37,13 @@ static_assert(kKC % 2 == 0 && kKC <= 1024, "int8 sums of kKC products must stay 
 #define PTO_GEMM_BF16_DOT 1
 #endif
 
+// AMX (Sapphire Rapids and later): bf16 matmuls on the tile unit, 16 x 16 x 32 multiply-accumulates
+// per instruction. Kernels are built with -march=native, so the host the kernel runs on decides; on
+// one without AMX (or where Linux refuses the tile state) the vector paths below run instead.
+#if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__x86_64__) && defined(__linux__)
+#define PTO_GEMM_AMX 1
+#endif
+
 // Where the result starts from: nothing, a row vector broadcast over the rows (bias), or a matrix
 // (the accumulator of matmul_acc, possibly C itself).
 template <typename TC>
@@ -275,6 +282,146 @@ inline Scratch& ThreadScratch() {
 
 }  // namespace detail
 
+#if PTO_GEMM_AMX
+}  // namespace pto::gemm
+// glibc's (declared here: <unistd.h> would cost every kernel compile its parse time).
+extern "C" long syscall(long number, ...) noexcept;
+namespace pto::gemm {
+
+namespace amx {
+
+// Linux gives a process the AMX tile state only when it asks (arch_prctl ARCH_REQ_XCOMP_PERM for
+// XFEATURE_XTILEDATA); once per kernel library, false where the kernel refuses.
+inline bool Enabled() {
+  static const bool granted = syscall(158 /* SYS_arch_prctl */, 0x1023 /* ARCH_REQ_XCOMP_PERM */,
+                                      18 /* XFEATURE_XTILEDATA */) == 0;
+  return granted;
+}
+
+// Every tile used: 16 rows of 64 bytes (C: 16 x 16 fp32; A: 16 x 32 bf16; B: 16 pairs x 16 columns).
+struct alignas(64) Config {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+#define PTO_AMX_LOAD(t, base, stride)                                                                  \
+  __asm__ volatile("{tileloadd\t(%0,%1,1), %%tmm" #t "|tileloadd\t%%tmm" #t ", [%0+%1*1]}" ::"r"(base), \
+                   "r"(int64_t(stride)) : "memory")
+#define PTO_AMX_STORE(t, base, stride)                                                                   \
+  __asm__ volatile("{tilestored\t%%tmm" #t ", (%0,%1,1)|tilestored\t[%0+%1*1], %%tmm" #t "}" ::"r"(base), \
+                   "r"(int64_t(stride)) : "memory")
+#define PTO_AMX_DOT(c, a, b) \
+  __asm__ volatile("{tdpbf16ps\t%%tmm" #b ", %%tmm" #a ", %%tmm" #c "|tdpbf16ps\t%%tmm" #c ", %%tmm" #a ", %%tmm" #b "}" ::)
+
+constexpr int kM = 32, kN = 32, kK = 32;  // a block of C in four tiles; A and B k chunks of one tile
+constexpr int kMaxAcc = 128 * 1024;       // fp32 accumulator elements (L0C holds 64 Ki)
+constexpr int kMaxA = 256 * 1024;         // bf16 elements of a packed A panel
+constexpr int kMaxKC = 512;               // k per panel
+
+struct Scratch {
+  alignas(64) float acc[kMaxAcc];           // C, padded to whole blocks, accumulated over k panels
+  alignas(64) bfloat16 a[kMaxA];            // A panel: every row x the panel's k, zero-padded
+  alignas(64) uint32_t b[(kMaxKC / 2) * kN];  // B panel: pairs of consecutive k, 32 columns
+};
+
+inline Scratch& ThreadScratch() {
+  static thread_local Scratch scratch;
+  return scratch;
+}
+
+inline int RoundUp(int x, int to) { return (x + to - 1) / to * to; }
+
+// Whether Gemm below takes an m x n result (its accumulator holds it).
+inline bool Fits(int m, int n) { return int64_t(RoundUp(m, kM)) * RoundUp(n, kN) <= kMaxAcc; }
+
+// C[m, n] = init + A x B for bf16 A and B, fp32 C (C may be init.data: matmul_acc in place).
+inline void Gemm(int m, int n, int k, const bfloat16* a, int64_t lda, const bfloat16* b, int64_t ldb, float* c,
+                 int64_t ldc, const Init<float>& init) {
+  Scratch& s = ThreadScratch();
+  const Config config;
+  __asm__ volatile("ldtilecfg %0" ::"m"(config));
+  const int m_pad = RoundUp(m, kM), n_pad = RoundUp(n, kN);
+  // k per panel: whole A tiles, at most kMaxKC, and the panel of every row within kMaxA
+  int kc_max = kMaxA / m_pad / kK * kK;
+  kc_max = kc_max > kMaxKC ? kMaxKC : kc_max < kK ? kK : kc_max;
+  for (int i = 0; i < m_pad * n_pad; ++i) s.acc[i] = 0.0f;
+  for (int k0 = 0; k0 < k; k0 += kc_max) {
+    const int kc = k - k0 < kc_max ? k - k0 : kc_max;
+    const int kp = RoundUp(kc, kK);  // zeros beyond kc add nothing
+    for (int i = 0; i < m_pad; ++i) {
+      bfloat16* row = s.a + int64_t(i) * kp;
+      if (i < m) {
+        __builtin_memcpy(row, a + int64_t(i) * lda + k0, size_t(kc) * sizeof(bfloat16));
+        for (int p = kc; p < kp; ++p) row[p] = bfloat16{0};
+      } else {
+        for (int p = 0; p < kp; ++p) row[p] = bfloat16{0};
+      }
+    }
+    for (int j0 = 0; j0 < n_pad; j0 += kN) {
+      const int nb = n - j0 < kN ? n - j0 : kN;
+      for (int q = 0; q < kp / 2; ++q) {  // word [q][j] = b[2q][j] | b[2q + 1][j] << 16
+        const bfloat16* even = 2 * q < kc ? b + int64_t(k0 + 2 * q) * ldb + j0 : nullptr;
+        const bfloat16* odd = 2 * q + 1 < kc ? even + ldb : nullptr;
+        uint32_t* out = s.b + q * kN;
+        if (odd && nb == kN) {  // the common case, 16 columns at a time
+#pragma GCC unroll 2
+          for (int v = 0; v < kN / 16; ++v) {
+            u16x16 lo, hi;
+            __builtin_memcpy(&lo, even + 16 * v, sizeof lo);
+            __builtin_memcpy(&hi, odd + 16 * v, sizeof hi);
+            const u32x16 word = __builtin_convertvector(lo, u32x16) | (__builtin_convertvector(hi, u32x16) << 16);
+            __builtin_memcpy(out + 16 * v, &word, sizeof word);
+          }
+          continue;
+        }
+        for (int j = 0; j < kN; ++j) {
+          const uint32_t lo = even && j < nb ? even[j].bits : 0, hi = odd && j < nb ? odd[j].bits : 0;
+          out[j] = lo | hi << 16;
+        }
+      }
+      for (int i0 = 0; i0 < m_pad; i0 += kM) {
+        float* acc = s.acc + int64_t(i0) * n_pad + j0;
+        const int64_t stride = int64_t(n_pad) * 4;
+        PTO_AMX_LOAD(0, acc, stride);
+        PTO_AMX_LOAD(1, acc + 16, stride);
+        PTO_AMX_LOAD(2, acc + 16 * n_pad, stride);
+        PTO_AMX_LOAD(3, acc + 16 * n_pad + 16, stride);
+        const bfloat16* a_rows = s.a + int64_t(i0) * kp;
+        for (int p0 = 0; p0 < kp; p0 += kK) {
+          PTO_AMX_LOAD(4, a_rows + p0, kp * 2);
+          PTO_AMX_LOAD(5, a_rows + 16 * kp + p0, kp * 2);
+          PTO_AMX_LOAD(6, s.b + (p0 / 2) * kN, kN * 4);
+          PTO_AMX_LOAD(7, s.b + (p0 / 2) * kN + 16, kN * 4);
+          PTO_AMX_DOT(0, 4, 6);
+          PTO_AMX_DOT(1, 4, 7);
+          PTO_AMX_DOT(2, 5, 6);
+          PTO_AMX_DOT(3, 5, 7);
+        }
+        PTO_AMX_STORE(0, acc, stride);
+        PTO_AMX_STORE(1, acc + 16, stride);
+        PTO_AMX_STORE(2, acc + 16 * n_pad, stride);
+        PTO_AMX_STORE(3, acc + 16 * n_pad + 16, stride);
+      }
+    }
+  }
+  __asm__ volatile("tilerelease" ::);
+  for (int i = 0; i < m; ++i) {  // C = init + A x B
+    const float* base = init.data ? init.data + int64_t(i) * init.row_stride : nullptr;
+    float* out = c + int64_t(i) * ldc;
+    const float* sum = s.acc + int64_t(i) * n_pad;
+    for (int j = 0; j < n; ++j) out[j] = base ? base[j] + sum[j] : sum[j];
+  }
+}
+
+#undef PTO_AMX_LOAD
+#undef PTO_AMX_STORE
+#undef PTO_AMX_DOT
+
+}  // namespace amx
+#endif
+
 // C[m, n] = init + A[m, k] x B[k, n]. TIn: half, bfloat16, float (TC float) or int8_t (TC int32_t).
 // C may be init.data itself (matmul_acc in place); it must not overlap A or B.
 template <typename TIn, typename TC>
@@ -294,6 +441,11 @@ inline void Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
     }
     return;
   }
+#if PTO_GEMM_AMX
+  if constexpr (__is_same(TIn, bfloat16)) {
+    if (amx::Fits(m, n) && amx::Enabled()) return amx::Gemm(m, n, k, a, lda, b, ldb, c, ldc, init);
+  }
+#endif
   Scratch& s = ThreadScratch();
   for (int j0 = 0; j0 < n; j0 += kNC) {
     const int nc = n - j0 < kNC ? n - j0 : kNC;

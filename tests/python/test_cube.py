@@ -424,3 +424,47 @@ def test_int8_matmul_takes_an_int32_bias():
     int8_matmul_bias[None, 1](a, b, bias_in, c)
     sync()
     assert torch.equal(c, a.int() @ b.int() + bias_in)
+
+
+def _bf16_acc_kernel():
+    def bf16_acc(a: pl.Tensor[[48, 80], pl.DT_BF16], b: pl.Tensor[[80, 48], pl.DT_BF16],
+                 c: pl.Tensor[[48, 48], pl.DT_FP32]):
+        """C = A B + A B (matmul, then matmul_acc in place) with a tail: m, n, k not multiples of 32."""
+        M = pl.MemorySpace
+        ta = pl.make_tile(pl.TileType(shape=[48, 80], dtype=pl.DT_BF16, target_memory=M.Mat), addr=0x0)
+        tb = pl.make_tile(pl.TileType(shape=[80, 48], dtype=pl.DT_BF16, target_memory=M.Mat), addr=0x4000)
+        tl = pl.make_tile(pl.TileType(shape=[48, 80], dtype=pl.DT_BF16, target_memory=M.Left), addr=0x0)
+        tr = pl.make_tile(pl.TileType(shape=[80, 48], dtype=pl.DT_BF16, target_memory=M.Right), addr=0x0)
+        tc = pl.make_tile(pl.TileType(shape=[48, 48], dtype=pl.DT_FP32, target_memory=M.Acc), addr=0x0)
+        with pl.section_cube():
+            pl.load(ta, a, [0, 0])
+            pl.load(tb, b, [0, 0])
+            pl.system.bar_all()
+            pl.move(tl, ta)
+            pl.move(tr, tb)
+            pl.system.bar_all()
+            pl.matmul(tc, tl, tr)
+            pl.system.bar_all()
+            pl.matmul_acc(tc, tc, tl, tr)
+            pl.system.bar_all()
+            pl.store(c, tc, [0, 0])
+    return bf16_acc
+
+
+def test_bf16_matmul_on_the_amx_tiles_matches_the_vector_path(monkeypatch):
+    """gemm.h runs bf16 on the AMX tile unit where the host has it; with AMX switched off at compile
+    time the vector path runs: both accumulate in fp32 and agree (to the order of their sums)."""
+    a = torch.randn(48, 80).bfloat16()
+    b = torch.randn(80, 48).bfloat16()
+    results = []
+    for flags in ("", "-mno-amx-tile -mno-amx-bf16 -mno-amx-int8"):
+        monkeypatch.setenv("PYPTO_PRO_CXXFLAGS", flags)
+        kernel = pl.jit(_bf16_acc_kernel(), auto_mutex=False, name="bf16_acc" + ("_vector" if flags else ""))
+        c = torch.empty(48, 48)
+        kernel[None, 1](a, b, c)
+        pypto_pro.runtime.synchronize()
+        results.append(c)
+    ref = 2 * (a.double() @ b.double())
+    for c in results:
+        torch.testing.assert_close(c.double(), ref, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(results[0], results[1], rtol=1e-6, atol=1e-5)

@@ -116,6 +116,8 @@ def test_matmul_inner_loop_uses_packed_fma_or_bf16_dot_products():
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-5, atol=1e-4)
     text = disassemble(cube_mm)
     reg = widest_register()
+    if "amx_bf16" in cpu_flags():  # the tile unit (gemm.h's AMX path), where the host has it
+        assert re.search(r"\btdpbf16ps\s+%tmm", text), "bf16 matmul does not use the AMX tiles"
     if "avx512_bf16" in cpu_flags():
         assert re.search(rf"\bvdpbf16ps\s+.*%{reg}", text), "bf16 matmul does not use vdpbf16ps"
     else:
