@@ -37,11 +37,16 @@ static_assert(kKC % 2 == 0 && kKC <= 1024, "int8 sums of kKC products must stay 
 #define PTO_GEMM_BF16_DOT 1
 #endif
 
-// AMX (Sapphire Rapids and later): bf16 matmuls on the tile unit, 16 x 16 x 32 multiply-accumulates
-// per instruction. Kernels are built with -march=native, so the host the kernel runs on decides; on
+// AMX (Sapphire Rapids and later): bf16 and int8 matmuls on the tile unit (16 x 16 x 32 bf16 or
+// 16 x 16 x 64 int8 multiply-accumulates per instruction). Kernels are built with -march=native, so the host the kernel runs on decides; on
 // one without AMX (or where Linux refuses the tile state) the vector paths below run instead.
 #if defined(__AMX_TILE__) && defined(__AMX_BF16__) && defined(__x86_64__) && defined(__linux__)
 #define PTO_GEMM_AMX 1
+#if defined(__AMX_INT8__)
+#define PTO_GEMM_AMX_INT8 1
+#else
+#define PTO_GEMM_AMX_INT8 0
+#endif
 #endif
 
 // Where the result starts from: nothing, a row vector broadcast over the rows (bias), or a matrix
@@ -298,7 +303,8 @@ inline bool Enabled() {
   return granted;
 }
 
-// Every tile used: 16 rows of 64 bytes (C: 16 x 16 fp32; A: 16 x 32 bf16; B: 16 pairs x 16 columns).
+// Every tile used: 16 rows of 64 bytes (C: 16 x 16 fp32 or int32; A: 16 x 32 bf16 or 64 int8; B: 16
+// words of k x 16 columns).
 struct alignas(64) Config {
   uint8_t palette = 1, start_row = 0;
   uint8_t reserved[14] = {};
@@ -312,18 +318,33 @@ struct alignas(64) Config {
 #define PTO_AMX_STORE(t, base, stride)                                                                   \
   __asm__ volatile("{tilestored\t%%tmm" #t ", (%0,%1,1)|tilestored\t[%0+%1*1], %%tmm" #t "}" ::"r"(base), \
                    "r"(int64_t(stride)) : "memory")
-#define PTO_AMX_DOT(c, a, b) \
-  __asm__ volatile("{tdpbf16ps\t%%tmm" #b ", %%tmm" #a ", %%tmm" #c "|tdpbf16ps\t%%tmm" #c ", %%tmm" #a ", %%tmm" #b "}" ::)
+#define PTO_AMX_DOT(op, c, a, b) \
+  __asm__ volatile("{" op "\t%%tmm" #b ", %%tmm" #a ", %%tmm" #c "|" op "\t%%tmm" #c ", %%tmm" #a ", %%tmm" #b "}" ::)
 
-constexpr int kM = 32, kN = 32, kK = 32;  // a block of C in four tiles; A and B k chunks of one tile
-constexpr int kMaxAcc = 128 * 1024;       // fp32 accumulator elements (L0C holds 64 Ki)
-constexpr int kMaxA = 256 * 1024;         // bf16 elements of a packed A panel
-constexpr int kMaxKC = 512;               // k per panel
+constexpr int kM = 32, kN = 32;     // a block of C in four tiles
+constexpr int kMaxAcc = 128 * 1024;  // fp32 / int32 accumulator elements (L0C holds 64 Ki)
+constexpr int kMaxA = 256 * 1024;    // bf16 elements (twice as many int8) of a packed A panel
+constexpr int kMaxKC = 512;          // bf16 k per panel (int8: twice as many)
+
+// bf16: pairs of k per 32-bit word, fp32 sums (tdpbf16ps); int8: quads of k, exact int32 sums that
+// wrap like the device's accumulator (tdpbssd).
+template <typename TIn>
+struct Traits;
+template <>
+struct Traits<bfloat16> {
+  using Acc = float;
+  static constexpr int kPerWord = 2;
+};
+template <>
+struct Traits<int8_t> {
+  using Acc = int32_t;
+  static constexpr int kPerWord = 4;
+};
 
 struct Scratch {
-  alignas(64) float acc[kMaxAcc];           // C, padded to whole blocks, accumulated over k panels
-  alignas(64) bfloat16 a[kMaxA];            // A panel: every row x the panel's k, zero-padded
-  alignas(64) uint32_t b[(kMaxKC / 2) * kN];  // B panel: pairs of consecutive k, 32 columns
+  alignas(64) uint32_t acc[kMaxAcc];        // C (fp32 or int32), padded to whole blocks, summed over k panels
+  alignas(64) uint8_t a[kMaxA * 2];         // A panel: every row x the panel's k, zero-padded
+  alignas(64) uint32_t b[(kMaxKC / 2) * kN];  // B panel: words of consecutive k, 32 columns
 };
 
 inline Scratch& ThreadScratch() {
@@ -336,68 +357,88 @@ inline int RoundUp(int x, int to) { return (x + to - 1) / to * to; }
 // Whether Gemm below takes an m x n result (its accumulator holds it).
 inline bool Fits(int m, int n) { return int64_t(RoundUp(m, kM)) * RoundUp(n, kN) <= kMaxAcc; }
 
-// C[m, n] = init + A x B for bf16 A and B, fp32 C (C may be init.data: matmul_acc in place).
-inline void Gemm(int m, int n, int k, const bfloat16* a, int64_t lda, const bfloat16* b, int64_t ldb, float* c,
-                 int64_t ldc, const Init<float>& init) {
+// The k-th element of B's row as the bits of a word lane.
+inline uint32_t Bits(bfloat16 x) { return x.bits; }
+inline uint32_t Bits(int8_t x) { return uint8_t(x); }
+
+// C[m, n] = init + A x B (C may be init.data: matmul_acc in place).
+template <typename TIn, typename TC>
+inline void Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, int64_t ldb, TC* c, int64_t ldc,
+                 const Init<TC>& init) {
+  constexpr int kPer = Traits<TIn>::kPerWord;
+  constexpr int kTileK = 64 / int(sizeof(TIn));  // k of one A tile row (64 bytes)
   Scratch& s = ThreadScratch();
+  TC* acc_base = reinterpret_cast<TC*>(s.acc);
+  TIn* a_pack = reinterpret_cast<TIn*>(s.a);
   const Config config;
   __asm__ volatile("ldtilecfg %0" ::"m"(config));
   const int m_pad = RoundUp(m, kM), n_pad = RoundUp(n, kN);
-  // k per panel: whole A tiles, at most kMaxKC, and the panel of every row within kMaxA
-  int kc_max = kMaxA / m_pad / kK * kK;
-  kc_max = kc_max > kMaxKC ? kMaxKC : kc_max < kK ? kK : kc_max;
-  for (int i = 0; i < m_pad * n_pad; ++i) s.acc[i] = 0.0f;
+  // k per panel: whole A tiles, at most kMaxKC pairs' worth, and the panel of every row within kMaxA
+  int kc_max = int(kMaxA * 2 / int(sizeof(TIn))) / m_pad / kTileK * kTileK;
+  const int kc_cap = kMaxKC / 2 * kPer;
+  kc_max = kc_max > kc_cap ? kc_cap : kc_max < kTileK ? kTileK : kc_max;
+  for (int i = 0; i < m_pad * n_pad; ++i) acc_base[i] = TC(0);
   for (int k0 = 0; k0 < k; k0 += kc_max) {
     const int kc = k - k0 < kc_max ? k - k0 : kc_max;
-    const int kp = RoundUp(kc, kK);  // zeros beyond kc add nothing
+    const int kp = RoundUp(kc, kTileK);  // zeros beyond kc add nothing
     for (int i = 0; i < m_pad; ++i) {
-      bfloat16* row = s.a + int64_t(i) * kp;
-      if (i < m) {
-        __builtin_memcpy(row, a + int64_t(i) * lda + k0, size_t(kc) * sizeof(bfloat16));
-        for (int p = kc; p < kp; ++p) row[p] = bfloat16{0};
-      } else {
-        for (int p = 0; p < kp; ++p) row[p] = bfloat16{0};
-      }
+      TIn* row = a_pack + int64_t(i) * kp;
+      const int copied = i < m ? kc : 0;
+      if (copied) __builtin_memcpy(row, a + int64_t(i) * lda + k0, size_t(kc) * sizeof(TIn));
+      __builtin_memset(row + copied, 0, size_t(kp - copied) * sizeof(TIn));
     }
     for (int j0 = 0; j0 < n_pad; j0 += kN) {
       const int nb = n - j0 < kN ? n - j0 : kN;
-      for (int q = 0; q < kp / 2; ++q) {  // word [q][j] = b[2q][j] | b[2q + 1][j] << 16
-        const bfloat16* even = 2 * q < kc ? b + int64_t(k0 + 2 * q) * ldb + j0 : nullptr;
-        const bfloat16* odd = 2 * q + 1 < kc ? even + ldb : nullptr;
+      for (int q = 0; q < kp / kPer; ++q) {  // word [q][j]: b[kPer q + r][j] in lane r
         uint32_t* out = s.b + q * kN;
-        if (odd && nb == kN) {  // the common case, 16 columns at a time
+        const bool whole = nb == kN && kPer * q + kPer - 1 < kc;
+        if constexpr (kPer == 2) {
+          if (whole) {  // the common case, 16 columns at a time
+            const TIn* even = b + int64_t(k0 + 2 * q) * ldb + j0;
 #pragma GCC unroll 2
-          for (int v = 0; v < kN / 16; ++v) {
-            u16x16 lo, hi;
-            __builtin_memcpy(&lo, even + 16 * v, sizeof lo);
-            __builtin_memcpy(&hi, odd + 16 * v, sizeof hi);
-            const u32x16 word = __builtin_convertvector(lo, u32x16) | (__builtin_convertvector(hi, u32x16) << 16);
-            __builtin_memcpy(out + 16 * v, &word, sizeof word);
+            for (int v = 0; v < kN / 16; ++v) {
+              u16x16 lo, hi;
+              __builtin_memcpy(&lo, even + 16 * v, sizeof lo);
+              __builtin_memcpy(&hi, even + ldb + 16 * v, sizeof hi);
+              const u32x16 word = __builtin_convertvector(lo, u32x16) | (__builtin_convertvector(hi, u32x16) << 16);
+              __builtin_memcpy(out + 16 * v, &word, sizeof word);
+            }
+            continue;
           }
-          continue;
         }
         for (int j = 0; j < kN; ++j) {
-          const uint32_t lo = even && j < nb ? even[j].bits : 0, hi = odd && j < nb ? odd[j].bits : 0;
-          out[j] = lo | hi << 16;
+          uint32_t word = 0;
+          for (int r = 0; r < kPer; ++r) {
+            const int row = kPer * q + r;
+            if (j < nb && row < kc) word |= Bits(b[int64_t(k0 + row) * ldb + j0 + j]) << (r * 32 / kPer);
+          }
+          out[j] = word;
         }
       }
       for (int i0 = 0; i0 < m_pad; i0 += kM) {
-        float* acc = s.acc + int64_t(i0) * n_pad + j0;
+        TC* acc = acc_base + int64_t(i0) * n_pad + j0;
         const int64_t stride = int64_t(n_pad) * 4;
         PTO_AMX_LOAD(0, acc, stride);
         PTO_AMX_LOAD(1, acc + 16, stride);
         PTO_AMX_LOAD(2, acc + 16 * n_pad, stride);
         PTO_AMX_LOAD(3, acc + 16 * n_pad + 16, stride);
-        const bfloat16* a_rows = s.a + int64_t(i0) * kp;
-        for (int p0 = 0; p0 < kp; p0 += kK) {
-          PTO_AMX_LOAD(4, a_rows + p0, kp * 2);
-          PTO_AMX_LOAD(5, a_rows + 16 * kp + p0, kp * 2);
-          PTO_AMX_LOAD(6, s.b + (p0 / 2) * kN, kN * 4);
-          PTO_AMX_LOAD(7, s.b + (p0 / 2) * kN + 16, kN * 4);
-          PTO_AMX_DOT(0, 4, 6);
-          PTO_AMX_DOT(1, 4, 7);
-          PTO_AMX_DOT(2, 5, 6);
-          PTO_AMX_DOT(3, 5, 7);
+        const TIn* a_rows = a_pack + int64_t(i0) * kp;
+        for (int p0 = 0; p0 < kp; p0 += kTileK) {
+          PTO_AMX_LOAD(4, a_rows + p0, kp * int64_t(sizeof(TIn)));
+          PTO_AMX_LOAD(5, a_rows + 16 * kp + p0, kp * int64_t(sizeof(TIn)));
+          PTO_AMX_LOAD(6, s.b + (p0 / kPer) * kN, kN * 4);
+          PTO_AMX_LOAD(7, s.b + (p0 / kPer) * kN + 16, kN * 4);
+          if constexpr (kPer == 2) {
+            PTO_AMX_DOT("tdpbf16ps", 0, 4, 6);
+            PTO_AMX_DOT("tdpbf16ps", 1, 4, 7);
+            PTO_AMX_DOT("tdpbf16ps", 2, 5, 6);
+            PTO_AMX_DOT("tdpbf16ps", 3, 5, 7);
+          } else {
+            PTO_AMX_DOT("tdpbssd", 0, 4, 6);
+            PTO_AMX_DOT("tdpbssd", 1, 4, 7);
+            PTO_AMX_DOT("tdpbssd", 2, 5, 6);
+            PTO_AMX_DOT("tdpbssd", 3, 5, 7);
+          }
         }
         PTO_AMX_STORE(0, acc, stride);
         PTO_AMX_STORE(1, acc + 16, stride);
@@ -407,11 +448,17 @@ inline void Gemm(int m, int n, int k, const bfloat16* a, int64_t lda, const bflo
     }
   }
   __asm__ volatile("tilerelease" ::);
-  for (int i = 0; i < m; ++i) {  // C = init + A x B
-    const float* base = init.data ? init.data + int64_t(i) * init.row_stride : nullptr;
-    float* out = c + int64_t(i) * ldc;
-    const float* sum = s.acc + int64_t(i) * n_pad;
-    for (int j = 0; j < n; ++j) out[j] = base ? base[j] + sum[j] : sum[j];
+  for (int i = 0; i < m; ++i) {  // C = init + A x B (int32 in unsigned arithmetic: it wraps)
+    const TC* base = init.data ? init.data + int64_t(i) * init.row_stride : nullptr;
+    TC* out = c + int64_t(i) * ldc;
+    const TC* sum = acc_base + int64_t(i) * n_pad;
+    for (int j = 0; j < n; ++j) {
+      if constexpr (__is_same(TC, float)) {
+        out[j] = base ? base[j] + sum[j] : sum[j];
+      } else {
+        out[j] = TC(uint32_t(sum[j]) + (base ? uint32_t(base[j]) : 0u));
+      }
+    }
   }
 }
 
@@ -442,7 +489,7 @@ inline void Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
     return;
   }
 #if PTO_GEMM_AMX
-  if constexpr (__is_same(TIn, bfloat16)) {
+  if constexpr (__is_same(TIn, bfloat16) || (PTO_GEMM_AMX_INT8 && __is_same(TIn, int8_t))) {
     if (amx::Fits(m, n) && amx::Enabled()) return amx::Gemm(m, n, k, a, lda, b, ldb, c, ldc, init);
   }
 #endif

@@ -426,16 +426,15 @@ def test_int8_matmul_takes_an_int32_bias():
     assert torch.equal(c, a.int() @ b.int() + bias_in)
 
 
-def _bf16_acc_kernel():
-    def bf16_acc(a: pl.Tensor[[48, 80], pl.DT_BF16], b: pl.Tensor[[80, 48], pl.DT_BF16],
-                 c: pl.Tensor[[48, 48], pl.DT_FP32]):
-        """C = A B + A B (matmul, then matmul_acc in place) with a tail: m, n, k not multiples of 32."""
+def _acc_kernel(dtype, acc_dtype, m, k, n):
+    def acc_twice(a: pl.Tensor[[m, k], dtype], b: pl.Tensor[[k, n], dtype], c: pl.Tensor[[m, n], acc_dtype]):
+        """C = A B + A B (matmul, then matmul_acc in place), m, n, k not multiples of the AMX tiles."""
         M = pl.MemorySpace
-        ta = pl.make_tile(pl.TileType(shape=[48, 80], dtype=pl.DT_BF16, target_memory=M.Mat), addr=0x0)
-        tb = pl.make_tile(pl.TileType(shape=[80, 48], dtype=pl.DT_BF16, target_memory=M.Mat), addr=0x4000)
-        tl = pl.make_tile(pl.TileType(shape=[48, 80], dtype=pl.DT_BF16, target_memory=M.Left), addr=0x0)
-        tr = pl.make_tile(pl.TileType(shape=[80, 48], dtype=pl.DT_BF16, target_memory=M.Right), addr=0x0)
-        tc = pl.make_tile(pl.TileType(shape=[48, 48], dtype=pl.DT_FP32, target_memory=M.Acc), addr=0x0)
+        ta = pl.make_tile(pl.TileType(shape=[m, k], dtype=dtype, target_memory=M.Mat), addr=0x0)
+        tb = pl.make_tile(pl.TileType(shape=[k, n], dtype=dtype, target_memory=M.Mat), addr=0x4000)
+        tl = pl.make_tile(pl.TileType(shape=[m, k], dtype=dtype, target_memory=M.Left), addr=0x0)
+        tr = pl.make_tile(pl.TileType(shape=[k, n], dtype=dtype, target_memory=M.Right), addr=0x0)
+        tc = pl.make_tile(pl.TileType(shape=[m, n], dtype=acc_dtype, target_memory=M.Acc), addr=0x0)
         with pl.section_cube():
             pl.load(ta, a, [0, 0])
             pl.load(tb, b, [0, 0])
@@ -448,23 +447,35 @@ def _bf16_acc_kernel():
             pl.matmul_acc(tc, tc, tl, tr)
             pl.system.bar_all()
             pl.store(c, tc, [0, 0])
-    return bf16_acc
+    return acc_twice
 
 
-def test_bf16_matmul_on_the_amx_tiles_matches_the_vector_path(monkeypatch):
-    """gemm.h runs bf16 on the AMX tile unit where the host has it; with AMX switched off at compile
-    time the vector path runs: both accumulate in fp32 and agree (to the order of their sums)."""
-    a = torch.randn(48, 80).bfloat16()
-    b = torch.randn(80, 48).bfloat16()
+@pytest.mark.parametrize("dtype", ["bf16", "int8"])
+def test_matmul_on_the_amx_tiles_matches_the_vector_path(monkeypatch, dtype):
+    """gemm.h runs bf16 and int8 on the AMX tile unit where the host has it; with AMX switched off at
+    compile time the vector path runs: bf16 sums agree to their order, int8 ones exactly."""
+    if dtype == "bf16":
+        shape, pl_in, pl_acc = (48, 80, 48), pl.DT_BF16, pl.DT_FP32
+        a, b = torch.randn(48, 80).bfloat16(), torch.randn(80, 48).bfloat16()
+    else:
+        shape, pl_in, pl_acc = (48, 96, 64), pl.DT_INT8, pl.DT_INT32
+        a = torch.randint(-128, 128, (48, 96), dtype=torch.int8)
+        b = torch.randint(-128, 128, (96, 64), dtype=torch.int8)
+    m, k, n = shape
     results = []
     for flags in ("", "-mno-amx-tile -mno-amx-bf16 -mno-amx-int8"):
         monkeypatch.setenv("PYPTO_PRO_CXXFLAGS", flags)
-        kernel = pl.jit(_bf16_acc_kernel(), auto_mutex=False, name="bf16_acc" + ("_vector" if flags else ""))
-        c = torch.empty(48, 48)
+        kernel = pl.jit(_acc_kernel(pl_in, pl_acc, m, k, n), auto_mutex=False,
+                        name=f"acc_{dtype}" + ("_vector" if flags else ""))
+        c = torch.empty(m, n, dtype=torch.float32 if dtype == "bf16" else torch.int32)
         kernel[None, 1](a, b, c)
         pypto_pro.runtime.synchronize()
         results.append(c)
-    ref = 2 * (a.double() @ b.double())
-    for c in results:
-        torch.testing.assert_close(c.double(), ref, rtol=1e-5, atol=1e-4)
-    torch.testing.assert_close(results[0], results[1], rtol=1e-6, atol=1e-5)
+    if dtype == "bf16":
+        ref = 2 * (a.double() @ b.double())
+        for c in results:
+            torch.testing.assert_close(c.double(), ref, rtol=1e-5, atol=1e-4)
+        torch.testing.assert_close(results[0], results[1], rtol=1e-6, atol=1e-5)
+    else:
+        ref = 2 * (a.long() @ b.long())
+        assert torch.equal(results[0].long(), ref) and torch.equal(results[1], results[0])
