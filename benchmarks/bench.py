@@ -41,16 +41,26 @@ def median_time(fn, repeat=7, number=1, warmup=1):
     return statistics.median(samples)
 
 
-def interleaved_medians(fns, repeat=9, rounds=3):
+def stream_add(threads):
+    """GB/s of the machine's STREAM-style add on `threads` threads, measured now."""
+    exe = ROOT / "cmake-build" / "pypto_pro_machine_limits"
+    return float(subprocess.run([str(exe), "add", str(threads)], capture_output=True, text=True, check=True).stdout)
+
+
+def interleaved_medians(fns, repeat=9, rounds=3, between_rounds=None):
     """{name: median seconds of fn()}: the functions take turns in short blocks (the machine's
     bandwidth and its neighbours drift over seconds, and each gets the same share of both), with a
     pause before each block so the previous block's spinning threads (OpenMP's, the device's) are
-    asleep and do not compete for the two cores."""
+    asleep and do not compete for the two cores. `between_rounds()`, if given, runs before each round
+    (a measurement of the machine's own limit, taken under the same drift)."""
     for fn in fns.values():
         fn()
     samples = {name: [] for name in fns}
     per_round = max(1, -(-repeat // rounds))
     for _ in range(rounds):
+        if between_rounds:
+            time.sleep(0.02)
+            between_rounds()
         for name, fn in fns.items():
             time.sleep(0.02)
             for _ in range(per_round):
@@ -310,11 +320,15 @@ def section_add():
         assert torch.equal(z, x + y)
         bytes_moved = 3 * x.numel() * x.element_size()
         xn, yn, zn = x.numpy(), y.numpy(), z.numpy()
+        # The machine's STREAM add is measured between the rounds of this row's samples too (its
+        # bandwidth drifts by tens of percent within seconds): the limit is the median of those.
+        stream_gbps = []
         times = interleaved_medians({"ours": ours, f"torch.add ({threads} thr)": lambda: torch.add(x, y, out=z),
-                                     "numpy.add": lambda: np.add(xn, yn, out=zn)}, repeat=7)
+                                     "numpy.add": lambda: np.add(xn, yn, out=zn)}, repeat=7,
+                                    between_rounds=lambda: stream_gbps.append(stream_add(threads)))
         ours_time = times.pop("ours")
         rows.append({"name": label, "ours": ours_time, "peers": times, "unit": "ms",
-                     "bytes": bytes_moved, "limit": "add_gbps"})
+                     "bytes": bytes_moved, "limit": "add_gbps", "limit_gbps": statistics.median(stream_gbps)})
     return {"rows": rows}
 
 
@@ -631,7 +645,7 @@ def render(results):
             limit = row.get("note", "")
             if row.get("limit") and row.get("bytes"):
                 gbps = row["bytes"] / ours / 1e9
-                peak = machine.get(row["limit"], {}).get(threads)
+                peak = row.get("limit_gbps") or machine.get(row["limit"], {}).get(threads)
                 limit = f"{gbps:.1f} GB/s" + (f" = {100 * gbps / peak:.0f}% of {peak:.0f} GB/s" if peak else "")
             elif row.get("flops"):
                 gflops = row["flops"] / ours / 1e9
