@@ -124,6 +124,8 @@ void BindJit(py::module_& m) {
       });
 
   m.def("default_cache_dir", [] { return jit::DefaultCacheDir().string(); });
+  // An environment variable of the table in support/config.h (its default when unset).
+  m.def("get_env", [](const std::string& name) { return GetEnv(name); });
   m.def("arch_names", [] {
     std::vector<std::string> names;
     for (std::string_view n : ArchNames()) names.emplace_back(n);

@@ -291,3 +291,52 @@ def test_loop_ranges_outside_a_for_loop():
     with pytest.raises(errors.ParserSyntaxError) as info:
         launch(pl.jit(body))
     check(info, body, "pl.static_range(3)", "pl.static_range(...) can only be the iterable of a for loop")
+
+
+# ---- errors that end at the user's code ----
+
+def _misspelt(x: pl.Tensor[[64, 64], pl.DT_FP32]):
+    t = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP32), addr=0)
+    with pl.section_vector():
+        pl.laod(t, x, [0, 0])
+
+
+def test_a_misspelt_name_suggests_the_closest_ones():
+    with pytest.raises(errors.UndefinedVariableError, match=r"pl.laod is no name of the language; did you mean "
+                                                            r"pl.load or pl.loads\?") as info:
+        pl.jit(_misspelt)[None, 1](torch.zeros(64, 64))
+    assert info.value.source_line.strip() == "pl.laod(t, x, [0, 0])"
+
+    def sync_typo(x: pl.Tensor[[64, 64], pl.DT_FP32]):
+        with pl.section_vector():
+            pl.system.sync_scr(set_pipe=pl.PipeType.MTE2, wait_pipe=pl.PipeType.V, event_id=0)
+
+    with pytest.raises(errors.UndefinedVariableError, match=r"pl.system.sync_scr is no name of the language; did "
+                                                            r"you mean pl.system.sync_src"):
+        pl.jit(sync_typo)[None, 1](torch.zeros(64, 64))
+
+    def nothing_close(x: pl.Tensor[[64, 64], pl.DT_FP32]):
+        with pl.section_vector():
+            pl.frobnicate(x)
+
+    with pytest.raises(errors.UndefinedVariableError) as info:
+        pl.jit(nothing_close)[None, 1](torch.zeros(64, 64))
+    assert info.value.message == "pl.frobnicate is no name of the language"
+
+
+def test_a_parse_error_traceback_ends_at_the_launch(monkeypatch):
+    """The message points at the kernel's line with a caret; the parser's frames are left out of the
+    traceback unless PYPTO_PRO_TRACEBACK=full."""
+    import traceback
+
+    def frames(exc):
+        return [f.filename for f in traceback.extract_tb(exc.__traceback__)]
+
+    with pytest.raises(errors.UndefinedVariableError) as short:
+        pl.jit(_misspelt)[None, 1](torch.zeros(64, 64))
+    assert not any("/language/parser/" in f for f in frames(short.value)), frames(short.value)
+    assert frames(short.value)[0].endswith("test_compile_errors.py")  # it starts at the launch
+    monkeypatch.setenv("PYPTO_PRO_TRACEBACK", "full")
+    with pytest.raises(errors.UndefinedVariableError) as full:
+        pl.jit(_misspelt)[None, 1](torch.zeros(64, 64))
+    assert any("/language/parser/parser.py" in f for f in frames(full.value))

@@ -294,9 +294,16 @@ class JitFunction(_C.KernelBase):
         from pypto_pro.language.parser import parse_kernel
 
         variables = {var: DTYPES[name] for var, name in binding["variables"].items()}
-        return parse_kernel(self.fn, self.spec, binding["static_dims"],
-                            constants={**binding["tiling_key"], **variables},
-                            dtypes={p: DTYPES[name] for p, name in binding["datatype"].items()})
+        try:
+            return parse_kernel(self.fn, self.spec, binding["static_dims"],
+                                constants={**binding["tiling_key"], **variables},
+                                dtypes={p: DTYPES[name] for p, name in binding["datatype"].items()})
+        except errors.CompilationError as exc:
+            # The error names the kernel's file, line and column with a caret: the parser's own frames
+            # say nothing to the kernel's author (PYPTO_PRO_TRACEBACK=full keeps them).
+            if _C.get_env("PYPTO_PRO_TRACEBACK") == "full":
+                raise
+            raise exc.with_traceback(None)
 
     # ---- introspection ----
     def tiling_key_fields(self) -> list:

@@ -886,9 +886,22 @@ class KernelParser:
         try:
             value = getattr(base, attr)
         except AttributeError:
-            raise self.error(errors.UndefinedVariableError, node,
-                             f"{self.describe(base)} has no attribute '{attr}'") from None
+            raise self.error(errors.UndefinedVariableError, node, self.no_attribute(base, attr, node)) from None
         return self.refuse_planned(value, node)
+
+    def no_attribute(self, base, attr, node):
+        """What `base.attr` that does not exist says: for the language's modules (pl, pl.system, pl.pipeline,
+        ...) the dotted name as the kernel wrote it, and the closest names it has."""
+        import difflib
+
+        names = [n for n in dir(base) if not n.startswith("_")]
+        if isinstance(base, types.ModuleType) and base.__name__.startswith("pypto_pro.language"):
+            written = ast.unparse(node.value) if hasattr(ast, "unparse") else base.__name__
+            close = difflib.get_close_matches(attr, names, n=3, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(f'{written}.{c}' for c in close)}?" if close else ""
+            return f"{written}.{attr} is no name of the language{hint}"
+        close = difflib.get_close_matches(attr, names, n=1, cutoff=0.75)
+        return f"{self.describe(base)} has no attribute '{attr}'" + (f"; did you mean '{close[0]}'?" if close else "")
 
     def refuse_planned(self, value, node):
         """`value`, unless it is part of the public language that is not built yet (pl.Vf.*, pl.simt.*,
