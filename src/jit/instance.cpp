@@ -346,6 +346,7 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   ctx.arch = arch;
   ctx.auto_mutex = options.auto_mutex;
   ctx.pipeline = options.pipeline ? &*options.pipeline : nullptr;
+  ctx.fuse_rows = !options.sanitizer && !options.profile && GetEnvFlag("PYPTO_PRO_FUSE_ROWS");
   std::vector<passes::CompileWarning> warnings;
   ctx.warnings = &warnings;
   std::vector<std::pair<std::string, std::string>> ir_dumps;  // written with the sources

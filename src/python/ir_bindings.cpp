@@ -497,6 +497,16 @@ void BindIR(py::module_& parent) {
     info["call_form"] = kCallForms[size_t(op->call_form)];
     info["per_slot"] = op->per_slot;
     info["pairs_with"] = std::string(op->sync.pairs_with);
+    info["row_local"] = passes::RowLocalOp(*op);  // fuse_rows may run it strip by strip
+    static constexpr const char* kRoles[] = {"same", "column", "row", "any"};
+    static constexpr const char* kKinds[] = {"tile", "tensor", "offsets", "scalar", "tiles", "scalars",
+                                             "container", "index", "workspaces"};
+    py::list specs;
+    for (const OperandSpec& o : op->operands) {
+      specs.append(py::make_tuple(std::string(o.name), kKinds[size_t(o.kind)], o.access != Access::kRead,
+                                  kRoles[size_t(o.shape)]));
+    }
+    info["operand_specs"] = specs;  // (name, kind, written, shape role)
     return info;
   });
 }

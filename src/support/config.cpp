@@ -32,6 +32,9 @@ const std::vector<EnvVarSpec>& EnvVarTable() {
       {"PYPTO_PRO_CACHE_DIR", "",
        "When set, compiled kernel libraries are kept in this directory and reused across processes "
        "(pl.jit(cache=False) opts a kernel out; cache=True uses ~/.cache/pypto_pro when this is unset)."},
+      {"PYPTO_PRO_FUSE_ROWS", "1",
+       "0 = run every vector op over its whole tile; 1 = runs of row-local vector ops go strip by strip "
+       "(the same results, the strips staying in cache)."},
       {"PYPTO_PRO_TRACEBACK", "short",
        "full = a kernel's parse error keeps the parser's frames in its traceback (short: it ends at the "
        "launch, the message pointing at the kernel's line)."},

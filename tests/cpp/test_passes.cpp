@@ -7,6 +7,7 @@
 
 #include "ir_test_util.h"
 #include "pypto_pro/ir/printer.h"
+#include "pypto_pro/ir/verifier.h"
 #include "pypto_pro/passes/pass.h"
 #include "pypto_pro/support/arch.h"
 
@@ -404,6 +405,55 @@ TEST(Pipeline, StopsAtTheFirstError) {
   ir::Function bad = k.With(k.Body(inner));
   EXPECT_THROW(passes::RunPipeline(bad, passes::PassContext{}, record), CompileDiagnostic);
   EXPECT_TRUE(seen.empty());
+}
+
+}  // namespace
+}  // namespace pypto_pro
+
+namespace pypto_pro {
+namespace {
+
+using test_util::TileKernel;
+
+std::string Fused(ir::Function f, bool fuse = true) {
+  passes::PassContext ctx;
+  ctx.fuse_rows = fuse;
+  passes::FuseRows(f, ctx);
+  ir::Verify(f);
+  return ir::Print(f);
+}
+
+TEST(FuseRows, ARunOfRowLocalOpsBecomesAStripLoop) {
+  TileKernel k;
+  auto a = k.MakeTile("a", 16, 512), b = k.MakeTile("b", 16, 512), o = k.MakeTile("o", 16, 512);
+  auto col = k.MakeTile("col", 16, 1);
+  ir::Function f = k.With({test_util::Op("add", {o, a, b}, 20), test_util::Op("row_sum", {col, o, a}, 21),
+                           test_util::Op("row_expand_mul", {o, o, col}, 22)});
+  const std::string text = Fused(f);
+  EXPECT_NE(text.find("for row_strip in range(0, 16, 2):"), std::string::npos) << text;
+  EXPECT_NE(text.find("o_rows = o[row_strip:min(row_strip + 2, 16), 0:512]"), std::string::npos) << text;
+  EXPECT_NE(text.find("add(o_rows, a_rows, b_rows)"), std::string::npos) << text;
+  EXPECT_NE(text.find("row_expand_mul(o_rows, o_rows, col_rows)"), std::string::npos) << text;
+  EXPECT_EQ(Fused(f, false).find("row_strip"), std::string::npos);  // instrumented instances: as written
+}
+
+TEST(FuseRows, WhatCouldChangeAResultStaysOpByOp) {
+  TileKernel k;
+  auto a = k.MakeTile("a", 16, 512), b = k.MakeTile("b", 16, 512), o = k.MakeTile("o", 16, 512);
+  auto row = k.MakeTile("row", 1, 512), small = k.MakeTile("small", 8, 512);
+  // A column reduction writes one row from every row: not row-local, so it ends the run.
+  EXPECT_EQ(Fused(k.With({test_util::Op("add", {o, a, b}, 20), test_util::Op("col_sum", {row, o, a}, 21)}))
+                .find("row_strip"),
+            std::string::npos);
+  // A broadcast row that the run writes, and tiles of different row counts, are not fused either.
+  EXPECT_EQ(Fused(k.With({test_util::Op("col_expand_add", {o, a, row}, 20), test_util::Op("adds", {row, row,
+                                                                                                    ir::FloatConst(1)},
+                                                                                          21)}))
+                .find("row_strip"),
+            std::string::npos);
+  EXPECT_EQ(Fused(k.With({test_util::Op("add", {o, a, b}, 20), test_util::Op("add", {small, small, small}, 21)}))
+                .find("row_strip"),
+            std::string::npos);
 }
 
 }  // namespace

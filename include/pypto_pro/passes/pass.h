@@ -28,6 +28,8 @@ struct PassContext {
   const ArchModel* arch = &DefaultArch();
   bool auto_mutex = true;
   const PipelineOptions* pipeline = nullptr;  // null: no pipeline transform
+  // Run row-local vector ops strip by strip (fuse_rows): plain kernels, never instrumented ones.
+  bool fuse_rows = false;
   std::vector<CompileWarning>* warnings = nullptr;  // where passes report warnings; may be null
 };
 
@@ -47,6 +49,11 @@ void CheckDataPaths(ir::Function& func, const PassContext& ctx);
 // their cross-core flags; sync_only keeps the serial order of the stages.
 void CvPipeline(ir::Function& func, const PassContext& ctx);
 // Lock/unlock TileGroup mutex ids around every op whose tiles carry them (when ctx.auto_mutex).
+// Runs of row-local vector ops over the same tiles become one loop over row strips (fuse_rows.cpp).
+void FuseRows(ir::Function& func, const PassContext& ctx);
+// Whether `op` is row-local (row r of its results depends on row r of its operands and read-only
+// broadcast rows only), so fuse_rows may run it strip by strip.
+bool RowLocalOp(const ir::OpDef& op);
 void AutoMutex(ir::Function& func, const PassContext& ctx);
 
 // The pipeline in order.
