@@ -1,5 +1,6 @@
 """python -m pypto_pro <command>: the project's command line.
 
+    doctor                                 can this machine compile and run kernels? (OK, or what to fix)
     profile [-o DIR] script.py [args...]   run a script under pypto_pro.profiler (docs/profiler.md)
     cache [dir | ls | clear]               the persistent kernel cache (docs/jit.md#persistent-cache)
 """
@@ -13,6 +14,10 @@ def main(argv=None) -> int:
         from pypto_pro import profiler
 
         return profiler.main(argv[1:])
+    if argv[:1] == ["doctor"]:
+        from pypto_pro import doctor
+
+        return doctor.main(argv[1:])
     if argv[:1] == ["cache"]:
         from pypto_pro import cache
 

@@ -174,6 +174,9 @@ void BindJit(py::module_& m) {
     return out;
   });
 
+  // For `python -m pypto_pro doctor`: where kernels land, and how they are compiled.
+  m.def("artefact_root", [] { return jit::ArtefactRoot().string(); });
+  m.def("compiler_command", [] { return jit::CompilerCommand(); });
   m.def("env_table", [] {
     std::vector<std::tuple<std::string, std::string, std::string>> out;
     for (const EnvVarSpec& spec : EnvVarTable()) {
