@@ -1,6 +1,9 @@
 """python -m pypto_pro <command>: the project's command line.
 
     doctor                                 can this machine compile and run kernels? (OK, or what to fix)
+    ls [ROOT] / clean [ROOT]               the kernel artefact directories (default: where kernels land)
+    show INSTANCE_DIR                      one instance: its signature, files and generated source
+    run script.py [args...]                run a script written for torch_npu, on the simulator
     profile [-o DIR] script.py [args...]   run a script under pypto_pro.profiler (docs/profiler.md)
     cache [dir | ls | clear]               the persistent kernel cache (docs/jit.md#persistent-cache)
 """
@@ -10,22 +13,34 @@ import sys
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["profile"]:
-        from pypto_pro import profiler
-
-        return profiler.main(argv[1:])
-    if argv[:1] == ["doctor"]:
+    command, rest = (argv[0], argv[1:]) if argv else ("", [])
+    if command == "doctor":
         from pypto_pro import doctor
 
-        return doctor.main(argv[1:])
-    if argv[:1] == ["cache"]:
+        return doctor.main(rest)
+    if command in ("ls", "clean", "show"):
+        from pypto_pro import artefacts
+
+        return artefacts.main(command, rest)
+    if command == "run":
+        from pypto_pro import npu_compat
+
+        return npu_compat.main(rest)
+    if command == "profile":
+        from pypto_pro import profiler
+
+        return profiler.main(rest)
+    if command == "cache":
         from pypto_pro import cache
 
-        return cache.main(argv[1:])
-    if argv and argv[0] not in ("-h", "--help"):
-        print(f"python -m pypto_pro: unknown command {argv[0]!r}\n", file=sys.stderr)
-    print(__doc__, file=sys.stderr if argv[:1] not in (["-h"], ["--help"]) else sys.stdout)
-    return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+        return cache.main(rest)
+    if command in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    if command:
+        print(f"python -m pypto_pro: unknown command {command!r}\n", file=sys.stderr)
+    print(__doc__, file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -1,0 +1,52 @@
+"""python -m pypto_pro ls / show / clean / run (docs/jit.md#the-command-line)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SCRIPT = '''
+import torch, pypto_pro, pypto_pro.language as pl
+
+@pl.jit(name="cli_kernel")
+def k(x: pl.Tensor[[8, 64], pl.DT_FP32], y: pl.Tensor[[8, 64], pl.DT_FP32]):
+    t = pl.make_tile(pl.TileType(shape=[8, 64], dtype=pl.DT_FP32), addr=0)
+    with pl.section_vector():
+        pl.load(t, x, [0, 0])
+        pl.adds(t, t, 1.0)
+        pl.store(y, t, [0, 0])
+
+x = torch.zeros(8, 64); y = torch.empty_like(x)
+k[None, 1](x, y)
+pypto_pro.runtime.synchronize()
+print("sum", y.sum().item())
+'''
+
+
+def _cli(tmp_path, *args):
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), ASCEND_WORK_PATH=str(tmp_path / "work"))
+    return subprocess.run([sys.executable, "-m", "pypto_pro", *args], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_ls_show_clean_and_run(tmp_path):
+    (tmp_path / "script.py").write_text(SCRIPT)
+    run = _cli(tmp_path, "run", str(tmp_path / "script.py"))  # a script run through the torch_npu layer
+    assert run.returncode == 0, run.stderr
+    assert "sum 512.0" in run.stdout
+    build = tmp_path / "work" / "PYPTO_PRO" / "build"
+    listing = _cli(tmp_path, "ls")
+    assert listing.returncode == 0
+    assert "cli_kernel  [a5]  1 instance(s)" in listing.stdout and "tk_none  compiled" in listing.stdout
+    assert f"1 kernel directory under {build}" in listing.stdout
+    shown = _cli(tmp_path, "show", str(build / "cli_kernel__a5" / "tk_none"))
+    assert shown.returncode == 0
+    assert "kernel cli_kernel, arch a5, TilingKey none" in shown.stdout and "kernel.cpp" in shown.stdout
+    bad = _cli(tmp_path, "show", str(tmp_path))
+    assert bad.returncode == 2 and "is not an instance directory" in bad.stderr
+    (build / "unrelated.txt").write_text("not pypto_pro's")
+    cleaned = _cli(tmp_path, "clean")
+    assert cleaned.returncode == 0 and "removed 1 kernel directory" in cleaned.stdout
+    assert not (build / "cli_kernel__a5").exists() and (build / "unrelated.txt").exists()  # only its own
