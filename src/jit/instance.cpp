@@ -42,9 +42,22 @@ double MsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
+// The device headers kernels include: PYPTO_PRO_DEVICE_INCLUDE, else those installed with the
+// package (device_include/ next to the library this code is linked into: pip install), else the
+// checkout's this was built from.
 std::string DeviceIncludeDir() {
   std::string dir = GetEnv("PYPTO_PRO_DEVICE_INCLUDE");
-  return dir.empty() ? std::string(PYPTO_PRO_DEVICE_INCLUDE_DIR) : dir;
+  if (!dir.empty()) return dir;
+  static const std::string found = [] {
+    Dl_info info{};
+    if (::dladdr(reinterpret_cast<void*>(&DeviceIncludeDir), &info) && info.dli_fname) {
+      const fs::path installed = fs::path(info.dli_fname).parent_path() / "device_include";
+      std::error_code ec;
+      if (fs::is_regular_file(installed / "pypto_pro" / "device.h", ec)) return installed.string();
+    }
+    return std::string(PYPTO_PRO_DEVICE_INCLUDE_DIR);
+  }();
+  return found;
 }
 
 std::vector<std::string> SplitFlags(const std::string& flags) {
