@@ -90,6 +90,9 @@ typedef struct PtoKernelDesc {
 /* An instrumented kernel whose launches record their ops and synchronisation for the performance
  * model (pypto_pro.profiler) instead of checking them: the sanitizer's hooks plus `work`. */
 #define PTO_KERNEL_FLAG_PROFILE 2u
+/* A debug build (pl.jit(debug=True)): the launch runs its blocks one after another on the launching
+ * thread, so a debugger follows one core at a time. */
+#define PTO_KERNEL_FLAG_DEBUG 4u
 
 /* pl.dump_data: a window of a GM tensor or tile, `rank` dims of `shape` elements `stride` apart. */
 typedef struct PtoDump {

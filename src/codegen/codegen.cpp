@@ -36,6 +36,7 @@ class KernelWriter {
         arch_(arch),
         instrument_(!options.sanitizer_report.empty() || options.profile),
         profile_(options.profile),
+        debug_(options.debug),
         report_(options.sanitizer_report),
         dump_dir_(options.dump_dir) {}
 
@@ -284,6 +285,11 @@ class KernelWriter {
 
   void Stmt_(const Stmt& s, int indent) {
     if (!s) return;
+    if (debug_ && s->kind != StmtKind::kSeq && s->span.line > 0) {
+      // Debug builds: gdb and the compiler's messages name the kernel's Python line, not kernel.cpp's.
+      body_ << "#line " << LineNumber(s->span.line) << " "
+            << CString(LineFileName(s->span.line, func_.source_file, func_.other_files)) << "\n";
+    }
     switch (s->kind) {
       case StmtKind::kSeq:
         for (const Stmt& child : s->stmts) Stmt_(child, indent);
@@ -608,6 +614,10 @@ class KernelWriter {
       os << "  pto::san::CoreScope sanitizer(ctx, raw_args, " << pipes << ");  // pipes reaching tiles and GM\n";
     }
     os << decls.str() << body_.str() << "}\n\n";
+    if (debug_) {  // back to kernel.cpp's own lines for what follows the body
+      const std::string so_far = os.str();
+      os << "#line " << std::count(so_far.begin(), so_far.end(), '\n') + 2 << " \"kernel.cpp\"\n";
+    }
     // Lines name their file (support/source_line.h): the kernel's, then those of helpers from other modules.
     os << "const char* const kSourceFiles[] = {" << CString(func_.source_file);
     for (const std::string& file : func_.other_files) os << ", " << CString(file);
@@ -616,6 +626,7 @@ class KernelWriter {
        << ", " << CString(func_.source_file) << ", " << CString(std::string(arch_.name)) << ", &KernelEntry, "
        << (report_.empty() ? "nullptr" : CString(report_)) << ", "
        << (NeedsResidentBlocks() ? "PTO_KERNEL_FLAG_RESIDENT" : "0u") << (profile_ ? " | PTO_KERNEL_FLAG_PROFILE" : "")
+       << (debug_ ? " | PTO_KERNEL_FLAG_DEBUG" : "")
        << ", " << (dump_dir_.empty() || !HasDumps() ? "nullptr" : CString(dump_dir_)) << ", kSourceFiles, "
        << 1 + func_.other_files.size() << "};\n\n";
     os << "}  // namespace\n";
@@ -626,6 +637,7 @@ class KernelWriter {
   const ArchModel& arch_;
   const bool instrument_;  // the sanitizer's hooks: sanitizer mode, or profile mode (which records instead)
   const bool profile_;     // profile mode: each op also reports its work
+  const bool debug_;       // debug mode: #line directives to the kernel's Python lines
   const std::string report_;
   const std::string dump_dir_;
   KernelKind kind_ = KernelKind::kVector;

@@ -29,6 +29,7 @@ fs::path InstanceDir(const InstanceKey& key) {
   }
   if (key.sanitizer) top += "__sanitizer";
   if (key.profile) top += "__profile";
+  if (key.debug) top += "__debug";
   fs::path dir = ArtefactRoot() / top;
   if (!key.datatype_json.empty()) dir /= "dt_" + Sha256Hex(key.datatype_json).substr(0, 16);
   if (key.tiling_key) {

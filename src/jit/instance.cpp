@@ -201,7 +201,7 @@ std::string DeviceHeadersDigest() {
 
 }  // namespace
 
-std::vector<std::string> CompilerCommand() {
+std::vector<std::string> CompilerCommand(bool debug) {
   // -O1: a first launch is mostly compile time; the device code's hot loops are explicit 16-lane
   // vectors and need no vectoriser, and gemm.h asks for -O3 itself (its register tile needs it).
   // -fwrapv: scalar int arithmetic wraps like the device's; -ffp-contract=off: a * b + c rounds twice,
@@ -209,6 +209,10 @@ std::vector<std::string> CompilerCommand() {
   std::vector<std::string> cmd = {GetEnv("PYPTO_PRO_CXX"), "-std=c++20", "-O1", "-march=native", "-fPIC",
                                   "-shared", "-pipe", "-fwrapv", "-ffp-contract=off", "-fno-math-errno", "-fvisibility=hidden",
                                   "-I" + DeviceIncludeDir()};
+  if (debug) {  // what a debugger needs: no optimisation, full debug information
+    cmd[2] = "-O0";
+    cmd.insert(cmd.begin() + 3, "-g");
+  }
   for (std::string& flag : SplitFlags(GetEnv("PYPTO_PRO_CXXFLAGS"))) cmd.push_back(std::move(flag));
   return cmd;
 }
@@ -383,6 +387,7 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   }
   codegen_options.dump_dir = fs::absolute(inst->dir / "dumps").string();
   codegen_options.profile = options.profile;
+  codegen_options.debug = options.debug;
   codegen::GeneratedSources sources = codegen::Generate(func, *arch, codegen_options);
   inst->kind = sources.kind;
   inst->num_slots = int(ir::LauncherSlots(func).size());
@@ -415,7 +420,7 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
     published.push_back(name);
   }
   for (const auto& [relative, content] : options.extra_files) WriteFileAtomic(inst->dir / relative, content);
-  std::vector<std::string> cmd = CompilerCommand();
+  std::vector<std::string> cmd = CompilerCommand(options.debug);
   // The library's name covers everything that shapes its code, device headers included: a kernel
   // compiled against other headers (another checkout, an edited header) must not reuse the name of
   // one already loaded in this process or written by another.
@@ -455,12 +460,17 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
 
   t0 = std::chrono::steady_clock::now();
   // Loaded from the private directory: the library is this compile's whatever is published later.
-  const fs::path private_library = fs::absolute(build.path() / so_name);
-  if (!handle) handle = ::dlopen(private_library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // A debug build is loaded where it is published: a debugger reopens the library by its path.
+  fs::path load_from = fs::absolute(build.path() / so_name);
+  if (options.debug) {
+    published.push_back(so_name);
+    build.Publish(published, so_name);
+    load_from = inst->library;
+  }
+  if (!handle) handle = ::dlopen(load_from.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* err = ::dlerror();
-    throw CompileFailure("cannot load " + private_library.string() + ": " + (err ? err : "?"), func.name, inst->dir,
-                         "");
+    throw CompileFailure("cannot load " + load_from.string() + ": " + (err ? err : "?"), func.name, inst->dir, "");
   }
   // Never dlclose: queued launches may still point into the library.
   inst->launch = reinterpret_cast<PackedLauncher>(::dlsym(handle, "call_kernel_packed"));
@@ -470,8 +480,10 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
                              std::to_string(PTO_ABI_VERSION),
                          func.name, inst->dir, "");
   }
-  published.push_back(so_name);
-  build.Publish(published, so_name);
+  if (!options.debug) {
+    published.push_back(so_name);
+    build.Publish(published, so_name);
+  }
   {
     std::lock_guard<std::mutex> lock(LoadedMutex());
     Loaded()[so_name] = LoadedLibrary{handle, inst->library};

@@ -17,6 +17,7 @@
 #include "captures.h"
 #include "kernel_schema.h"
 #include "pypto_pro/support/source_line.h"
+#include "pypto_pro/ir/visitor.h"
 #include "pypto_pro/jit/artefacts.h"
 #include "pypto_pro/jit/instance.h"
 #include "pypto_pro/jit/instance_cache.h"
@@ -79,6 +80,7 @@ class Kernel {
     sanitizer_ = options["sanitizer"].cast<bool>();
     if (!options["compile_timeout"].is_none()) compile_timeout_ = options["compile_timeout"].cast<double>();
     if (!options["cache"].is_none()) persistent_cache_ = options["cache"].cast<bool>();
+    if (!options["debug"].is_none()) debug_ = options["debug"].cast<bool>();
     if (options.contains("pipeline") && !options["pipeline"].is_none()) {
       const auto [preload, sync_only] = options["pipeline"].cast<std::pair<int, bool>>();
       pipeline_ = passes::PipelineOptions{preload, sync_only};
@@ -329,6 +331,8 @@ class Kernel {
     where.tiling_key = binding.tiling_key;
     where.sanitizer = sanitizer_;
     where.profile = profile;
+    const bool debug = debug_ ? *debug_ : GetEnvFlag("PYPTO_PRO_DEBUG");
+    where.debug = debug;
     if (std::optional<int> rank = DistributedRank()) {  // one simulated device per process: device 0
       where.device = 0;
       where.rank = *rank;
@@ -340,6 +344,7 @@ class Kernel {
     options.auto_mutex = auto_mutex_;
     options.sanitizer = sanitizer_;
     options.profile = profile;
+    options.debug = debug;
     options.pipeline = pipeline_;
     if (persistent_cache_ ? *persistent_cache_ : !GetEnv("PYPTO_PRO_CACHE_DIR").empty()) {
       options.cache_dir = jit::DefaultCacheDir();
@@ -360,6 +365,7 @@ class Kernel {
     for (py::handle capture : parsed[1]) captures_.Add(py::reinterpret_borrow<py::tuple>(capture));
     if (!profile) signatures_.append(SignatureDict(binding, *inst));  // the profiler's instances are its own
     LogCompiled(*inst);
+    if (debug) TellHowToDebug(*func);
     cache.Insert(key, inst);
     return inst.get();
   }
@@ -424,6 +430,26 @@ class Kernel {
     }
   }
 
+  // A debug build: how to run the script under gdb with a breakpoint at the kernel's first line.
+  void TellHowToDebug(const ir::Function& func) const {
+    py::module_ sys = py::module_::import("sys");
+    py::module_ shlex = py::module_::import("shlex");
+    std::string args;
+    for (py::handle a : py::list(sys.attr("argv"))) args += " " + shlex.attr("quote")(a).cast<std::string>();
+    int line = 0;  // the kernel's first op in its own file
+    ir::ForEachStmt(func.body, [&](const ir::StmtNode& st) {
+      if (!line && st.kind == ir::StmtKind::kOp && st.span.line > 0 && LineFile(st.span.line) == 0) {
+        line = LineNumber(st.span.line);
+      }
+    });
+    const std::string where = func.source_file + ":" + std::to_string(line);
+    const std::string message = "pypto_pro: kernel '" + name_ + "' is a debug build (-O0 -g, its blocks one at a time "
+                                "on one thread, lines of " + func.source_file + "); to step through it:\n  gdb -ex "
+                                "'set breakpoint pending on' -ex " + shlex.attr("quote")("break " + where).cast<std::string>() +
+                                " --args " + sys.attr("executable").cast<std::string>() + args + "\n";
+    sys.attr("stderr").attr("write")(message);
+  }
+
   void LogCompiled(const jit::Instance& inst) const {
     static py::object* log = new py::object(py::module_::import("logging").attr("getLogger")("pypto_pro.jit"));
     if (!log->attr("isEnabledFor")(10).cast<bool>()) return;  // logging.DEBUG
@@ -445,6 +471,7 @@ class Kernel {
   bool sanitizer_ = false;
   std::optional<double> compile_timeout_;
   std::optional<bool> persistent_cache_;  // pl.jit(cache=): None follows PYPTO_PRO_CACHE_DIR
+  std::optional<bool> debug_;             // pl.jit(debug=): None follows PYPTO_PRO_DEBUG
   jit::InstanceCache cache_;  // guarded by the GIL (its compile locks are waited on without it)
   jit::InstanceCache profile_cache_;  // the instances launched inside pypto_pro.profiler.profile()
   CaptureWatch captures_;

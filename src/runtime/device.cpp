@@ -192,7 +192,7 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
     profile.Finish(result.has_value());
     return sanitizer.Finish(std::move(result));
   }
-  const bool may_share = blocks > 1 && num_threads_ > 1;
+  const bool may_share = blocks > 1 && num_threads_ > 1 && !(desc.flags & PTO_KERNEL_FLAG_DEBUG);
   Job local;
   Job* job = &local;
   if (may_share) {

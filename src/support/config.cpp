@@ -32,6 +32,9 @@ const std::vector<EnvVarSpec>& EnvVarTable() {
       {"PYPTO_PRO_CACHE_DIR", "",
        "When set, compiled kernel libraries are kept in this directory and reused across processes "
        "(pl.jit(cache=False) opts a kernel out; cache=True uses ~/.cache/pypto_pro when this is unset)."},
+      {"PYPTO_PRO_DEBUG", "0",
+       "1 = kernels without debug= build for debugging: -O0 -g, #line directives to their Python lines, "
+       "blocks one at a time on one thread, and a gdb command line printed at the compile."},
       {"PYPTO_PRO_FUSE_ROWS", "1",
        "0 = run every vector op over its whole tile; 1 = runs of row-local vector ops go strip by strip "
        "(the same results, the strips staying in cache)."},

@@ -25,6 +25,8 @@ struct CodegenOptions {
   std::string dump_dir;
   // Profile mode (docs/profiler.md): the sanitizer's hooks, recording for the performance model.
   bool profile = false;
+  // Debug mode (docs/jit.md#debugging): #line directives mapping the kernel's code to its Python lines.
+  bool debug = false;
 };
 
 GeneratedSources Generate(const ir::Function& func, const ArchModel& arch, const CodegenOptions& options = {});

@@ -20,12 +20,13 @@ struct InstanceKey {
   std::optional<uint64_t> tiling_key;  // packed TilingKey; nullopt = tk_none
   bool sanitizer = false;          // adds __sanitizer: an instrumented kernel never shares a plain one's files
   bool profile = false;            // adds __profile: the instance pypto_pro.profiler launches record
+  bool debug = false;              // adds __debug: a debug build (-O0 -g, Python lines)
 };
 
 // ./build, or $ASCEND_WORK_PATH/PYPTO_PRO/build when that is set (read at each call).
 std::filesystem::path ArtefactRoot();
 
-// <root>/<name>__<arch>[__shape_<h12>][__d<dev>[_r<rank>]][__sanitizer][__profile]/[dt_<h16>/]tk_<hex>|tk_none
+// <root>/<name>__<arch>[__shape_<h12>][__d<dev>[_r<rank>]][__sanitizer][__profile][__debug]/[dt_<h16>/]tk_<hex>|tk_none
 std::filesystem::path InstanceDir(const InstanceKey& key);
 
 // The artefact tree cannot be created or written (a read-only working directory, a full disk). The

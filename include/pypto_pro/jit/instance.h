@@ -26,6 +26,7 @@ struct CompileOptions {
   bool auto_mutex = true;
   bool sanitizer = false;  // instrument the kernel; launches append to <instance_dir>/pypto_sanitizer_report.txt
   bool profile = false;    // instrument the kernel for the performance model (pypto_pro.profiler)
+  bool debug = false;      // -O0 -g with #line directives to the Python source (docs/jit.md#debugging)
   // The persistent cache (docs/jit.md#persistent-cache): a library compiled before, by any process,
   // is taken from here instead of compiling, and a new one is kept here. Empty: off.
   std::filesystem::path cache_dir;
@@ -97,8 +98,9 @@ class CompileInterrupted : public std::runtime_error {
 // CompileDiagnostic for IR errors, CompileFailure / CompileTimeout for the host compiler.
 std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions& options);
 
-// The compiler command line (without the output and input file names), for tests and docs.
-std::vector<std::string> CompilerCommand();
+// The compiler command line (without the output and input file names), for tests and docs; a debug
+// build's compiles with -O0 -g instead of -O1.
+std::vector<std::string> CompilerCommand(bool debug = false);
 
 // The persistent cache's directory when only pl.jit(cache=True) asks for it: PYPTO_PRO_CACHE_DIR,
 // else $XDG_CACHE_HOME/pypto_pro, else ~/.cache/pypto_pro.

@@ -200,7 +200,7 @@ class JitFunction(_C.KernelBase):
         return super().__new__(cls)
 
     def __init__(self, fn, *, arch=None, auto_mutex=True, name=None, pipeline=None, sanitizer=False,
-                 tiling_key=None, datatype=None, compile_timeout=None, cache=None):
+                 tiling_key=None, datatype=None, compile_timeout=None, cache=None, debug=None):
         if not inspect.isfunction(fn):
             raise TypeError(f"pl.jit decorates a Python function, got {fn!r}")
         if arch is not None:
@@ -212,6 +212,8 @@ class JitFunction(_C.KernelBase):
         _check_bool(sanitizer, "sanitizer")
         if cache is not None:
             _check_bool(cache, "cache")
+        if debug is not None:
+            _check_bool(debug, "debug")
         if name is not None:
             if not isinstance(name, str) or not name or not all(c.isalnum() or c in "_-." for c in name):
                 raise ValueError(f"pl.jit: name must be a non-empty str of letters, digits, '_', '-' or '.', "
@@ -272,7 +274,7 @@ class JitFunction(_C.KernelBase):
                                   "var_names": self.datatype[2]}
         options = {"fn": fn, "arch": arch, "auto_mutex": auto_mutex, "sanitizer": sanitizer,
                    "compile_timeout": float(compile_timeout) if compile_timeout is not None else None,
-                   "cache": cache,
+                   "cache": cache, "debug": debug,
                    "pipeline": (pipeline.preload, pipeline.sync_only) if pipeline is not None else None}
         _C.KernelBase.__init__(self, self.kernel_name, params, schema, self._parse, self._bind, options)
         functools.update_wrapper(self, fn, updated=())
@@ -396,10 +398,11 @@ def kernel(func=None, meta_data=None, *, name=None, func_type=None, strict_ssa=F
 
 
 def jit(fn=None, *, arch=None, auto_mutex=True, name=None, pipeline=None, sanitizer=False, tiling_key=None,
-        datatype=None, compile_timeout=None, cache=None):
+        datatype=None, compile_timeout=None, cache=None, debug=None):
     """Declares a kernel, compiled on its first launch: `@pl.jit` or `@pl.jit(arch="a5", ...)`."""
     options = dict(arch=arch, auto_mutex=auto_mutex, name=name, pipeline=pipeline, sanitizer=sanitizer,
-                   tiling_key=tiling_key, datatype=datatype, compile_timeout=compile_timeout, cache=cache)
+                   tiling_key=tiling_key, datatype=datatype, compile_timeout=compile_timeout, cache=cache,
+                   debug=debug)
     if fn is None:
         return lambda f: JitFunction(f, **options)
     return JitFunction(fn, **options)
