@@ -190,3 +190,21 @@ def test_pipeline_mlp(blocks):
     torch.testing.assert_close(pipelined.double(), ref, rtol=1e-4, atol=1e-3)
     for kernel in (example.mlp_serial, example.mlp_pipelined):  # pipeline_generated.py: a plain kernel
         assert torch.equal(example.relu_mlp(a, b, d, pipeline_generated(kernel, sanitizer=True)), pipelined)
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_distributed_ranks_each_run_their_shard(tmp_path, ranks):
+    """examples/distributed.py: gloo ranks (spawned processes), each its own simulated device and
+    artefact directory (<name>__a5__d0_r<rank>), an all_reduce of the shards equal to torch's softmax."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root / "python"))
+    run = subprocess.run([sys.executable, str(root / "examples" / "distributed.py"), str(ranks)], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert f"on {ranks} ranks (gloo): max |err| vs torch = " in run.stdout
+    dirs = sorted(p.name for p in (tmp_path / "build").iterdir())
+    assert dirs == [f"softmax_kernel__a5__d0_r{r}" for r in range(ranks)]
