@@ -7,6 +7,9 @@
 // compiler, warnings. Everything runs with the GIL held unless a comment says otherwise.
 #include <pybind11/stl.h>
 
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -62,6 +65,41 @@ std::optional<int> DistributedRank() {
 }
 
 py::object DtypeName(ir::DataType dtype) { return py::str(std::string(ir::Name(dtype))); }
+
+// The compile progress line (docs/jit.md#compile-progress): on a terminal (or with PYPTO_PRO_PROGRESS=1,
+// never with 0) one line on stderr says which kernel is compiling and how many compiled so far, and is
+// cleared when the compile ends; pipes and CI logs see nothing unless asked.
+class CompileProgress {
+ public:
+  CompileProgress(const std::string& kernel, const std::filesystem::path& dir) {
+    if (!Enabled()) return;
+    active_ = true;
+    const int n = ++Started();
+    const std::string what = dir.parent_path().filename().string() + "/" + dir.filename().string();
+    Write("\r\x1b[Kpypto_pro: compiling kernel '" + kernel + "' (" + what + ") [" + std::to_string(n) +
+          " compile" + (n == 1 ? "" : "s") + " this run]");
+  }
+  ~CompileProgress() {
+    if (active_) Write("\r\x1b[K");
+  }
+  CompileProgress(const CompileProgress&) = delete;
+  CompileProgress& operator=(const CompileProgress&) = delete;
+
+ private:
+  static bool Enabled() {
+    const std::string mode = GetEnv("PYPTO_PRO_PROGRESS");
+    if (mode == "1") return true;
+    if (mode == "0") return false;
+    return ::isatty(2) != 0;  // auto
+  }
+  static std::atomic<int>& Started() {
+    static std::atomic<int> started{0};
+    return started;
+  }
+  static void Write(const std::string& text) { [[maybe_unused]] ssize_t n = ::write(2, text.data(), text.size()); }
+
+  bool active_ = false;
+};
 
 class Kernel {
  public:
@@ -353,12 +391,15 @@ class Kernel {
     if (!binding.datatype.empty()) options.extra_files.emplace_back("../datatype.json", binding.DatatypeFile());
     options.interrupted = interrupted;
     std::shared_ptr<jit::Instance> inst;
-    try {
-      ir::Function copy = *func;  // passes transform a copy
-      py::gil_scoped_release release;
-      inst = jit::BuildInstance(std::move(copy), options);
-    } catch (const CompileDiagnostic& diag) {
-      RaiseLocated(diag, *func);
+    {
+      CompileProgress progress(name_, options.instance_dir);  // cleared before anything else is printed
+      try {
+        ir::Function copy = *func;  // passes transform a copy
+        py::gil_scoped_release release;
+        inst = jit::BuildInstance(std::move(copy), options);
+      } catch (const CompileDiagnostic& diag) {
+        RaiseLocated(diag, *func);
+      }
     }
     inst->stats.parse_ms = parse_ms;
     Warn(*inst, *func);

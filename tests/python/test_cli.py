@@ -50,3 +50,45 @@ def test_ls_show_clean_and_run(tmp_path):
     cleaned = _cli(tmp_path, "clean")
     assert cleaned.returncode == 0 and "removed 1 kernel directory" in cleaned.stdout
     assert not (build / "cli_kernel__a5").exists() and (build / "unrelated.txt").exists()  # only its own
+
+
+MANY = '''
+import torch, pypto_pro, pypto_pro.language as pl
+
+class Mode:
+    M = pl.TilingKeyField(bits=2, values=[0, 1, 2])
+
+@pl.jit(tiling_key=Mode, name="many")
+def k(x: pl.Tensor[[8, 64], pl.DT_FP32], y: pl.Tensor[[8, 64], pl.DT_FP32]):
+    t = pl.make_tile(pl.TileType(shape=[8, 64], dtype=pl.DT_FP32), addr=0)
+    with pl.section_vector():
+        pl.load(t, x, [0, 0])
+        pl.adds(t, t, M * 1.0)
+        pl.store(y, t, [0, 0])
+
+x = torch.zeros(8, 64); y = torch.empty_like(x)
+for m in range(3):
+    k[None, 1, {"M": m}](x, y)
+pypto_pro.runtime.synchronize()
+print("done")
+'''
+
+
+def test_the_compile_progress_line_only_where_asked(tmp_path):
+    """Three TilingKey instances: with PYPTO_PRO_PROGRESS=1 a progress line per compile (cleared after
+    it), in a pipe by default nothing."""
+    (tmp_path / "many.py").write_text(MANY)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    env.pop("PYPTO_PRO_PROGRESS", None)
+    quiet = subprocess.run([sys.executable, "many.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=300)
+    assert quiet.returncode == 0 and "compiling" not in quiet.stderr  # stderr is a pipe here
+    shutil_rm = __import__("shutil").rmtree
+    shutil_rm(tmp_path / "build")
+    loud = subprocess.run([sys.executable, "many.py"], cwd=tmp_path, env=dict(env, PYPTO_PRO_PROGRESS="1"),
+                          capture_output=True, text=True, timeout=300)
+    assert loud.returncode == 0, loud.stderr
+    for n in (1, 2, 3):
+        assert f"pypto_pro: compiling kernel 'many' (many__a5/tk_" in loud.stderr
+        assert f"[{n} compile{'s' if n > 1 else ''} this run]" in loud.stderr
+    assert loud.stderr.count("\x1b[K") == 6  # each line drawn, then cleared (text mode reads \\r as \\n)
