@@ -5,7 +5,7 @@ PYTHON ?= /usr/bin/python3
 BUILD ?= cmake-build
 export PYTHONPATH := $(CURDIR)/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: all deps build demo test test-cpp test-python bench clean
+.PHONY: all deps build demo test test-cpp test-python test-parallel bench clean
 
 all: build
 
@@ -26,6 +26,10 @@ test-cpp: build
 
 test-python: build
 	$(PYTHON) -m pytest -q tests/python
+
+# The Python tests on two worker processes (pytest-xdist): each worker its own artefact tree.
+test-parallel: build
+	$(PYTHON) -m pytest -q -n 2 tests/python
 
 test: test-cpp test-python
 

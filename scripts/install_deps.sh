@@ -4,7 +4,8 @@
 set -euo pipefail
 
 packages=(g++ cmake ninja-build python3 python3-dev python3-numpy python3-torch libtorch-dev python3-pytest
-          pybind11-dev libgtest-dev python3-venv python3-pip python3-setuptools gdb)
+          pybind11-dev libgtest-dev python3-venv python3-pip python3-setuptools gdb
+          python3-pytest-xdist)
 if [[ "${PYPTO_PRO_BENCH_DEPS:-0}" == 1 ]]; then
   # OpenBLAS: the benchmark's numpy/torch fp32 peers at their best (benchmarks/bench.py puts it in
   # front for its own processes); the tests keep the BLAS they had (see below).
