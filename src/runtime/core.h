@@ -42,6 +42,21 @@ inline Core& CoreOf(PtoCoreCtx* ctx) { return *static_cast<Core*>(ctx->runtime);
 std::string CoreName(const PtoCoreCtx& ctx);
 // The prefix of the core's printed lines: "[block 3 AIV] ", "[block 3 AIV 1] ".
 std::string OutputPrefix(const PtoCoreCtx& ctx);
+// Debug builds: names the calling thread after the core it is about to run ("block3/AIV1",
+// "block3/AIC"), so gdb's `info threads` and a stopped frame say which core they are; restored by
+// DebugThreadName's destructor at the end of the launch. A no-op for other builds.
+void NameThreadAfterCore(const PtoKernelDesc& desc, const PtoCoreCtx& ctx, int block);
+class DebugThreadName {
+ public:
+  explicit DebugThreadName(const PtoKernelDesc& desc);
+  ~DebugThreadName();
+  DebugThreadName(const DebugThreadName&) = delete;
+  DebugThreadName& operator=(const DebugThreadName&) = delete;
+
+ private:
+  bool active_ = false;
+  char saved_[16] = {};
+};
 // "GM access out of bounds: tensor 'x' of shape [...], offsets [...], window [...]".
 std::string FormatFaultDetail(const PtoFaultDetail& detail);
 // Where a line the kernel handed the runtime lies (support/source_line.h): its file; "file:line";

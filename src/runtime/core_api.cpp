@@ -1,5 +1,8 @@
 // The runtime side of PtoCoreCtx::api: what device code calls to fault, print, assert and
 // synchronise with the other cores of its block.
+#include <pthread.h>
+
+#include <cstdio>
 #include <sstream>
 
 #include "core.h"
@@ -146,6 +149,26 @@ std::string FormatFaultDetail(const PtoFaultDetail& d) {
 std::string CoreName(const PtoCoreCtx& ctx) {
   if (ctx.core_type == PTO_CORE_AIC) return IsMixed(ctx) ? "AIC" : "AIC " + std::to_string(ctx.block_idx);
   return "AIV " + std::to_string(IsMixed(ctx) ? ctx.subblock_idx : ctx.block_idx);
+}
+
+void NameThreadAfterCore(const PtoKernelDesc& desc, const PtoCoreCtx& ctx, int block) {
+  if (!(desc.flags & PTO_KERNEL_FLAG_DEBUG)) return;
+  char name[16];  // Linux keeps 15 characters of a thread's name
+  const bool aic = ctx.core_type == PTO_CORE_AIC;
+  if (IsMixed(ctx) && !aic) {
+    std::snprintf(name, sizeof name, "block%d/AIV%d", block, int(ctx.subblock_idx));
+  } else {
+    std::snprintf(name, sizeof name, "block%d/%s", block, aic ? "AIC" : "AIV");
+  }
+  pthread_setname_np(pthread_self(), name);
+}
+
+DebugThreadName::DebugThreadName(const PtoKernelDesc& desc) {
+  active_ = (desc.flags & PTO_KERNEL_FLAG_DEBUG) && pthread_getname_np(pthread_self(), saved_, sizeof saved_) == 0;
+}
+
+DebugThreadName::~DebugThreadName() {
+  if (active_) pthread_setname_np(pthread_self(), saved_);
 }
 
 std::string OutputPrefix(const PtoCoreCtx& ctx) {

@@ -115,6 +115,7 @@ void Device::RunBlocks(Job& job, AfterBlock after_block) {
         PtoResetRegisters(&ctx);
         std::memset(ssbuf, 0, sizeof ssbuf);
         core.block = block;
+        NameThreadAfterCore(*job.desc, ctx, block);
         RunCoreProgram<NotUnwound>(*job.desc, job.args, ctx, core, fault);
       }
       if (fault && job.faults.fetch_add(1) == 0) job.first_fault = std::move(*fault);
@@ -178,6 +179,7 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
   // Exactly block_dim blocks, never truncated: more blocks than the arch has cores run in waves, as
   // on the hardware (the host threads claim blocks until none are left).
   const int blocks = int(std::max<uint32_t>(block_dim, 1));
+  DebugThreadName thread_name(desc);
   if (desc.flags & PTO_KERNEL_FLAG_RESIDENT) {
     // pl.system.sync_all: every block resident at once, as fibers of this thread.
     const ArchModel* arch = FindArch(desc.arch ? desc.arch : "");

@@ -76,6 +76,7 @@ MixedBlock::StepResult MixedBlock::Step() {
     r.unfinished = true;
     if (s.waiting && !WaitCanReturn(s)) continue;
     if (s.barrier && *s.barrier == s.barrier_generation) continue;  // its barrier is still closed
+    NameThreadAfterCore(*desc_, s.ctx, block_);
     s.fiber.Resume();
     r.ran = true;
     if (s.fault) {

@@ -118,6 +118,7 @@ std::optional<FaultInfo> ResidentLaunch::RunSingle(const ArchModel& arch, Launch
       unfinished = true;
       if (s.barrier >= 0 && s.generation == generation_[s.barrier]) continue;  // its barrier is still closed
       if (s.flag_event >= 0 && !inter_.Ready(kind, s.flag_event, b)) continue;  // its flag is not set yet
+      NameThreadAfterCore(*desc_, s.ctx, b);
       s.fiber.Resume();
       ran = true;
       if (s.fault) {

@@ -66,11 +66,13 @@ def test_the_environment_variable_asks_for_it_too(tmp_path):
 def test_gdb_stops_at_the_kernels_python_line(tmp_path):
     script = _script(tmp_path)
     run = subprocess.run(["gdb", "-batch", "-ex", "set breakpoint pending on", "-ex", f"break {script.name}:{ADDS_LINE}",
-                          "-ex", "run", "-ex", "bt 1", "-ex", "kill", "--args", sys.executable, str(script)],
+                          "-ex", "run", "-ex", "bt 1", "-ex", "info threads", "-ex", "kill", "--args", sys.executable, str(script)],
                          cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=600)
     out = run.stdout + run.stderr
     assert "hit Breakpoint 1" in out, out[-3000:]
     assert f"KernelEntry" in out and f"{script}:{ADDS_LINE}" in out
+    # The stopped thread is named after the core it runs: block 0's vector core (a vector-only kernel).
+    assert '"block0/AIV"' in out, out[-3000:]
 
 
 def test_debug_must_be_a_bool():
