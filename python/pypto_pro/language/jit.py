@@ -200,7 +200,7 @@ class JitFunction(_C.KernelBase):
         return super().__new__(cls)
 
     def __init__(self, fn, *, arch=None, auto_mutex=True, name=None, pipeline=None, sanitizer=False,
-                 tiling_key=None, datatype=None, compile_timeout=None, cache=None, debug=None):
+                 tiling_key=None, datatype=None, compile_timeout=None, cache=None, debug=None, interpret=None):
         if not inspect.isfunction(fn):
             raise TypeError(f"pl.jit decorates a Python function, got {fn!r}")
         if arch is not None:
@@ -214,6 +214,13 @@ class JitFunction(_C.KernelBase):
             _check_bool(cache, "cache")
         if debug is not None:
             _check_bool(debug, "debug")
+        if interpret is not None:
+            _check_bool(interpret, "interpret")
+            if interpret:
+                raise NotImplementedError(
+                    f"pl.jit(interpret=True) on kernel '{fn.__name__}': the interpreter (the kernel's Python run "
+                    f"on the host, for pdb) is not implemented yet; to step through a kernel, build it with "
+                    f"pl.jit(debug=True) and use gdb (docs/jit.md#debugging)")
         if name is not None:
             if not isinstance(name, str) or not name or not all(c.isalnum() or c in "_-." for c in name):
                 raise ValueError(f"pl.jit: name must be a non-empty str of letters, digits, '_', '-' or '.', "
@@ -398,11 +405,11 @@ def kernel(func=None, meta_data=None, *, name=None, func_type=None, strict_ssa=F
 
 
 def jit(fn=None, *, arch=None, auto_mutex=True, name=None, pipeline=None, sanitizer=False, tiling_key=None,
-        datatype=None, compile_timeout=None, cache=None, debug=None):
+        datatype=None, compile_timeout=None, cache=None, debug=None, interpret=None):
     """Declares a kernel, compiled on its first launch: `@pl.jit` or `@pl.jit(arch="a5", ...)`."""
     options = dict(arch=arch, auto_mutex=auto_mutex, name=name, pipeline=pipeline, sanitizer=sanitizer,
                    tiling_key=tiling_key, datatype=datatype, compile_timeout=compile_timeout, cache=cache,
-                   debug=debug)
+                   debug=debug, interpret=interpret)
     if fn is None:
         return lambda f: JitFunction(f, **options)
     return JitFunction(fn, **options)
