@@ -65,7 +65,8 @@ constexpr uint32_t kInterBlock = uint32_t(hw::CrossCoreSyncMode::kINTER_BLOCK);
 // blocks are all resident) every core of the launch.
 class Scheduler {
  public:
-  Scheduler(const CostModel& cost, double gm_share, LaunchProfile& out) : cost_(cost), gm_share_(gm_share), out_(out) {}
+  Scheduler(const CostModel& cost, double gm_share, const std::vector<std::string>& files, LaunchProfile& out)
+      : cost_(cost), gm_share_(gm_share), files_(files), out_(out) {}
 
   // Returns the length in cycles.
   int64_t Run(const std::vector<CoreRef>& cores) {
@@ -99,6 +100,14 @@ class Scheduler {
 
  private:
   // Holds pipe `p` of core `c` until `until` (a wait), noting the stall when it costs anything.
+  // "line 14" in the kernel's own file, "helpers.py:14" in another module's helper.
+  std::string Where(int line) const {
+    const int file = LineFile(line);
+    if (file == 0 || size_t(file) >= files_.size()) return "line " + std::to_string(LineNumber(line));
+    const std::string& path = files_[size_t(file)];
+    return path.substr(path.rfind('/') + 1) + ":" + std::to_string(LineNumber(line));
+  }
+
   void Hold(int c, int p, int64_t until, int line, const std::string& reason) {
     CoreWalk& w = walks_[size_t(c)];
     const int64_t ready = std::max(w.free[size_t(p)], w.issue);
@@ -133,8 +142,8 @@ class Scheduler {
         const Signal s = queue.front();
         queue.pop_front();
         Hold(c, p, s.at, e.line,
-             "waits for flag " + std::to_string(e.id) + " from " + PipeName(e.other) + " set at line " +
-                 std::to_string(LineNumber(s.line)));
+             "waits for flag " + std::to_string(e.id) + " from " + PipeName(e.other) + " set at " +
+                 Where(s.line));
         break;
       }
       case ProfileEvent::kLock:
@@ -142,8 +151,8 @@ class Scheduler {
           const Signal& released = w.mutex_free[size_t(id)];
           if (e.id >> id & 1u && released.line) {
             Hold(c, p, released.at, e.line,
-                 "waits for mutex " + std::to_string(id) + " released by " + PipeName(released.pipe) + " at line " +
-                     std::to_string(LineNumber(released.line)));
+                 "waits for mutex " + std::to_string(id) + " released by " + PipeName(released.pipe) + " at " +
+                     Where(released.line));
           }
         }
         break;
@@ -187,8 +196,8 @@ class Scheduler {
           if (rounds.size() <= r || rounds[r].arrived < kind_cores_[w.aic ? 1 : 0]) return false;
           ++w.inter_waits[e.id & 15];
           Hold(c, p, rounds[r].at, e.line,
-               "waits for INTER_BLOCK event " + std::to_string(e.id & 15) + " from every core, the last set at line " +
-                   std::to_string(LineNumber(rounds[r].line)));
+               "waits for INTER_BLOCK event " + std::to_string(e.id & 15) + " from every core, the last set at " +
+                   Where(rounds[r].line));
           break;
         }
         const auto route = CrossCoreFlags::RouteOf(false, w.slot, int(e.id >> 8), int(e.id & 0xff));
@@ -206,7 +215,7 @@ class Scheduler {
           out_.flows.push_back({w.block, s.core, w.slot, s.pipe, e.pipe, s.at, 0, s.line, e.line, e.id & 0xff});
         }
         Hold(c, p, at, e.line,
-             "waits for cross-core event " + std::to_string(e.id & 0xff) + " set at line " + std::to_string(LineNumber(line)));
+             "waits for cross-core event " + std::to_string(e.id & 0xff) + " set at " + Where(line));
         const int64_t taken = walks_[size_t(c)].free[size_t(p)];
         for (size_t f = out_.flows.size() - size_t(route.count); f < out_.flows.size(); ++f) out_.flows[f].taken_at = taken;
         break;
@@ -227,8 +236,8 @@ class Scheduler {
         w.at_barrier = false;
         ++w.barriers[std::min<uint32_t>(e.id, 5)];
         Hold(c, int(Pipe::kS), open.at, e.line,
-             "waits at pl.system.sync_all for the last core, which arrived at line " +
-                 std::to_string(LineNumber(open.line)));
+             "waits at pl.system.sync_all for the last core, which arrived at " +
+                 Where(open.line));
         break;
       }
     }
@@ -251,6 +260,7 @@ class Scheduler {
 
   const CostModel& cost_;
   double gm_share_;
+  const std::vector<std::string>& files_;  // the kernel's source files (index 0: its own)
   LaunchProfile& out_;
   std::vector<CoreWalk> walks_;
   std::map<const char*, int> names_;  // by the library's string
@@ -311,7 +321,7 @@ namespace {
 
 // The launch with every resident core's GM transfers at `gm_share` bytes per cycle (or its pipe's
 // rate, if lower).
-LaunchProfile Place(const ArchModel& arch, BlockShape shape,
+LaunchProfile Place(const ArchModel& arch, BlockShape shape, const std::vector<std::string>& files,
                     const std::vector<std::vector<std::vector<ProfileEvent>>>& blocks, double gm_share) {
   LaunchProfile out;
   out.arch = std::string(arch.name);
@@ -345,7 +355,7 @@ LaunchProfile Place(const ArchModel& arch, BlockShape shape,
     for (size_t b = 0; b < blocks.size(); ++b) {
       for (const CoreRef& r : refs(b)) all.push_back(r);
     }
-    out.cycles = Scheduler(arch.cost, gm_share, out).Run(all);
+    out.cycles = Scheduler(arch.cost, gm_share, files, out).Run(all);
     out.waves = 1;
     for (ModelledOp& op : out.ops) {
       op.physical = op.block % slots;
@@ -359,7 +369,7 @@ LaunchProfile Place(const ArchModel& arch, BlockShape shape,
       const size_t slot = size_t(std::min_element(slot_free.begin(), slot_free.end()) - slot_free.begin());
       const int64_t start = slot_free[slot];
       const size_t first_op = out.ops.size(), first_flow = out.flows.size(), first_stall = out.stalls.size();
-      const int64_t length = Scheduler(arch.cost, gm_share, out).Run(refs(b));
+      const int64_t length = Scheduler(arch.cost, gm_share, files, out).Run(refs(b));
       for (size_t i = first_op; i < out.ops.size(); ++i) {
         ModelledOp& op = out.ops[i];
         op.start += start, op.end += start, op.physical = int(slot);
@@ -387,19 +397,20 @@ LaunchProfile Place(const ArchModel& arch, BlockShape shape,
 }  // namespace
 
 LaunchProfile ModelLaunch(const ArchModel& arch, BlockShape shape,
-                          const std::vector<std::vector<std::vector<ProfileEvent>>>& blocks) {
+                          const std::vector<std::vector<std::vector<ProfileEvent>>>& blocks,
+                          const std::vector<std::string>& source_files) {
   // GM bandwidth is shared: each core resident at once starts with an equal share of the chip's; a
   // core moving data on two pipes at once (MTE2 and MTE3) can still ask for more than the chip has,
   // so the share is lowered until the launch's GM rate fits it.
   const int slots = std::max(shape == BlockShape::kVector ? arch.aiv_cores : arch.aic_cores, 1);
   const int resident = std::min(int(blocks.size()), slots) * (shape == BlockShape::kMixed ? 3 : 1);
   double share = arch.cost.gm_bytes_per_cycle / std::max(resident, 1);
-  LaunchProfile out = Place(arch, shape, blocks, share);
+  LaunchProfile out = Place(arch, shape, source_files, blocks, share);
   for (int round = 0; round < 8 && out.cycles > 0; ++round) {
     const double rate = double(out.gm_bytes) / double(out.cycles);
     if (rate <= arch.cost.gm_bytes_per_cycle * 1.001) break;
     share *= arch.cost.gm_bytes_per_cycle / rate;
-    out = Place(arch, shape, blocks, share);
+    out = Place(arch, shape, source_files, blocks, share);
   }
   return out;
 }

@@ -71,7 +71,7 @@ void ProfileLaunch::Finish(bool faulted) {
   ProfileRecord record;
   record.kernel = desc_.name ? desc_.name : "?";
   for (int i = 0; i < desc_.source_file_count; ++i) record.source_files.emplace_back(desc_.source_files[i]);
-  record.profile = ModelLaunch(arch ? *arch : DefaultArch(), ShapeOf(desc_), blocks_);
+  record.profile = ModelLaunch(arch ? *arch : DefaultArch(), ShapeOf(desc_), blocks_, record.source_files);
   for (const auto& block : blocks_) {
     for (const auto& core : block) record.profile.truncated |= core.size() >= cap_;
   }

@@ -7,6 +7,7 @@
 
 #include "pypto_pro/runtime/profile.h"
 #include "pypto_pro/support/arch.h"
+#include "pypto_pro/support/source_line.h"
 
 namespace pypto_pro::runtime {
 namespace {
@@ -95,6 +96,20 @@ TEST(PerfModel, SingleBufferedAddSerialisesLoadsAndAddDoubleBufferedOverlaps) {
   // The loads of iteration i + 1 wait for the add of iteration i: a stall naming the flag's line.
   const bool named = std::any_of(single.stalls.begin(), single.stalls.end(), [](const ModelledStall& s) {
     return s.pipe == uint8_t(Pipe::kMTE2) && s.line == 10 && s.reason == "waits for flag 0 from V set at line 17";
+  });
+  EXPECT_TRUE(named);
+}
+
+TEST(PerfModel, StallReasonsNameAnotherModulesFileByItsName) {
+  // The V op and its set come from a helper in another module (file 1 of the kernel's files).
+  Events e = AddKernel(2, 1);
+  for (ProfileEvent& ev : e) {
+    if (ev.line == 17) ev.line = (1 << pypto_pro::kLineFileShift) | 7;
+  }
+  const LaunchProfile p = ModelLaunch(*FindArch("a5"), BlockShape::kVector, {{e}},
+                                      {"/work/kernel.py", "/work/lib/helpers.py"});
+  const bool named = std::any_of(p.stalls.begin(), p.stalls.end(), [](const ModelledStall& s) {
+    return s.reason == "waits for flag 0 from V set at helpers.py:7";
   });
   EXPECT_TRUE(named);
 }

@@ -107,8 +107,10 @@ struct LaunchProfile {
 };
 
 // `blocks[b][slot]`: block b's events per core slot (1 slot, or 3 for a mixed block: AIC, AIV 0, AIV 1).
+// `source_files` name the files of the events' encoded lines in stall reasons (index 0: the kernel's).
 LaunchProfile ModelLaunch(const ArchModel& arch, BlockShape shape,
-                          const std::vector<std::vector<std::vector<ProfileEvent>>>& blocks);
+                          const std::vector<std::vector<std::vector<ProfileEvent>>>& blocks,
+                          const std::vector<std::string>& source_files = {});
 
 // A modelled launch, as pypto_pro.profiler reads it.
 struct ProfileRecord {
