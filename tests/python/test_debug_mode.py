@@ -84,16 +84,3 @@ def test_debug_must_be_a_bool():
     with pytest.raises(TypeError, match="pl.jit: debug must be a bool, got 'yes'"):
         pl.jit(k, debug="yes")
 
-
-def test_interpret_mode_is_refused_clearly_until_it_exists():
-    import pypto_pro.language as pl
-
-    def k(x: pl.Tensor[[8, 8], pl.DT_FP32]):
-        pass
-
-    with pytest.raises(NotImplementedError, match=r"pl.jit\(interpret=True\) on kernel 'k': the interpreter .* "
-                                                  r"is not implemented yet; .*pl.jit\(debug=True\) and use gdb"):
-        pl.jit(k, interpret=True)
-    with pytest.raises(TypeError, match="pl.jit: interpret must be a bool, got 1"):
-        pl.jit(k, interpret=1)
-    assert pl.jit(k, interpret=False).fn is k

@@ -18,6 +18,9 @@ class Builtin:
         self.__doc__ = doc
 
     def __call__(self, *args, **kwargs):
+        from pypto_pro import interpret  # an interpreted kernel (pl.jit(interpret=True)) runs on this thread
+        if interpret.running():
+            return interpret.active_call(self.name, args, kwargs)
         raise RuntimeError(f"pl.{self.name} can only be used inside a @pl.jit kernel body")
 
     def __repr__(self):

@@ -197,6 +197,8 @@ class JitFunction(_C.KernelBase):
         # A kernel with a parameter annotation that is not built yet imports, and refuses every launch.
         if cls is JitFunction and inspect.isfunction(fn) and _has_refused_params(fn, kwargs.get("datatype")):
             cls = _PlannedParamKernel
+        elif cls is JitFunction and kwargs.get("interpret") is True:
+            cls = _InterpretedKernel
         return super().__new__(cls)
 
     def __init__(self, fn, *, arch=None, auto_mutex=True, name=None, pipeline=None, sanitizer=False,
@@ -216,11 +218,9 @@ class JitFunction(_C.KernelBase):
             _check_bool(debug, "debug")
         if interpret is not None:
             _check_bool(interpret, "interpret")
-            if interpret:
-                raise NotImplementedError(
-                    f"pl.jit(interpret=True) on kernel '{fn.__name__}': the interpreter (the kernel's Python run "
-                    f"on the host, for pdb) is not implemented yet; to step through a kernel, build it with "
-                    f"pl.jit(debug=True) and use gdb (docs/jit.md#debugging)")
+            if interpret and (tiling_key is not None or datatype is not None or pipeline is not None):
+                raise NotImplementedError(f"pl.jit(interpret=True) on kernel '{fn.__name__}': tiling_key=, datatype= "
+                                          f"and pipeline= are not interpreted yet")
         if name is not None:
             if not isinstance(name, str) or not name or not all(c.isalnum() or c in "_-." for c in name):
                 raise ValueError(f"pl.jit: name must be a non-empty str of letters, digits, '_', '-' or '.', "
@@ -380,6 +380,44 @@ class _PlannedParamKernel(JitFunction):
 
     def _parse(self, binding):
         raise self._refusal()
+
+
+class _InterpretedKernel(JitFunction):
+    """pl.jit(interpret=True): every launch runs the kernel's own Python on the calling thread
+    (pypto_pro.interpret), after the stream's earlier work, and returns when it is done; nothing
+    compiles. pdb and breakpoint() work inside the kernel."""
+
+    _interpreter = None
+
+    def __getitem__(self, launch):
+        entries = launch if isinstance(launch, tuple) else (launch,)
+        if len(entries) == 1:
+            stream, block_dim = None, entries[0]
+        elif len(entries) == 2:
+            stream, block_dim = entries
+        else:
+            raise ValueError(f"kernel '{self.kernel_name}': launch with kernel[stream, block_dim](...) or "
+                             f"kernel[block_dim](...), got {len(entries)} entries")
+        if not isinstance(block_dim, int) or isinstance(block_dim, bool) or not 1 <= block_dim <= 65535:
+            raise ValueError(f"kernel '{self.kernel_name}': block_dim must be an int in 1..65535, got {block_dim!r}")
+        from pypto_pro import runtime
+        if stream is not None and not isinstance(stream, runtime.Stream):
+            raise TypeError(f"kernel '{self.kernel_name}': stream must be a pypto_pro.runtime.Stream or None, "
+                            f"got {stream!r}")
+        return lambda *args, **kwargs: self._interpret(stream, block_dim, args, kwargs)
+
+    def __call__(self, *args, **kwargs):
+        return self._interpret(None, 1, args, kwargs)
+
+    def _interpret(self, stream, block_dim, args, kwargs):
+        import os
+        from pypto_pro import interpret, runtime
+        values = self._bind(args, kwargs)
+        (stream or runtime.current_stream()).synchronize()  # the inputs earlier launches write
+        if self._interpreter is None:
+            self._interpreter = interpret.Interpreter(self.fn, self.kernel_name)
+        arch = _C.arch_info(self.arch or os.environ.get("PYPTOPRO_JIT_ARCH") or "a5")
+        self._interpreter.launch(arch, block_dim, interpret.host_arguments(self.kernel_name, self.spec, values))
 
 
 KernelDef = JitFunction  # the public language's name for a kernel captured for deferred compilation
