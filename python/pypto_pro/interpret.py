@@ -18,7 +18,7 @@ import threading
 
 import numpy as np
 
-from pypto_pro.errors import KernelFault
+from pypto_pro.errors import KernelDeadlock, KernelFault
 
 _active = threading.local()  # .core: the _Core whose program runs on this thread
 
@@ -68,9 +68,13 @@ def _fault(core, op, message):
                       line=int(line) if line.isdigit() else None, op=op)
 
 
+_FRACTAL_DEFAULT = {"Mat": "NZ", "Left": "NZ", "Right": "ZN", "Acc": "NZ"}
+
+
 class _Slot:
-    """One tile slot: a typed window of a core's local memory (logical row-major, as the simulator
-    keeps it), with its current valid window."""
+    """One tile slot: a typed window at a byte address of a local memory (logical row-major, as the
+    simulator keeps it), with its current valid window. `data` is the tile on the core that declared
+    it; a cross-core move reaches the same address of the peer core's memory (`on`)."""
 
     def __init__(self, core, ttype, addr):
         shape = list(ttype.shape)
@@ -78,18 +82,35 @@ class _Slot:
         self.ttype = ttype
         self.dtype = _np_dtype(ttype.dtype)
         self.space = ttype.target_memory.name
+        self.layout = ttype.layout.name if ttype.layout is not None else _FRACTAL_DEFAULT.get(self.space, "ND")
+        self.fractal = self.layout in ("NZ", "ZN")
         self.addr = int(addr)
-        memory = core.memory(self.space)
-        nbytes = self.rows * self.cols * self.dtype.itemsize
-        if self.addr < 0 or self.addr + nbytes > len(memory):
-            _fault(core, "make_tile", f"a {ttype.shape} {ttype.dtype.pl_name} tile at {self.addr:#x} does not fit "
-                                      f"the {self.space} memory ({len(memory)} bytes)")
-        self.data = np.frombuffer(memory, dtype=self.dtype, count=self.rows * self.cols,
-                                  offset=self.addr).reshape(self.rows, self.cols)
+        self.core = core
+        self._views = {}
+        if core.has_memory(self.space):
+            self.on(core)  # checks that it fits
         valid = list(ttype.valid_shape) if ttype.valid_shape is not None else [-1] * len(shape)
         if len(valid) == 1:
             valid = [1] + valid
         self.valid = [self.rows if valid[0] == -1 else valid[0], self.cols if valid[1] == -1 else valid[1]]
+
+    def on(self, core):
+        """The tile's elements in `core`'s memory."""
+        view = self._views.get(id(core))
+        if view is None:
+            memory = core.memory(self.space)
+            nbytes = self.rows * self.cols * self.dtype.itemsize
+            if self.addr < 0 or self.addr + nbytes > len(memory):
+                _fault(self.core, "make_tile", f"a {self.ttype.shape} {self.ttype.dtype.pl_name} tile at "
+                                               f"{self.addr:#x} does not fit the {self.space} memory ({len(memory)} bytes)")
+            view = np.frombuffer(memory, dtype=self.dtype, count=self.rows * self.cols,
+                                 offset=self.addr).reshape(self.rows, self.cols)
+            self._views[id(core)] = view
+        return view
+
+    @property
+    def data(self):
+        return self.on(self.core)
 
     @property
     def window(self):
@@ -101,8 +122,9 @@ class _Slot:
         return list(self.valid)
 
     def __repr__(self):
-        return (f"<tile {self.space} {self.ttype.dtype.pl_name} {[self.rows, self.cols]} at {self.addr:#x}, "
-                f"valid {self.valid}>\n{self.window!r}")
+        where = f"<tile {self.space} {self.ttype.dtype.pl_name} {[self.rows, self.cols]} at {self.addr:#x}, " \
+                f"valid {self.valid}>"
+        return f"{where}\n{self.window!r}" if self.core.has_memory(self.space) else where
 
 
 class _Group:
@@ -125,28 +147,49 @@ class _Group:
 
 
 class _Core:
-    def __init__(self, kernel, arch, block, block_num, kind):
+    """One core of a block: its kind, numbering (as the compiled path reports it) and memories."""
+
+    def __init__(self, kernel, arch, block, block_num, kind, subblock=0, mixed=False):
         self.kernel = kernel
         self.block = block
         self.block_num = block_num
         self.kind = kind  # "vector" or "cube"
-        self.name = ("AIV " if kind == "vector" else "AIC ") + str(block)
+        self.subblock = subblock
+        self.mixed = mixed
+        if kind == "cube":
+            self.name = "AIC" if mixed else f"AIC {block}"
+        else:
+            self.name = f"AIV {subblock}" if mixed else f"AIV {block}"
         self.capacity = arch["capacity"]
         self.memories = {}
+        self.peers = None  # a mixed block's cores: [AIC, AIV 0, AIV 1]
+        self.flags = None  # the block's cross-core counters
+
+    def has_memory(self, space):
+        return (space == "Vec") == (self.kind == "vector") and space in self.capacity
 
     def memory(self, space):
         if space not in self.memories:
-            if space not in self.capacity:
-                raise NotImplementedError(f"{_caller_line()}: the interpreter has no {space} memory")
+            if not self.has_memory(space):
+                raise NotImplementedError(f"{_caller_line()}: a {space} tile on the "
+                                          f"{'vector' if self.kind == 'vector' else 'cube'} core is not interpreted")
             self.memories[space] = bytearray(self.capacity[space])
         return self.memories[space]
 
+    @property
+    def block_idx(self):
+        # AIVs of a mixed kernel are numbered across the launch (docs/language.md#blocks)
+        return 2 * self.block + self.subblock if self.mixed and self.kind == "vector" else self.block
 
-def _tile(core, value, op, what):
+
+def _tile(core, value, op, what, spaces=("Vec",)):
     if not isinstance(value, _Slot):
         raise TypeError(f"{_caller_line()}: pl.{op} {what} must be a tile, got {value!r}")
-    if value.space != "Vec":
+    if value.space not in spaces:
         raise NotImplementedError(f"{_caller_line()}: pl.{op} on a {value.space} tile is not interpreted yet")
+    if value.fractal and value.ttype.compact != 1 and value.valid != [value.rows, value.cols]:
+        _fault(core, op, f"the fractal ({value.layout}) tile {what} holds a partial valid window {value.valid} of "
+                         f"its shape {[value.rows, value.cols]} without TileType(compact=1)")
     return value
 
 
@@ -250,46 +293,328 @@ def _expand(fn, name, axis):
     return op
 
 
-def _check_window(core, op, tensor, offsets, rows, cols):
-    shape = tensor.shape
-    if len(offsets) != 2 or tensor.ndim != 2:
-        raise NotImplementedError(f"{_caller_line()}: pl.{op} on a {tensor.ndim}-D tensor is not interpreted yet")
-    r0, c0 = int(offsets[0]), int(offsets[1])
-    if r0 < 0 or c0 < 0 or r0 + rows > shape[0] or c0 + cols > shape[1]:
-        _fault(core, op, f"GM access out of bounds: tensor of shape {list(shape)}, offsets [{r0}, {c0}], "
+def _gm_window(core, op, tensor, offsets, rows, cols, order):
+    """The tensor's elements a tile window reads or writes, as a [rows, cols] numpy view: rows along
+    axis order[0], columns along order[1] (default: the last two axes), the other axes at their
+    offsets. Out of the tensor is a KernelFault."""
+    ndim = tensor.ndim
+    offsets = [int(o) for o in offsets]
+    if len(offsets) != ndim:
+        raise TypeError(f"{_caller_line()}: pl.{op}: {len(offsets)} offsets for a {ndim}-D tensor")
+    r_axis, c_axis = (ndim - 2, ndim - 1) if order is None else (int(order[0]), int(order[1]))
+    if ndim == 1:
+        r_axis, c_axis = None, 0
+    extent = [1] * ndim
+    if r_axis is not None:
+        extent[r_axis] = rows
+    extent[c_axis] = cols
+    if r_axis is None and rows > 1:
+        _fault(core, op, f"a [{rows}, {cols}] window on a 1-D tensor")
+    if any(o < 0 or o + e > n for o, e, n in zip(offsets, extent, tensor.shape)):
+        _fault(core, op, f"GM access out of bounds: tensor of shape {list(tensor.shape)}, offsets {offsets}, "
                          f"window [{rows}, {cols}]")
-    return r0, c0
+    index = tuple(slice(o, o + e) if axis in (r_axis, c_axis) else o
+                  for axis, (o, e) in enumerate(zip(offsets, extent)))
+    view = tensor[index]
+    if r_axis is None:
+        return view.reshape(1, cols)
+    return view.T if r_axis > c_axis else view
 
 
 def _load(core, dst, src, offsets, *, order=None):
-    if order is not None:
-        raise NotImplementedError(f"{_caller_line()}: pl.load(order=) is not interpreted yet")
-    dst = _tile(core, dst, "load", "dst")
+    dst = _tile(core, dst, "load", "dst", ("Vec", "Mat"))
+    if dst.ttype.pad:
+        raise NotImplementedError(f"{_caller_line()}: pl.load into a tile with pad= is not interpreted yet")
     rows, cols = dst.valid
     if src.dtype != dst.dtype:
         raise TypeError(f"{_caller_line()}: pl.load: the tile is {dst.ttype.dtype.pl_name}, the tensor {src.dtype}")
-    r0, c0 = _check_window(core, "load", src, offsets, rows, cols)
-    dst.data[:rows, :cols] = src[r0:r0 + rows, c0:c0 + cols]
-    pad = dst.ttype.pad
-    if pad:
-        raise NotImplementedError(f"{_caller_line()}: pl.load into a tile with pad= is not interpreted yet")
+    dst.data[:rows, :cols] = _gm_window(core, "load", src, offsets, rows, cols, order)
 
 
 def _store(core, dst, src, offsets, *, relu_pre_mode=None, scale=None, order=None, atomic=None, phase=None):
-    if any(v is not None for v in (relu_pre_mode, scale, order, phase)) or \
-            (atomic is not None and atomic.name != "AtomicNone"):
-        raise NotImplementedError(f"{_caller_line()}: pl.store with relu_pre_mode/scale/order/atomic/phase is not "
-                                  f"interpreted yet")
-    src = _tile(core, src, "store", "src")
+    if phase is not None:
+        raise NotImplementedError(f"{_caller_line()}: pl.store with phase= is not interpreted yet")
+    src = _tile(core, src, "store", "src", ("Vec", "Acc"))
     rows, cols = src.valid
-    if dst.dtype != src.dtype:
+    out_dtype = dst.dtype
+    values = src.data[:rows, :cols]
+    if src.space == "Acc":
+        values = _fixpipe(core, "store", values, out_dtype, relu_pre_mode, scale)
+    elif relu_pre_mode is not None or scale is not None:
+        raise ValueError(f"{_caller_line()}: pl.store: relu_pre_mode= and scale= need an Acc source (the fixpipe)")
+    elif out_dtype != src.dtype:
         raise TypeError(f"{_caller_line()}: pl.store: the tile is {src.ttype.dtype.pl_name}, the tensor {dst.dtype}")
-    r0, c0 = _check_window(core, "store", dst, offsets, rows, cols)
-    dst[r0:r0 + rows, c0:c0 + cols] = src.data[:rows, :cols]
+    region = _gm_window(core, "store", dst, offsets, rows, cols, order)  # a view: writes land in the tensor
+    if atomic is not None and atomic.name == "AtomicAdd":
+        compute = _compute_dtype(region.dtype)
+        with np.errstate(all="ignore"):
+            region[...] = (region.astype(compute) + values.astype(compute)).astype(region.dtype)
+    else:
+        region[...] = values
 
 
-def _tile_offsets(tile, idx):
-    return [int(idx[0]) * tile.rows, int(idx[1]) * tile.cols]
+def _fixpipe(core, op, acc, out_dtype, relu_pre_mode, scale):
+    """The fixpipe's path out of Acc: ReLU, the per-tensor factor, then the conversion
+    (docs/language.md#the-fixpipe)."""
+    if scale is not None and not isinstance(scale, (int, float)):
+        raise NotImplementedError(f"{_caller_line()}: pl.{op}(scale=) with a tile or run-time scalar is not "
+                                  f"interpreted yet")
+    values = acc
+    if relu_pre_mode is not None:
+        values = np.maximum(values, 0)
+    integer_acc = np.issubdtype(acc.dtype, np.integer)
+    if scale is not None:
+        values = values.astype(np.float32) * np.float32(scale)
+    elif integer_acc and out_dtype != np.int32:
+        raise ValueError(f"{_caller_line()}: pl.{op}: an int32 accumulator writes {out_dtype} only with scale=")
+    if out_dtype == np.int8:
+        if scale is None:
+            raise ValueError(f"{_caller_line()}: pl.{op}: fp32 -> int8 needs scale= (quantisation)")
+        with np.errstate(invalid="ignore"):
+            return np.clip(np.nan_to_num(np.rint(values), nan=0.0), -128, 127).astype(np.int8)
+    if out_dtype == np.int32 and not np.issubdtype(values.dtype, np.integer):
+        raise ValueError(f"{_caller_line()}: pl.{op}: an fp32 accumulator does not write int32")
+    return values.astype(out_dtype)
+
+
+def _matmul(core, dst, lhs, rhs, bias=None, acc=None, op="matmul"):
+    dst = _tile(core, dst, op, "dst", ("Acc",))
+    lhs = _tile(core, lhs, op, "lhs", ("Left",))
+    rhs = _tile(core, rhs, op, "rhs", ("Right",))
+    m, k = lhs.valid
+    n = rhs.valid[1]
+    for name, value in (("M", m), ("K", k), ("N", n)):
+        if not 1 <= value <= 4095:
+            _fault(core, op, f"{name} = {value} is outside 1..4095")
+    if rhs.valid[0] < k:
+        _fault(core, op, f"rhs holds {rhs.valid[0]} valid rows, lhs has K = {k} columns")
+    if m > dst.rows or n > dst.cols:
+        _fault(core, op, f"the [{m}, {n}] product does not fit dst {[dst.rows, dst.cols]}")
+    if np.issubdtype(lhs.dtype, np.integer):
+        product = lhs.data[:m, :k].astype(np.int64) @ rhs.data[:k, :n].astype(np.int64)
+    else:
+        product = lhs.data[:m, :k].astype(np.float32) @ rhs.data[:k, :n].astype(np.float32)
+    if acc is not None:
+        acc = _tile(core, acc, op, "acc", ("Acc",))
+        product = acc.data[:m, :n].astype(product.dtype) + product
+    if bias is not None:
+        bias = _tile(core, bias, op, "bias", ("Bias",))
+        product = product + bias.data[:1, :n].astype(product.dtype)
+    with np.errstate(all="ignore"):
+        dst.data[:m, :n] = product.astype(dst.dtype)
+
+
+def _copy_window(core, op, dst_view, dst, src_values):
+    rows, cols = src_values.shape
+    if rows > dst.rows or cols > dst.cols:
+        _fault(core, op, f"the source window [{rows}, {cols}] does not fit the destination {[dst.rows, dst.cols]}")
+    dst_view[:rows, :cols] = src_values
+
+
+def _move(core, dst, src, offset=None, *, acc_to_vec_mode=None, relu_pre_mode=None, scale=None):
+    path = (src.space, dst.space)
+    if path in (("Mat", "Left"), ("Mat", "Right")):
+        dst = _tile(core, dst, "move", "dst", ("Left", "Right"))
+        src = _tile(core, src, "move", "src", ("Mat",))
+        rows, cols = src.valid
+        values = src.data[:rows, :cols]
+        swapped = [dst.rows, dst.cols] == [src.cols, src.rows] and dst.rows != dst.cols and dst.layout != src.layout
+        if offset is not None:
+            r0, c0 = int(offset[0]), int(offset[1])
+            dr, dc = dst.valid
+            if swapped or (dst.layout != src.layout and (dr > rows or dc > cols)):
+                if r0 + dc > rows or c0 + dr > cols:
+                    _fault(core, "move", f"the transposed [{dc}, {dr}] window at {[r0, c0]} is outside the source's "
+                                         f"valid window {src.valid}")
+                dst.data[:dr, :dc] = src.data[r0:r0 + dc, c0:c0 + dr].T
+                return
+            if r0 + dr > rows or c0 + dc > cols:
+                _fault(core, "move", f"the [{dr}, {dc}] window at {[r0, c0]} is outside the source's valid window "
+                                     f"{src.valid}")
+            dst.data[:dr, :dc] = src.data[r0:r0 + dr, c0:c0 + dc]
+            return
+        _copy_window(core, "move", dst.data, dst, values.T if swapped else values)
+        return
+    if path == ("Acc", "Vec"):
+        src = _tile(core, src, "move", "src", ("Acc",))
+        if offset is not None:
+            raise NotImplementedError(f"{_caller_line()}: pl.move(offset=) from Acc is not interpreted yet")
+        values = _fixpipe(core, "move", src.data[:src.valid[0], :src.valid[1]], dst.dtype, relu_pre_mode, scale)
+        mode = acc_to_vec_mode.name if acc_to_vec_mode is not None else "SingleModeVec0"
+        if not core.mixed:
+            raise NotImplementedError(f"{_caller_line()}: pl.move Acc -> Vec outside a mixed kernel is not interpreted")
+        aiv0, aiv1 = core.peers[1], core.peers[2]
+        if mode == "SingleModeVec0":
+            parts = [(aiv0, values)]
+        elif mode == "SingleModeVec1":
+            parts = [(aiv1, values)]
+        elif mode == "DualModeSplitM":
+            half = values.shape[0] // 2
+            parts = [(aiv0, values[:half]), (aiv1, values[half:])]
+        else:
+            half = values.shape[1] // 2
+            parts = [(aiv0, values[:, :half]), (aiv1, values[:, half:])]
+        for aiv, part in parts:
+            _copy_window(core, "move", dst.on(aiv), dst, part)
+        return
+    if path == ("Vec", "Mat"):
+        _insert(core, dst, src, [0, 0], op="move")
+        return
+    if path == ("Vec", "Vec"):
+        dst = _tile(core, dst, "move", "dst")
+        src = _tile(core, src, "move", "src")
+        if offset is not None:
+            raise NotImplementedError(f"{_caller_line()}: pl.move(offset=) between Vec tiles is not interpreted yet")
+        _copy_window(core, "move", dst.data, dst, src.data[:src.valid[0], :src.valid[1]])
+        return
+    raise NotImplementedError(f"{_caller_line()}: pl.move {src.space} -> {dst.space} is not interpreted yet")
+
+
+def _insert(core, dst, src, offset, op="insert"):
+    """Vec -> Mat: into the AIC's L1 in a mixed kernel; an NZ source lands transposed in a ZN tile."""
+    src = _tile(core, src, op, "src")
+    if not isinstance(dst, _Slot) or dst.space != "Mat":
+        raise TypeError(f"{_caller_line()}: pl.{op}: the destination must be a Mat tile")
+    target = core.peers[0] if core.mixed else core
+    view = dst.on(target)
+    rows, cols = src.valid
+    r0, c0 = int(offset[0]), int(offset[1])
+    values = src.data[:rows, :cols]
+    if dst.layout == "ZN":
+        if c0 + cols > dst.rows or r0 + rows > dst.cols:
+            _fault(core, op, f"the transposed [{cols}, {rows}] window at {[c0, r0]} does not fit the destination "
+                             f"{[dst.rows, dst.cols]}")
+        view[c0:c0 + cols, r0:r0 + rows] = values.T
+        return
+    if r0 + rows > dst.rows or c0 + cols > dst.cols:
+        _fault(core, op, f"the [{rows}, {cols}] window at {[r0, c0]} does not fit the destination "
+                         f"{[dst.rows, dst.cols]}")
+    view[r0:r0 + rows, c0:c0 + cols] = values
+
+
+def _directed(exact, rounded, mode):
+    """`rounded` (nearest-even of `exact`, in the target float type) moved to the neighbour `mode`
+    asks for (docs/device.md#numerics)."""
+    r64 = rounded.astype(np.float64)
+    with np.errstate(all="ignore"):
+        up = np.nextafter(rounded, np.asarray(np.inf, rounded.dtype))
+        down = np.nextafter(rounded, np.asarray(-np.inf, rounded.dtype))
+        if mode == "CAST_FLOOR":
+            return np.where(r64 > exact, down, rounded)
+        if mode == "CAST_CEIL":
+            return np.where(r64 < exact, up, rounded)
+        if mode == "CAST_TRUNC":
+            return np.where(np.abs(r64) > np.abs(exact), np.where(exact > 0, down, up), rounded)
+        # CAST_ROUND: ties away from zero (nearest-even picked the neighbour toward zero on half of them)
+        other = np.where(exact > r64, up, down)
+        tie = np.abs(exact - r64) == np.abs(other.astype(np.float64) - exact)
+        return np.where(tie & (np.abs(r64) < np.abs(exact)), other, rounded)
+
+
+def _cast(core, out, src, mode=None):
+    out = _tile(core, out, "cast", "out")
+    src = _tile(core, src, "cast", "src")
+    mode = mode.name if mode is not None else "CAST_ROUND"
+    rows, cols = out.valid
+    values = src.data[:rows, :cols]
+    target = out.dtype
+    if mode == "CAST_ODD" or values.dtype.itemsize > 4 and np.issubdtype(values.dtype, np.integer):
+        raise NotImplementedError(f"{_caller_line()}: pl.cast with {mode} from {values.dtype} is not interpreted yet")
+    exact = values.astype(np.float64)  # every fp16/fp32/int8..32 value exactly
+    with np.errstate(all="ignore"):
+        if np.issubdtype(target, np.floating):
+            if np.issubdtype(values.dtype, np.floating) and target.itemsize >= values.dtype.itemsize:
+                result = values.astype(target)  # widening: exact
+            else:
+                result = exact.astype(target)
+                if mode not in ("CAST_RINT", "CAST_NONE"):
+                    result = _directed(exact, result, mode)
+        elif np.issubdtype(values.dtype, np.integer):
+            result = values.astype(target)  # int -> int wraps
+        else:
+            rounding = {"CAST_RINT": np.rint, "CAST_NONE": np.rint, "CAST_FLOOR": np.floor, "CAST_CEIL": np.ceil,
+                        "CAST_TRUNC": np.trunc,
+                        "CAST_ROUND": lambda v: np.sign(v) * np.floor(np.abs(v) + 0.5)}[mode]
+            info = np.iinfo(target)
+            result = np.clip(np.nan_to_num(rounding(exact), nan=0.0), info.min, info.max).astype(target)
+    out.data[:rows, :cols] = result
+
+
+class _Flags:
+    """A mixed block's cross-core counters (as the compiled path's CrossCoreFlags): per direction and
+    event id, the sets not yet waited for."""
+
+    AIC_TO_AIV0, AIV0_TO_AIC, AIV0_TO_AIV1 = 0, 2, 4
+
+    def __init__(self):
+        self.pending = {}
+
+    @staticmethod
+    def route(set_, index, mode, event):
+        aic = index == 0
+        aiv = index - 1
+        if mode == "INTRA_BLOCK":
+            if aic:
+                first = _Flags.AIC_TO_AIV0 if set_ else _Flags.AIV0_TO_AIC
+                return [(first, event), (first + 1, event)]
+            return [((_Flags.AIV0_TO_AIC if set_ else _Flags.AIC_TO_AIV0) + aiv, event)]
+        if mode == "UNICAST_BLOCK":
+            if aic:
+                return [((_Flags.AIC_TO_AIV0 if set_ else _Flags.AIV0_TO_AIC) + event // 16, event % 16)]
+            return [((_Flags.AIV0_TO_AIC if set_ else _Flags.AIC_TO_AIV0) + aiv, event)]
+        if mode == "INTER_SUBBLOCK":
+            return [(_Flags.AIV0_TO_AIV1 + (aiv if set_ else 1 - aiv), event)]
+        raise NotImplementedError(f"{_caller_line()}: sync_mode={mode} is not interpreted yet")
+
+    def set(self, route):
+        for key in route:
+            self.pending[key] = self.pending.get(key, 0) + 1
+
+    def ready(self, route):
+        return all(self.pending.get(key, 0) > 0 for key in route)
+
+    def take(self, route):
+        for key in route:
+            self.pending[key] -= 1
+
+
+def _index(core):
+    return 0 if core.kind == "cube" else 1 + core.subblock
+
+
+def _mode(sync_mode):
+    return sync_mode.name if sync_mode is not None else "INTRA_BLOCK"
+
+
+def _set_cross_core(core, pipe=None, event_id=None, sync_mode=None):
+    if not core.mixed:
+        raise NotImplementedError(f"{_caller_line()}: pl.system.set_cross_core outside a mixed kernel is not "
+                                  f"interpreted yet")
+    core.flags.set(_Flags.route(True, _index(core), _mode(sync_mode), int(event_id)))
+
+
+def _wait_cross_core(core, pipe=None, event_id=None, sync_mode=None):
+    if not core.mixed:
+        raise NotImplementedError(f"{_caller_line()}: pl.system.wait_cross_core outside a mixed kernel is not "
+                                  f"interpreted yet")
+    route = _Flags.route(False, _index(core), _mode(sync_mode), int(event_id))
+    if not core.flags.ready(route):
+        core.turns.wait_until(core, lambda: core.flags.ready(route),
+                              f"pl.system.wait_cross_core(event_id={int(event_id)}, sync_mode={_mode(sync_mode)}) "
+                              f"at {_caller_line()}")
+    core.flags.take(route)
+
+
+def _tile_offsets(tile, idx, order=None):
+    """load_tile/store_tile: the tile index times the tile's shape along the two axes the tile spans
+    (the last two, or order's); other axes are element offsets."""
+    offsets = [int(i) for i in idx]
+    if len(offsets) == 1:
+        return [offsets[0] * tile.cols]
+    r_axis, c_axis = (len(offsets) - 2, len(offsets) - 1) if order is None else (int(order[0]), int(order[1]))
+    offsets[r_axis] *= tile.rows
+    offsets[c_axis] *= tile.cols
+    return offsets
 
 
 def _make_tile(core, tile_type, addr=None, size=None):
@@ -325,7 +650,7 @@ def _expands(core, out, scalar):
 def _pto_assert(core, cond, fmt=None, *args, loc=False):
     if not cond:
         text = (fmt % tuple(args)) if fmt else ""
-        print(f"[block {core.block} {'AIV' if core.kind == 'vector' else 'AIC'}] {_caller_line()}: Assertion failed"
+        print(f"{_prefix(core)}{_caller_line()}: Assertion failed"
               f"{': ' + text if text else ''}", flush=True)
 
 
@@ -338,26 +663,33 @@ def _nothing(core, *args, **kwargs):
 
 
 def _printf(core, fmt, *args, loc=False):
-    prefix = f"[block {core.block} {'AIV' if core.kind == 'vector' else 'AIC'}] "
-    print(prefix + (fmt % tuple(args)), end="", flush=True)
+    print(_prefix(core) + (fmt % tuple(args)), end="", flush=True)
+
+
+def _prefix(core):
+    """The compiled path's line prefix: "[block 3 AIV] ", "[block 3 AIV 1] " in a mixed kernel."""
+    unit = "AIC" if core.kind == "cube" else ("AIV " + str(core.subblock) if core.mixed else "AIV")
+    return f"[block {core.block} {unit}] "
 
 
 _OPS = {
     "range": lambda core, *a: range(*[int(v) for v in a]),
     "static_range": lambda core, *a: range(*[int(v) for v in a]),
-    "get_block_idx": lambda core: core.block,
+    "get_block_idx": lambda core: core.block_idx,
     "get_block_num": lambda core: core.block_num,
-    "get_subblock_idx": lambda core: 0,
-    "get_subblock_num": lambda core: 1,
+    "get_subblock_idx": lambda core: core.subblock,
+    "get_subblock_num": lambda core: 2 if core.mixed and core.kind == "vector" else 1,
     "min": lambda core, a, b: min(a, b),
     "max": lambda core, a, b: max(a, b),
     "make_tile": _make_tile,
     "make_tile_group": _make_tile_group,
     "set_validshape": _set_validshape,
     "load": _load,
-    "load_tile": lambda core, dst, src, idx, order=None: _load(core, dst, src, _tile_offsets(dst, idx), order=order),
+    "load_tile": lambda core, dst, src, idx, order=None: _load(core, dst, src, _tile_offsets(dst, idx, order),
+                                                                order=order),
     "store": _store,
-    "store_tile": lambda core, dst, src, idx, **kw: _store(core, dst, src, _tile_offsets(src, idx), **kw),
+    "store_tile": lambda core, dst, src, idx, **kw: _store(core, dst, src, _tile_offsets(src, idx, kw.get("order")),
+                                                           **kw),
     "add": _binary(np.add, "add"),
     "sub": _binary(np.subtract, "sub"),
     "mul": _binary(np.multiply, "mul"),
@@ -385,6 +717,13 @@ _OPS = {
     "col_sum": _col_reduce(np.sum, "col_sum"),
     "col_max": _col_reduce(np.max, "col_max"),
     "col_min": _col_reduce(np.min, "col_min"),
+    "cast": _cast,
+    "matmul": _matmul,
+    "matmul_acc": lambda core, dst, acc, lhs, rhs: _matmul(core, dst, lhs, rhs, acc=acc, op="matmul_acc"),
+    "move": _move,
+    "insert": _insert,
+    "system.set_cross_core": _set_cross_core,
+    "system.wait_cross_core": _wait_cross_core,
     "pto_assert": _pto_assert,
     "trap": _trap,
     "printf": _printf,
@@ -433,7 +772,7 @@ class Interpreter:
         tree = ast.fix_missing_locations(sections.visit(tree))
         ast.increment_lineno(tree, fn.__code__.co_firstlineno - 1)
         if sections.kinds == {"vector", "cube"}:
-            self.kind = "mixed"
+            self.kind = "mixed"  # a kernel with both sections runs as mixed blocks (AIC, AIV 0, AIV 1)
         else:
             self.kind = "cube" if sections.kinds == {"cube"} else "vector"
         namespace = dict(fn.__globals__)
@@ -442,22 +781,121 @@ class Interpreter:
         namespace["__pl_section__"] = self._section
         exec(compile(tree, fn.__code__.co_filename, "exec"), namespace)
         self.fn = namespace[func.name]
+        self.namespace = namespace
 
     @staticmethod
     def _section(kind):
         return _active.core.kind == kind
 
-    def launch(self, arch, block_dim, args):
-        if self.kind != "vector":
-            raise NotImplementedError(f"pl.jit(interpret=True): kernel '{self.kernel}' has a cube section; the "
-                                      f"interpreter runs vector-only kernels so far (run the compiled kernel)")
+    def launch(self, arch, block_dim, args, constants=None):
+        """Runs `block_dim` blocks; `constants` (the TilingKey's fields) are names the kernel reads."""
+        self.namespace.update(constants or {})
         previous = getattr(_active, "core", None)
         try:
             for block in range(block_dim):
-                _active.core = _Core(self.kernel, arch, block, block_dim, self.kind)
-                self.fn(*args)
+                if self.kind == "mixed":
+                    cores = [_Core(self.kernel, arch, block, block_dim, "cube", 0, True),
+                             _Core(self.kernel, arch, block, block_dim, "vector", 0, True),
+                             _Core(self.kernel, arch, block, block_dim, "vector", 1, True)]
+                    flags = _Flags()
+                    turns = _Turns(self.kernel, block, cores)
+                    for core in cores:
+                        core.peers, core.flags, core.turns = cores, flags, turns
+                    turns.run(self.fn, args)
+                else:
+                    _active.core = _Core(self.kernel, arch, block, block_dim, self.kind)
+                    self.fn(*args)
         finally:
             _active.core = previous
+
+
+class _Cancelled(BaseException):
+    """Ends a core's thread when another core of its block failed."""
+
+
+class _Turns:
+    """The three cores of a mixed block take turns, one at a time and round robin, as the compiled
+    path's fibers do: a core runs until it waits for a flag that is not set yet, or ends. Each core is a
+    thread of its own (breakpoint() works in it), but only the one whose turn it is runs."""
+
+    def __init__(self, kernel, block, cores):
+        self.kernel = kernel
+        self.block = block
+        self.cores = cores
+        self.cond = threading.Condition()
+        self.turn = None       # the core running now
+        self.waits = {}        # core -> (can it go on?, what it waits for)
+        self.done = set()
+        self.cancelled = False
+        self.error = None
+
+    def run(self, fn, args):
+        threads = [threading.Thread(target=self._core_main, args=(core, fn, args), name=f"block{self.block}/"
+                                    f"{core.name.replace(' ', '')}", daemon=True) for core in self.cores]
+        for thread in threads:
+            thread.start()
+        with self.cond:
+            while len(self.done) < len(self.cores) and self.error is None:
+                runnable = [c for c in self.cores if c not in self.done and
+                            (c not in self.waits or self.waits[c][0]())]
+                if not runnable:
+                    self.error = self._deadlock()
+                    break
+                for core in runnable:  # one round: each runnable core until it waits or ends
+                    if core in self.waits and not self.waits[core][0]():
+                        continue
+                    self.turn = core
+                    self.cond.notify_all()
+                    self.cond.wait_for(lambda: self.turn is None)
+                    if self.error is not None:
+                        break
+            self.cancelled = True
+            self.turn = "cancel"
+            self.cond.notify_all()
+        for thread in threads:
+            thread.join()
+        if self.error is not None:
+            raise self.error
+
+    def _core_main(self, core, fn, args):
+        with self.cond:
+            self.cond.wait_for(lambda: self.turn is core or self.cancelled)
+        try:
+            if not self.cancelled:
+                _active.core = core
+                fn(*args)
+        except _Cancelled:
+            pass
+        except BaseException as error:  # noqa: B036 (handed to the launching thread)
+            with self.cond:
+                if self.error is None:
+                    self.error = error
+        finally:
+            _active.core = None
+            with self.cond:
+                self.done.add(core)
+                if self.turn is core:
+                    self.turn = None
+                self.cond.notify_all()
+
+    def wait_until(self, core, ready, what):
+        """On `core`'s thread: gives the turn away until `ready()` holds and the turn comes back."""
+        with self.cond:
+            self.waits[core] = (ready, what)
+            self.turn = None
+            self.cond.notify_all()
+            self.cond.wait_for(lambda: self.turn is core or self.cancelled)
+            del self.waits[core]
+            if self.cancelled:
+                raise _Cancelled()
+
+    def _deadlock(self):
+        lines = [f"kernel '{self.kernel}' (interpreted): every unfinished core of block {self.block} waits for a "
+                 f"cross-core flag that no other core will set:"]
+        for core in self.cores:
+            state = "has finished" if core in self.done else f"waits in {self.waits[core][1]}"
+            lines.append(f"  {core.name} of block {self.block} {state}")
+        return KernelDeadlock("\n".join(lines), kernel=self.kernel, block=self.block)
 
 
 def host_arguments(kernel_name, spec, values):

@@ -129,39 +129,160 @@ def test_a_fault_names_the_kernel_line_and_block():
 
 def test_an_op_it_does_not_run_yet_is_refused_at_its_line():
     @pl.jit(interpret=True)
-    def uses_cast(x: pl.Tensor[[16, 64], pl.DT_FP32], y: pl.Tensor[[16, 64], pl.DT_FP16]):
+    def uses_transpose(x: pl.Tensor[[16, 64], pl.DT_FP32], y: pl.Tensor[[64, 16], pl.DT_FP32]):
         a = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32), addr=0)
-        b = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP16), addr=0x1000)
+        b = pl.make_tile(pl.TileType(shape=[64, 16], dtype=pl.DT_FP32), addr=0x1000)
         with pl.section_vector():
             pl.load(a, x, [0, 0])
-            pl.cast(b, a, pl.RoundMode.CAST_RINT)
+            pl.transpose(b, a)
             pl.store(y, b, [0, 0])
 
-    line = uses_cast.fn.__code__.co_firstlineno + 6
-    with pytest.raises(NotImplementedError, match=rf"{__file__}:{line}: pl.cast is not supported by the interpreter "
-                                                  rf"yet \(pl.jit\(interpret=True\)\); run the compiled kernel"):
-        uses_cast(torch.randn(16, 64), torch.empty(16, 64, dtype=torch.float16))
+    line = uses_transpose.fn.__code__.co_firstlineno + 6
+    with pytest.raises(NotImplementedError, match=rf"{__file__}:{line}: pl.transpose is not supported by the "
+                                                  rf"interpreter yet \(pl.jit\(interpret=True\)\); run the compiled kernel"):
+        uses_transpose(torch.randn(16, 64), torch.empty(64, 16))
+
+
+def _swapped(module):
+    """The module's kernels replaced by interpreted ones (restore with the returned dict)."""
+    saved = {}
+    for name in dir(module):
+        kernel = getattr(module, name)
+        if isinstance(kernel, pl.JitFunction):
+            saved[name] = kernel
+            key = next((v for v in vars(module).values() if isinstance(v, type) and
+                        any(isinstance(f, pl.TilingKeyField) for f in vars(v).values())), None)
+            setattr(module, name, pl.jit(kernel.fn, interpret=True, name=kernel.kernel_name,
+                                         tiling_key=key if kernel.tiling_key is not None else None))
+    return saved
+
+
+def _compiled_and_interpreted(module, run):
+    compiled = run()
+    pypto_pro.runtime.synchronize()
+    saved = _swapped(module)
+    try:
+        interpreted = run()
+    finally:
+        for name, kernel in saved.items():
+            setattr(module, name, kernel)
+    return compiled, interpreted
+
+
+def test_the_data_path_example_gives_the_compiled_bits():
+    data_paths = _example("data_paths")
+    for path in data_paths.PATHS:
+        def run():
+            torch.manual_seed(3)
+            return path()
+        (compiled, reference), (interpreted, _) = _compiled_and_interpreted(data_paths, run)
+        assert torch.equal(compiled, interpreted), path.__name__
+        torch.testing.assert_close(interpreted, reference, rtol=2e-3, atol=2e-3)
+
+
+def test_matmul_and_fused_softmax_matmul_examples():
+    matmul = _example("matmul")
+    a, b = torch.randn(512, 128).half(), torch.randn(128, 384).half()
+
+    def run():
+        c = torch.empty(512, 384)
+        matmul.matmul_kernel[None, 5](a, b, c)
+        return c
+    compiled, interpreted = _compiled_and_interpreted(matmul, run)
+    assert torch.equal(compiled, interpreted)  # fp16 products are exact in fp32; one fp32 K-sum order here
+    torch.testing.assert_close(interpreted, a.float() @ b.float(), rtol=1e-4, atol=1e-3)
+    fused = _example("fused_softmax_matmul")
+    for block_dim in (1, 3):
+        (compiled, reference), (interpreted, _) = _compiled_and_interpreted(fused, lambda: fused.run(block_dim=block_dim))
+        torch.testing.assert_close(interpreted, compiled, rtol=1e-5, atol=1e-7)
+        torch.testing.assert_close(interpreted, reference, rtol=1e-3, atol=1e-5)
+
+
+@pytest.mark.parametrize("name,seq", [("flash_attention", 200), ("flash_attention_gm", 256)])
+def test_flash_attention_examples(name, seq):
+    module = _example(name)
+    torch.manual_seed(4)
+    q, k, v = (torch.randn(1, seq, 2, 128).half() for _ in range(3))
+    for causal in (False, True):
+        compiled, interpreted = _compiled_and_interpreted(module, lambda: module.attention(q, k, v, causal))
+        # fp16 outputs: within one fp16 ulp of the compiled path (exp and sum orders differ in the last fp32 bits)
+        torch.testing.assert_close(interpreted.float(), compiled.float(), rtol=1e-3, atol=5e-4)
+        torch.testing.assert_close(interpreted.float(), module.reference(q, k, v, causal), rtol=2e-3, atol=2e-3)
+
+
+CAST_KERNEL = """import pypto_pro.language as pl
+
+def cast_{mode}(x: pl.Tensor[[16, 64], pl.DT_FP32], y: pl.Tensor[[16, 64], pl.DT_FP16],
+                z: pl.Tensor[[16, 64], pl.DT_INT32], w: pl.Tensor[[16, 64], pl.DT_INT8]):
+    a = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32), addr=0)
+    b = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP16), addr=0x1000)
+    c = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_INT32), addr=0x2000)
+    d = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_INT8), addr=0x3000)
+    with pl.section_vector():
+        pl.load(a, x, [0, 0])
+        pl.cast(b, a, mode=pl.RoundMode.{mode})
+        pl.cast(c, a, mode=pl.RoundMode.{mode})
+        pl.cast(d, c, mode=pl.RoundMode.{mode})
+        pl.store(y, b, [0, 0])
+        pl.store(z, c, [0, 0])
+        pl.store(w, d, [0, 0])
+"""
+
+
+@pytest.mark.parametrize("mode", ["CAST_ROUND", "CAST_RINT", "CAST_FLOOR", "CAST_CEIL", "CAST_TRUNC", "CAST_NONE"])
+def test_cast_rounds_as_the_compiled_path(tmp_path, mode):
+    path = tmp_path / f"cast_{mode}.py"
+    path.write_text(CAST_KERNEL.format(mode=mode))
+    spec = importlib.util.spec_from_file_location(f"cast_{mode}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fn = getattr(module, f"cast_{mode}")
+    torch.manual_seed(5)
+    x = torch.randn(16 * 64) * 1000
+    x[:256] = (torch.arange(256).float() - 128) * 0.5                    # integer ties
+    h = torch.randn(256).half()
+    x[256:512] = h.float() + torch.from_numpy(np.spacing(h.numpy()).astype(np.float32)) / 2  # fp16 ties
+    x[512:516] = torch.tensor([70000.0, -70000.0, 65519.0, 3e9])           # overflow both ways
+    x = x.view(16, 64)
+    outputs = []
+    for interpret in (False, True):
+        y, z, w = torch.empty(16, 64).half(), torch.empty(16, 64, dtype=torch.int32), torch.empty(16, 64, dtype=torch.int8)
+        pl.jit(fn, interpret=interpret)[None, 1](x, y, z, w)
+        pypto_pro.runtime.synchronize()
+        outputs.append((y.view(torch.int16), z, w))
+    for compiled, interpreted in zip(*outputs):
+        assert torch.equal(compiled, interpreted)
+
+
+def test_a_mixed_block_that_waits_forever_is_a_deadlock():
+    @pl.jit(interpret=True)
+    def stuck(x: pl.Tensor[[16, 16], pl.DT_FP32]):
+        with pl.section_cube():
+            pl.system.wait_cross_core(pipe=pl.PipeType.MTE1, event_id=3)
+        with pl.section_vector():
+            pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=2)
+
+    with pytest.raises(pypto_pro.KernelDeadlock, match=r"(?s)kernel 'stuck' \(interpreted\): every unfinished core "
+                                                        r"of block 0 waits.*AIC of block 0 waits in "
+                                                        r"pl.system.wait_cross_core\(event_id=3, sync_mode=INTRA_BLOCK\)"
+                                                        r".*AIV 0 of block 0 has finished"):
+        stuck[None, 1](torch.zeros(16, 16))
 
 
 def test_refusals_and_launch_checks():
-    def mixed(x: pl.Tensor[[16, 16], pl.DT_FP32]):
-        with pl.section_cube():
-            pass
-        with pl.section_vector():
-            pass
-
-    with pytest.raises(NotImplementedError, match="kernel 'mixed' has a cube section; the interpreter runs "
-                                                  "vector-only kernels so far"):
-        pl.jit(mixed, interpret=True)[None, 1](torch.zeros(16, 16))
-
     class Key:
         Mode = pl.TilingKeyField(bits=1, values=[0, 1])
 
     def keyed(x: pl.Tensor[[16, 16], pl.DT_FP32]):
         pass
 
-    with pytest.raises(NotImplementedError, match="tiling_key=, datatype= and pipeline= are not interpreted yet"):
-        pl.jit(keyed, interpret=True, tiling_key=Key)
+    with pytest.raises(NotImplementedError, match="datatype= and pipeline= are not interpreted yet"):
+        pl.jit(keyed, interpret=True, datatype={"x": "T"})
+    with_key = pl.jit(keyed, interpret=True, tiling_key=Key)
+    with pytest.raises(ValueError, match=r"has a tiling_key: launch it with kernel\[stream, block_dim, "):
+        with_key[None, 1](torch.zeros(16, 16))
+    with pytest.raises(ValueError, match="TilingKey field 'Mode' = 3 is not one of its values"):
+        with_key[None, 1, {"Mode": 3}]
     kernel = pl.jit(keyed, interpret=True)
     with pytest.raises(ValueError, match="block_dim must be an int in 1..65535, got 0"):
         kernel[None, 0]

@@ -218,9 +218,9 @@ class JitFunction(_C.KernelBase):
             _check_bool(debug, "debug")
         if interpret is not None:
             _check_bool(interpret, "interpret")
-            if interpret and (tiling_key is not None or datatype is not None or pipeline is not None):
-                raise NotImplementedError(f"pl.jit(interpret=True) on kernel '{fn.__name__}': tiling_key=, datatype= "
-                                          f"and pipeline= are not interpreted yet")
+            if interpret and (datatype is not None or pipeline is not None):
+                raise NotImplementedError(f"pl.jit(interpret=True) on kernel '{fn.__name__}': datatype= and "
+                                          f"pipeline= are not interpreted yet")
         if name is not None:
             if not isinstance(name, str) or not name or not all(c.isalnum() or c in "_-." for c in name):
                 raise ValueError(f"pl.jit: name must be a non-empty str of letters, digits, '_', '-' or '.', "
@@ -245,6 +245,7 @@ class JitFunction(_C.KernelBase):
         if tiling_key is not None:
             tiling_key_schema = TilingKeySchema(tiling_key, self.kernel_name, param_names)
         self._tiling_key_names = list(tiling_key_schema.names) if tiling_key_schema is not None else []
+        self._tiling_key_schema = tiling_key_schema
         self.datatype = None
         if datatype is not None:
             self.datatype = _datatype_schema(datatype, fn, self.kernel_name)
@@ -391,7 +392,15 @@ class _InterpretedKernel(JitFunction):
 
     def __getitem__(self, launch):
         entries = launch if isinstance(launch, tuple) else (launch,)
-        if len(entries) == 1:
+        keyed = self._tiling_key_schema is not None
+        constants = {}
+        if keyed:
+            if len(entries) != 3 or not isinstance(entries[2], dict):
+                raise ValueError(f"kernel '{self.kernel_name}' has a tiling_key: launch it with "
+                                 f"kernel[stream, block_dim, {{field: value, ...}}](...)")
+            stream, block_dim, fields = entries
+            constants = self._tiling_key_schema.unpack(self._tiling_key_schema.pack(fields))
+        elif len(entries) == 1:
             stream, block_dim = None, entries[0]
         elif len(entries) == 2:
             stream, block_dim = entries
@@ -404,12 +413,15 @@ class _InterpretedKernel(JitFunction):
         if stream is not None and not isinstance(stream, runtime.Stream):
             raise TypeError(f"kernel '{self.kernel_name}': stream must be a pypto_pro.runtime.Stream or None, "
                             f"got {stream!r}")
-        return lambda *args, **kwargs: self._interpret(stream, block_dim, args, kwargs)
+        return lambda *args, **kwargs: self._interpret(stream, block_dim, args, kwargs, constants)
 
     def __call__(self, *args, **kwargs):
-        return self._interpret(None, 1, args, kwargs)
+        if self._tiling_key_schema is not None:
+            raise ValueError(f"kernel '{self.kernel_name}' has a tiling_key: launch it with "
+                             f"kernel[stream, block_dim, {{field: value, ...}}](...)")
+        return self._interpret(None, 1, args, kwargs, {})
 
-    def _interpret(self, stream, block_dim, args, kwargs):
+    def _interpret(self, stream, block_dim, args, kwargs, constants):
         import os
         from pypto_pro import interpret, runtime
         values = self._bind(args, kwargs)
@@ -417,7 +429,8 @@ class _InterpretedKernel(JitFunction):
         if self._interpreter is None:
             self._interpreter = interpret.Interpreter(self.fn, self.kernel_name)
         arch = _C.arch_info(self.arch or os.environ.get("PYPTOPRO_JIT_ARCH") or "a5")
-        self._interpreter.launch(arch, block_dim, interpret.host_arguments(self.kernel_name, self.spec, values))
+        self._interpreter.launch(arch, block_dim, interpret.host_arguments(self.kernel_name, self.spec, values),
+                                 constants)
 
 
 KernelDef = JitFunction  # the public language's name for a kernel captured for deferred compilation
