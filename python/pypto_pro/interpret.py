@@ -164,6 +164,7 @@ class _Core:
         self.memories = {}
         self.peers = None  # a mixed block's cores: [AIC, AIV 0, AIV 1]
         self.flags = None  # the block's cross-core counters
+        self.turns = None  # how the block's cores take turns
 
     def has_memory(self, space):
         return (space == "Vec") == (self.kind == "vector") and space in self.capacity
@@ -760,7 +761,7 @@ class _Sections(ast.NodeTransformer):
 class Interpreter:
     """Runs one kernel's Python function as its blocks' programs."""
 
-    def __init__(self, fn, kernel_name):
+    def __init__(self, fn, kernel_name, pipeline=False):
         self.kernel = kernel_name
         source = textwrap.dedent(inspect.getsource(fn))
         tree = ast.parse(source)
@@ -782,6 +783,49 @@ class Interpreter:
         exec(compile(tree, fn.__code__.co_filename, "exec"), namespace)
         self.fn = namespace[func.name]
         self.namespace = namespace
+        self.stage_sites = {}
+        if pipeline:
+            self._gate_stages(tree, namespace)
+
+    def _gate_stages(self, tree, namespace):
+        """pl.jit(pipeline=...): the pass promises the serial loop's results, so the interpreter runs
+        the stages in the serial order (iteration by iteration, stage by stage), each waiting for the
+        stage before it on whichever core that ran."""
+        sites = []  # (line of the call, core kind) of each stage call in the stage loop, in order
+        for loop in ast.walk(tree):
+            if not isinstance(loop, ast.For):
+                continue
+            for node in loop.body:
+                if not (isinstance(node, ast.If) and isinstance(node.test, ast.Call) and
+                        getattr(node.test.func, "id", None) == "__pl_section__"):
+                    continue
+                kind = node.test.args[0].value
+                for call in ast.walk(node):
+                    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and \
+                            getattr(namespace.get(call.func.id), "__pypto_pipeline_stage__", False):
+                        sites.append((range(call.lineno, call.end_lineno + 1), kind, call.func.id))
+        if not sites:
+            raise NotImplementedError(f"pl.jit(interpret=True): kernel '{self.kernel}' has pipeline= but the "
+                                      f"interpreter finds no loop of @pl.pipeline.stage calls in its sections")
+        self.stage_sites = {line: (index, kind) for index, (lines, kind, _) in enumerate(sites) for line in lines}
+        self.stage_count = len(sites)
+        for name in {name for _, _, name in sites}:
+            namespace[name] = self._gated(namespace[name])
+
+    def _gated(self, stage):
+        def gated(*args, **kwargs):
+            core = _active.core
+            site = self.stage_sites.get(sys._getframe(1).f_lineno)
+            if core.turns is None:
+                return stage(*args, **kwargs)
+            if site is None:
+                raise NotImplementedError(f"{_caller_line()}: a pipeline stage called outside the stage loop is not "
+                                          f"interpreted")
+            core.turns.stage_begin(core, site[0], self.stage_count, site[1])
+            stage(*args, **kwargs)
+            core.turns.stage_end(core, site[0], self.stage_count, site[1])
+        gated.__wrapped__ = stage
+        return gated
 
     @staticmethod
     def _section(kind):
@@ -828,6 +872,9 @@ class _Turns:
         self.done = set()
         self.cancelled = False
         self.error = None
+        self.stage_runs = {}      # (core, site) -> times that core has run that stage
+        self.stage_left = {}      # serial step -> cores still to finish it
+        self.stages_done = 0      # serial steps finished, in order
 
     def run(self, fn, args):
         threads = [threading.Thread(target=self._core_main, args=(core, fn, args), name=f"block{self.block}/"
@@ -888,6 +935,21 @@ class _Turns:
             del self.waits[core]
             if self.cancelled:
                 raise _Cancelled()
+
+    def stage_begin(self, core, site, count, kind):
+        step = self.stage_runs.get((core, site), 0) * count + site
+        if self.stages_done < step:
+            self.wait_until(core, lambda: self.stages_done >= step,
+                            f"pipeline stage {site + 1} of {count} (serial step {step}) at {_caller_line()}")
+
+    def stage_end(self, core, site, count, kind):
+        runs = self.stage_runs.get((core, site), 0)
+        self.stage_runs[(core, site)] = runs + 1
+        step = runs * count + site
+        self.stage_left[step] = self.stage_left.get(step, 2 if kind == "vector" else 1) - 1
+        while self.stage_left.get(self.stages_done) == 0:
+            del self.stage_left[self.stages_done]
+            self.stages_done += 1
 
     def _deadlock(self):
         lines = [f"kernel '{self.kernel}' (interpreted): every unfinished core of block {self.block} waits for a "

@@ -35,6 +35,9 @@ const std::vector<EnvVarSpec>& EnvVarTable() {
       {"PYPTO_PRO_DEBUG", "0",
        "1 = kernels without debug= build for debugging: -O0 -g, #line directives to their Python lines, "
        "blocks one at a time on one thread, and a gdb command line printed at the compile."},
+      {"PYPTO_PRO_INTERPRET", "0",
+       "1 = kernels declared without interpret= (and without datatype=) run in the interpreter: their "
+       "Python on the host with numpy tiles, for pdb; nothing compiles."},
       {"PYPTO_PRO_PROGRESS", "auto",
        "The compile progress line on stderr: auto (only when stderr is a terminal), 1 (always), 0 (never)."},
       {"PYPTO_PRO_FUSE_ROWS", "1",

@@ -109,6 +109,17 @@ def test_pdb_stops_at_a_kernel_line_and_shows_its_tile(tmp_path):
     assert "sum 131328.0" in run.stdout
 
 
+def test_the_environment_variable_interprets_every_kernel(tmp_path):
+    script = tmp_path / "stepped.py"
+    script.write_text(PDB_SCRIPT.replace("@pl.jit(interpret=True)", "@pl.jit") +
+                      "print(type(stepped).__name__, stepped.instances())\n")
+    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT / "python"), PYPTO_PRO_INTERPRET="1"))
+    assert run.returncode == 0, run.stderr
+    assert "sum 131328.0" in run.stdout and "_InterpretedKernel []" in run.stdout
+    assert not (tmp_path / "build").exists()  # nothing compiled
+
+
 def test_a_fault_names_the_kernel_line_and_block():
     @pl.jit(interpret=True)
     def overrun(x: pl.Tensor[[pl.DYNAMIC, 64], pl.DT_FP32], y: pl.Tensor[[pl.DYNAMIC, 64], pl.DT_FP32]):
@@ -210,6 +221,33 @@ def test_flash_attention_examples(name, seq):
         torch.testing.assert_close(interpreted.float(), module.reference(q, k, v, causal), rtol=2e-3, atol=2e-3)
 
 
+@pytest.mark.parametrize("tiles", [1, 2, 5])
+def test_pipeline_examples_run_their_stages_in_the_serial_order(tiles):
+    mlp = _example("pipeline_mlp")
+    torch.manual_seed(6)
+    a, b, d = torch.randn(tiles * mlp.TILE, mlp.TILE), torch.randn(mlp.TILE, mlp.TILE), torch.randn(mlp.TILE, mlp.TILE)
+    compiled = mlp.relu_mlp(a, b, d)
+    interpreted = mlp.relu_mlp(a, b, d, pl.jit(mlp.mlp, name="mlp_interpreted", interpret=True,
+                                                pipeline=pl.pipeline.PipelineConfig(preload=2)))
+    # fp32 matmuls: the K sums' order differs from the compiled path's in the last bits
+    torch.testing.assert_close(interpreted, compiled, rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(interpreted.double(), torch.relu(a.double() @ b.double()) @ d.double(),
+                               rtol=1e-4, atol=1e-3)
+
+
+def test_the_pipelined_flash_attention_example():
+    fa = _example("flash_attention_pipeline")
+    torch.manual_seed(7)
+    q, k, v = (torch.randn(1, 300, 2, 128).half() for _ in range(3))
+    kernel = pl.jit(fa.flash_attention_pipeline, tiling_key=fa.AttentionKey, interpret=True,
+                    pipeline=pl.pipeline.PipelineConfig(preload=fa.RING - 1))
+    for causal in (False, True):
+        compiled = fa.attention(q, k, v, causal)
+        interpreted = fa.attention(q, k, v, causal, kernel=kernel)
+        torch.testing.assert_close(interpreted.float(), compiled.float(), rtol=1e-3, atol=5e-4)
+        torch.testing.assert_close(interpreted.float(), fa.reference(q, k, v, causal), rtol=2e-3, atol=2e-3)
+
+
 CAST_KERNEL = """import pypto_pro.language as pl
 
 def cast_{mode}(x: pl.Tensor[[16, 64], pl.DT_FP32], y: pl.Tensor[[16, 64], pl.DT_FP16],
@@ -276,7 +314,7 @@ def test_refusals_and_launch_checks():
     def keyed(x: pl.Tensor[[16, 16], pl.DT_FP32]):
         pass
 
-    with pytest.raises(NotImplementedError, match="datatype= and pipeline= are not interpreted yet"):
+    with pytest.raises(NotImplementedError, match="datatype= is not interpreted yet"):
         pl.jit(keyed, interpret=True, datatype={"x": "T"})
     with_key = pl.jit(keyed, interpret=True, tiling_key=Key)
     with pytest.raises(ValueError, match=r"has a tiling_key: launch it with kernel\[stream, block_dim, "):

@@ -190,6 +190,16 @@ def _datatype_schema(datatype, fn, kernel_name):
     return params, [var_names.index(datatype[p]) for p in params], var_names
 
 
+def _interprets(options):
+    """Whether a kernel is interpreted: interpret=True, or PYPTO_PRO_INTERPRET=1 for a kernel without
+    interpret= and without datatype= (which the interpreter does not run)."""
+    import os
+    interpret = options.get("interpret")
+    if interpret is None:
+        return os.environ.get("PYPTO_PRO_INTERPRET", "0") == "1" and options.get("datatype") is None
+    return interpret is True
+
+
 class JitFunction(_C.KernelBase):
     """A @pl.jit kernel. Launch it with kernel[stream, block_dim](*args)."""
 
@@ -197,7 +207,7 @@ class JitFunction(_C.KernelBase):
         # A kernel with a parameter annotation that is not built yet imports, and refuses every launch.
         if cls is JitFunction and inspect.isfunction(fn) and _has_refused_params(fn, kwargs.get("datatype")):
             cls = _PlannedParamKernel
-        elif cls is JitFunction and kwargs.get("interpret") is True:
+        elif cls is JitFunction and _interprets(kwargs):
             cls = _InterpretedKernel
         return super().__new__(cls)
 
@@ -218,9 +228,9 @@ class JitFunction(_C.KernelBase):
             _check_bool(debug, "debug")
         if interpret is not None:
             _check_bool(interpret, "interpret")
-            if interpret and (datatype is not None or pipeline is not None):
-                raise NotImplementedError(f"pl.jit(interpret=True) on kernel '{fn.__name__}': datatype= and "
-                                          f"pipeline= are not interpreted yet")
+            if interpret and datatype is not None:
+                raise NotImplementedError(f"pl.jit(interpret=True) on kernel '{fn.__name__}': datatype= is not "
+                                          f"interpreted yet")
         if name is not None:
             if not isinstance(name, str) or not name or not all(c.isalnum() or c in "_-." for c in name):
                 raise ValueError(f"pl.jit: name must be a non-empty str of letters, digits, '_', '-' or '.', "
@@ -427,7 +437,7 @@ class _InterpretedKernel(JitFunction):
         values = self._bind(args, kwargs)
         (stream or runtime.current_stream()).synchronize()  # the inputs earlier launches write
         if self._interpreter is None:
-            self._interpreter = interpret.Interpreter(self.fn, self.kernel_name)
+            self._interpreter = interpret.Interpreter(self.fn, self.kernel_name, pipeline=self.pipeline is not None)
         arch = _C.arch_info(self.arch or os.environ.get("PYPTOPRO_JIT_ARCH") or "a5")
         self._interpreter.launch(arch, block_dim, interpret.host_arguments(self.kernel_name, self.spec, values),
                                  constants)
