@@ -121,10 +121,83 @@ class _Slot:
     def valid_shape(self):
         return list(self.valid)
 
+    def __getitem__(self, key):
+        if isinstance(key, tuple) and len(key) == 2 and all(isinstance(k, slice) for k in key):
+            return _Subview(self, key)
+        return _getval(_active.core, self, key)
+
+    def __setitem__(self, key, value):
+        _setval(_active.core, self, key, value)
+
     def __repr__(self):
         where = f"<tile {self.space} {self.ttype.dtype.pl_name} {[self.rows, self.cols]} at {self.addr:#x}, " \
                 f"valid {self.valid}>"
         return f"{where}\n{self.window!r}" if self.core.has_memory(self.space) else where
+
+
+class _Subview(_Slot):
+    """tile[r0:r1, c0:c1]: the same bytes from (r0, c0) with the tile's row stride; its valid window
+    is the slice clamped to the tile's window when it is taken, and fixed."""
+
+    def __init__(self, parent, key):
+        core = _active.core
+        bounds = []
+        for k, size in zip(key, (parent.rows, parent.cols)):
+            if k.step is not None:
+                raise TypeError(f"{_caller_line()}: a tile subview takes no step")
+            lo = 0 if k.start is None else int(k.start)
+            hi = size if k.stop is None else int(k.stop)
+            if not 0 <= lo <= hi <= size:
+                _fault(core, "subview", f"the slice [{lo}:{hi}] is outside the tile's dim of {size}")
+            bounds.append((lo, hi))
+        (r0, r1), (c0, c1) = bounds
+        if parent.layout not in ("ND",) or isinstance(parent, _Subview):
+            raise NotImplementedError(f"{_caller_line()}: a subview of a {parent.layout} tile (or of a subview) is "
+                                      f"not interpreted yet")
+        self.parent, self.r0, self.c0 = parent, r0, c0
+        self.rows, self.cols = r1 - r0, c1 - c0
+        self.ttype, self.dtype, self.space, self.layout = parent.ttype, parent.dtype, parent.space, parent.layout
+        self.fractal, self.addr, self.core, self._views = False, parent.addr, parent.core, {}
+        self.valid = [max(0, min(r1, parent.valid[0]) - r0), max(0, min(c1, parent.valid[1]) - c0)]
+
+    def on(self, core):
+        return self.parent.on(core)[self.r0:self.r0 + self.rows, self.c0:self.c0 + self.cols]
+
+
+def _linear(core, op, container, key):
+    """The element a linear offset, or one index per dim (row-major), names; checked."""
+    if isinstance(container, _Slot):
+        if container.layout != "ND" or container.space != "Vec":
+            raise NotImplementedError(f"{_caller_line()}: pl.{op} on a {container.layout} {container.space} tile is "
+                                      f"not interpreted yet")
+        shape = (container.rows, container.cols)
+    else:
+        shape = container.shape
+    if isinstance(key, tuple):
+        if len(key) != len(shape):
+            raise TypeError(f"{_caller_line()}: pl.{op}: {len(key)} indices for {len(shape)} dims")
+        offset = 0
+        for k, n in zip(key, shape):
+            offset = offset * n + int(k)
+    else:
+        offset = int(key)
+    total = int(np.prod(shape))
+    if not 0 <= offset < total:
+        _fault(core, op, f"element offset {offset} is outside the {list(shape)} "
+                         f"{'tile' if isinstance(container, _Slot) else 'tensor'} ({total} elements)")
+    return divmod(offset, shape[-1]) if isinstance(container, _Slot) else np.unravel_index(offset, shape)
+
+
+def _getval(core, container, key):
+    index = _linear(core, "getval", container, key)
+    value = (container.data if isinstance(container, _Slot) else container)[index]
+    return float(value) if np.issubdtype(value.dtype, np.floating) else int(value)
+
+
+def _setval(core, container, key, value):
+    index = _linear(core, "setval", container, key)
+    target = container.data if isinstance(container, _Slot) else container
+    target[index] = _scalar_as(value, target.dtype)
 
 
 class _Group:
@@ -635,6 +708,8 @@ def _make_tile_group(core, type=None, addrs=None, mutex_ids=None, depth=None, fw
 
 
 def _set_validshape(core, tile, shape):
+    if isinstance(tile, _Subview):
+        raise TypeError(f"{_caller_line()}: pl.set_validshape on a subview (set the viewed tile's window first)")
     for slot in (tile.slots if isinstance(tile, _Group) else [tile]):
         shape2 = [1, int(shape[0])] if len(shape) == 1 else [int(shape[0]), int(shape[1])]
         if not (0 <= shape2[0] <= slot.rows and 0 <= shape2[1] <= slot.cols):
@@ -719,6 +794,8 @@ _OPS = {
     "col_max": _col_reduce(np.max, "col_max"),
     "col_min": _col_reduce(np.min, "col_min"),
     "cast": _cast,
+    "getval": _getval,
+    "setval": _setval,
     "matmul": _matmul,
     "matmul_acc": lambda core, dst, acc, lhs, rhs: _matmul(core, dst, lhs, rhs, acc=acc, op="matmul_acc"),
     "move": _move,

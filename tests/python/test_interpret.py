@@ -79,6 +79,44 @@ def test_numpy_arguments_and_scalar_ops():
     np.testing.assert_array_equal(y, expected)
 
 
+def test_element_access_and_subviews_as_compiled():
+    def elements(x: pl.Tensor[[16, 64], pl.DT_FP32], y: pl.Tensor[[16, 64], pl.DT_FP32]):
+        t = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32, valid_shape=[-1, -1]), addr=0)
+        with pl.section_vector():
+            pl.set_validshape(t, [6, 40])
+            pl.expands(t, 0.0)
+            pl.set_validshape(t, [16, 64])
+            pl.load(t, x, [0, 0])
+            t[0, 0] = t[2, 3] + x[1, 1]
+            pl.setval(t, 5, pl.getval(t, 64))
+            pl.set_validshape(t, [6, 40])
+            s = t[2:6, 16:50]             # window clamped to [4, 24]
+            pl.adds(s, s, 100.0)
+            pl.set_validshape(t, [16, 64])
+            pl.store(y, t, [0, 0])
+
+    x = torch.randn(16, 64)
+    outputs = []
+    for interpret in (False, True):
+        y = torch.empty(16, 64)
+        pl.jit(elements, interpret=interpret)[None, 1](x, y)
+        pypto_pro.runtime.synchronize()
+        outputs.append(y)
+    assert torch.equal(outputs[0], outputs[1])
+    assert outputs[1][0, 0] == x[2, 3] + x[1, 1] and outputs[1][0, 5] == x[1, 0]
+    assert torch.equal(outputs[1][2:6, 16:40], x[2:6, 16:40] + 100) and torch.equal(outputs[1][2:6, 40:50], x[2:6, 40:50])
+
+    @pl.jit(interpret=True)
+    def out_of_tile(x: pl.Tensor[[16, 64], pl.DT_FP32]):
+        t = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32), addr=0)
+        with pl.section_vector():
+            pl.setval(t, 16 * 64, 1.0)
+
+    with pytest.raises(pypto_pro.KernelFault, match=r"faulted in setval .*element offset 1024 is outside the "
+                                                    r"\[16, 64\] tile"):
+        out_of_tile(x)
+
+
 PDB_SCRIPT = '''import torch, pypto_pro.language as pl
 
 @pl.jit(interpret=True)
