@@ -614,6 +614,127 @@ def _cast(core, out, src, mode=None):
     out.data[:rows, :cols] = result
 
 
+def _overlap(core, op, a, b, what):
+    """A KernelFault when two tiles of one memory share bytes (ops whose operands must not)."""
+    if a.space == b.space and a is not b:
+        a0, b0 = a.addr, b.addr
+        a1, b1 = a0 + a.rows * a.cols * a.dtype.itemsize, b0 + b.rows * b.cols * b.dtype.itemsize
+        if a0 < b1 and b0 < a1:
+            _fault(core, op, f"{what} overlap")
+
+
+def _bits(value, dtype):
+    """An integer scalar as a bit pattern of the element's width."""
+    return np.array(int(value) & ((1 << (8 * dtype.itemsize)) - 1), dtype=np.uint64).astype(dtype)
+
+
+def _bitwise(fn, name):
+    def op(core, out, lhs, rhs, tmp=None):
+        out, lhs = _tile(core, out, name, "out"), _tile(core, lhs, name, "lhs")
+        rows, cols = out.valid
+        a = lhs.data[:rows, :cols]
+        if isinstance(rhs, _Slot):
+            b = _tile(core, rhs, name, "rhs").data[:rows, :cols]
+        else:
+            b = _bits(rhs, out.dtype)
+        if tmp is not None:
+            tmp = _tile(core, tmp, name, "tmp")
+            for other, label in ((out, "tmp and out"), (lhs, "tmp and lhs"), (rhs, "tmp and rhs")):
+                _overlap(core, name, tmp, other, label)
+        out.data[:rows, :cols] = fn(a, b).astype(out.dtype)
+    return op
+
+
+def _not(core, out, src):
+    out, src = _tile(core, out, "not_", "out"), _tile(core, src, "not_", "src")
+    rows, cols = out.valid
+    out.data[:rows, :cols] = np.invert(src.data[:rows, :cols])
+
+
+def _shift(left):
+    name = "shl" if left else "shr"
+
+    def op(core, out, lhs, rhs):
+        out, lhs, rhs = (_tile(core, t, name, w) for t, w in ((out, "out"), (lhs, "lhs"), (rhs, "rhs")))
+        rows, cols = out.valid
+        amounts = rhs.data[:rows, :cols]
+        bits = 8 * out.dtype.itemsize
+        bad = np.argwhere((amounts.astype(np.int64) < 0) | (amounts.astype(np.int64) >= bits))
+        if len(bad):
+            r, c = bad[0]
+            _fault(core, name, f"shift amount {amounts[r, c]} in 'rhs' (element [{r}, {c}]) is outside [0, {bits}): "
+                               f"the amount must be at least 0 and less than the element's bit width")
+        a = lhs.data[:rows, :cols]
+        with np.errstate(all="ignore"):
+            out.data[:rows, :cols] = (np.left_shift(a, amounts.astype(a.dtype)) if left
+                                      else np.right_shift(a, amounts.astype(a.dtype)))
+    return op
+
+
+def _compare(fn, name):
+    def op(core, mask, lhs, rhs):
+        mask, lhs = _tile(core, mask, name, "out"), _tile(core, lhs, name, "lhs")
+        rows, cols = mask.valid
+        if rows <= 0 or cols <= 0:
+            return
+        a = lhs.data[:rows, :cols].astype(np.float64 if lhs.dtype.kind == "f" else np.int64)
+        if isinstance(rhs, _Slot):
+            b = _tile(core, rhs, name, "rhs").data[:rows, :cols].astype(a.dtype)
+        else:
+            b = np.asarray(_scalar_as(rhs, lhs.dtype)).astype(a.dtype)
+        packed = np.packbits(fn(a, b), axis=1, bitorder="little")  # element c in bit c % 8 of byte c // 8
+        mask.data[:rows, :packed.shape[1]] = packed
+    return op
+
+
+def _select(core, out, mask, lhs, rhs, tmp=None):
+    out, mask, lhs = (_tile(core, t, "select", w) for t, w in ((out, "out"), (mask, "mask"), (lhs, "lhs")))
+    rows, cols = out.valid
+    if rows <= 0 or cols <= 0:
+        return
+    picks = np.unpackbits(mask.data[:rows, :(cols + 7) // 8], axis=1, bitorder="little")[:, :cols].astype(bool)
+    other = _tile(core, rhs, "select", "rhs").data[:rows, :cols] if isinstance(rhs, _Slot) else \
+        _scalar_as(rhs, out.dtype)
+    out.data[:rows, :cols] = np.where(picks, lhs.data[:rows, :cols], other)
+
+
+def _transpose(core, out, src):
+    out, src = _tile(core, out, "transpose", "out"), _tile(core, src, "transpose", "src")
+    if out.layout != "ND" or src.layout != "ND":
+        raise NotImplementedError(f"{_caller_line()}: pl.transpose of DN tiles is not interpreted yet")
+    _overlap(core, "transpose", out, src, "out and src")
+    rows, cols = src.valid
+    out.data[:cols, :rows] = src.data[:rows, :cols].T
+
+
+def _fill_index(core, out, start):
+    out = _tile(core, out, "fill_index", "out")
+    cols = out.valid[1]
+    out.data[0, :cols] = (np.arange(cols, dtype=np.int64) + int(start)).astype(out.dtype)
+
+
+def _relu_into(sign, name):
+    def op(core, out, lhs, rhs):
+        out, lhs = _tile(core, out, name, "out"), _tile(core, lhs, name, "lhs")
+        rhs = _tile(core, rhs, name, "rhs")
+        rows, cols = out.valid
+        compute = _compute_dtype(out.dtype)
+        with np.errstate(all="ignore"):
+            total = (lhs.data[:rows, :cols].astype(compute) + sign * rhs.data[:rows, :cols].astype(compute))
+            lhs.data[:rows, :cols] = total.astype(lhs.dtype)  # lhs keeps the rounded intermediate
+            out.data[:rows, :cols] = np.maximum(lhs.data[:rows, :cols], 0).astype(out.dtype)
+    return op
+
+
+def _addc(core, out, a, b, c):
+    out, a, b, c = (_tile(core, t, "addc", w) for t, w in ((out, "out"), (a, "a"), (b, "b"), (c, "c")))
+    rows, cols = out.valid
+    compute = _compute_dtype(out.dtype)
+    with np.errstate(all="ignore"):
+        first = (a.data[:rows, :cols].astype(compute) + b.data[:rows, :cols].astype(compute)).astype(out.dtype)
+        out.data[:rows, :cols] = (first.astype(compute) + c.data[:rows, :cols].astype(compute)).astype(out.dtype)
+
+
 class _Flags:
     """A mixed block's cross-core counters (as the compiled path's CrossCoreFlags): per direction and
     event id, the sets not yet waited for."""
@@ -794,6 +915,24 @@ _OPS = {
     "col_max": _col_reduce(np.max, "col_max"),
     "col_min": _col_reduce(np.min, "col_min"),
     "cast": _cast,
+    "and_": _bitwise(np.bitwise_and, "and_"),
+    "or_": _bitwise(np.bitwise_or, "or_"),
+    "xor": _bitwise(np.bitwise_xor, "xor"),
+    "not_": _not,
+    "shl": _shift(True),
+    "shr": _shift(False),
+    "eq": _compare(np.equal, "eq"),
+    "ne": _compare(np.not_equal, "ne"),
+    "lt": _compare(np.less, "lt"),
+    "le": _compare(np.less_equal, "le"),
+    "gt": _compare(np.greater, "gt"),
+    "ge": _compare(np.greater_equal, "ge"),
+    "select": _select,
+    "transpose": _transpose,
+    "fill_index": _fill_index,
+    "add_relu": _relu_into(1, "add_relu"),
+    "sub_relu": _relu_into(-1, "sub_relu"),
+    "addc": _addc,
     "getval": _getval,
     "setval": _setval,
     "matmul": _matmul,

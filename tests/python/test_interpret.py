@@ -178,18 +178,106 @@ def test_a_fault_names_the_kernel_line_and_block():
 
 def test_an_op_it_does_not_run_yet_is_refused_at_its_line():
     @pl.jit(interpret=True)
-    def uses_transpose(x: pl.Tensor[[16, 64], pl.DT_FP32], y: pl.Tensor[[64, 16], pl.DT_FP32]):
+    def uses_axpy(x: pl.Tensor[[16, 64], pl.DT_FP32], y: pl.Tensor[[16, 64], pl.DT_FP32]):
         a = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32), addr=0)
-        b = pl.make_tile(pl.TileType(shape=[64, 16], dtype=pl.DT_FP32), addr=0x1000)
+        b = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32), addr=0x1000)
         with pl.section_vector():
             pl.load(a, x, [0, 0])
-            pl.transpose(b, a)
+            pl.axpy(b, a, 2.0)
             pl.store(y, b, [0, 0])
 
-    line = uses_transpose.fn.__code__.co_firstlineno + 6
-    with pytest.raises(NotImplementedError, match=rf"{__file__}:{line}: pl.transpose is not supported by the "
+    line = uses_axpy.fn.__code__.co_firstlineno + 6
+    with pytest.raises(NotImplementedError, match=rf"{__file__}:{line}: pl.axpy is not supported by the "
                                                   rf"interpreter yet \(pl.jit\(interpret=True\)\); run the compiled kernel"):
-        uses_transpose(torch.randn(16, 64), torch.empty(64, 16))
+        uses_axpy(torch.randn(16, 64), torch.empty(16, 64))
+
+
+def _differential(fn, args, outputs):
+    """Runs `fn` compiled and interpreted on copies of `outputs`; returns both results."""
+    results = []
+    for interpret in (False, True):
+        outs = [o.clone() for o in outputs]
+        pl.jit(fn, interpret=interpret)[None, 1](*args, *outs)
+        pypto_pro.runtime.synchronize()
+        results.append(outs)
+    return results
+
+
+def test_bitwise_compare_select_and_friends_as_compiled():
+    def integer_ops(x: pl.Tensor[[16, 64], pl.DT_INT32], s: pl.Tensor[[16, 64], pl.DT_INT32],
+                    y: pl.Tensor[[16, 64], pl.DT_INT32], z: pl.Tensor[[16, 64], pl.DT_INT32],
+                    w: pl.Tensor[[64, 16], pl.DT_INT32]):
+        ti = pl.TileType(shape=[16, 64], dtype=pl.DT_INT32, valid_shape=[-1, -1])
+        a, b, c = pl.make_tile(ti, addr=0), pl.make_tile(ti, addr=0x1000), pl.make_tile(ti, addr=0x2000)
+        d = pl.make_tile(ti, addr=0x3000)
+        t = pl.make_tile(pl.TileType(shape=[64, 16], dtype=pl.DT_INT32, valid_shape=[-1, -1]), addr=0x4000)
+        with pl.section_vector():
+            pl.load(a, x, [0, 0])
+            pl.load(b, s, [0, 0])
+            pl.xor(c, a, b, d)
+            pl.and_(c, c, 0x0FF0)
+            pl.or_(c, c, a)
+            pl.not_(d, c)
+            pl.shl(c, a, b)
+            pl.shr(d, d, b)
+            pl.store(y, c, [0, 0])
+            pl.store(z, d, [0, 0])
+            pl.set_validshape(a, [10, 48])
+            pl.transpose(t, a)
+            pl.fill_index(t, -3)
+            pl.set_validshape(t, [48, 10])  # what the transpose and fill_index wrote (the rest: stale UB)
+            pl.store(w, t, [0, 0])
+
+    xi = torch.randint(-2**31, 2**31 - 1, (16, 64), dtype=torch.int32)
+    shifts = torch.randint(0, 32, (16, 64), dtype=torch.int32)
+    (c0, c1) = _differential(integer_ops, (xi, shifts), [torch.zeros(16, 64, dtype=torch.int32),
+                                                        torch.zeros(16, 64, dtype=torch.int32),
+                                                        torch.zeros(64, 16, dtype=torch.int32)])
+    for compiled, interpreted in zip(c0, c1):
+        assert torch.equal(compiled, interpreted)
+
+    def float_ops(x: pl.Tensor[[16, 64], pl.DT_FP16], r: pl.Tensor[[16, 64], pl.DT_FP16],
+                  y: pl.Tensor[[16, 64], pl.DT_FP16], m: pl.Tensor[[16, 64], pl.DT_UINT8],
+                  z: pl.Tensor[[16, 64], pl.DT_FP16]):
+        th = pl.TileType(shape=[16, 64], dtype=pl.DT_FP16, valid_shape=[-1, -1])
+        a, b, c = pl.make_tile(th, addr=0), pl.make_tile(th, addr=0x800), pl.make_tile(th, addr=0x1000)
+        mask = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_UINT8, valid_shape=[-1, -1]), addr=0x2000)
+        with pl.section_vector():
+            pl.load(a, x, [0, 0])
+            pl.load(b, r, [0, 0])
+            pl.expands(mask, 0)
+            pl.set_validshape(mask, [12, 37])
+            pl.lt(mask, a, b)
+            pl.select(c, mask, a, -1.5, b)
+            pl.ge(mask, a, 0.25)
+            pl.set_validshape(mask, [16, 64])
+            pl.store(m, mask, [0, 0])
+            pl.add_relu(c, a, b)
+            pl.sub_relu(b, a, c)
+            pl.addc(a, a, b, c)
+            pl.store(y, c, [0, 0])
+            pl.store(z, a, [0, 0])
+
+    x, r = torch.randn(16, 64).half(), torch.randn(16, 64).half()
+    (c0, c1) = _differential(float_ops, (x, r), [torch.zeros(16, 64).half(), torch.zeros(16, 64, dtype=torch.uint8),
+                                                 torch.zeros(16, 64).half()])
+    for compiled, interpreted in zip(c0, c1):
+        assert torch.equal(compiled, interpreted)
+
+    def bad_shift(x: pl.Tensor[[16, 64], pl.DT_INT32], s: pl.Tensor[[16, 64], pl.DT_INT32],
+                  y: pl.Tensor[[16, 64], pl.DT_INT32]):
+        ti = pl.TileType(shape=[16, 64], dtype=pl.DT_INT32)
+        a, b = pl.make_tile(ti, addr=0), pl.make_tile(ti, addr=0x1000)
+        with pl.section_vector():
+            pl.load(a, x, [0, 0])
+            pl.load(b, s, [0, 0])
+            pl.shl(a, a, b)
+            pl.store(y, a, [0, 0])
+
+    shifts[3, 5] = 32
+    with pytest.raises(pypto_pro.KernelFault, match=r"faulted in shl .*shift amount 32 in 'rhs' \(element \[3, 5\]\) "
+                                                    r"is outside \[0, 32\)"):
+        pl.jit(bad_shift, interpret=True)[None, 1](xi, shifts, torch.zeros(16, 64, dtype=torch.int32))
 
 
 def _swapped(module):
