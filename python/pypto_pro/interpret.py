@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import inspect
 import sys
-import textwrap
 import threading
 
 import numpy as np
@@ -26,30 +25,32 @@ _NP_DTYPES = {"fp16": np.float16, "fp32": np.float32, "int8": np.int8, "uint8": 
               "uint16": np.uint16, "int32": np.int32, "uint32": np.uint32, "int64": np.int64, "uint64": np.uint64}
 
 
-def active_call(name, args, kwargs):
-    """What pl.<name>(...) does on this thread: None when no interpreted kernel runs here (the
-    caller then says the name only means something in a kernel)."""
-    core = getattr(_active, "core", None)
-    if core is None:
-        return None
-    impl = _OPS.get(name)
-    if impl is None:
-        where = _caller_line()
-        raise NotImplementedError(f"{where}: pl.{name} is not supported by the interpreter yet "
-                                  f"(pl.jit(interpret=True)); run the compiled kernel (interpret=False)")
-    return impl(core, *args, **kwargs)
-
-
 def running():
+    """Whether an interpreted kernel runs on this thread (pl.<name>(...) then calls `active_call`)."""
     return getattr(_active, "core", None) is not None
 
 
-def _caller_line():
+def active_call(name, args, kwargs):
+    """What pl.<name>(...) does in the interpreted kernel running on this thread."""
+    impl = _OPS.get(name)
+    if impl is None:
+        raise NotImplementedError(f"{_caller_line()}: pl.{name} is not supported by the interpreter yet "
+                                  f"(pl.jit(interpret=True)); run the compiled kernel (interpret=False)")
+    return impl(_active.core, *args, **kwargs)
+
+
+def _caller():
+    """(file, line) of the kernel code that called into the interpreter."""
     frame = sys._getframe(1)
-    here = __file__
-    while frame is not None and (frame.f_code.co_filename == here or "pypto_pro/language/" in frame.f_code.co_filename):
+    while frame is not None and (frame.f_code.co_filename == __file__ or
+                                 "pypto_pro/language/" in frame.f_code.co_filename):
         frame = frame.f_back
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else "?"
+    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("?", None)
+
+
+def _caller_line():
+    file, line = _caller()
+    return f"{file}:{line}"
 
 
 def _np_dtype(dtype):
@@ -61,11 +62,10 @@ def _np_dtype(dtype):
 
 
 def _fault(core, op, message):
-    where = _caller_line()
-    file, _, line = where.rpartition(":")
-    raise KernelFault(f"kernel '{core.kernel}' (interpreted) faulted in {op} at {where}, block {core.block}: "
+    file, line = _caller()
+    raise KernelFault(f"kernel '{core.kernel}' (interpreted) faulted in {op} at {file}:{line}, block {core.block}: "
                       f"{message}", kernel=core.kernel, block=core.block, core=core.name, source_file=file,
-                      line=int(line) if line.isdigit() else None, op=op)
+                      line=line, op=op)
 
 
 _FRACTAL_DEFAULT = {"Mat": "NZ", "Left": "NZ", "Right": "ZN", "Acc": "NZ"}
@@ -275,13 +275,14 @@ def _compute_dtype(dtype):
     return np.dtype(np.float32) if dtype == np.float16 else dtype
 
 
-def _write(core, out, value):
-    """Rounds `value` to the output's element type into its valid window."""
+def _write(out, value):
+    """`value` (the output's valid window) rounded to the output's element type, into it."""
     rows, cols = out.valid
-    out.data[:rows, :cols] = np.asarray(value)[:rows, :cols].astype(out.dtype)
+    out.data[:rows, :cols] = np.asarray(value).astype(out.dtype)
 
 
 def _operand(src, rows, cols, compute):
+    """The [rows, cols] corner of a tile, in the type ops compute in."""
     return src.data[:rows, :cols].astype(compute)
 
 
@@ -301,7 +302,7 @@ def _binary(fn, name):
             if name == "div" and np.issubdtype(out.dtype, np.integer) and b == 0:
                 _fault(core, "divs", "integer division by zero")
         with np.errstate(all="ignore"):
-            _write(core, out, fn(a, b))
+            _write(out, fn(a, b))
     return op
 
 
@@ -320,7 +321,7 @@ def _unary(fn, name):
         src = _tile(core, src, name, "src")
         rows, cols = out.valid
         with np.errstate(all="ignore"):
-            _write(core, out, fn(_operand(src, rows, cols, _compute_dtype(out.dtype))))
+            _write(out, fn(_operand(src, rows, cols, _compute_dtype(out.dtype))))
     return op
 
 
@@ -328,28 +329,16 @@ def _rsqrt(a):
     return np.float32(1.0) / np.sqrt(a)  # both steps rounded, as the compiled path (and torch.rsqrt)
 
 
-def _row_reduce(fn, name):
+def _reduce(fn, name, axis):
+    """Row (axis 1: out [R, 1]) or column (axis 0: out [1, C]) reductions of the source's window."""
     def op(core, out, src, tmp=None):
         out = _tile(core, out, name, "out")
         src = _tile(core, src, name, "src")
         rows, cols = src.valid
-        if cols == 0:
+        if rows == 0 or cols == 0:
             return
-        values = src.data[:rows, :cols].astype(_compute_dtype(src.dtype))
-        result = fn(values, axis=1, keepdims=True)
-        out.data[:rows, :1] = result.astype(out.dtype)
-    return op
-
-
-def _col_reduce(fn, name):
-    def op(core, out, src, tmp=None):
-        out = _tile(core, out, name, "out")
-        src = _tile(core, src, name, "src")
-        rows, cols = src.valid
-        if rows == 0:
-            return
-        values = src.data[:rows, :cols].astype(_compute_dtype(src.dtype))
-        out.data[:1, :cols] = fn(values, axis=0, keepdims=True).astype(out.dtype)
+        result = fn(_operand(src, rows, cols, _compute_dtype(src.dtype)), axis=axis, keepdims=True)
+        out.data[:result.shape[0], :result.shape[1]] = result.astype(out.dtype)
     return op
 
 
@@ -363,7 +352,7 @@ def _expand(fn, name, axis):
         a = _operand(src, rows, cols, compute)
         b = other.data[:rows, :1] if axis == 0 else other.data[:1, :cols]
         with np.errstate(all="ignore"):
-            _write(core, out, fn(a, b.astype(compute)))
+            _write(out, fn(a, b.astype(compute)))
     return op
 
 
@@ -641,14 +630,13 @@ def _bitwise(fn, name):
             tmp = _tile(core, tmp, name, "tmp")
             for other, label in ((out, "tmp and out"), (lhs, "tmp and lhs"), (rhs, "tmp and rhs")):
                 _overlap(core, name, tmp, other, label)
-        out.data[:rows, :cols] = fn(a, b).astype(out.dtype)
+        _write(out, fn(a, b))
     return op
 
 
 def _not(core, out, src):
     out, src = _tile(core, out, "not_", "out"), _tile(core, src, "not_", "src")
-    rows, cols = out.valid
-    out.data[:rows, :cols] = np.invert(src.data[:rows, :cols])
+    _write(out, np.invert(_operand(src, *out.valid, src.dtype)))
 
 
 def _shift(left):
@@ -887,18 +875,6 @@ _OPS = {
     "store": _store,
     "store_tile": lambda core, dst, src, idx, **kw: _store(core, dst, src, _tile_offsets(src, idx, kw.get("order")),
                                                            **kw),
-    "add": _binary(np.add, "add"),
-    "sub": _binary(np.subtract, "sub"),
-    "mul": _binary(np.multiply, "mul"),
-    "div": _binary(_int_div, "div"),
-    "maximum": _binary(np.maximum, "maximum"),
-    "minimum": _binary(np.minimum, "minimum"),
-    "adds": _binary(np.add, "adds"),
-    "subs": _binary(np.subtract, "subs"),
-    "muls": _binary(np.multiply, "muls"),
-    "divs": _binary(_int_div, "divs"),
-    "maxs": _binary(np.maximum, "maxs"),
-    "mins": _binary(np.minimum, "mins"),
     "exp": _unary(np.exp, "exp"),
     "log": _unary(np.log, "log"),
     "sqrt": _unary(np.sqrt, "sqrt"),
@@ -908,12 +884,6 @@ _OPS = {
     "neg": _unary(np.negative, "neg"),
     "relu": _unary(lambda a: np.maximum(a, 0), "relu"),
     "expands": _expands,
-    "row_sum": _row_reduce(np.sum, "row_sum"),
-    "row_max": _row_reduce(np.max, "row_max"),
-    "row_min": _row_reduce(np.min, "row_min"),
-    "col_sum": _col_reduce(np.sum, "col_sum"),
-    "col_max": _col_reduce(np.max, "col_max"),
-    "col_min": _col_reduce(np.min, "col_min"),
     "cast": _cast,
     "and_": _bitwise(np.bitwise_and, "and_"),
     "or_": _bitwise(np.bitwise_or, "or_"),
@@ -945,6 +915,14 @@ _OPS = {
     "trap": _trap,
     "printf": _printf,
 }
+for _tile_form, _scalar_form, _fn in (("add", "adds", np.add), ("sub", "subs", np.subtract),
+                                      ("mul", "muls", np.multiply), ("div", "divs", _int_div),
+                                      ("maximum", "maxs", np.maximum), ("minimum", "mins", np.minimum)):
+    _OPS[_tile_form] = _binary(_fn, _tile_form)
+    _OPS[_scalar_form] = _binary(_fn, _scalar_form)
+for _what, _fn in (("sum", np.sum), ("max", np.max), ("min", np.min)):
+    _OPS[f"row_{_what}"] = _reduce(_fn, f"row_{_what}", 1)
+    _OPS[f"col_{_what}"] = _reduce(_fn, f"col_{_what}", 0)
 for _op, _fn in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("div", np.divide),
                  ("max", np.maximum), ("min", np.minimum)):
     _OPS[f"row_expand_{_op}"] = _expand(_fn, f"row_expand_{_op}", 0)
@@ -978,9 +956,9 @@ class Interpreter:
     """Runs one kernel's Python function as its blocks' programs."""
 
     def __init__(self, fn, kernel_name, pipeline=False):
+        from pypto_pro.language.parser.parser import _closure_cells, _parse_source  # the parser imports us
         self.kernel = kernel_name
-        source = textwrap.dedent(inspect.getsource(fn))
-        tree = ast.parse(source)
+        tree = _parse_source(inspect.getsourcelines(fn)[0])
         func = tree.body[0]
         if not isinstance(func, ast.FunctionDef):
             raise TypeError(f"pl.jit(interpret=True): kernel '{kernel_name}' is not a plain function")
@@ -993,7 +971,7 @@ class Interpreter:
         else:
             self.kind = "cube" if sections.kinds == {"cube"} else "vector"
         namespace = dict(fn.__globals__)
-        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+        for name, cell in _closure_cells(fn).items():
             namespace[name] = cell.cell_contents
         namespace["__pl_section__"] = self._section
         exec(compile(tree, fn.__code__.co_filename, "exec"), namespace)

@@ -4,6 +4,7 @@ where the parser recognises them; called from plain Python they raise."""
 from __future__ import annotations
 
 from pypto_pro import _C
+from pypto_pro import interpret as _interpret
 
 
 class Builtin:
@@ -18,9 +19,8 @@ class Builtin:
         self.__doc__ = doc
 
     def __call__(self, *args, **kwargs):
-        from pypto_pro import interpret  # an interpreted kernel (pl.jit(interpret=True)) runs on this thread
-        if interpret.running():
-            return interpret.active_call(self.name, args, kwargs)
+        if _interpret.running():  # an interpreted kernel (pl.jit(interpret=True)) runs on this thread
+            return _interpret.active_call(self.name, args, kwargs)
         raise RuntimeError(f"pl.{self.name} can only be used inside a @pl.jit kernel body")
 
     def __repr__(self):
