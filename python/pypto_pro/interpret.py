@@ -295,11 +295,11 @@ def _binary(fn, name):
         a = _operand(lhs, rows, cols, compute)
         if isinstance(rhs, _Slot):
             b = _operand(_tile(core, rhs, name, "rhs"), rows, cols, compute)
-            if name == "div" and np.issubdtype(out.dtype, np.integer) and (b == 0).any():
+            if name in ("div", "divs") and np.issubdtype(out.dtype, np.integer) and (b == 0).any():
                 _fault(core, name, "integer division by zero in a tile")
         else:
             b = np.asarray(_scalar_as(rhs, out.dtype)).astype(compute)
-            if name == "div" and np.issubdtype(out.dtype, np.integer) and b == 0:
+            if name in ("div", "divs") and np.issubdtype(out.dtype, np.integer) and b == 0:
                 _fault(core, "divs", "integer division by zero")
         with np.errstate(all="ignore"):
             _write(out, fn(a, b))
@@ -956,7 +956,7 @@ class Interpreter:
     """Runs one kernel's Python function as its blocks' programs."""
 
     def __init__(self, fn, kernel_name, pipeline=False):
-        from pypto_pro.language.parser.parser import _closure_cells, _parse_source  # the parser imports us
+        from pypto_pro.language.parser.parser import _parse_source  # the parser imports this module
         self.kernel = kernel_name
         tree = _parse_source(inspect.getsourcelines(fn)[0])
         func = tree.body[0]
@@ -970,10 +970,12 @@ class Interpreter:
             self.kind = "mixed"  # a kernel with both sections runs as mixed blocks (AIC, AIV 0, AIV 1)
         else:
             self.kind = "cube" if sections.kinds == {"cube"} else "vector"
-        namespace = dict(fn.__globals__)
-        for name, cell in _closure_cells(fn).items():
-            namespace[name] = cell.cell_contents
-        namespace["__pl_section__"] = self._section
+        # The kernel runs in a copy of its module's globals (plus its closure's values), so what the
+        # interpreter puts there (the sections' test, gated stages, TilingKey fields) never reaches
+        # the module; `launch` refreshes the copy, as the compiled path re-reads what it captured.
+        self.source_fn = fn
+        self.overrides = {"__pl_section__": self._section}
+        namespace = self._current_names()
         exec(compile(tree, fn.__code__.co_filename, "exec"), namespace)
         self.fn = namespace[func.name]
         self.namespace = namespace
@@ -1004,7 +1006,8 @@ class Interpreter:
         self.stage_sites = {line: (index, kind) for index, (lines, kind, _) in enumerate(sites) for line in lines}
         self.stage_count = len(sites)
         for name in {name for _, _, name in sites}:
-            namespace[name] = self._gated(namespace[name])
+            self.overrides[name] = self._gated(namespace[name])
+        namespace.update(self.overrides)
 
     def _gated(self, stage):
         def gated(*args, **kwargs):
@@ -1021,12 +1024,20 @@ class Interpreter:
         gated.__wrapped__ = stage
         return gated
 
+    def _current_names(self):
+        from pypto_pro.language.parser.parser import _closure_cells
+        names = dict(self.source_fn.__globals__)
+        names.update({name: cell.cell_contents for name, cell in _closure_cells(self.source_fn).items()})
+        names.update(self.overrides)
+        return names
+
     @staticmethod
     def _section(kind):
         return _active.core.kind == kind
 
     def launch(self, arch, block_dim, args, constants=None):
         """Runs `block_dim` blocks; `constants` (the TilingKey's fields) are names the kernel reads."""
+        self.namespace.update(self._current_names())
         self.namespace.update(constants or {})
         previous = getattr(_active, "core", None)
         try:

@@ -78,6 +78,42 @@ def test_numpy_arguments_and_scalar_ops():
     expected = np.trunc(x * 5 / 3).astype(np.int32) + 2
     np.testing.assert_array_equal(y, expected)
 
+    @pl.jit(interpret=True)
+    def divide_by(x: pl.Tensor[[16, 64], pl.DT_INT32], k: pl.DT_INT32):
+        t = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_INT32), addr=0)
+        with pl.section_vector():
+            pl.load(t, x, [0, 0])
+            pl.divs(t, t, k)
+
+    with pytest.raises(pypto_pro.KernelFault, match="faulted in divs .*integer division by zero"):
+        divide_by(x, 0)
+
+
+DIVISOR = 4
+
+
+def test_module_globals_are_read_at_every_launch():
+    global DIVISOR
+
+    @pl.jit(interpret=True)
+    def scaled(x: pl.Tensor[[16, 64], pl.DT_FP32], y: pl.Tensor[[16, 64], pl.DT_FP32]):
+        t = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32), addr=0)
+        with pl.section_vector():
+            pl.load(t, x, [0, 0])
+            pl.divs(t, t, DIVISOR)
+            pl.store(y, t, [0, 0])
+
+    x, y = torch.ones(16, 64), torch.empty(16, 64)
+    scaled(x, y)
+    assert torch.equal(y, x / 4)
+    DIVISOR = 2
+    try:
+        scaled(x, y)
+    finally:
+        DIVISOR = 4
+    assert torch.equal(y, x / 2)
+    assert "__pl_section__" not in globals()  # the interpreter's names stay out of the module
+
 
 def test_element_access_and_subviews_as_compiled():
     def elements(x: pl.Tensor[[16, 64], pl.DT_FP32], y: pl.Tensor[[16, 64], pl.DT_FP32]):
