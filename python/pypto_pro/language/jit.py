@@ -432,15 +432,15 @@ class _InterpretedKernel(JitFunction):
         return self._interpret(None, 1, args, kwargs, {})
 
     def _interpret(self, stream, block_dim, args, kwargs, constants):
-        import os
         from pypto_pro import interpret, runtime
+        from pypto_pro.runtime.platform import _arch_name
         values = self._bind(args, kwargs)
         (stream or runtime.current_stream()).synchronize()  # the inputs earlier launches write
-        if self._interpreter is None:
+        if self._interpreter is None:  # built at the first launch, its arch then fixed, as a compiled kernel's
             self._interpreter = interpret.Interpreter(self.fn, self.kernel_name, pipeline=self.pipeline is not None)
-        arch = _C.arch_info(self.arch or os.environ.get("PYPTOPRO_JIT_ARCH") or "a5")
-        self._interpreter.launch(arch, block_dim, interpret.host_arguments(self.kernel_name, self.spec, values),
-                                 constants)
+            self._arch_info = _C.arch_info(self.arch or _arch_name())
+        self._interpreter.launch(self._arch_info, block_dim,
+                                 interpret.host_arguments(self.kernel_name, self.spec, values), constants)
 
 
 KernelDef = JitFunction  # the public language's name for a kernel captured for deferred compilation
