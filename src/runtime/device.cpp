@@ -30,6 +30,10 @@ namespace {
 constexpr auto kInlineBudget = std::chrono::microseconds(30);
 // The launching thread waits this long for the blocks helpers are running before it sleeps.
 constexpr auto kHelperWaitSpin = std::chrono::microseconds(20);
+// After its launch a helper stays awake this long, watching for the next one (yielding its CPU to
+// any other thread that wants it). A sleeping helper's CPU may be halted: on virtual machines waking
+// it has been seen to take over a millisecond, so a loop of launches would run on one thread.
+constexpr auto kHelperLinger = std::chrono::milliseconds(2);
 
 // The local memories of one host thread: blocks of a vector- or cube-only kernel on one thread run
 // one after another, so they can share them like a core does.
@@ -146,6 +150,7 @@ void Device::ReleaseJobLocked(Job* job) {
 
 void Device::PostLocked(Job* job) {
   posted_.push_back(job);
+  posts_.fetch_add(1, std::memory_order_relaxed);
   while (helpers_started_ < num_threads_ - 1) {
     ++helpers_started_;
     std::thread([this] { HelperLoop(); }).detach();
@@ -155,7 +160,16 @@ void Device::PostLocked(Job* job) {
 
 void Device::HelperLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
+  auto linger_until = std::chrono::steady_clock::time_point{};
   for (;;) {
+    if (posted_.empty() && std::chrono::steady_clock::now() < linger_until) {
+      const uint64_t seen = posts_.load(std::memory_order_relaxed);
+      lock.unlock();
+      LingerUntil([&] { return posts_.load(std::memory_order_relaxed) != seen; }, linger_until);
+      lock.lock();
+      linger_until = {};
+      continue;
+    }
     work_cv_.wait(lock, [&] { return !posted_.empty(); });
     Job* job = posted_.front();
     if (job->next.load(std::memory_order_relaxed) >= job->blocks) {  // its launcher took the last block
@@ -171,6 +185,7 @@ void Device::HelperLoop() {
     lock.lock();
     posted_.erase(std::remove(posted_.begin(), posted_.end(), job), posted_.end());
     ReleaseJobLocked(job);
+    linger_until = std::chrono::steady_clock::now() + kHelperLinger;
   }
 }
 

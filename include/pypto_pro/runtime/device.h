@@ -56,6 +56,7 @@ class Device {
   std::mutex mutex_;
   std::condition_variable work_cv_;
   std::vector<Job*> posted_;        // launches with blocks left for helpers; guarded by mutex_
+  std::atomic<uint64_t> posts_{0};  // jobs posted so far: what lingering helpers watch
   std::vector<Job*> free_jobs_;     // guarded by mutex_
   std::vector<std::unique_ptr<Job>> all_jobs_;
 };

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <thread>
 
 namespace pypto_pro::runtime {
 
@@ -26,6 +27,20 @@ bool SpinUntil(Done done, std::chrono::microseconds budget) {
       CpuRelax();
     }
     if (std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
+
+// Polls done() until it holds or `deadline` passes, offering the CPU to other threads between polls
+// (a lingering thread must not keep a runnable one off its core); returns done().
+template <typename Done>
+bool LingerUntil(Done done, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      CpuRelax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+    std::this_thread::yield();
   }
 }
 
