@@ -73,7 +73,7 @@ inline f32x16 Fma(f32x16 a, f32x16 b, f32x16 c) {
 
 // 16 consecutive elements as fp32.
 template <typename T>
-inline f32x16 LoadAsFloat(const T* p) {
+__attribute__((always_inline)) inline f32x16 LoadAsFloat(const T* p) {
   if constexpr (__is_same(T, int8_t)) {
     i8x16 raw;
     __builtin_memcpy(&raw, p, sizeof raw);
@@ -89,21 +89,19 @@ inline float ToFloat1(T x) {
   else return ToFloat(x);
 }
 
-// The fp32 path packs k-major panels of fp32: A as ap[p * kMR + i], B as bp[p * kNR + j].
+// The fp32 path converts A's rows to fp32 as they are (ap[i * kc + p]: contiguous vector stores, the
+// kernel broadcasts from kMR row streams) and packs B k-major (bp[p * kNR + j]).
 template <typename T>
 inline void PackA(float* __restrict ap, const T* a, int64_t lda, int mr, int kc) {
   for (int i = 0; i < mr; ++i) {
     const T* row = a + i * lda;
+    float* out = ap + i * kc;
     int p = 0;
-    for (; p + 16 <= kc; p += 16) {
-      f32x16 v = LoadAsFloat(row + p);
-#pragma GCC unroll 16
-      for (int l = 0; l < 16; ++l) ap[(p + l) * kMR + i] = v[l];
-    }
-    for (; p < kc; ++p) ap[p * kMR + i] = ToFloat1(row[p]);
+    for (; p + 16 <= kc; p += 16) Store16(out + p, LoadAsFloat(row + p));
+    for (; p < kc; ++p) out[p] = ToFloat1(row[p]);
   }
   for (int i = mr; i < kMR; ++i) {
-    for (int p = 0; p < kc; ++p) ap[p * kMR + i] = 0.0f;
+    for (int p = 0; p < kc; ++p) ap[i * kc + p] = 0.0f;
   }
 }
 
@@ -129,9 +127,12 @@ struct Tile {
   f32x16 v[kMR][kNV];
 };
 
-// acc = sum over p < kc of A[:, p] x B[p, :] on packed fp32 panels.
+// acc = sum over p < kc of A[:, p] x B[p, :] on the fp32 panels PackA and PackB wrote.
 inline Tile KernelFma(int kc, const float* __restrict ap, const float* __restrict bp) {
   Tile t;
+  const float* rows[kMR];
+#pragma GCC unroll 8
+  for (int i = 0; i < kMR; ++i) rows[i] = ap + i * kc;
 #pragma GCC unroll 8
   for (int i = 0; i < kMR; ++i) {
 #pragma GCC unroll 4
@@ -143,11 +144,10 @@ inline Tile KernelFma(int kc, const float* __restrict ap, const float* __restric
     for (int v = 0; v < kNV; ++v) __builtin_memcpy(&b[v], bp + 16 * v, sizeof(f32x16));
 #pragma GCC unroll 8
     for (int i = 0; i < kMR; ++i) {
-      const f32x16 a = Broadcast(ap[i]);
+      const f32x16 a = Broadcast(rows[i][p]);
 #pragma GCC unroll 4
       for (int v = 0; v < kNV; ++v) t.v[i][v] = Fma(a, b[v], t.v[i][v]);
     }
-    ap += kMR;
     bp += kNR;
   }
   return t;
