@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -289,6 +290,36 @@ fs::path DefaultCacheDir() {
   return fs::path(home && *home ? home : "/tmp") / ".cache" / "pypto_pro";
 }
 
+namespace {
+
+// The compiler's identity without running it (`--version` costs a new process milliseconds of its
+// first launch): the file PATH resolves it to, with its size and modification time, which a
+// package upgrade changes (ccache identifies compilers the same way by default). "" when not found.
+std::string CompilerIdentity(const std::string& compiler) {
+  fs::path found;
+  if (compiler.find('/') != std::string::npos) {
+    found = compiler;
+  } else {
+    const char* path_env = std::getenv("PATH");
+    std::stringstream dirs(path_env ? path_env : "/bin:/usr/bin");  // execvp's default
+    for (std::string dir; std::getline(dirs, dir, ':');) {
+      const fs::path candidate = fs::path(dir.empty() ? "." : dir) / compiler;
+      if (::access(candidate.c_str(), X_OK) == 0) {
+        found = candidate;
+        break;
+      }
+    }
+  }
+  std::error_code ec;
+  const fs::path real = found.empty() ? fs::path() : fs::canonical(found, ec);
+  struct stat st {};
+  if (real.empty() || ec || ::stat(real.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  return real.string() + '\0' + std::to_string(st.st_size) + '\0' + std::to_string(st.st_mtim.tv_sec) + '.' +
+         std::to_string(st.st_mtim.tv_nsec);
+}
+
+}  // namespace
+
 std::string HostFingerprint() {
   static std::mutex mutex;
   static std::map<std::string, std::string> by_compiler;
@@ -296,7 +327,7 @@ std::string HostFingerprint() {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = by_compiler.find(compiler);
   if (it != by_compiler.end()) return it->second;
-  const ProcessResult version = RunProcess({compiler, "--version"}, fs::temp_directory_path(), 60);
+  const std::string identity = CompilerIdentity(compiler);
   std::string flags;
   std::ifstream cpuinfo("/proc/cpuinfo");
   for (std::string line; std::getline(cpuinfo, line);) {
@@ -305,8 +336,7 @@ std::string HostFingerprint() {
       break;
     }
   }
-  const bool known = version.started && version.exit_code == 0;
-  return by_compiler[compiler] = known ? Sha256Hex(version.output + '\0' + flags).substr(0, 12) : "";
+  return by_compiler[compiler] = identity.empty() ? "" : Sha256Hex(identity + '\0' + flags).substr(0, 12);
 }
 
 namespace {

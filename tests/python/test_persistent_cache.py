@@ -70,6 +70,24 @@ def test_a_second_process_takes_the_library_from_the_cache(tmp_path):
     assert len(list((tmp_path / "xdg" / "pypto_pro").glob("call_kernel_*.so"))) == 1
 
 
+def test_another_compiler_file_is_another_cache_entry(tmp_path):
+    """The cache knows a compiler by the file PYPTO_PRO_CXX resolves to (found on PATH like the
+    compile itself), its size and modification time: an upgraded compiler compiles again."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "my-cxx"
+    wrapper.write_text("#!/bin/sh\nexec g++ \"$@\"\n")
+    wrapper.chmod(0o755)
+    env = {"PYPTO_PRO_CXX": "my-cxx", "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    cache = tmp_path / "cache"
+    assert _reused(_run(tmp_path, "default", cache, "one", env)) == ""
+    assert _reused(_run(tmp_path, "default", cache, "two", env)) == "cache"
+    os.utime(wrapper, ns=(wrapper.stat().st_atime_ns, wrapper.stat().st_mtime_ns + 10**9))  # "upgraded"
+    assert _reused(_run(tmp_path, "default", cache, "three", env)) == ""
+    assert len(list(cache.glob("call_kernel_*.so"))) == 2
+    assert _reused(_run(tmp_path, "default", cache, "four", env)) == "cache"
+
+
 def test_processes_sharing_the_cache_at_once(tmp_path):
     cache = tmp_path / "cache"
     procs = [_run(tmp_path, "default", cache, f"w{i}") for i in range(4)]

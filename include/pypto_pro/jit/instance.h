@@ -105,8 +105,9 @@ std::vector<std::string> CompilerCommand(bool debug = false);
 // The persistent cache's directory when only pl.jit(cache=True) asks for it: PYPTO_PRO_CACHE_DIR,
 // else $XDG_CACHE_HOME/pypto_pro, else ~/.cache/pypto_pro.
 std::filesystem::path DefaultCacheDir();
-// What a cached library's name adds to its code's hash: the compiler's version and the host CPU's
-// features (kernels are built with -march=native). "" when the compiler cannot say its version.
+// What a cached library's name adds to its code's hash: the compiler's identity (the file PATH
+// resolves PYPTO_PRO_CXX to, its size and modification time) and the host CPU's features (kernels are
+// built with -march=native). "" when the compiler is not found.
 std::string HostFingerprint();
 
 }  // namespace pypto_pro::jit
