@@ -3,15 +3,15 @@ where the parser recognises them; called from plain Python they raise."""
 
 from __future__ import annotations
 
+import sys
+
 from pypto_pro import _C
-from pypto_pro import interpret as _interpret
 
 
 class Builtin:
     """A pl.<name> the parser handles: `kind` is "op" (a registry op), "planned" (public language,
     not implemented yet) or "special" (range, make_tile, sections, builtins, ...)."""
 
-    
     def __init__(self, name: str, kind: str, doc: str = "", info: dict | None = None):
         self.name = name
         self.kind = kind
@@ -19,8 +19,11 @@ class Builtin:
         self.__doc__ = doc
 
     def __call__(self, *args, **kwargs):
-        if _interpret.running():  # an interpreted kernel (pl.jit(interpret=True)) runs on this thread
-            return _interpret.active_call(self.name, args, kwargs)
+        # An interpreted kernel (pl.jit(interpret=True)) may run on this thread only once its module
+        # is imported (it brings numpy, which `import pypto_pro.language` does not need).
+        interpreter = sys.modules.get("pypto_pro.interpret")
+        if interpreter is not None and interpreter.running():
+            return interpreter.active_call(self.name, args, kwargs)
         raise RuntimeError(f"pl.{self.name} can only be used inside a @pl.jit kernel body")
 
     def __repr__(self):
