@@ -90,6 +90,7 @@ def insert_kernel(x: pl.Tensor[[M, K], pl.DT_FP16], eye: pl.Tensor[[K, K], pl.DT
         right = pl.make_tile(tile([K, K], pl.DT_FP16, MEM.Right), addr=0x0)
         acc = pl.make_tile(tile([M, K], pl.DT_FP32, MEM.Acc), addr=0x0)
         pl.load(eye_mat, eye, [0, 0])
+        pl.system.bar_all()  # the load (MTE2) before the moves out of L1 (MTE1)
         pl.system.wait_cross_core(pipe=PIPE.MTE1, event_id=1)  # both AIVs have inserted
         pl.move(left, x_mat)
         pl.move(right, eye_mat)

@@ -23,7 +23,7 @@ def sanitized(module, attr, tiling_key=None):
     """A sanitizer-mode build of the function of the module's kernel `attr`, with its other jit options."""
     kernel = getattr(module, attr)
     return pl.jit(kernel.fn, sanitizer=True, auto_mutex=kernel.auto_mutex, name=f"{kernel.kernel_name}_checked",
-                  tiling_key=tiling_key)
+                  tiling_key=tiling_key, pipeline=kernel.pipeline)
 
 
 def plain_and_sanitized(module, attr, run, **options):
@@ -117,4 +117,39 @@ def test_flash_attention(b, s, causal, block_dim):
     want, got = plain_and_sanitized(module, "flash_attention",
                                     lambda: module.attention(q, k, v, causal, block_dim=block_dim),
                                     tiling_key=module.AttentionKey)
+    assert_same(want, got)
+
+
+@pytest.mark.parametrize("b, s, causal, block_dim", [(1, 256, False, 1), (1, 384, True, 3), (2, 256, True, 8)])
+def test_flash_attention_gm(b, s, causal, block_dim):
+    module = load("flash_attention_gm")
+    torch.manual_seed(s + b)
+    q, k, v = (torch.randn(b, s, 2, 128).half() for _ in range(3))
+    want, got = plain_and_sanitized(module, "flash_attention_gm",
+                                    lambda: module.attention(q, k, v, causal, block_dim=block_dim),
+                                    tiling_key=module.AttentionKey)
+    assert_same(want, got)
+
+
+@pytest.mark.parametrize("path", ["acc_to_vec_single", "acc_to_vec_dual", "insert", "quantised_store", "atomic_add"])
+def test_data_paths(path):
+    """Each cube <-> vector data path of the a5 example (and its atomic-add store) under the sanitizer."""
+    module = load("data_paths")
+
+    def run():
+        torch.manual_seed(0)  # the same inputs for the plain and the sanitized run
+        return getattr(module, path)()[0]
+
+    want, got = plain_and_sanitized(module, f"{path}_kernel", run)
+    assert_same(want, got)
+
+
+@pytest.mark.parametrize("kernel", ["mlp_serial", "mlp_pipelined"])
+@pytest.mark.parametrize("blocks", [1, 3])
+def test_pipeline_mlp(kernel, blocks):
+    """The pipeline= kernels themselves (the flags the pass inserted), not only their generated form."""
+    module = load("pipeline_mlp")
+    torch.manual_seed(blocks)
+    a, b, d = torch.randn(blocks * 64, 64), torch.randn(64, 64), torch.randn(64, 64)
+    want, got = plain_and_sanitized(module, kernel, lambda: module.relu_mlp(a, b, d, getattr(module, kernel)))
     assert_same(want, got)
