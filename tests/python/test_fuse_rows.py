@@ -213,6 +213,65 @@ def test_the_examples_give_the_unfused_bits(monkeypatch):
         assert torch.equal(runs[0], runs[1])
 
 
+def _attention_inputs():
+    q, k, v = (torch.randn(1, 256, 2, 128).half() for _ in range(3))
+    return q, k, v
+
+
+def _matmul(module):
+    a, b = torch.randn(256, 128).half(), torch.randn(128, 384).half()
+    c = torch.empty(256, 384)
+    module.matmul_kernel[None, 5](a, b, c)
+    return c
+
+
+def _add(module):
+    x, y = torch.randn(256, 384).half(), torch.randn(256, 384).half()
+    z = torch.empty_like(x)
+    module.add_kernel[None, 5](x, y, z)
+    return z
+
+
+# Every example but distributed.py (which runs softmax.py's kernel on several processes): its own
+# launch code, run once compiled with fuse_rows off and once on.
+EXAMPLE_RUNS = {
+    "add": _add,
+    "matmul": _matmul,
+    "softmax": lambda m: m.softmax(torch.randn(1000, 300) * 3, block_dim=7),
+    "layernorm": lambda m: m.layernorm(torch.randn(777, 300) * 3, torch.randn(300), torch.randn(300), block_dim=7),
+    "fused_softmax_matmul": lambda m: m.run(m=96, block_dim=3, seed=1)[0],
+    "flash_attention": lambda m: [m.attention(*_attention_inputs(), causal, block_dim=3) for causal in (False, True)],
+    "flash_attention_gm": lambda m: [m.attention(*_attention_inputs(), causal, block_dim=3)
+                                     for causal in (False, True)],
+    "flash_attention_pipeline": lambda m: [m.attention(*_attention_inputs(), causal, block_dim=3)
+                                           for causal in (False, True)],
+    "pipeline_mlp": lambda m: m.relu_mlp(torch.randn(192, 64), torch.randn(64, 64), torch.randn(64, 64)),
+    "data_paths": lambda m: [path()[0] for path in m.PATHS],
+}
+
+
+def test_every_example_is_in_the_differential():
+    names = {p.stem for p in (ROOT / "examples").glob("*.py")} - {"distributed"}
+    assert names == set(EXAMPLE_RUNS)
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE_RUNS))
+def test_each_example_gives_the_unfused_bits(monkeypatch, name):
+    results = []
+    for fuse in ("0", "1"):
+        monkeypatch.setenv("PYPTO_PRO_FUSE_ROWS", fuse)
+        spec = importlib.util.spec_from_file_location(f"fuse{fuse}_example_{name}", ROOT / "examples" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.syspath_prepend(str(ROOT / "examples"))
+        spec.loader.exec_module(module)  # fresh kernel objects: they compile under this setting
+        torch.manual_seed(0)
+        out = EXAMPLE_RUNS[name](module)
+        pypto_pro.runtime.synchronize()
+        results.append(out if isinstance(out, list) else [out])
+    for unfused, fused in zip(*results):
+        assert torch.equal(unfused, fused)
+
+
 def _out(launch, like):
     y = torch.empty_like(like)
     launch(y)
