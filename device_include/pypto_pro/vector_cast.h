@@ -197,7 +197,7 @@ inline void CastRun(TD* d, const TS* s, int64_t n) {
       if (i < n) {
         TD out[16];
         StoreRounded16<TD, M>(out, Load16(PaddedTail(s + i, n - i).v));
-        __builtin_memcpy(d + i, out, size_t(n - i) * sizeof(TD));
+        CopyTail(d + i, out, n - i);
       }
     }
   } else if constexpr (kIsFloatLike<TS>) {  // float -> int

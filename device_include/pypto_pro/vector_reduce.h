@@ -12,6 +12,18 @@ namespace pto {
 
 namespace detail {
 
+// lanes[i] + lanes[i + width] for width 8, 4, 2, 1: ReduceLanes' order, on halves of the vector
+// instead of a scalar loop over memory (a row sum's reduction cost more than its loop).
+inline float SumLanes(f32x16 v) {
+  typedef float f32x8 __attribute__((vector_size(32)));
+  typedef float f32x4 __attribute__((vector_size(16)));
+  const f32x8 s8 = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) +
+                   __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+  const f32x4 s4 = __builtin_shufflevector(s8, s8, 0, 1, 2, 3) + __builtin_shufflevector(s8, s8, 4, 5, 6, 7);
+  const float s0 = s4[0] + s4[2], s1 = s4[1] + s4[3];
+  return s0 + s1;
+}
+
 template <typename F>
 inline float ReduceLanes(f32x16 v, F f) {
   float lanes[16];
@@ -38,7 +50,7 @@ inline auto SumRun(const T* p, int64_t n) {
     for (; i + 16 <= n; i += 16) a0 += Load16(p + i);
     if (i < n) a1 += Load16(PaddedTail(p + i, n - i).v);
     f32x16 total = (a0 + a1) + (a2 + a3);
-    return ReduceLanes(total, [](float a, float b) { return a + b; });
+    return SumLanes(total);
   } else {
     uint64_t acc = 0;
     for (int64_t i = 0; i < n; ++i) acc += uint64_t(p[i]);
@@ -64,7 +76,7 @@ inline T ExtremeRun(const T* p, int64_t n) {
     if (i < n) {
       Lanes<T> tail;
       for (T& v : tail.v) v = p[0];  // padding that cannot change the result
-      __builtin_memcpy(tail.v, p + i, size_t(n - i) * sizeof(T));
+      CopyTail(tail.v, p + i, n - i);
       acc = F{}(acc, Load16(tail.v));
     }
     return FromFloat<T>(ReduceLanes(acc, [](float a, float b) { return F{}(a, b); }));

@@ -736,5 +736,31 @@ TEST(VectorDevice, BroadcastsAndIntegerDivisionByZeroFaults) {
   EXPECT_NO_THROW(pto::col_expand_div(Ctx(), 1, narrow, ts, tr));
 }
 
+// The vector form of a row sum's final reduction adds the same pairs in the same order as the
+// scalar tree it replaced: bit for bit, infinities and NaNs included.
+TEST(VectorDevice, SumLanesIsTheScalarTreeBitForBit) {
+  uint32_t state = 12345;
+  auto next = [&] {
+    state = state * 1664525u + 1013904223u;
+    return state;
+  };
+  const float specials[] = {0.0f, -0.0f, __builtin_inff(), -__builtin_inff(), __builtin_nanf(""), 1e38f, -1e-45f};
+  for (int t = 0; t < 200000; ++t) {
+    pto::f32x16 v;
+    for (int l = 0; l < 16; ++l) {
+      const uint32_t r = next();
+      float x = float(int32_t(r >> 8)) * (t % 3 == 0 ? 1e-30f : t % 3 == 1 ? 1.0f : 1e30f);
+      if (r % 61 == 0) x = specials[r % 7];
+      v[l] = x;
+    }
+    const float fast = pto::detail::SumLanes(v);
+    const float tree = pto::detail::ReduceLanes(v, [](float a, float b) { return a + b; });
+    uint32_t a, b;
+    std::memcpy(&a, &fast, 4);
+    std::memcpy(&b, &tree, 4);
+    ASSERT_TRUE(a == b || (fast != fast && tree != tree)) << "case " << t << ": " << fast << " vs " << tree;
+  }
+}
+
 }  // namespace
 }  // namespace pypto_pro
