@@ -1,6 +1,7 @@
 #include "pypto_pro/runtime/device.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstring>
@@ -42,6 +43,63 @@ Arena& ThreadArena() {
   return arena;
 }
 
+// Linux may wake a helper on its waker's CPU and leave it there while another CPU idles (seen on a
+// KVM guest: both threads of a 2-vCPU machine on one vCPU, a 30 ms launch at one thread's speed).
+// A helper that finds itself on a CPU its launch's other threads hold narrows its affinity to the
+// CPUs they do not hold, which moves it at once, and widens it again after the launch.
+class CpuSpread {
+ public:
+  // With Device::mutex_ held: notes this thread's CPU in `held`, or plans a move off it.
+  void Plan(cpu_set_t& held) {
+#if defined(__linux__)
+    move_ = false;
+    const int cpu = sched_getcpu();
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return;
+    if (!CPU_ISSET(cpu, &held)) {
+      CPU_SET(cpu, &held);
+      return;
+    }
+    if (pthread_getaffinity_np(pthread_self(), sizeof home_, &home_) != 0) return;
+    CPU_ZERO(&away_);
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &home_) && !CPU_ISSET(c, &held)) CPU_SET(c, &away_);
+    }
+    move_ = CPU_COUNT(&away_) > 0;
+    if (move_) CPU_OR(&held, &held, &away_);  // later helpers of the launch: every CPU is taken or ours
+#else
+    (void)held;
+#endif
+  }
+  // Without the lock: the move, and its undo after the launch.
+  void Move() {
+#if defined(__linux__)
+    if (move_ && pthread_setaffinity_np(pthread_self(), sizeof away_, &away_) != 0) move_ = false;
+#endif
+  }
+  void Return() {
+#if defined(__linux__)
+    if (move_) pthread_setaffinity_np(pthread_self(), sizeof home_, &home_);
+    move_ = false;
+#endif
+  }
+
+ private:
+#if defined(__linux__)
+  cpu_set_t home_, away_;
+#endif
+  bool move_ = false;
+};
+
+// Adds the calling thread's CPU to `held`.
+void NoteCpu(cpu_set_t& held) {
+#if defined(__linux__)
+  const int cpu = sched_getcpu();
+  if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &held);
+#else
+  (void)held;
+#endif
+}
+
 }  // namespace
 
 struct Device::Job {
@@ -56,6 +114,7 @@ struct Device::Job {
   std::atomic<int> faults{0};
   FaultInfo first_fault;        // written by the thread whose fault was first
   int refs = 0;                 // threads using the job; guarded by Device::mutex_
+  cpu_set_t held_cpus;          // CPUs its threads run on (CpuSpread); guarded by Device::mutex_
   std::mutex mutex;             // the launching thread waits on cv for the blocks helpers run
   std::condition_variable cv;
 
@@ -64,6 +123,7 @@ struct Device::Job {
     done.store(0, std::memory_order_relaxed);
     faults.store(0, std::memory_order_relaxed);
     first_fault = FaultInfo{};
+    CPU_ZERO(&held_cpus);
   }
 };
 
@@ -159,6 +219,7 @@ void Device::PostLocked(Job* job) {
 }
 
 void Device::HelperLoop() {
+  CpuSpread spread;
   std::unique_lock<std::mutex> lock(mutex_);
   auto linger_until = std::chrono::steady_clock::time_point{};
   for (;;) {
@@ -177,11 +238,14 @@ void Device::HelperLoop() {
       continue;
     }
     ++job->refs;
+    spread.Plan(job->held_cpus);
     lock.unlock();
+    spread.Move();
     try {
       RunBlocks(*job, [] {});
     } catch (...) {  // a failure before the first claim (no memory for a fiber): the launcher runs them
     }
+    spread.Return();
     lock.lock();
     posted_.erase(std::remove(posted_.begin(), posted_.end(), job), posted_.end());
     ReleaseJobLocked(job);
@@ -232,6 +296,7 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
     if (!may_share || posted || job->next.load(std::memory_order_relaxed) >= job->blocks) return;
     if (std::chrono::steady_clock::now() - start < kInlineBudget) return;
     std::lock_guard<std::mutex> lock(mutex_);
+    NoteCpu(job->held_cpus);
     PostLocked(job);
     posted = true;
   });
