@@ -38,7 +38,10 @@ print("reused=" + kernel.compile_stats()[0]["reused"])
 
 def _run(tmp_path, mode, cache_dir=None, work="work", extra_env=None):
     script = tmp_path / "plus_one.py"
-    script.write_text(SCRIPT)
+    if not script.exists():  # written once: rewriting it could truncate it under a process reading it
+        staged = tmp_path / "plus_one.py.tmp"
+        staged.write_text(SCRIPT)
+        staged.rename(script)
     env = {k: v for k, v in os.environ.items() if k != "PYPTO_PRO_CACHE_DIR"}
     env["PYTHONPATH"] = str(ROOT / "python")
     env["XDG_CACHE_HOME"] = str(tmp_path / "xdg")
