@@ -10,6 +10,7 @@
 // No <immintrin.h>: it costs ~250 ms per kernel compile; the builtins below do not.
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pypto_pro/numeric.h"
