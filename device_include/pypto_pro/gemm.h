@@ -319,6 +319,7 @@ struct alignas(64) Config {
 #define PTO_AMX_STORE(t, base, stride)                                                                   \
   __asm__ volatile("{tilestored\t%%tmm" #t ", (%0,%1,1)|tilestored\t[%0+%1*1], %%tmm" #t "}" ::"r"(base), \
                    "r"(int64_t(stride)) : "memory")
+#define PTO_AMX_ZERO(t) __asm__ volatile("tilezero %%tmm" #t ::)
 #define PTO_AMX_DOT(op, c, a, b) \
   __asm__ volatile("{" op "\t%%tmm" #b ", %%tmm" #a ", %%tmm" #c "|" op "\t%%tmm" #c ", %%tmm" #a ", %%tmm" #b "}" ::)
 
@@ -378,7 +379,6 @@ inline void Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
   int kc_max = int(kMaxA * 2 / int(sizeof(TIn))) / m_pad / kTileK * kTileK;
   const int kc_cap = kMaxKC / 2 * kPer;
   kc_max = kc_max > kc_cap ? kc_cap : kc_max < kTileK ? kTileK : kc_max;
-  for (int i = 0; i < m_pad * n_pad; ++i) acc_base[i] = TC(0);
   for (int k0 = 0; k0 < k; k0 += kc_max) {
     const int kc = k - k0 < kc_max ? k - k0 : kc_max;
     const int kp = RoundUp(kc, kTileK);  // zeros beyond kc add nothing
@@ -419,10 +419,17 @@ inline void Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
       for (int i0 = 0; i0 < m_pad; i0 += kM) {
         TC* acc = acc_base + int64_t(i0) * n_pad + j0;
         const int64_t stride = int64_t(n_pad) * 4;
-        PTO_AMX_LOAD(0, acc, stride);
-        PTO_AMX_LOAD(1, acc + 16, stride);
-        PTO_AMX_LOAD(2, acc + 16 * n_pad, stride);
-        PTO_AMX_LOAD(3, acc + 16 * n_pad + 16, stride);
+        if (k0 == 0) {  // the first k panel starts the sums (no zeroed scratch to load)
+          PTO_AMX_ZERO(0);
+          PTO_AMX_ZERO(1);
+          PTO_AMX_ZERO(2);
+          PTO_AMX_ZERO(3);
+        } else {
+          PTO_AMX_LOAD(0, acc, stride);
+          PTO_AMX_LOAD(1, acc + 16, stride);
+          PTO_AMX_LOAD(2, acc + 16 * n_pad, stride);
+          PTO_AMX_LOAD(3, acc + 16 * n_pad + 16, stride);
+        }
         const TIn* a_rows = a_pack + int64_t(i0) * kp;
         for (int p0 = 0; p0 < kp; p0 += kTileK) {
           PTO_AMX_LOAD(4, a_rows + p0, kp * int64_t(sizeof(TIn)));
@@ -466,6 +473,7 @@ inline void Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
 #undef PTO_AMX_LOAD
 #undef PTO_AMX_STORE
 #undef PTO_AMX_DOT
+#undef PTO_AMX_ZERO
 
 }  // namespace amx
 #endif
