@@ -382,7 +382,12 @@ inline void Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
   for (int k0 = 0; k0 < k; k0 += kc_max) {
     const int kc = k - k0 < kc_max ? k - k0 : kc_max;
     const int kp = RoundUp(kc, kTileK);  // zeros beyond kc add nothing
-    for (int i = 0; i < m_pad; ++i) {
+    // A's tiles load straight from A when they need no zero padding (whole 32-row blocks and whole
+    // 64-byte rows); otherwise from a padded copy.
+    const bool direct = m == m_pad && kc == kp;
+    const TIn* a_panel = direct ? a + k0 : a_pack;
+    const int64_t a_stride = direct ? lda : kp;
+    for (int i = 0; i < m_pad && !direct; ++i) {
       TIn* row = a_pack + int64_t(i) * kp;
       const int copied = i < m ? kc : 0;
       if (copied) __builtin_memcpy(row, a + int64_t(i) * lda + k0, size_t(kc) * sizeof(TIn));
@@ -430,10 +435,10 @@ inline void Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
           PTO_AMX_LOAD(2, acc + 16 * n_pad, stride);
           PTO_AMX_LOAD(3, acc + 16 * n_pad + 16, stride);
         }
-        const TIn* a_rows = a_pack + int64_t(i0) * kp;
+        const TIn* a_rows = a_panel + int64_t(i0) * a_stride;
         for (int p0 = 0; p0 < kp; p0 += kTileK) {
-          PTO_AMX_LOAD(4, a_rows + p0, kp * int64_t(sizeof(TIn)));
-          PTO_AMX_LOAD(5, a_rows + 16 * kp + p0, kp * int64_t(sizeof(TIn)));
+          PTO_AMX_LOAD(4, a_rows + p0, a_stride * int64_t(sizeof(TIn)));
+          PTO_AMX_LOAD(5, a_rows + 16 * a_stride + p0, a_stride * int64_t(sizeof(TIn)));
           PTO_AMX_LOAD(6, s.b + (p0 / kPer) * kN, kN * 4);
           PTO_AMX_LOAD(7, s.b + (p0 / kPer) * kN + 16, kN * 4);
           if constexpr (kPer == 2) {
