@@ -139,6 +139,7 @@ inline Tile KernelFma(int kc, const float* __restrict ap, const float* __restric
 #pragma GCC unroll 4
     for (int v = 0; v < kNV; ++v) t.v[i][v] = f32x16{};
   }
+#pragma GCC unroll 4
   for (int p = 0; p < kc; ++p) {
     f32x16 b[kNV];
 #pragma GCC unroll 4
