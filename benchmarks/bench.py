@@ -219,10 +219,8 @@ def section_compile():
     from matmul import matmul_kernel
 
     rows = []
-    x = np.ones((128, 128), np.float16)
-    z = np.zeros_like(x)
-    seconds, phases = _first_launch(kernels.add_fp16_example, lambda: kernels.add_fp16_example[None, 1](x, x, z))
-    rows.append({"name": f"first launch, add example (ms: {phases})", "ours": seconds, "unit": "ms",
+    first = first_launch_add()
+    rows.append({"name": f"first launch, add example (ms: {first['phases']})", "ours": first["seconds"], "unit": "ms",
                  "target": 0.050})
     a = torch.ones(256, 128, dtype=torch.float16)
     b = torch.ones(128, 256, dtype=torch.float16)
@@ -237,7 +235,7 @@ def section_compile():
         env = dict(os.environ, PYPTO_PRO_CACHE_DIR=cache)
         runs = []
         for _ in range(4):
-            proc = subprocess.run([sys.executable, __file__, "--child", "first_launch_cached"], env=env,
+            proc = subprocess.run([sys.executable, __file__, "--child", "first_launch_add"], env=env,
                                   capture_output=True, text=True, check=True)
             runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
     cached = sorted(runs[1:], key=lambda r: r["seconds"])[1]
@@ -591,19 +589,20 @@ SECTIONS = {
     "model": section_model,
     "poll": section_poll,
 }
-def first_launch_cached():
-    """A first launch of the add example in this process (section compile runs it with the cache)."""
+def first_launch_add():
+    """The first launch of the add example in this process (section compile also runs it in new
+    processes with the opt-in cache)."""
     import numpy as np
     import kernels
     x = np.ones((128, 128), np.float16)
     z = np.zeros_like(x)
     seconds, phases = _first_launch(kernels.add_fp16_example, lambda: kernels.add_fp16_example[None, 1](x, x, z))
     if not (z == 2).all():
-        raise AssertionError("the cached add example computed a wrong result")
+        raise AssertionError("the add example computed a wrong result")
     return {"seconds": seconds, "phases": phases}
 
 
-CHILD_ONLY = {"throughput": section_throughput, "first_launch_cached": first_launch_cached}
+CHILD_ONLY = {"throughput": section_throughput, "first_launch_add": first_launch_add}
 
 
 # ---- driver ----

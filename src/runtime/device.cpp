@@ -51,7 +51,6 @@ class CpuSpread {
  public:
   // With Device::mutex_ held: notes this thread's CPU in `held`, or plans a move off it.
   void Plan(cpu_set_t& held) {
-#if defined(__linux__)
     move_ = false;
     const int cpu = sched_getcpu();
     if (cpu < 0 || cpu >= CPU_SETSIZE) return;
@@ -66,39 +65,20 @@ class CpuSpread {
     }
     move_ = CPU_COUNT(&away_) > 0;
     if (move_) CPU_OR(&held, &held, &away_);  // later helpers of the launch: every CPU is taken or ours
-#else
-    (void)held;
-#endif
   }
   // Without the lock: the move, and its undo after the launch.
   void Move() {
-#if defined(__linux__)
     if (move_ && pthread_setaffinity_np(pthread_self(), sizeof away_, &away_) != 0) move_ = false;
-#endif
   }
   void Return() {
-#if defined(__linux__)
     if (move_) pthread_setaffinity_np(pthread_self(), sizeof home_, &home_);
     move_ = false;
-#endif
   }
 
  private:
-#if defined(__linux__)
   cpu_set_t home_, away_;
-#endif
   bool move_ = false;
 };
-
-// Adds the calling thread's CPU to `held`.
-void NoteCpu(cpu_set_t& held) {
-#if defined(__linux__)
-  const int cpu = sched_getcpu();
-  if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &held);
-#else
-  (void)held;
-#endif
-}
 
 }  // namespace
 
@@ -114,7 +94,7 @@ struct Device::Job {
   std::atomic<int> faults{0};
   FaultInfo first_fault;        // written by the thread whose fault was first
   int refs = 0;                 // threads using the job; guarded by Device::mutex_
-  cpu_set_t held_cpus;          // CPUs its threads run on (CpuSpread); guarded by Device::mutex_
+  cpu_set_t held_cpus;          // CPUs its threads run on once posted (CpuSpread); guarded by Device::mutex_
   std::mutex mutex;             // the launching thread waits on cv for the blocks helpers run
   std::condition_variable cv;
 
@@ -123,7 +103,6 @@ struct Device::Job {
     done.store(0, std::memory_order_relaxed);
     faults.store(0, std::memory_order_relaxed);
     first_fault = FaultInfo{};
-    CPU_ZERO(&held_cpus);
   }
 };
 
@@ -226,7 +205,7 @@ void Device::HelperLoop() {
     if (posted_.empty() && std::chrono::steady_clock::now() < linger_until) {
       const uint64_t seen = posts_.load(std::memory_order_relaxed);
       lock.unlock();
-      LingerUntil([&] { return posts_.load(std::memory_order_relaxed) != seen; }, linger_until);
+      PollUntil([&] { return posts_.load(std::memory_order_relaxed) != seen; }, linger_until, true);
       lock.lock();
       linger_until = {};
       continue;
@@ -296,7 +275,8 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
     if (!may_share || posted || job->next.load(std::memory_order_relaxed) >= job->blocks) return;
     if (std::chrono::steady_clock::now() - start < kInlineBudget) return;
     std::lock_guard<std::mutex> lock(mutex_);
-    NoteCpu(job->held_cpus);
+    CPU_ZERO(&job->held_cpus);
+    CpuSpread().Plan(job->held_cpus);  // the launcher's CPU: the first of the set, never a move
     PostLocked(job);
     posted = true;
   });

@@ -4,7 +4,6 @@ run, and every example, compiled with the fusion (the default) and without it (P
 compared bit for bit; the fused compile's IR must show the strip loop, so each case really fuses."""
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ import torch
 import pypto_pro
 import pypto_pro.language as pl
 from pypto_pro import _C
+from kernels import load_example
 
 ROOT = Path(__file__).resolve().parents[2]
 R, C, VR, VC = 16, 512, 13, 500  # tiles of 16 x 512 with a tail window: strips cross its edge
@@ -176,11 +176,7 @@ def test_a_run_of_each_row_local_op_gives_the_unfused_bits(tmp_path, monkeypatch
 
 
 def _example(name):
-    sys.path.insert(0, str(ROOT / "examples"))
-    spec = importlib.util.spec_from_file_location(f"fuse_example_{name}", ROOT / "examples" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example(name, "fuse_example")
 
 
 def test_the_examples_give_the_unfused_bits(monkeypatch):
@@ -213,9 +209,10 @@ def test_the_examples_give_the_unfused_bits(monkeypatch):
         assert torch.equal(runs[0], runs[1])
 
 
-def _attention_inputs():
+def _attention(module):
+    """The attention example's outputs for one input, causal and not."""
     q, k, v = (torch.randn(1, 256, 2, 128).half() for _ in range(3))
-    return q, k, v
+    return [module.attention(q, k, v, causal, block_dim=3) for causal in (False, True)]
 
 
 def _matmul(module):
@@ -240,11 +237,9 @@ EXAMPLE_RUNS = {
     "softmax": lambda m: m.softmax(torch.randn(1000, 300) * 3, block_dim=7),
     "layernorm": lambda m: m.layernorm(torch.randn(777, 300) * 3, torch.randn(300), torch.randn(300), block_dim=7),
     "fused_softmax_matmul": lambda m: m.run(m=96, block_dim=3, seed=1)[0],
-    "flash_attention": lambda m: [m.attention(*_attention_inputs(), causal, block_dim=3) for causal in (False, True)],
-    "flash_attention_gm": lambda m: [m.attention(*_attention_inputs(), causal, block_dim=3)
-                                     for causal in (False, True)],
-    "flash_attention_pipeline": lambda m: [m.attention(*_attention_inputs(), causal, block_dim=3)
-                                           for causal in (False, True)],
+    "flash_attention": _attention,
+    "flash_attention_gm": _attention,
+    "flash_attention_pipeline": _attention,
     "pipeline_mlp": lambda m: m.relu_mlp(torch.randn(192, 64), torch.randn(64, 64), torch.randn(64, 64)),
     "data_paths": lambda m: [path()[0] for path in m.PATHS],
 }
@@ -260,10 +255,7 @@ def test_each_example_gives_the_unfused_bits(monkeypatch, name):
     results = []
     for fuse in ("0", "1"):
         monkeypatch.setenv("PYPTO_PRO_FUSE_ROWS", fuse)
-        spec = importlib.util.spec_from_file_location(f"fuse{fuse}_example_{name}", ROOT / "examples" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        monkeypatch.syspath_prepend(str(ROOT / "examples"))
-        spec.loader.exec_module(module)  # fresh kernel objects: they compile under this setting
+        module = load_example(name, f"fuse{fuse}")  # fresh kernel objects: they compile under this setting
         torch.manual_seed(0)
         out = EXAMPLE_RUNS[name](module)
         pypto_pro.runtime.synchronize()

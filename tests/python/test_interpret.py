@@ -14,16 +14,13 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
+from kernels import load_example
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _example(name):
-    sys.path.insert(0, str(ROOT / "examples"))
-    spec = importlib.util.spec_from_file_location(f"interpret_example_{name}", ROOT / "examples" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_example(name, "interpret_example")
 
 
 def _both(kernel, make_args, like, block_dim):

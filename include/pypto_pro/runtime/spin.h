@@ -16,32 +16,24 @@ inline void CpuRelax() {
 #endif
 }
 
-// Spins until done() holds or the budget is spent; returns done().
+// Polls done() until it holds or `deadline` passes; returns done(). With `offer_cpu`, the thread
+// yields between clock reads (a lingering thread must not keep a runnable one off its core).
 template <typename Done>
-bool SpinUntil(Done done, std::chrono::microseconds budget) {
-  if (done()) return true;
-  const auto deadline = std::chrono::steady_clock::now() + budget;
+bool PollUntil(Done done, std::chrono::steady_clock::time_point deadline, bool offer_cpu) {
   for (;;) {
     for (int i = 0; i < 64; ++i) {  // ~1.5 us of pauses between clock reads
       if (done()) return true;
       CpuRelax();
     }
     if (std::chrono::steady_clock::now() >= deadline) return done();
+    if (offer_cpu) std::this_thread::yield();
   }
 }
 
-// Polls done() until it holds or `deadline` passes, offering the CPU to other threads between polls
-// (a lingering thread must not keep a runnable one off its core); returns done().
+// Spins until done() holds or the budget is spent; returns done().
 template <typename Done>
-bool LingerUntil(Done done, std::chrono::steady_clock::time_point deadline) {
-  for (;;) {
-    for (int i = 0; i < 64; ++i) {
-      if (done()) return true;
-      CpuRelax();
-    }
-    if (std::chrono::steady_clock::now() >= deadline) return done();
-    std::this_thread::yield();
-  }
+bool SpinUntil(Done done, std::chrono::microseconds budget) {
+  return done() || PollUntil(done, std::chrono::steady_clock::now() + budget, false);
 }
 
 }  // namespace pypto_pro::runtime

@@ -111,24 +111,22 @@ def test_fused_softmax_matmul(m, block_dim):
 @pytest.mark.parametrize("b, s, causal, block_dim", [(1, 512, False, 1), (1, 512, True, 5), (2, 512, False, 24),
                                                      (2, 1024, True, 32)])
 def test_flash_attention(b, s, causal, block_dim):
-    module = load("flash_attention")
+    check_attention("flash_attention", b, s, causal, block_dim)
+
+
+def check_attention(name, b, s, causal, block_dim):
+    """examples/<name>.py's attention(), whose kernel has the module's name, plain and sanitized."""
+    module = load(name)
     torch.manual_seed(s + b)
     q, k, v = (torch.randn(b, s, 2, 128).half() for _ in range(3))
-    want, got = plain_and_sanitized(module, "flash_attention",
-                                    lambda: module.attention(q, k, v, causal, block_dim=block_dim),
+    want, got = plain_and_sanitized(module, name, lambda: module.attention(q, k, v, causal, block_dim=block_dim),
                                     tiling_key=module.AttentionKey)
     assert_same(want, got)
 
 
 @pytest.mark.parametrize("b, s, causal, block_dim", [(1, 256, False, 1), (1, 384, True, 3), (2, 256, True, 8)])
 def test_flash_attention_gm(b, s, causal, block_dim):
-    module = load("flash_attention_gm")
-    torch.manual_seed(s + b)
-    q, k, v = (torch.randn(b, s, 2, 128).half() for _ in range(3))
-    want, got = plain_and_sanitized(module, "flash_attention_gm",
-                                    lambda: module.attention(q, k, v, causal, block_dim=block_dim),
-                                    tiling_key=module.AttentionKey)
-    assert_same(want, got)
+    check_attention("flash_attention_gm", b, s, causal, block_dim)
 
 
 @pytest.mark.parametrize("path", ["acc_to_vec_single", "acc_to_vec_dual", "insert", "quantised_store", "atomic_add"])
