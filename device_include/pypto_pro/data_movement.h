@@ -247,6 +247,37 @@ inline void load_tile(CoreCtx& ctx, int line, int order, TileT& dst, const GmTen
   detail::LoadWindow(dst, from, src, axes);
 }
 
+// A load at the head of a fused run (fuse_rows): `strip` is the subview of `whole`'s rows from
+// `row0`; it gets the GM rows of the load's window it covers. The first strip checks the whole window
+// as load / load_tile do, so the load faults before any op of the run; the pass admits only loads
+// along the tensor's last two axes into ND tiles without a pad value.
+namespace detail {
+template <typename TileT, typename T, int N>
+inline void LoadRows(CoreCtx& ctx, int line, const char* op, TileT& strip, const GmTensor<T, N>& src,
+                     Idx<N> offsets, const TileT& whole, int64_t row0) {
+  static_assert(N >= 2, "fused loads run along the tensor's last two axes");
+  const Axes axes = DecodeOrder<N>(-1);
+  if (row0 == 0) CheckedWindow(ctx, line, op, whole, src, offsets, axes);
+  if (strip.valid_rows <= 0) return;
+  offsets.v[axes.rows] += row0;
+  int64_t linear = 0;
+  for (int i = 0; i < N; ++i) linear += offsets.v[i] * src.stride[i];
+  LoadWindow(strip, src.data + linear, src, axes);
+}
+}  // namespace detail
+
+template <typename TileT, typename T, int N>
+inline void load_rows(CoreCtx& ctx, int line, int /*order: -1*/, TileT& strip, const GmTensor<T, N>& src,
+                      Idx<N> offsets, const TileT& whole, int64_t row0) {
+  detail::LoadRows(ctx, line, "load", strip, src, offsets, whole, row0);
+}
+
+template <typename TileT, typename T, int N>
+inline void load_tile_rows(CoreCtx& ctx, int line, int /*order: -1*/, TileT& strip, const GmTensor<T, N>& src,
+                           Idx<N> tile_idx, const TileT& whole, int64_t row0) {
+  detail::LoadRows(ctx, line, "load_tile", strip, src, detail::TileOffsets<TileT>(tile_idx), whole, row0);
+}
+
 // relu_pre_mode, scale (MakeFixpipe's encodings), order (DecodeOrder's), atomic (1: AtomicAdd) and
 // phase (the unit-flag handshake, fixpipe.h) are the store's options.
 template <typename TileT, typename T, int N>

@@ -453,6 +453,20 @@ void AddTransferOps(std::vector<OpDef>& ops) {
   ops.push_back(Transfer("store", false, false, "pto::store", "Vec/Acc -> GM at element offsets"));
   ops.push_back(Transfer("store_tile", false, true, "pto::store_tile", "Vec/Acc -> GM at tile_idx x tile shape"));
   const OpDef store = ops[ops.size() - 2], store_tile = ops[ops.size() - 1];
+  // fuse_rows' form of a load at the head of a fused run: the rows of one strip (the strip's subview)
+  // from the rows of the tile's window that the strip covers. The whole tile and the strip's first row
+  // follow; the whole window is checked, as the load checks it, on the first strip.
+  for (const OpDef& load : {ops[ops.size() - 4], ops[ops.size() - 3]}) {
+    OpDef rows = load;
+    rows.name = load.name == "load" ? "load_rows" : "load_tile_rows";
+    rows.public_name = load.name;
+    rows.device_fn = load.name == "load" ? "pto::load_rows" : "pto::load_tile_rows";
+    rows.internal = true;
+    rows.operands.push_back({"whole_tile", OperandKind::kTile, Access::kRead, kLoadDst});
+    rows.operands.push_back({"strip_row", OperandKind::kScalar, Access::kRead});
+    rows.doc = "the rows of one strip of a fused run's load (fuse_rows)";
+    ops.push_back(rows);
+  }
   ops.push_back(PerChannelStore(store, "store_fp", "pto::store_fp"));
   ops.push_back(PerChannelStore(store_tile, "store_tile_fp", "pto::store_tile_fp"));
   ops.push_back(RuntimeScaledStore(store, "store_scaled", "pto::store_scaled"));

@@ -430,11 +430,42 @@ TEST(FuseRows, ARunOfRowLocalOpsBecomesAStripLoop) {
   ir::Function f = k.With({test_util::Op("add", {o, a, b}, 20), test_util::Op("row_sum", {col, o, a}, 21),
                            test_util::Op("row_expand_mul", {o, o, col}, 22)});
   const std::string text = Fused(f);
-  EXPECT_NE(text.find("for row_strip in range(0, 16, 2):"), std::string::npos) << text;
-  EXPECT_NE(text.find("o_rows = o[row_strip:min(row_strip + 2, 16), 0:512]"), std::string::npos) << text;
+  // 6 KiB rows: 16 KiB strips would hold 2, and a strip has 4 rows at least.
+  EXPECT_NE(text.find("for row_strip in range(0, 16, 4):"), std::string::npos) << text;
+  EXPECT_NE(text.find("o_rows = o[row_strip:min(row_strip + 4, 16), 0:512]"), std::string::npos) << text;
   EXPECT_NE(text.find("add(o_rows, a_rows, b_rows)"), std::string::npos) << text;
   EXPECT_NE(text.find("row_expand_mul(o_rows, o_rows, col_rows)"), std::string::npos) << text;
   EXPECT_EQ(Fused(f, false).find("row_strip"), std::string::npos);  // instrumented instances: as written
+}
+
+TEST(FuseRows, LoadsMayHeadARun) {
+  TileKernel k;
+  ir::Var x = k.Tensor("x", ir::DataType::kFP32, {test_util::DynamicDim(), test_util::DynamicDim()});
+  auto a = k.MakeTile("a", 64, 128), o = k.MakeTile("o", 64, 128);
+  auto col = k.MakeTile("col", 64, 1);
+  ir::Expr at = ir::Tuple({ir::IntConst(1), ir::IntConst(0)});
+  auto load = test_util::Op("load_tile", {a, ir::VarRef(x), at}, 20);
+  ir::Function f = k.With({load, test_util::Op("row_max", {col, a, o}, 21), test_util::Op("row_expand_sub", {o, a, col}, 22)});
+  const std::string text = Fused(f);
+  // 1028-byte rows: 15-row strips; the load's strip form takes the whole tile and the strip's first row.
+  EXPECT_NE(text.find("for row_strip in range(0, 64, 15):"), std::string::npos) << text;
+  EXPECT_NE(text.find("load_tile_rows(a_rows, x, [1, 0], a, row_strip)"), std::string::npos) << text;
+  EXPECT_NE(text.find("row_expand_sub(o_rows, a_rows, col_rows)"), std::string::npos) << text;
+  // A load and one op: not worth strips; a load after an op of the run ends the run (loads only
+  // head one), and a load along other axes (order=) is never fused.
+  EXPECT_EQ(Fused(k.With({load, test_util::Op("adds", {o, a, ir::FloatConst(1)}, 21)})).find("row_strip"),
+            std::string::npos);
+  const std::string late = Fused(k.With({test_util::Op("adds", {o, o, ir::FloatConst(1)}, 19), load,
+                                         test_util::Op("row_max", {col, a, o}, 21),
+                                         test_util::Op("row_expand_sub", {o, a, col}, 22)}));
+  EXPECT_NE(late.find("load_tile_rows(a_rows"), std::string::npos) << late;
+  EXPECT_NE(late.find("adds(o, o, 1"), std::string::npos) << late;
+  auto ordered = ir::OpCall(ir::FindOp("load_tile"), {a, ir::VarRef(x), at}, {ir::Attr{"order", 1, "", false}},
+                            test_util::At(20, 16));
+  EXPECT_EQ(Fused(k.With({ordered, test_util::Op("row_max", {col, a, o}, 21),
+                          test_util::Op("row_expand_sub", {o, a, col}, 22)}))
+                .find("load_tile_rows"),
+            std::string::npos);
 }
 
 TEST(FuseRows, WhatCouldChangeAResultStaysOpByOp) {

@@ -1,7 +1,8 @@
 """fuse_rows (docs/device.md#fused-row-strips): runs of row-local vector ops execute strip by strip,
 and every result is the same as op by op. Differential tests: every row-local op of the registry in a
 run, and every example, compiled with the fusion (the default) and without it (PYPTO_PRO_FUSE_ROWS=0),
-compared bit for bit; the fused compile's IR must show the strip loop, so each case really fuses."""
+compared bit for bit; the fused compile's IR must show the strip loop, so each case really fuses. The
+loads of the run's operands head its run, so each case also loads strip by strip."""
 
 import importlib.util
 from pathlib import Path
@@ -48,12 +49,12 @@ def kernel(x: pl.Tensor[[{R}, {C}], pl.{D}], y: pl.Tensor[[{R}, {C}], pl.{D}], r
         pl.set_validshape(col, [{VR}, 1])
         pl.set_validshape(icol, [{VR}, 1])
         pl.set_validshape(row, [1, {VC}])
-        pl.load(a, x, [0, 0])
-        pl.load(b, y, [0, 0])
         pl.load(row, row_in, [0, 0])
         pl.load(m, masks, [0, 0])
         pl.expands(o, 0)
         pl.expands(icol, 0)
+        pl.load(a, x, [0, 0])
+        pl.load(b, y, [0, 0])
 {RUN}
         pl.store(out, o, [0, 0])
         pl.store(col_out, icol, [0, 0])
@@ -170,6 +171,7 @@ def test_a_run_of_each_row_local_op_gives_the_unfused_bits(tmp_path, monkeypatch
 
     (out0, col0), (out1, col1), ir = _both(monkeypatch, module.kernel, f"fuse_{op}", launch)
     assert "for row_strip in range(" in ir, ir  # the run was fused
+    assert "load_rows(a_rows, x, [0, 0], a, row_strip" in ir, ir  # with the loads heading it
     assert torch.equal(out0, out1) or (out0.dtype.is_floating_point and torch.equal(out0.isnan(), out1.isnan()) and
                                        torch.equal(torch.nan_to_num(out0), torch.nan_to_num(out1)))
     assert torch.equal(col0, col1)
@@ -262,6 +264,47 @@ def test_each_example_gives_the_unfused_bits(monkeypatch, name):
         results.append(out if isinstance(out, list) else [out])
     for unfused, fused in zip(*results):
         assert torch.equal(unfused, fused)
+
+
+LOAD_FAULT = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[40, 256], pl.DT_FP32], out: pl.Tensor[[40, 256], pl.DT_FP32], start: pl.DT_INT32):
+    t = pl.make_tile(pl.TileType(shape=[16, 256], dtype=pl.DT_FP32), addr=0x0)
+    o = pl.make_tile(pl.TileType(shape=[16, 256], dtype=pl.DT_FP32), addr=0x8000)
+    with pl.section_vector():
+        pl.expands(o, 1.0)
+        pl.store(out, o, [0, 0])
+        for i in pl.range(start, 3):
+            pl.load(t, x, [i * 16, 0])
+            pl.muls(o, t, 2.0)
+            pl.adds(o, o, 1.0)
+            pl.store(out, o, [i * 16, 0])
+'''
+
+
+def test_a_fused_load_faults_like_the_load(tmp_path, monkeypatch):
+    """The third tile's rows [32, 48) leave x's 40 rows: the fused load faults on its first strip,
+    before any op of the run, with the load's line and message, and GM holds what it held unfused."""
+    module = _module(tmp_path, "fused_load_fault", LOAD_FAULT)
+    x = torch.randn(40, 256)
+    faults = []
+
+    def launch(kernel):
+        out = torch.zeros(40, 256)
+        kernel[None, 1](x, out, 1)
+        with pytest.raises(pypto_pro.KernelFault) as info:
+            pypto_pro.runtime.synchronize()
+        faults.append(info.value)
+        return out
+
+    unfused, fused, ir = _both(monkeypatch, module.kernel, "fused_load_fault", launch)
+    assert "load_rows(t_rows, x" in ir, ir
+    assert torch.equal(unfused, fused)
+    assert torch.equal(fused[16:32], x[16:32] * 2 + 1) and torch.equal(fused[32:], torch.zeros(8, 256))
+    assert [(f.op, f.line) for f in faults] == [("load", 11)] * 2
+    assert str(faults[0]).split("\n")[0].replace("_fuse0", "") == str(faults[1]).split("\n")[0].replace("_fuse1", "")
+    assert "GM access out of bounds: tensor 'x' of shape [40, 256], offsets [32, 0], window [16, 256]" in str(faults[1])
 
 
 def _out(launch, like):
