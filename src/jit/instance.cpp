@@ -342,15 +342,79 @@ std::string HostFingerprint() {
 
 namespace {
 
+// ---- the device headers, precompiled (docs/jit.md#precompiled-device-headers) ----
+
+// An include directory holding pypto_pro/precompiled.h.gch (device.h and all it includes) for this
+// compiler (and CPU), these flags and these device headers, or "" (PYPTO_PRO_PCH=0, or it cannot be
+// built or stored). Parsing the headers is ~30 ms of every kernel compile; g++ reads a precompiled
+// header instead where the compiled file's first #include names it and the .gch sits in an include
+// directory searched before the headers' own. Built by the first compile that misses it (~0.1 s), under a private name renamed into place,
+// so concurrent processes see a whole file or none. g++ checks a precompiled header against the
+// compile's options itself and parses the header when they differ: it changes speed, never code.
+// `build_run`: the compiler run that built the set (when one was needed): interrupted or out of
+// time, it stops the kernel's compile as its own would.
+fs::path PrecompiledHeaderDir(const std::vector<std::string>& cmd, const std::string& headers_digest,
+                              const CompileOptions& options, ProcessResult& build_run) {
+  if (!GetEnvFlag("PYPTO_PRO_PCH")) return {};
+  const std::string host = HostFingerprint();
+  if (host.empty()) return {};
+  std::string key = host + '\0' + headers_digest + '\0';
+  for (const std::string& part : cmd) key += part + '\0';
+  const fs::path dir = DefaultCacheDir() / "pch" / Sha256Hex(key).substr(0, 16);
+  const fs::path gch = dir / "pypto_pro" / "precompiled.h.gch";
+  std::error_code ec;
+  if (fs::is_regular_file(gch, ec)) return dir;
+  fs::create_directories(gch.parent_path(), ec);
+  if (ec) return {};
+  const fs::path temp = gch.parent_path() / (".tmp" + TempSuffix() + ".gch");
+  std::vector<std::string> build;
+  for (const std::string& part : cmd) {
+    if (part != "-shared") build.push_back(part);
+  }
+  build.insert(build.end(), {"-x", "c++-header", DeviceIncludeDir() + "/pypto_pro/precompiled.h", "-o",
+                               temp.string()});
+  const ProcessResult& run = build_run = RunCompilerBounded(build, dir, options.timeout_seconds, options.interrupted);
+  if (run.started && !run.timed_out && !run.interrupted && run.exit_code == 0 && fs::is_regular_file(temp, ec)) {
+    fs::rename(temp, gch, ec);
+    if (!ec) return dir;
+  }
+  fs::remove(temp, ec);
+  return {};
+}
+
 // Runs the host compiler on the private directory's sources into `so_name`; throws CompileFailure
 // (publishing the sources and compile.log), CompileTimeout or CompileInterrupted.
 void CompileLibrary(const ir::Function& func, const std::shared_ptr<Instance>& inst, PrivateDir& build,
-                    std::vector<std::string> cmd, const std::string& so_name, std::vector<std::string>& published,
-                    const CompileOptions& options) {
+                    std::vector<std::string> cmd, const std::string& headers_digest, const std::string& so_name,
+                    std::vector<std::string>& published, const CompileOptions& options) {
+  // compile_timeout bounds all the compiler runs of this compile together.
+  const auto start = std::chrono::steady_clock::now();
+  auto compile = [&](const std::vector<std::string>& argv) {
+    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return RunCompilerBounded(argv, build.path(), options.timeout_seconds - spent, options.interrupted);
+  };
+  ProcessResult run;
+  const fs::path pch = PrecompiledHeaderDir(cmd, headers_digest, options, run);
   cmd.push_back("-o");
   cmd.push_back(so_name);
   cmd.push_back("call_kernel.cpp");
-  ProcessResult run = RunCompilerBounded(cmd, build.path(), options.timeout_seconds, options.interrupted);
+  // The precompiled headers' directory goes before the device headers' own. A compile that fails
+  // with it runs again without: a damaged .gch (g++ rejects only mismatched ones quietly) is removed
+  // when the headers alone compile, and a real error is reported as the headers alone give it.
+  if (run.interrupted || run.timed_out) {
+    // building the precompiled headers was stopped: so is this compile
+  } else if (!pch.empty()) {
+    std::vector<std::string> with_pch = cmd;
+    with_pch.insert(std::find(with_pch.begin(), with_pch.end(), "-I" + DeviceIncludeDir()), "-I" + pch.string());
+    run = compile(with_pch);
+    if (run.started && !run.timed_out && !run.interrupted && run.exit_code != 0) {
+      run = compile(cmd);
+      std::error_code ec;
+      if (run.started && run.exit_code == 0) fs::remove(pch / "pypto_pro" / "precompiled.h.gch", ec);
+    }
+  } else {
+    run = compile(cmd);
+  }
   if (run.interrupted) throw CompileInterrupted("compiling kernel '" + func.name + "' was interrupted");
   if (run.timed_out) {
     std::ostringstream msg;
@@ -455,8 +519,9 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   // The library's name covers everything that shapes its code, device headers included: a kernel
   // compiled against other headers (another checkout, an edited header) must not reuse the name of
   // one already loaded in this process or written by another.
+  const std::string headers_digest = DeviceHeadersDigest();
   std::string fingerprint = sources.kernel_cpp + '\0' + sources.call_kernel_cpp + '\0' + sources.tiling_header + '\0' +
-                            DeviceHeadersDigest() + '\0';
+                            headers_digest + '\0';
   for (const std::string& part : cmd) fingerprint += part + ' ';
   const std::string so_name = "call_kernel_" + Sha256Hex(fingerprint).substr(0, 12) + ".so";
   inst->library = fs::absolute(inst->dir / so_name);
@@ -484,7 +549,7 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
     inst->stats.reused = "cache";
   }
   if (inst->stats.reused.empty()) {
-    CompileLibrary(func, inst, build, cmd, so_name, published, options);
+    CompileLibrary(func, inst, build, cmd, headers_digest, so_name, published, options);
     if (!cached.empty()) StoreInCache(build.path() / so_name, cached);
   }
   inst->stats.compile_ms = MsSince(t0);
