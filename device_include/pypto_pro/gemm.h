@@ -487,8 +487,8 @@ inline void Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
 // C[m, n] = init + A[m, k] x B[k, n]. TIn: half, bfloat16, float (TC float) or int8_t (TC int32_t).
 // C may be init.data itself (matmul_acc in place); it must not overlap A or B.
 template <typename TIn, typename TC>
-inline void Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, int64_t ldb, TC* c, int64_t ldc,
-                 Init<TC> init = {}) {
+inline void GemmBody(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, int64_t ldb, TC* c, int64_t ldc,
+                     Init<TC> init) {
   static_assert(__is_same(TC, float) ? !__is_same(TIn, int8_t) : (__is_same(TC, int32_t) && __is_same(TIn, int8_t)),
                 "fp16/bf16/fp32 accumulate in fp32, int8 in int32");
   using namespace detail;
@@ -545,6 +545,38 @@ inline void Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
       }
     }
   }
+}
+
+// The routines precompiled once per compiler, flags and headers (routines.cpp; docs/jit.md#precompiled-
+// device-headers-and-routines): a cube kernel compiled with PTO_EXTERN_ROUTINES calls them instead of
+// compiling GemmBody itself, the same code from the same source and flags.
+extern "C" {
+void pto_gemm_f16(int m, int n, int k, const half* a, int64_t lda, const half* b, int64_t ldb, float* c, int64_t ldc,
+                  const float* init, int64_t init_row_stride);
+void pto_gemm_bf16(int m, int n, int k, const bfloat16* a, int64_t lda, const bfloat16* b, int64_t ldb, float* c,
+                   int64_t ldc, const float* init, int64_t init_row_stride);
+void pto_gemm_f32(int m, int n, int k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+                  int64_t ldc, const float* init, int64_t init_row_stride);
+void pto_gemm_i8(int m, int n, int k, const int8_t* a, int64_t lda, const int8_t* b, int64_t ldb, int32_t* c,
+                 int64_t ldc, const int32_t* init, int64_t init_row_stride);
+}
+
+template <typename TIn, typename TC>
+inline void Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, int64_t ldb, TC* c, int64_t ldc,
+                 Init<TC> init = {}) {
+#if defined(PTO_EXTERN_ROUTINES)
+  if constexpr (__is_same(TIn, half)) {
+    pto_gemm_f16(m, n, k, a, lda, b, ldb, c, ldc, init.data, init.row_stride);
+  } else if constexpr (__is_same(TIn, bfloat16)) {
+    pto_gemm_bf16(m, n, k, a, lda, b, ldb, c, ldc, init.data, init.row_stride);
+  } else if constexpr (__is_same(TIn, float)) {
+    pto_gemm_f32(m, n, k, a, lda, b, ldb, c, ldc, init.data, init.row_stride);
+  } else {
+    pto_gemm_i8(m, n, k, a, lda, b, ldb, c, ldc, init.data, init.row_stride);
+  }
+#else
+  GemmBody(m, n, k, a, lda, b, ldb, c, ldc, init);
+#endif
 }
 
 }  // namespace pto::gemm

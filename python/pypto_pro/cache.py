@@ -1,6 +1,6 @@
 """The persistent kernel cache (docs/jit.md#persistent-cache): compiled kernel libraries kept across
-processes when PYPTO_PRO_CACHE_DIR is set or a kernel says pl.jit(cache=True), and the precompiled
-device headers every kernel compile reads (pch/, docs/jit.md#precompiled-device-headers).
+processes when PYPTO_PRO_CACHE_DIR is set or a kernel says pl.jit(cache=True), and the device code
+every kernel compile uses precompiled (pch/, docs/jit.md#precompiled-device-headers-and-routines).
 
     python -m pypto_pro cache [dir | ls | clear]
 """
@@ -33,45 +33,46 @@ def entries() -> list:
     return sorted(out, key=lambda e: e[2])
 
 
-def precompiled_headers() -> list:
-    """(path, bytes, modification time) of each precompiled set of device headers in pch/ (one per
-    compiler, flags and header version; docs/jit.md#precompiled-device-headers), oldest first."""
+def precompiled() -> list:
+    """(directory, bytes, modification time) of each set of precompiled device code in pch/: the
+    headers (.gch) and the routines library of one compiler, flags and header version
+    (docs/jit.md#precompiled-device-headers-and-routines), oldest first."""
+    root = os.path.join(directory(), "pch")
     out = []
-    for dirpath, _, names in os.walk(os.path.join(directory(), "pch")):
-        for name in names:
-            if name.endswith(".gch"):
-                path = os.path.join(dirpath, name)
+    for name in (os.listdir(root) if os.path.isdir(root) else []):
+        total, newest = 0, 0.0
+        for dirpath, _, names in os.walk(os.path.join(root, name)):
+            for file in names:
                 try:
-                    st = os.stat(path)
+                    st = os.stat(os.path.join(dirpath, file))
                 except FileNotFoundError:  # another process cleared it
                     continue
-                out.append((path, st.st_size, st.st_mtime))
+                total += st.st_size
+                newest = max(newest, st.st_mtime)
+        if total:
+            out.append((os.path.join(root, name), total, newest))
     return sorted(out, key=lambda e: e[2])
 
 
 def clear() -> int:
-    """Removes every cached library and precompiled header (and leftovers of interrupted writes);
-    returns how many files."""
+    """Removes every cached library and all precompiled device code (and leftovers of interrupted
+    writes); returns how many files."""
     root = directory()
     removed = 0
     if not os.path.isdir(root):
         return 0
     doomed = [os.path.join(root, name) for name in os.listdir(root)
               if (name.startswith("call_kernel_") or name.startswith(".tmp")) and name.endswith(".so")]
-    doomed += [path for path, _, _ in precompiled_headers()]
+    pch = os.path.join(root, "pch")
+    for dirpath, _, names in os.walk(pch):
+        doomed += [os.path.join(dirpath, name) for name in names]
     for path in doomed:
         try:
             os.remove(path)
             removed += 1
         except FileNotFoundError:  # another process cleared it first
             pass
-    for dirpath, dirs, files in os.walk(os.path.join(root, "pch"), topdown=False):
-        for name in files:  # leftovers of interrupted writes
-            if name.startswith(".tmp"):
-                try:
-                    os.remove(os.path.join(dirpath, name))
-                except FileNotFoundError:
-                    pass
+    for dirpath, _, _ in sorted(os.walk(pch), key=lambda w: -len(w[0])):  # deepest first
         try:
             os.rmdir(dirpath)
         except OSError:  # not empty: another process is writing there
@@ -90,9 +91,9 @@ def main(argv=None) -> int:
             print(f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(mtime))}  {size / 1024:8.0f} KiB  {name}")
         print(f"{len(found)} kernel librar{'y' if len(found) == 1 else 'ies'}, "
               f"{sum(e[1] for e in found) / 2**20:.1f} MiB in {directory()}")
-        headers = precompiled_headers()
-        print(f"{len(headers)} precompiled device header set{'' if len(headers) == 1 else 's'}, "
-              f"{sum(e[1] for e in headers) / 2**20:.1f} MiB in {os.path.join(directory(), 'pch')}")
+        sets = precompiled()
+        print(f"{len(sets)} set{'' if len(sets) == 1 else 's'} of precompiled device code, "
+              f"{sum(e[1] for e in sets) / 2**20:.1f} MiB in {os.path.join(directory(), 'pch')}")
     elif command == "clear":
         print(f"removed {clear()} file(s) from {directory()}")
     else:

@@ -342,53 +342,94 @@ std::string HostFingerprint() {
 
 namespace {
 
-// ---- the device headers, precompiled (docs/jit.md#precompiled-device-headers) ----
+// ---- device code precompiled once (docs/jit.md#precompiled-device-headers-and-routines) ----
 
-// An include directory holding pypto_pro/precompiled.h.gch (device.h and all it includes) for this
-// compiler (and CPU), these flags and these device headers, or "" (PYPTO_PRO_PCH=0, or it cannot be
-// built or stored). Parsing the headers is ~30 ms of every kernel compile; g++ reads a precompiled
-// header instead where the compiled file's first #include names it and the .gch sits in an include
-// directory searched before the headers' own. Built by the first compile that misses it (~0.1 s), under a private name renamed into place,
-// so concurrent processes see a whole file or none. g++ checks a precompiled header against the
-// compile's options itself and parses the header when they differ: it changes speed, never code.
-// `build_run`: the compiler run that built the set (when one was needed): interrupted or out of
-// time, it stops the kernel's compile as its own would.
-fs::path PrecompiledHeaderDir(const std::vector<std::string>& cmd, const std::string& headers_digest,
-                              const CompileOptions& options, ProcessResult& build_run) {
+// Where the device code precompiled for `cmd` lives: pch/<hash of the compiler's identity and the
+// CPU's features, the flags and the device headers' contents> of the cache directory; "" with
+// PYPTO_PRO_PCH=0 or no compiler found.
+fs::path PrecompiledDir(const std::vector<std::string>& cmd, const std::string& headers_digest) {
   if (!GetEnvFlag("PYPTO_PRO_PCH")) return {};
   const std::string host = HostFingerprint();
   if (host.empty()) return {};
   std::string key = host + '\0' + headers_digest + '\0';
   for (const std::string& part : cmd) key += part + '\0';
-  const fs::path dir = DefaultCacheDir() / "pch" / Sha256Hex(key).substr(0, 16);
-  const fs::path gch = dir / "pypto_pro" / "precompiled.h.gch";
+  return DefaultCacheDir() / "pch" / Sha256Hex(key).substr(0, 16);
+}
+
+// `target` if it exists, else built by `argv` plus "-o <a private name>" and renamed into place
+// (concurrent processes see a whole file or none); false when it cannot be built or stored. `run`:
+// the compiler run when one was needed (interrupted or out of time, it stops the kernel's compile
+// as its own would).
+bool EnsurePrecompiled(const fs::path& target, std::vector<std::string> argv, const CompileOptions& options,
+                       ProcessResult& run) {
   std::error_code ec;
-  if (fs::is_regular_file(gch, ec)) return dir;
-  fs::create_directories(gch.parent_path(), ec);
-  if (ec) return {};
-  const fs::path temp = gch.parent_path() / (".tmp" + TempSuffix() + ".gch");
-  std::vector<std::string> build;
-  for (const std::string& part : cmd) {
-    if (part != "-shared") build.push_back(part);
-  }
-  build.insert(build.end(), {"-x", "c++-header", DeviceIncludeDir() + "/pypto_pro/precompiled.h", "-o",
-                               temp.string()});
-  const ProcessResult& run = build_run = RunCompilerBounded(build, dir, options.timeout_seconds, options.interrupted);
+  if (fs::is_regular_file(target, ec)) return true;
+  fs::create_directories(target.parent_path(), ec);
+  if (ec) return false;
+  const fs::path temp = target.parent_path() / (".tmp" + TempSuffix() + target.extension().string());
+  argv.insert(argv.end(), {"-o", temp.string()});
+  run = RunCompilerBounded(argv, target.parent_path(), options.timeout_seconds, options.interrupted);
   if (run.started && !run.timed_out && !run.interrupted && run.exit_code == 0 && fs::is_regular_file(temp, ec)) {
-    fs::rename(temp, gch, ec);
-    if (!ec) return dir;
+    fs::rename(temp, target, ec);
+    if (!ec) return true;
   }
   fs::remove(temp, ec);
-  return {};
+  return false;
+}
+
+// An include directory holding pypto_pro/precompiled.h.gch (device.h and all it includes) for `cmd`,
+// or "". Parsing the headers is ~30 ms of every kernel compile; g++ reads a precompiled header
+// instead where the compiled file's first #include names it and the .gch sits in an include
+// directory searched before the headers' own (built by the first compile that misses it, ~0.1 s).
+// g++ checks a precompiled header against the compile's options itself and parses the header when
+// they differ: it changes speed, never code.
+fs::path PrecompiledHeaderDir(const std::vector<std::string>& cmd, const std::string& headers_digest,
+                              const CompileOptions& options, ProcessResult& run) {
+  const fs::path dir = PrecompiledDir(cmd, headers_digest);
+  if (dir.empty()) return {};
+  std::vector<std::string> argv;
+  for (const std::string& part : cmd) {
+    if (part != "-shared") argv.push_back(part);
+  }
+  argv.insert(argv.end(), {"-x", "c++-header", DeviceIncludeDir() + "/pypto_pro/precompiled.h"});
+  return EnsurePrecompiled(dir / "pypto_pro" / "precompiled.h.gch", argv, options, run) ? dir : fs::path();
+}
+
+// libpto_routines.so (device_include/pypto_pro/routines.cpp: the GEMM of every dtype) built with
+// `cmd`, or "". A cube kernel compiled with -DPTO_EXTERN_ROUTINES and linked to it calls the GEMM
+// there instead of compiling it (~80 ms of a matmul kernel's compile); built once (~0.6 s).
+fs::path PrecompiledRoutines(const std::vector<std::string>& cmd, const std::string& headers_digest,
+                             const CompileOptions& options, ProcessResult& run) {
+  const fs::path dir = PrecompiledDir(cmd, headers_digest);
+  if (dir.empty()) return {};
+  std::vector<std::string> argv = cmd;
+  argv.push_back(DeviceIncludeDir() + "/pypto_pro/routines.cpp");
+  const fs::path lib = dir / "libpto_routines.so";
+  return EnsurePrecompiled(lib, argv, options, run) ? lib : fs::path();
+}
+
+// Throws what a stopped compiler run means for the kernel's compile: CompileInterrupted or
+// CompileTimeout.
+void ThrowIfStopped(const ProcessResult& run, const ir::Function& func, const Instance& inst,
+                    const CompileOptions& options) {
+  if (run.interrupted) throw CompileInterrupted("compiling kernel '" + func.name + "' was interrupted");
+  if (run.timed_out) {
+    std::ostringstream msg;
+    msg << "compiling kernel '" << func.name << "' took longer than its compile_timeout of " << options.timeout_seconds
+        << " s and was stopped; instance directory: " << inst.dir.string();
+    throw CompileTimeout(msg.str(), func.name, inst.dir, options.timeout_seconds);
+  }
 }
 
 // Runs the host compiler on the private directory's sources into `so_name`; throws CompileFailure
 // (publishing the sources and compile.log), CompileTimeout or CompileInterrupted.
+// `link`: what follows the source on the command line (the routines library). compile_timeout bounds
+// all the compiler runs of the compile together, from `start`.
 void CompileLibrary(const ir::Function& func, const std::shared_ptr<Instance>& inst, PrivateDir& build,
-                    std::vector<std::string> cmd, const std::string& headers_digest, const std::string& so_name,
-                    std::vector<std::string>& published, const CompileOptions& options) {
-  // compile_timeout bounds all the compiler runs of this compile together.
-  const auto start = std::chrono::steady_clock::now();
+                    std::vector<std::string> cmd, const std::vector<std::string>& link,
+                    const std::string& headers_digest, const std::string& so_name,
+                    std::vector<std::string>& published, const CompileOptions& options,
+                    std::chrono::steady_clock::time_point start) {
   auto compile = [&](const std::vector<std::string>& argv) {
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return RunCompilerBounded(argv, build.path(), options.timeout_seconds - spent, options.interrupted);
@@ -398,6 +439,7 @@ void CompileLibrary(const ir::Function& func, const std::shared_ptr<Instance>& i
   cmd.push_back("-o");
   cmd.push_back(so_name);
   cmd.push_back("call_kernel.cpp");
+  cmd.insert(cmd.end(), link.begin(), link.end());
   // The precompiled headers' directory goes before the device headers' own. A compile that fails
   // with it runs again without: a damaged .gch (g++ rejects only mismatched ones quietly) is removed
   // when the headers alone compile, and a real error is reported as the headers alone give it.
@@ -415,13 +457,7 @@ void CompileLibrary(const ir::Function& func, const std::shared_ptr<Instance>& i
   } else {
     run = compile(cmd);
   }
-  if (run.interrupted) throw CompileInterrupted("compiling kernel '" + func.name + "' was interrupted");
-  if (run.timed_out) {
-    std::ostringstream msg;
-    msg << "compiling kernel '" << func.name << "' took longer than its compile_timeout of " << options.timeout_seconds
-        << " s and was stopped; instance directory: " << inst->dir.string();
-    throw CompileTimeout(msg.str(), func.name, inst->dir, options.timeout_seconds);
-  }
+  ThrowIfStopped(run, func, *inst, options);
   std::error_code ec;
   const bool wrote_library = run.started && run.exit_code == 0 && fs::is_regular_file(build.path() / so_name, ec);
   if (!wrote_library) {
@@ -516,16 +552,30 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   }
   for (const auto& [relative, content] : options.extra_files) WriteFileAtomic(inst->dir / relative, content);
   std::vector<std::string> cmd = CompilerCommand(options.debug);
+  const std::string headers_digest = DeviceHeadersDigest();
+  const auto compile_start = std::chrono::steady_clock::now();
+  // A cube kernel calls the precompiled GEMM (the library, named by its path, is the whole link).
+  std::vector<std::string> link;
+  if (ir::KernelKindOf(func) != ir::KernelKind::kVector) {
+    ProcessResult run;
+    const fs::path routines = PrecompiledRoutines(cmd, headers_digest, options, run);
+    ThrowIfStopped(run, func, *inst, options);
+    if (!routines.empty()) {
+      cmd.push_back("-DPTO_EXTERN_ROUTINES");
+      link.push_back(routines.string());
+    }
+  }
+  const double routines_ms = MsSince(compile_start);  // a compile's time (once per machine), not the writes'
   // The library's name covers everything that shapes its code, device headers included: a kernel
   // compiled against other headers (another checkout, an edited header) must not reuse the name of
   // one already loaded in this process or written by another.
-  const std::string headers_digest = DeviceHeadersDigest();
   std::string fingerprint = sources.kernel_cpp + '\0' + sources.call_kernel_cpp + '\0' + sources.tiling_header + '\0' +
                             headers_digest + '\0';
   for (const std::string& part : cmd) fingerprint += part + ' ';
+  for (const std::string& part : link) fingerprint += part + ' ';
   const std::string so_name = "call_kernel_" + Sha256Hex(fingerprint).substr(0, 12) + ".so";
   inst->library = fs::absolute(inst->dir / so_name);
-  inst->stats.write_ms = MsSince(t0);
+  inst->stats.write_ms = MsSince(t0) - routines_ms;
 
   t0 = std::chrono::steady_clock::now();
   // The library without compiling: the same code loaded before in this process, or the persistent
@@ -549,10 +599,10 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
     inst->stats.reused = "cache";
   }
   if (inst->stats.reused.empty()) {
-    CompileLibrary(func, inst, build, cmd, headers_digest, so_name, published, options);
+    CompileLibrary(func, inst, build, cmd, link, headers_digest, so_name, published, options, compile_start);
     if (!cached.empty()) StoreInCache(build.path() / so_name, cached);
   }
-  inst->stats.compile_ms = MsSince(t0);
+  inst->stats.compile_ms = MsSince(t0) + routines_ms;
 
   t0 = std::chrono::steady_clock::now();
   // Loaded from the private directory: the library is this compile's whatever is published later.

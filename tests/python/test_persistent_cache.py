@@ -129,7 +129,7 @@ def test_the_cache_command_lists_and_clears(tmp_path):
     assert run("dir").stdout.strip() == str(cache)
     listing = run("ls")
     assert listing.returncode == 0 and "1 kernel library" in listing.stdout and "call_kernel_" in listing.stdout
-    assert f"1 precompiled device header set, " in listing.stdout and str(cache / "pch") in listing.stdout
+    assert "1 set of precompiled device code, " in listing.stdout and str(cache / "pch") in listing.stdout
     cleared = run("clear")
     assert cleared.returncode == 0 and "removed 2 file(s)" in cleared.stdout  # the library and the .gch
     assert not list(cache.glob("call_kernel_*.so")) and not (cache / "pch").exists()

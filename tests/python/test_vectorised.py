@@ -34,10 +34,14 @@ def widest_register():
 
 
 def disassemble(kernel):
+    """The kernel library's code, and that of the precompiled routines it links (a cube kernel's GEMM,
+    docs/jit.md#precompiled-device-headers-and-routines)."""
     (instance,) = kernel.instances()
-    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(instance.library)], capture_output=True,
-                         text=True, check=True).stdout
-    return out
+    dynamic = subprocess.run(["readelf", "-d", str(instance.library)], capture_output=True, text=True,
+                             check=True).stdout
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(/[^\]]*libpto_routines\.so)\]", dynamic)
+    return "".join(subprocess.run(["objdump", "-d", "--no-show-raw-insn", path], capture_output=True, text=True,
+                                  check=True).stdout for path in [str(instance.library), *needed])
 
 
 @pl.jit

@@ -2,11 +2,13 @@
 pypto_pro/precompiled.h.gch from the cache directory's pch/, built once per compiler, flags and
 headers; a damaged one is dropped and the kernel compiles all the same; PYPTO_PRO_PCH=0 turns it off."""
 
+import importlib.util
 import itertools
 import linecache
 import textwrap
 from pathlib import Path
 
+import pytest
 import torch
 
 import pypto_pro
@@ -95,3 +97,68 @@ def test_the_launcher_reads_the_headers_through_precompiled_h(tmp_path, monkeypa
     launcher = (Path(kernel.compile_stats()[0]["dir"]) / "call_kernel.cpp").read_text().splitlines()
     includes = [line for line in launcher if line.startswith("#include")]
     assert includes[:2] == ['#include "pypto_pro/precompiled.h"', '#include "kernel.cpp"']
+
+
+MATMUL = '''
+import pypto_pro.language as pl
+
+def kernel(a: pl.Tensor[[64, 128], pl.{D}], b: pl.Tensor[[128, 64], pl.{D}], c: pl.Tensor[[64, 64], pl.{A}]):
+    a_mat = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.{D}, target_memory=pl.MemorySpace.Mat), addr=0x0)
+    b_mat = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.{D}, target_memory=pl.MemorySpace.Mat), addr=0x10000)
+    left = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.{D}, target_memory=pl.MemorySpace.Left), addr=0x0)
+    right = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.{D}, target_memory=pl.MemorySpace.Right), addr=0x0)
+    acc = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.{A}, target_memory=pl.MemorySpace.Acc), addr=0x0)
+    with pl.section_cube():
+        for kk in pl.range(2):
+            pl.load_tile(a_mat, a, [0, kk])
+            pl.load_tile(b_mat, b, [kk, 0])
+            pl.move(left, a_mat)
+            pl.move(right, b_mat)
+            if kk == 0:
+                pl.matmul(acc, left, right)
+            else:
+                pl.matmul_acc(acc, acc, left, right)
+        pl.store(c, acc, [0, 0])
+'''
+
+
+@pytest.mark.parametrize("dtype", ["DT_FP16", "DT_BF16", "DT_FP32", "DT_INT8"])
+def test_cube_kernels_call_the_precompiled_gemm_and_get_its_bits(tmp_path, monkeypatch, dtype):
+    _cache_in(tmp_path, monkeypatch)
+    acc = "DT_INT32" if dtype == "DT_INT8" else "DT_FP32"
+    path = tmp_path / f"matmul_{dtype}.py"
+    path.write_text(MATMUL.format(D=dtype, A=acc))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    g = torch.Generator().manual_seed(7)
+    if dtype == "DT_INT8":
+        a = torch.randint(-128, 128, (64, 128), generator=g, dtype=torch.int8)
+        b = torch.randint(-128, 128, (128, 64), generator=g, dtype=torch.int8)
+    else:
+        torch_dtype = {"DT_FP16": torch.float16, "DT_BF16": torch.bfloat16, "DT_FP32": torch.float32}[dtype]
+        a = torch.randn(64, 128, generator=g).to(torch_dtype)
+        b = torch.randn(128, 64, generator=g).to(torch_dtype)
+    results = []
+    for pch in ("1", "0"):  # the precompiled GEMM, then the one compiled into the kernel
+        monkeypatch.setenv("PYPTO_PRO_PCH", pch)
+        kernel = pl.jit(module.kernel, name=f"pch_matmul_{dtype}_{pch}")
+        c = torch.empty(64, 64, dtype=torch.int32 if dtype == "DT_INT8" else torch.float32)
+        kernel[None, 1](a, b, c)
+        pypto_pro.runtime.synchronize()
+        results.append(c)
+        if pch == "1":  # the kernel's library loaded the routines with it
+            assert str(tmp_path / "xdg" / "pypto_pro" / "pch") in Path("/proc/self/maps").read_text()
+    assert torch.equal(results[0], results[1])
+    if dtype == "DT_INT8":
+        assert torch.equal(results[0].long(), a.long() @ b.long())
+    else:
+        assert torch.allclose(results[0], a.float() @ b.float(), rtol=1e-5, atol=1e-4)
+    assert len(list((tmp_path / "xdg" / "pypto_pro" / "pch").glob("*/libpto_routines.so"))) == 1
+
+
+def test_vector_kernels_do_not_build_the_routines(tmp_path, monkeypatch):
+    _cache_in(tmp_path, monkeypatch)
+    monkeypatch.delenv("PYPTO_PRO_PCH", raising=False)
+    _compile_and_check()
+    assert not list((tmp_path / "xdg" / "pypto_pro" / "pch").glob("*/libpto_routines.so"))
