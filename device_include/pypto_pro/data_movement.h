@@ -28,12 +28,28 @@ inline int64_t WindowExtent(const Axes& axes, int axis, int64_t rows, int64_t co
   return axis == axes.cols ? cols : (axis == axes.rows ? rows : 1);
 }
 
-// Checks the tile's valid window at `off` against the tensor; returns the window's first element.
-template <typename TileT, typename T, int N>
-inline T* CheckedWindow(CoreCtx& ctx, int line, const char* op, const TileT& tile, const GmTensor<T, N>& gm,
-                        const Idx<N>& off, Axes axes = DecodeOrder<N>(-1)) {
-  const int64_t rows = tile.valid_rows, cols = tile.valid_cols;
-  bool ok = rows >= 0 && cols >= 0 && rows <= TileT::kRows && cols <= TileT::kCols;
+// A tile as the transfers see it at run time (so that one compiled routine serves every shape): its
+// elements, its shape (a row's elements lie together: the row stride is `cols`), its valid window
+// and its pad value (TileType(pad=); 0: none).
+template <typename E>
+struct TileRef {
+  E* data;
+  int64_t rows, cols;
+  int64_t valid_rows, valid_cols;
+  int pad;
+};
+
+template <typename TileT>
+inline TileRef<typename TileT::Elem> RefOf(const TileT& tile) {
+  return {tile.data, TileT::kRows, TileT::kCols, tile.valid_rows, tile.valid_cols, TileT::kPad};
+}
+
+// Checks a rows x cols valid window of a tile_rows x tile_cols tile at `off` against the tensor;
+// returns the window's first element.
+template <typename T, int N>
+inline T* CheckedWindowOf(CoreCtx& ctx, int line, const char* op, int64_t rows, int64_t cols, int64_t tile_rows,
+                          int64_t tile_cols, const GmTensor<T, N>& gm, const Idx<N>& off, Axes axes) {
+  bool ok = rows >= 0 && cols >= 0 && rows <= tile_rows && cols <= tile_cols;
   int64_t linear = 0;
   for (int i = 0; i < N; ++i) {
     int64_t extent = WindowExtent<N>(axes, i, rows, cols);
@@ -44,7 +60,7 @@ inline T* CheckedWindow(CoreCtx& ctx, int line, const char* op, const TileT& til
   if (__builtin_expect(!ok, 0)) {
     PtoFaultDetail d{};
     d.op = op;
-    d.message = rows > TileT::kRows || cols > TileT::kCols || rows < 0 || cols < 0
+    d.message = rows > tile_rows || cols > tile_cols || rows < 0 || cols < 0
                     ? "tile valid window exceeds the tile's shape"
                     : "GM access out of bounds";
     d.tensor = gm.name;
@@ -64,6 +80,12 @@ inline T* CheckedWindow(CoreCtx& ctx, int line, const char* op, const TileT& til
   return gm.data + linear;
 }
 
+template <typename TileT, typename T, int N>
+inline T* CheckedWindow(CoreCtx& ctx, int line, const char* op, const TileT& tile, const GmTensor<T, N>& gm,
+                        const Idx<N>& off, Axes axes = DecodeOrder<N>(-1)) {
+  return CheckedWindowOf(ctx, line, op, tile.valid_rows, tile.valid_cols, TileT::kRows, TileT::kCols, gm, off, axes);
+}
+
 // Stores from Acc convert like the fixpipe; every other transfer keeps the dtype.
 template <typename TileT, typename T>
 constexpr bool kStorable = __is_same(typename TileT::Elem, T) ||
@@ -71,12 +93,17 @@ constexpr bool kStorable = __is_same(typename TileT::Elem, T) ||
                                                     __is_same(typename TileT::Elem, int32_t)));
 
 // load_tile / store_tile: tile indices times the tile's shape along the axes it spans.
+template <int N>
+inline Idx<N> TileOffsetsOf(const Idx<N>& tile_idx, int64_t tile_rows, int64_t tile_cols, Axes axes) {
+  Idx<N> off = tile_idx;
+  off.v[axes.cols] *= tile_cols;
+  if (axes.rows >= 0) off.v[axes.rows] *= tile_rows;
+  return off;
+}
+
 template <typename TileT, int N>
 inline Idx<N> TileOffsets(const Idx<N>& tile_idx, Axes axes = DecodeOrder<N>(-1)) {
-  Idx<N> off = tile_idx;
-  off.v[axes.cols] *= TileT::kCols;
-  if (axes.rows >= 0) off.v[axes.rows] *= TileT::kRows;
-  return off;
+  return TileOffsetsOf(tile_idx, TileT::kRows, TileT::kCols, axes);
 }
 
 // Copy2D with a dtype conversion: fp32 <-> fp16/bf16 rounds to nearest even, 16 lanes at a time.
@@ -138,15 +165,20 @@ inline void GatherFromGm(T* dst, int64_t dst_stride, const T* src, int64_t row_s
 
 // GM -> tile for a load along `axes`; a tile with a pad value (TileType(pad=)) gets it everywhere
 // outside the window.
-template <typename TileT, typename T, int N>
-inline void LoadWindow(TileT& dst, const T* from, const GmTensor<T, N>& src, Axes axes) {
+template <typename T, int N>
+inline void LoadWindowOf(const TileRef<T>& dst, const T* from, const GmTensor<T, N>& src, Axes axes) {
   const int64_t row_step = axes.rows >= 0 ? src.stride[axes.rows] : 0, col_step = src.stride[axes.cols];
   if (col_step == 1) {
-    CopyFromGm(dst.data, TileT::kCols, from, row_step, dst.valid_rows, dst.valid_cols);
+    CopyFromGm(dst.data, dst.cols, from, row_step, dst.valid_rows, dst.valid_cols);
   } else {
-    GatherFromGm(dst.data, TileT::kCols, from, row_step, col_step, dst.valid_rows, dst.valid_cols);
+    GatherFromGm(dst.data, dst.cols, from, row_step, col_step, dst.valid_rows, dst.valid_cols);
   }
-  if constexpr (TileT::kPad != 0) FillOutsideWindow<TileT>(dst.data, dst.valid_rows, dst.valid_cols);
+  if (dst.pad != 0) FillOutsideWindowOf(dst.data, dst.pad, dst.rows, dst.cols, dst.valid_rows, dst.valid_cols);
+}
+
+template <typename TileT, typename T, int N>
+inline void LoadWindow(TileT& dst, const T* from, const GmTensor<T, N>& src, Axes axes) {
+  LoadWindowOf(RefOf(dst), from, src, axes);
 }
 
 // Tensors at least this large are written with non-temporal stores: they would not stay in cache
@@ -180,8 +212,9 @@ inline void StreamRows(T* dst, int64_t dst_stride, const T* src, int64_t src_str
 
 // The tile -> GM copy of a store along `axes`: plain, streamed for large tensors, through the
 // fixpipe's stages (an Acc source), or added atomically (atomic=AtomicAdd).
-template <typename TileT, typename T, int N>
-inline void StoreWindow(T* to, const GmTensor<T, N>& dst, const TileT& src, Axes axes, const Fixpipe& f, bool atomic) {
+template <typename E, typename T, int N>
+inline void StoreWindowOf(T* to, const GmTensor<T, N>& dst, const TileRef<E>& src, Axes axes, const Fixpipe& f,
+                          bool atomic) {
   const int64_t row_step = axes.rows >= 0 ? dst.stride[axes.rows] : 0, col_step = dst.stride[axes.cols];
   const int64_t rows = src.valid_rows, cols = src.valid_cols;
   if (atomic || col_step != 1) {
@@ -189,11 +222,11 @@ inline void StoreWindow(T* to, const GmTensor<T, N>& dst, const TileT& src, Axes
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t c = 0; c < cols; ++c) {
         T* at = to + r * row_step + c * col_step;
-        const auto v = src.data[r * TileT::kCols + c];
+        const auto v = src.data[r * src.cols + c];
         T out;
-        if constexpr (!kFixpipeSource<typename TileT::Elem>) {
+        if constexpr (!kFixpipeSource<E>) {
           out = v;  // a Vec tile of a type no accumulator has: no fixpipe stage applies
-        } else if constexpr (__is_same(typename TileT::Elem, T)) {
+        } else if constexpr (__is_same(E, T)) {
           out = f.Plain() ? v : FixpipeElem<T>(v, f);
         } else {
           out = FixpipeElem<T>(v, f);
@@ -207,24 +240,95 @@ inline void StoreWindow(T* to, const GmTensor<T, N>& dst, const TileT& src, Axes
     }
     return;
   }
-  if constexpr (__is_same(typename TileT::Elem, T)) {
+  if constexpr (__is_same(E, T)) {
     if (kFixpipeSource<T> && !f.Plain()) {
-      FixpipeCopy2D(to, row_step, src.data, TileT::kCols, rows, cols, f);
+      FixpipeCopy2D(to, row_step, src.data, src.cols, rows, cols, f);
     } else if (dst.shape[0] * (N >= 2 ? dst.stride[0] : 1) * int64_t(sizeof(T)) >= kStreamingStoreBytes &&
                cols * int64_t(sizeof(T)) >= 64) {
-      StreamRows(to, row_step, src.data, TileT::kCols, rows, cols);
+      StreamRows(to, row_step, src.data, src.cols, rows, cols);
     } else {
-      Copy2D(to, row_step, src.data, TileT::kCols, rows, cols);
+      Copy2D(to, row_step, src.data, src.cols, rows, cols);
     }
-  } else if constexpr (kIsFloatLike<typename TileT::Elem> && kIsFloatLike<T>) {
+  } else if constexpr (kIsFloatLike<E> && kIsFloatLike<T>) {
     if (f.Plain()) {
-      ConvertCopy2D(to, row_step, src.data, TileT::kCols, rows, cols);
+      ConvertCopy2D(to, row_step, src.data, src.cols, rows, cols);
     } else {
-      FixpipeCopy2D(to, row_step, src.data, TileT::kCols, rows, cols, f);
+      FixpipeCopy2D(to, row_step, src.data, src.cols, rows, cols, f);
     }
   } else {
-    FixpipeCopy2D(to, row_step, src.data, TileT::kCols, rows, cols, f);
+    FixpipeCopy2D(to, row_step, src.data, src.cols, rows, cols, f);
   }
+}
+
+template <typename TileT, typename T, int N>
+inline void StoreWindow(T* to, const GmTensor<T, N>& dst, const TileT& src, Axes axes, const Fixpipe& f, bool atomic) {
+  StoreWindowOf(to, dst, RefOf(src), axes, f, atomic);
+}
+
+// The bodies of load / load_tile and of store / store_tile of a tile of the tensor's own dtype, on
+// a TileRef: inline in a kernel compiled without PTO_EXTERN_ROUTINES, else compiled once into the
+// routines library (routines.cpp) for every element type of PTO_ROUTINE_ELEMS and rank up to 4, and
+// called there (docs/jit.md#precompiled-device-headers-and-routines): the same code either way.
+template <typename T, int N>
+inline void LoadBody(CoreCtx& ctx, int line, const char* op, int order, bool tile_units, const TileRef<T>& dst,
+                     const GmTensor<T, N>& src, Idx<N> index) {
+  const Axes axes = DecodeOrder<N>(order);
+  const Idx<N> offsets = tile_units ? TileOffsetsOf(index, dst.rows, dst.cols, axes) : index;
+  const T* from = CheckedWindowOf(ctx, line, op, dst.valid_rows, dst.valid_cols, dst.rows, dst.cols, src, offsets, axes);
+  LoadWindowOf(dst, from, src, axes);
+}
+
+template <typename T, int N>
+inline void StoreBody(CoreCtx& ctx, int line, const char* op, int relu_pre_mode, int64_t scale, int order, int atomic,
+                      int phase, bool tile_units, const GmTensor<T, N>& dst, const TileRef<T>& src, Idx<N> index) {
+  UnitFlagWait(ctx, line, op, phase, 1);
+  const Axes axes = DecodeOrder<N>(order);
+  const Idx<N> offsets = tile_units ? TileOffsetsOf(index, src.rows, src.cols, axes) : index;
+  T* to = CheckedWindowOf(ctx, line, op, src.valid_rows, src.valid_cols, src.rows, src.cols, dst, offsets, axes);
+  StoreWindowOf(to, dst, src, axes, MakeFixpipe(relu_pre_mode, scale), atomic == 1);
+  UnitFlagDone(ctx, phase, 0);
+}
+
+#define PTO_ROUTINE_ELEMS(X) \
+  X(int8_t) X(int16_t) X(int32_t) X(int64_t) X(uint8_t) X(uint16_t) X(uint32_t) X(uint64_t) X(half) \
+  X(bfloat16) X(float)
+#define PTO_ROUTINE_RANKS(X, T) X(T, 1) X(T, 2) X(T, 3) X(T, 4)
+constexpr int kRoutineMaxRank = 4;  // higher ranks (rare) compile inline
+
+template <typename T>
+constexpr bool kRoutineElem = false;
+#define PTO_ROUTINE_ELEM_(T) template <> constexpr bool kRoutineElem<T> = true;
+PTO_ROUTINE_ELEMS(PTO_ROUTINE_ELEM_)
+#undef PTO_ROUTINE_ELEM_
+
+template <typename T, int N>
+__attribute__((visibility("default"))) void LoadRoutine(CoreCtx& ctx, int line, const char* op, int order,
+                                                        bool tile_units, const TileRef<T>& dst,
+                                                        const GmTensor<T, N>& src, Idx<N> index);
+template <typename T, int N>
+__attribute__((visibility("default"))) void StoreRoutine(CoreCtx& ctx, int line, const char* op, int relu_pre_mode,
+                                                         int64_t scale, int order, int atomic, int phase,
+                                                         bool tile_units, const GmTensor<T, N>& dst,
+                                                         const TileRef<T>& src, Idx<N> index);
+
+template <typename T, int N>
+inline void Load(CoreCtx& ctx, int line, const char* op, int order, bool tile_units, const TileRef<T>& dst,
+                 const GmTensor<T, N>& src, Idx<N> index) {
+#if defined(PTO_EXTERN_ROUTINES)
+  if constexpr (kRoutineElem<T> && N <= kRoutineMaxRank) return LoadRoutine(ctx, line, op, order, tile_units, dst, src, index);
+#endif
+  LoadBody(ctx, line, op, order, tile_units, dst, src, index);
+}
+
+template <typename T, int N>
+inline void Store(CoreCtx& ctx, int line, const char* op, int relu_pre_mode, int64_t scale, int order, int atomic,
+                  int phase, bool tile_units, const GmTensor<T, N>& dst, const TileRef<T>& src, Idx<N> index) {
+#if defined(PTO_EXTERN_ROUTINES)
+  if constexpr (kRoutineElem<T> && N <= kRoutineMaxRank) {
+    return StoreRoutine(ctx, line, op, relu_pre_mode, scale, order, atomic, phase, tile_units, dst, src, index);
+  }
+#endif
+  StoreBody(ctx, line, op, relu_pre_mode, scale, order, atomic, phase, tile_units, dst, src, index);
 }
 
 }  // namespace detail
@@ -233,18 +337,13 @@ inline void StoreWindow(T* to, const GmTensor<T, N>& dst, const TileT& src, Axes
 template <typename TileT, typename T, int N>
 inline void load(CoreCtx& ctx, int line, int order, TileT& dst, const GmTensor<T, N>& src, Idx<N> offsets) {
   static_assert(__is_same(typename TileT::Elem, T), "tile and tensor dtypes differ");
-  const detail::Axes axes = detail::DecodeOrder<N>(order);
-  const T* from = detail::CheckedWindow(ctx, line, "load", dst, src, offsets, axes);
-  detail::LoadWindow(dst, from, src, axes);
+  detail::Load(ctx, line, "load", order, false, detail::RefOf(dst), src, offsets);
 }
 
 template <typename TileT, typename T, int N>
 inline void load_tile(CoreCtx& ctx, int line, int order, TileT& dst, const GmTensor<T, N>& src, Idx<N> tile_idx) {
   static_assert(__is_same(typename TileT::Elem, T), "tile and tensor dtypes differ");
-  const detail::Axes axes = detail::DecodeOrder<N>(order);
-  Idx<N> offsets = detail::TileOffsets<TileT>(tile_idx, axes);
-  const T* from = detail::CheckedWindow(ctx, line, "load_tile", dst, src, offsets, axes);
-  detail::LoadWindow(dst, from, src, axes);
+  detail::Load(ctx, line, "load_tile", order, true, detail::RefOf(dst), src, tile_idx);
 }
 
 // A load at the head of a fused run (fuse_rows): `strip` is the subview of `whole`'s rows from
@@ -284,23 +383,32 @@ template <typename TileT, typename T, int N>
 inline void store(CoreCtx& ctx, int line, int relu_pre_mode, int64_t scale, int order, int atomic, int phase,
                   const GmTensor<T, N>& dst, const TileT& src, Idx<N> offsets) {
   static_assert(detail::kStorable<TileT, T>, "this tile cannot be stored to a tensor of this dtype");
-  UnitFlagWait(ctx, line, "store", phase, 1);
-  const detail::Axes axes = detail::DecodeOrder<N>(order);
-  T* to = detail::CheckedWindow(ctx, line, "store", src, dst, offsets, axes);
-  detail::StoreWindow(to, dst, src, axes, MakeFixpipe(relu_pre_mode, scale), atomic == 1);
-  UnitFlagDone(ctx, phase, 0);
+  if constexpr (__is_same(typename TileT::Elem, T)) {
+    detail::Store(ctx, line, "store", relu_pre_mode, scale, order, atomic, phase, false, dst, detail::RefOf(src), offsets);
+  } else {  // an Acc tile converted on the way: always inline
+    UnitFlagWait(ctx, line, "store", phase, 1);
+    const detail::Axes axes = detail::DecodeOrder<N>(order);
+    T* to = detail::CheckedWindow(ctx, line, "store", src, dst, offsets, axes);
+    detail::StoreWindow(to, dst, src, axes, MakeFixpipe(relu_pre_mode, scale), atomic == 1);
+    UnitFlagDone(ctx, phase, 0);
+  }
 }
 
 template <typename TileT, typename T, int N>
 inline void store_tile(CoreCtx& ctx, int line, int relu_pre_mode, int64_t scale, int order, int atomic, int phase,
                        const GmTensor<T, N>& dst, const TileT& src, Idx<N> tile_idx) {
   static_assert(detail::kStorable<TileT, T>, "this tile cannot be stored to a tensor of this dtype");
-  UnitFlagWait(ctx, line, "store_tile", phase, 1);
-  const detail::Axes axes = detail::DecodeOrder<N>(order);
-  Idx<N> offsets = detail::TileOffsets<TileT>(tile_idx, axes);
-  T* to = detail::CheckedWindow(ctx, line, "store_tile", src, dst, offsets, axes);
-  detail::StoreWindow(to, dst, src, axes, MakeFixpipe(relu_pre_mode, scale), atomic == 1);
-  UnitFlagDone(ctx, phase, 0);
+  if constexpr (__is_same(typename TileT::Elem, T)) {
+    detail::Store(ctx, line, "store_tile", relu_pre_mode, scale, order, atomic, phase, true, dst, detail::RefOf(src),
+                  tile_idx);
+  } else {  // an Acc tile converted on the way: always inline
+    UnitFlagWait(ctx, line, "store_tile", phase, 1);
+    const detail::Axes axes = detail::DecodeOrder<N>(order);
+    Idx<N> offsets = detail::TileOffsets<TileT>(tile_idx, axes);
+    T* to = detail::CheckedWindow(ctx, line, "store_tile", src, dst, offsets, axes);
+    detail::StoreWindow(to, dst, src, axes, MakeFixpipe(relu_pre_mode, scale), atomic == 1);
+    UnitFlagDone(ctx, phase, 0);
+  }
 }
 
 // store(..., scale=<run-time scalar>): an fp32 scalar is the factor, an integer one carries its fp32

@@ -8,10 +8,12 @@
 
 namespace pto {
 
-struct half {
+// Default visibility (kernels compile with -fvisibility=hidden): a template of the routines library
+// instantiated for them must be visible to the kernels that call it (routines.cpp).
+struct __attribute__((visibility("default"))) half {
   uint16_t bits;
 };
-struct bfloat16 {
+struct __attribute__((visibility("default"))) bfloat16 {
   uint16_t bits;
 };
 

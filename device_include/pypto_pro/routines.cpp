@@ -1,7 +1,8 @@
 // Device routines compiled once per compiler, CPU, flags and device headers into
 // libpto_routines.so (docs/jit.md#precompiled-device-headers-and-routines), next to the precompiled
-// headers: cube kernels built with PTO_EXTERN_ROUTINES call these instead of compiling the GEMM
-// themselves. Compiled with the kernels' own flags from the same source, so the code is the same.
+// headers: kernels built with PTO_EXTERN_ROUTINES call these instead of compiling them themselves
+// (the GEMM, the GM <-> tile transfers). Compiled with the kernels' own flags from the same source,
+// so the code is the same.
 #include "pypto_pro/device.h"
 
 #define PTO_ROUTINE extern "C" __attribute__((visibility("default")))
@@ -27,3 +28,28 @@ PTO_ROUTINE void pto_gemm_i8(int m, int n, int k, const int8_t* a, int64_t lda, 
                              int32_t* c, int64_t ldc, const int32_t* init, int64_t init_row_stride) {
   g::GemmBody(m, n, k, a, lda, b, ldb, c, ldc, g::Init<int32_t>{init, init_row_stride});
 }
+
+namespace pto::detail {
+
+template <typename T, int N>
+void LoadRoutine(CoreCtx& ctx, int line, const char* op, int order, bool tile_units, const TileRef<T>& dst,
+                 const GmTensor<T, N>& src, Idx<N> index) {
+  LoadBody(ctx, line, op, order, tile_units, dst, src, index);
+}
+
+template <typename T, int N>
+void StoreRoutine(CoreCtx& ctx, int line, const char* op, int relu_pre_mode, int64_t scale, int order, int atomic,
+                  int phase, bool tile_units, const GmTensor<T, N>& dst, const TileRef<T>& src, Idx<N> index) {
+  StoreBody(ctx, line, op, relu_pre_mode, scale, order, atomic, phase, tile_units, dst, src, index);
+}
+
+// Every element type and rank a kernel's transfers may call with.
+#define PTO_INSTANTIATE_(T, N)                                                                                   \
+  template void LoadRoutine<T, N>(CoreCtx&, int, const char*, int, bool, const TileRef<T>&, const GmTensor<T, N>&, \
+                                  Idx<N>);                                                                       \
+  template void StoreRoutine<T, N>(CoreCtx&, int, const char*, int, int64_t, int, int, int, bool,                \
+                                   const GmTensor<T, N>&, const TileRef<T>&, Idx<N>);
+#define PTO_INSTANTIATE_RANKS_(T) PTO_ROUTINE_RANKS(PTO_INSTANTIATE_, T)
+PTO_ROUTINE_ELEMS(PTO_INSTANTIATE_RANKS_)
+
+}  // namespace pto::detail

@@ -369,16 +369,22 @@ inline T PadValue(int pad) {
   }
 }
 
-// Every element of the tile at `data` outside its top-left rows x cols window = the tile's pad value.
+// Every element of a tile_rows x tile_cols tile at `data` outside its top-left rows x cols window =
+// pad value `pad`.
+template <typename E>
+inline void FillOutsideWindowOf(E* data, int pad, int64_t tile_rows, int64_t tile_cols, int64_t rows, int64_t cols) {
+  const E v = PadValue<E>(pad);
+  if (rows < 0) rows = 0;
+  if (cols < 0) cols = 0;
+  for (int64_t r = 0; r < tile_rows; ++r) {
+    for (int64_t c = r < rows ? cols : 0; c < tile_cols; ++c) data[r * tile_cols + c] = v;
+  }
+}
+
 template <typename TileT>
 inline void FillOutsideWindow(typename TileT::Elem* data, int64_t rows, int64_t cols) {
   static_assert(TileT::kPad != 0, "the tile has no pad value");
-  const typename TileT::Elem v = PadValue<typename TileT::Elem>(TileT::kPad);
-  if (rows < 0) rows = 0;
-  if (cols < 0) cols = 0;
-  for (int64_t r = 0; r < TileT::kRows; ++r) {
-    for (int64_t c = r < rows ? cols : 0; c < TileT::kCols; ++c) data[r * TileT::kCols + c] = v;
-  }
+  FillOutsideWindowOf(data, TileT::kPad, TileT::kRows, TileT::kCols, rows, cols);
 }
 template <typename T>
 inline T Max(T a, T b) { return a < b ? b : a; }

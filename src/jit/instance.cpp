@@ -377,31 +377,29 @@ bool EnsurePrecompiled(const fs::path& target, std::vector<std::string> argv, co
   return false;
 }
 
-// An include directory holding pypto_pro/precompiled.h.gch (device.h and all it includes) for `cmd`,
-// or "". Parsing the headers is ~30 ms of every kernel compile; g++ reads a precompiled header
-// instead where the compiled file's first #include names it and the .gch sits in an include
-// directory searched before the headers' own (built by the first compile that misses it, ~0.1 s).
-// g++ checks a precompiled header against the compile's options itself and parses the header when
-// they differ: it changes speed, never code.
-fs::path PrecompiledHeaderDir(const std::vector<std::string>& cmd, const std::string& headers_digest,
-                              const CompileOptions& options, ProcessResult& run) {
-  const fs::path dir = PrecompiledDir(cmd, headers_digest);
-  if (dir.empty()) return {};
+// Whether `dir` (a PrecompiledDir) holds pypto_pro/precompiled.h.gch (device.h and all it includes)
+// for the kernel compile `cmd`, built now if missing (~0.1 s). Parsing the headers is ~30 ms of every
+// kernel compile; g++ reads a precompiled header instead where the compiled file's first #include
+// names it and the .gch sits in an include directory searched before the headers' own. g++ checks a
+// precompiled header against the compile's options itself and parses the header when they differ:
+// it changes speed, never code.
+bool EnsurePrecompiledHeader(const fs::path& dir, const std::vector<std::string>& cmd, const CompileOptions& options,
+                             ProcessResult& run) {
   std::vector<std::string> argv;
   for (const std::string& part : cmd) {
     if (part != "-shared") argv.push_back(part);
   }
   argv.insert(argv.end(), {"-x", "c++-header", DeviceIncludeDir() + "/pypto_pro/precompiled.h"});
-  return EnsurePrecompiled(dir / "pypto_pro" / "precompiled.h.gch", argv, options, run) ? dir : fs::path();
+  return EnsurePrecompiled(dir / "pypto_pro" / "precompiled.h.gch", argv, options, run);
 }
 
-// libpto_routines.so (device_include/pypto_pro/routines.cpp: the GEMM of every dtype) built with
-// `cmd`, or "". A cube kernel compiled with -DPTO_EXTERN_ROUTINES and linked to it calls the GEMM
-// there instead of compiling it (~80 ms of a matmul kernel's compile); built once (~0.6 s).
-fs::path PrecompiledRoutines(const std::vector<std::string>& cmd, const std::string& headers_digest,
-                             const CompileOptions& options, ProcessResult& run) {
-  const fs::path dir = PrecompiledDir(cmd, headers_digest);
-  if (dir.empty()) return {};
+// `dir`/libpto_routines.so (device_include/pypto_pro/routines.cpp: the GEMM of every dtype, the GM <->
+// tile transfers of every element type and rank up to 4) built with the kernels' `cmd` if missing
+// (~3 s, once), or "" when it cannot be. A kernel compiled with -DPTO_EXTERN_ROUTINES and linked to
+// it calls them there instead of compiling them (~55 ms of the add example's compile, ~150 ms of the
+// matmul example's).
+fs::path EnsurePrecompiledRoutines(const fs::path& dir, const std::vector<std::string>& cmd,
+                                   const CompileOptions& options, ProcessResult& run) {
   std::vector<std::string> argv = cmd;
   argv.push_back(DeviceIncludeDir() + "/pypto_pro/routines.cpp");
   const fs::path lib = dir / "libpto_routines.so";
@@ -423,19 +421,20 @@ void ThrowIfStopped(const ProcessResult& run, const ir::Function& func, const In
 
 // Runs the host compiler on the private directory's sources into `so_name`; throws CompileFailure
 // (publishing the sources and compile.log), CompileTimeout or CompileInterrupted.
-// `link`: what follows the source on the command line (the routines library). compile_timeout bounds
-// all the compiler runs of the compile together, from `start`.
+// `link`: what follows the source on the command line (the routines library); `precompiled`: the
+// PrecompiledDir whose header this compile reads, or "". compile_timeout bounds all the compiler runs
+// of the compile together, from `start`.
 void CompileLibrary(const ir::Function& func, const std::shared_ptr<Instance>& inst, PrivateDir& build,
-                    std::vector<std::string> cmd, const std::vector<std::string>& link,
-                    const std::string& headers_digest, const std::string& so_name,
-                    std::vector<std::string>& published, const CompileOptions& options,
+                    std::vector<std::string> cmd, const std::vector<std::string>& link, const fs::path& precompiled,
+                    const std::string& so_name, std::vector<std::string>& published, const CompileOptions& options,
                     std::chrono::steady_clock::time_point start) {
   auto compile = [&](const std::vector<std::string>& argv) {
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return RunCompilerBounded(argv, build.path(), options.timeout_seconds - spent, options.interrupted);
   };
   ProcessResult run;
-  const fs::path pch = PrecompiledHeaderDir(cmd, headers_digest, options, run);
+  const fs::path pch = !precompiled.empty() && EnsurePrecompiledHeader(precompiled, cmd, options, run) ? precompiled
+                                                                                                   : fs::path();
   cmd.push_back("-o");
   cmd.push_back(so_name);
   cmd.push_back("call_kernel.cpp");
@@ -554,13 +553,17 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   std::vector<std::string> cmd = CompilerCommand(options.debug);
   const std::string headers_digest = DeviceHeadersDigest();
   const auto compile_start = std::chrono::steady_clock::now();
-  // A cube kernel calls the precompiled GEMM (the library, named by its path, is the whole link).
+  // The kernel calls the precompiled routines (the library, named by its path, is the whole link) and
+  // reads the precompiled header made for that compile, both in one PrecompiledDir of the flags.
   std::vector<std::string> link;
-  if (ir::KernelKindOf(func) != ir::KernelKind::kVector) {
+  fs::path precompiled = PrecompiledDir(cmd, headers_digest);
+  if (!precompiled.empty()) {
     ProcessResult run;
-    const fs::path routines = PrecompiledRoutines(cmd, headers_digest, options, run);
+    const fs::path routines = EnsurePrecompiledRoutines(precompiled, cmd, options, run);
     ThrowIfStopped(run, func, *inst, options);
-    if (!routines.empty()) {
+    if (routines.empty()) {
+      precompiled.clear();
+    } else {
       cmd.push_back("-DPTO_EXTERN_ROUTINES");
       link.push_back(routines.string());
     }
@@ -599,7 +602,7 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
     inst->stats.reused = "cache";
   }
   if (inst->stats.reused.empty()) {
-    CompileLibrary(func, inst, build, cmd, link, headers_digest, so_name, published, options, compile_start);
+    CompileLibrary(func, inst, build, cmd, link, precompiled, so_name, published, options, compile_start);
     if (!cached.empty()) StoreInCache(build.path() / so_name, cached);
   }
   inst->stats.compile_ms = MsSince(t0) + routines_ms;

@@ -44,9 +44,9 @@ const std::vector<EnvVarSpec>& EnvVarTable() {
        "0 = run every vector op over its whole tile; 1 = runs of row-local vector ops go strip by strip "
        "(the same results, the strips staying in cache)."},
       {"PYPTO_PRO_PCH", "1",
-       "0 = every kernel compile parses the device headers and cube kernels compile the GEMM; 1 = both come "
-       "precompiled, built once per compiler, flags and headers into the cache directory's pch/ (the same "
-       "code, less compile time)."},
+       "0 = every kernel compile parses the device headers and compiles the GEMM and GM transfers inline; "
+       "1 = both come precompiled, built once per compiler, flags and headers into the cache directory's "
+       "pch/ (the same code, less compile time)."},
       {"PYPTO_PRO_TRACEBACK", "short",
        "full = a kernel's parse error keeps the parser's frames in its traceback (short: it ends at the "
        "launch, the message pointing at the kernel's line)."},

@@ -67,7 +67,7 @@ def test_a_second_process_takes_the_library_from_the_cache(tmp_path):
     assert _reused(_run(tmp_path, "default", cache, "two")) == "cache"  # another process, another build dir
     assert _reused(_run(tmp_path, "off", cache, "three")) == ""         # cache=False opts out
     assert _reused(_run(tmp_path, "default", None, "four")) == ""       # off by default: a new process compiles
-    assert not list((tmp_path / "xdg").rglob("*.so"))  # (its pch/ holds the precompiled device headers)
+    assert not list((tmp_path / "xdg").rglob("call_kernel_*.so"))  # (its pch/ holds precompiled device code)
     assert _reused(_run(tmp_path, "on", None, "five")) == ""            # cache=True: ~/.cache (XDG) without the env
     assert _reused(_run(tmp_path, "on", None, "six")) == "cache"
     assert len(list((tmp_path / "xdg" / "pypto_pro").glob("call_kernel_*.so"))) == 1
@@ -131,7 +131,7 @@ def test_the_cache_command_lists_and_clears(tmp_path):
     assert listing.returncode == 0 and "1 kernel library" in listing.stdout and "call_kernel_" in listing.stdout
     assert "1 set of precompiled device code, " in listing.stdout and str(cache / "pch") in listing.stdout
     cleared = run("clear")
-    assert cleared.returncode == 0 and "removed 2 file(s)" in cleared.stdout  # the library and the .gch
+    assert cleared.returncode == 0 and "removed 3 file(s)" in cleared.stdout  # the library, .gch, routines
     assert not list(cache.glob("call_kernel_*.so")) and not (cache / "pch").exists()
     bad = run("purge")
     assert bad.returncode == 2 and "unknown command 'purge'" in bad.stderr

@@ -42,6 +42,12 @@ def _cache_in(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
 
 
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """A cache directory the tests that only use the precompiled code share (it builds once)."""
+    return tmp_path_factory.mktemp("shared_precompiled")
+
+
 def _compile_and_check():
     kernel, value = _plus_kernel()
     x = torch.arange(64 * 64, dtype=torch.float32).reshape(64, 64)
@@ -123,8 +129,8 @@ def kernel(a: pl.Tensor[[64, 128], pl.{D}], b: pl.Tensor[[128, 64], pl.{D}], c: 
 
 
 @pytest.mark.parametrize("dtype", ["DT_FP16", "DT_BF16", "DT_FP32", "DT_INT8"])
-def test_cube_kernels_call_the_precompiled_gemm_and_get_its_bits(tmp_path, monkeypatch, dtype):
-    _cache_in(tmp_path, monkeypatch)
+def test_cube_kernels_call_the_precompiled_gemm_and_get_its_bits(tmp_path, monkeypatch, shared, dtype):
+    _cache_in(shared, monkeypatch)
     acc = "DT_INT32" if dtype == "DT_INT8" else "DT_FP32"
     path = tmp_path / f"matmul_{dtype}.py"
     path.write_text(MATMUL.format(D=dtype, A=acc))
@@ -148,17 +154,101 @@ def test_cube_kernels_call_the_precompiled_gemm_and_get_its_bits(tmp_path, monke
         pypto_pro.runtime.synchronize()
         results.append(c)
         if pch == "1":  # the kernel's library loaded the routines with it
-            assert str(tmp_path / "xdg" / "pypto_pro" / "pch") in Path("/proc/self/maps").read_text()
+            assert str(shared / "xdg" / "pypto_pro" / "pch") in Path("/proc/self/maps").read_text()
     assert torch.equal(results[0], results[1])
     if dtype == "DT_INT8":
         assert torch.equal(results[0].long(), a.long() @ b.long())
     else:
         assert torch.allclose(results[0], a.float() @ b.float(), rtol=1e-5, atol=1e-4)
-    assert len(list((tmp_path / "xdg" / "pypto_pro" / "pch").glob("*/libpto_routines.so"))) == 1
+    assert len(list((shared / "xdg" / "pypto_pro" / "pch").glob("*/libpto_routines.so"))) == 1
 
 
-def test_vector_kernels_do_not_build_the_routines(tmp_path, monkeypatch):
+def test_one_directory_holds_the_header_and_the_routines(tmp_path, monkeypatch):
     _cache_in(tmp_path, monkeypatch)
     monkeypatch.delenv("PYPTO_PRO_PCH", raising=False)
     _compile_and_check()
-    assert not list((tmp_path / "xdg" / "pypto_pro" / "pch").glob("*/libpto_routines.so"))
+    (only,) = (tmp_path / "xdg" / "pypto_pro" / "pch").iterdir()
+    assert sorted(str(p.relative_to(only)) for p in only.rglob("*") if p.is_file()) == [
+        "libpto_routines.so", "pypto_pro/precompiled.h.gch"]
+    assert str(only / "libpto_routines.so") in Path("/proc/self/maps").read_text()
+
+
+TRANSFERS = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[40, 48], pl.{D}], v: pl.Tensor[[48], pl.{D}], cube: pl.Tensor[[2, 3, 16, 16], pl.{D}],
+           deep: pl.Tensor[[1, 1, 1, 2, 16, 16], pl.{D}], out: pl.Tensor[[40, 48], pl.{D}],
+           out_t: pl.Tensor[[16, 16], pl.{D}], out_v: pl.Tensor[[48], pl.{D}],
+           out_cube: pl.Tensor[[2, 3, 16, 16], pl.{D}], out_deep: pl.Tensor[[1, 1, 1, 2, 16, 16], pl.{D}],
+           row: pl.DT_INT32):
+    t = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.{D}, valid_shape=[-1, -1]), addr=0x0)
+    padded = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.{D}, valid_shape=[-1, -1], pad=pl.TilePad.max),
+                          addr=0x1000)
+    flat = pl.make_tile(pl.TileType(shape=[48], dtype=pl.{D}), addr=0x2000)
+    with pl.section_vector():
+        for i in pl.range(2):
+            for j in pl.range(3):
+                pl.load_tile(t, x, [i, j])
+                pl.store_tile(out, t, [i, j])
+        pl.set_validshape(padded, [5, 11])
+        pl.load(padded, x, [32, 37])          # a window with a pad value around it
+        pl.store(out, padded, [24, 0])
+        pl.load(t, x, [3, 5], order=[1, 0])   # a transposed (gathered) window
+        pl.store(out_t, t, [0, 0])
+        pl.load(flat, v, [0])
+        pl.store(out_v, flat, [0])
+        pl.set_validshape(t, [16, 16])
+        pl.load(t, cube, [1, 2, 0, 0])
+        pl.store(out_cube, t, [0, 1, 0, 0])
+        pl.load(t, deep, [0, 0, 0, 1, 0, 0])   # rank 6: compiled inline either way
+        pl.store(out_deep, t, [0, 0, 0, 0, 0, 0])
+        pl.load(t, x, [row, 0])               # out of bounds for row > 24: a fault at this line
+'''
+
+
+@pytest.mark.parametrize("dtype", ["DT_FP32", "DT_FP16", "DT_INT8", "DT_UINT8", "DT_INT64"])
+def test_transfers_through_the_routines_match_the_inline_ones(tmp_path, monkeypatch, shared, dtype):
+    """load / load_tile / store / store_tile of every kind (tile indices, element offsets, a pad value,
+    order=, 1-D, 4-D and 6-D tensors) and an out-of-bounds load: through the precompiled routines
+    (ranks up to 4) and compiled inline, the same bytes and the same fault."""
+    _cache_in(shared, monkeypatch)
+    path = tmp_path / f"transfers_{dtype}.py"
+    path.write_text(TRANSFERS.format(D=dtype))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch_dtype = {"DT_FP32": torch.float32, "DT_FP16": torch.float16, "DT_INT8": torch.int8,
+                   "DT_UINT8": torch.uint8, "DT_INT64": torch.int64}[dtype]
+    g = torch.Generator().manual_seed(3)
+
+    def data(*shape):
+        return torch.randint(-100, 100, shape, generator=g).to(torch_dtype)
+
+    x, v, cube, deep = data(40, 48), data(48), data(2, 3, 16, 16), data(1, 1, 1, 2, 16, 16)
+    runs = []
+    for pch in ("1", "0"):
+        monkeypatch.setenv("PYPTO_PRO_PCH", pch)
+        kernel = pl.jit(module.kernel, name=f"pch_transfers_{dtype}_{pch}")
+        outs = [torch.zeros(40, 48, dtype=torch_dtype), torch.zeros(16, 16, dtype=torch_dtype),
+                torch.zeros(48, dtype=torch_dtype), torch.zeros(2, 3, 16, 16, dtype=torch_dtype),
+                torch.zeros(1, 1, 1, 2, 16, 16, dtype=torch_dtype)]
+        kernel[None, 1](x, v, cube, deep, *outs, 24)
+        pypto_pro.runtime.synchronize()
+        with pytest.raises(pypto_pro.KernelFault) as fault:
+            kernel[None, 1](x, v, cube, deep, *[torch.zeros_like(o) for o in outs], 30)
+            pypto_pro.runtime.synchronize()
+        runs.append((outs, fault.value, str(fault.value).replace(kernel.kernel_name, "<kernel>")))
+    (routine, routine_fault, routine_text), (inline, inline_fault, inline_text) = runs
+    for a, b in zip(routine, inline):
+        assert torch.equal(a, b)
+    assert torch.equal(routine[0][:24], x[:24]) and torch.equal(routine[1], x[3:19, 5:21].t())
+    assert torch.equal(routine[2], v) and torch.equal(routine[3][0, 1], cube[1, 2])
+    assert torch.equal(routine[4][0, 0, 0, 0], deep[0, 0, 0, 1])
+    assert torch.equal(routine[0][24:29, :11], x[32:37, 37:48])
+    line = TRANSFERS.splitlines().index("        pl.load(t, x, [row, 0])               # out of bounds for row > 24: a fault at "
+                                        "this line") + 1
+    assert (routine_fault.op, routine_fault.line) == (inline_fault.op, inline_fault.line) == ("load", line)
+    assert routine_text == inline_text
+    assert "GM access out of bounds: tensor 'x' of shape [40, 48], offsets [30, 0], window [16, 16]" in \
+        str(routine_fault)
+    assert "libpto_routines.so" in Path("/proc/self/maps").read_text()
