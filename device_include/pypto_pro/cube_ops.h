@@ -125,8 +125,8 @@ inline TD MoveElem(TS v, const Fixpipe& f) {
 
 // rows x cols elements between row-major windows, converted like the path converts.
 template <typename TD, typename TS>
-inline void CopyWindow(TD* out, int64_t out_stride, const TS* in, int64_t in_stride, int32_t rows, int32_t cols,
-                       const Fixpipe& f) {
+inline void CopyWindowBody(TD* out, int64_t out_stride, const TS* in, int64_t in_stride, int32_t rows, int32_t cols,
+                           const Fixpipe& f) {
   if constexpr (__is_same(TD, TS)) {
     if (kFixpipeSource<TS> && !f.Plain()) {
       FixpipeCopy2D(out, out_stride, in, in_stride, rows, cols, f);
@@ -146,8 +146,8 @@ inline void CopyWindow(TD* out, int64_t out_stride, const TS* in, int64_t in_str
 
 // out[c][r] = in[r][c] for the rows x cols window of `in`, in 16 x 16 blocks so both sides stay in cache.
 template <typename TD, typename TS>
-inline void TransposeWindow(TD* out, int64_t out_stride, const TS* in, int64_t in_stride, int32_t rows, int32_t cols,
-                            const Fixpipe& f) {
+inline void TransposeWindowBody(TD* out, int64_t out_stride, const TS* in, int64_t in_stride, int32_t rows,
+                                int32_t cols, const Fixpipe& f) {
   constexpr int32_t kBlock = 16;
   for (int32_t r0 = 0; r0 < rows; r0 += kBlock) {
     for (int32_t c0 = 0; c0 < cols; c0 += kBlock) {
@@ -157,6 +157,38 @@ inline void TransposeWindow(TD* out, int64_t out_stride, const TS* in, int64_t i
       }
     }
   }
+}
+
+// The moves between tiles of one element type run in the routines library in a kernel compiled with
+// PTO_EXTERN_ROUTINES (routines.cpp, docs/jit.md#precompiled-device-headers-and-routines); the same
+// code either way.
+template <typename T>
+__attribute__((visibility("default"))) void CopyWindowRoutine(T* out, int64_t out_stride, const T* in,
+                                                              int64_t in_stride, int32_t rows, int32_t cols,
+                                                              const Fixpipe& f);
+template <typename T>
+__attribute__((visibility("default"))) void TransposeWindowRoutine(T* out, int64_t out_stride, const T* in,
+                                                                   int64_t in_stride, int32_t rows, int32_t cols,
+                                                                   const Fixpipe& f);
+
+template <typename TD, typename TS>
+inline void CopyWindow(TD* out, int64_t out_stride, const TS* in, int64_t in_stride, int32_t rows, int32_t cols,
+                       const Fixpipe& f) {
+#if defined(PTO_EXTERN_ROUTINES)
+  if constexpr (__is_same(TD, TS) && kRoutineElem<TD>) return CopyWindowRoutine(out, out_stride, in, in_stride, rows, cols, f);
+#endif
+  CopyWindowBody(out, out_stride, in, in_stride, rows, cols, f);
+}
+
+template <typename TD, typename TS>
+inline void TransposeWindow(TD* out, int64_t out_stride, const TS* in, int64_t in_stride, int32_t rows, int32_t cols,
+                            const Fixpipe& f) {
+#if defined(PTO_EXTERN_ROUTINES)
+  if constexpr (__is_same(TD, TS) && kRoutineElem<TD>) {
+    return TransposeWindowRoutine(out, out_stride, in, in_stride, rows, cols, f);
+  }
+#endif
+  TransposeWindowBody(out, out_stride, in, in_stride, rows, cols, f);
 }
 
 // Where a move writes `dst`: in a mixed kernel, the paths that cross cores land in the destination

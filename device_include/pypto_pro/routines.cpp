@@ -1,8 +1,9 @@
 // Device routines compiled once per compiler, CPU, flags and device headers into
 // libpto_routines.so (docs/jit.md#precompiled-device-headers-and-routines), next to the precompiled
 // headers: kernels built with PTO_EXTERN_ROUTINES call these instead of compiling them themselves
-// (the GEMM, the GM <-> tile transfers). Compiled with the kernels' own flags from the same source,
-// so the code is the same.
+// (the GEMM, the GM <-> tile transfers, the copies of moves between tiles, the binary vector ops
+// add/sub/mul/div/maximum/minimum). Compiled with the
+// kernels' own flags from the same source, so the code is the same.
 #include "pypto_pro/device.h"
 
 #define PTO_ROUTINE extern "C" __attribute__((visibility("default")))
@@ -42,6 +43,36 @@ void StoreRoutine(CoreCtx& ctx, int line, const char* op, int relu_pre_mode, int
                   int phase, bool tile_units, const GmTensor<T, N>& dst, const TileRef<T>& src, Idx<N> index) {
   StoreBody(ctx, line, op, relu_pre_mode, scale, order, atomic, phase, tile_units, dst, src, index);
 }
+
+template <typename T>
+void CopyWindowRoutine(T* out, int64_t out_stride, const T* in, int64_t in_stride, int32_t rows, int32_t cols,
+                       const Fixpipe& f) {
+  CopyWindowBody(out, out_stride, in, in_stride, rows, cols, f);
+}
+
+template <typename T>
+void TransposeWindowRoutine(T* out, int64_t out_stride, const T* in, int64_t in_stride, int32_t rows, int32_t cols,
+                            const Fixpipe& f) {
+  TransposeWindowBody(out, out_stride, in, in_stride, rows, cols, f);
+}
+
+#define PTO_INSTANTIATE_MOVES_(T)                                                                           \
+  template void CopyWindowRoutine<T>(T*, int64_t, const T*, int64_t, int32_t, int32_t, const Fixpipe&);    \
+  template void TransposeWindowRoutine<T>(T*, int64_t, const T*, int64_t, int32_t, int32_t, const Fixpipe&);
+PTO_ROUTINE_ELEMS(PTO_INSTANTIATE_MOVES_)
+
+template <typename F, typename T>
+void BinaryRoutine(CoreCtx& ctx, int line, T* d, const T* a, const T* b, int64_t tile_cols, int64_t rows,
+                   int64_t cols) {
+  BinaryBody<F>(ctx, line, d, a, b, tile_cols, rows, cols);
+}
+
+#define PTO_INSTANTIATE_BINARY_(F, T) \
+  template void BinaryRoutine<F, T>(CoreCtx&, int, T*, const T*, const T*, int64_t, int64_t, int64_t);
+#define PTO_INSTANTIATE_BINARIES_(T)                                                                    \
+  PTO_INSTANTIATE_BINARY_(AddF, T) PTO_INSTANTIATE_BINARY_(SubF, T) PTO_INSTANTIATE_BINARY_(MulF, T)     \
+  PTO_INSTANTIATE_BINARY_(DivF, T) PTO_INSTANTIATE_BINARY_(MaxF, T) PTO_INSTANTIATE_BINARY_(MinF, T)
+PTO_ROUTINE_ELEMS(PTO_INSTANTIATE_BINARIES_)
 
 // Every element type and rank a kernel's transfers may call with.
 #define PTO_INSTANTIATE_(T, N)                                                                                   \

@@ -82,16 +82,21 @@ inline V Round(V v) {
   else return v;
 }
 
-// Runs `run(offset, n)` over the valid window of `tile`: one flat run when rows are full.
-template <typename TileT, typename Run>
-inline void ForWindow(TileT& tile, Run run) {
-  const int64_t rows = tile.valid_rows, cols = tile.valid_cols;
+// Runs `run(offset, n)` over the rows x cols valid window of a tile of `tile_cols` columns: one flat
+// run when rows are full.
+template <typename Run>
+inline void ForWindowOf(int64_t tile_cols, int64_t rows, int64_t cols, Run run) {
   if (rows <= 0 || cols <= 0) return;
-  if (cols == TileT::kCols) {
+  if (cols == tile_cols) {
     run(0, rows * cols);
   } else {
-    for (int64_t r = 0; r < rows; ++r) run(r * TileT::kCols, cols);
+    for (int64_t r = 0; r < rows; ++r) run(r * tile_cols, cols);
   }
+}
+
+template <typename TileT, typename Run>
+inline void ForWindow(TileT& tile, Run run) {
+  ForWindowOf(TileT::kCols, tile.valid_rows, tile.valid_cols, run);
 }
 
 // dst[i] = f(srcs[i]...) over dst's valid window; the sources share dst's layout.
@@ -217,17 +222,21 @@ inline bool WindowsOverlap(const TileT& a, int64_t a_rows, int64_t a_cols, const
   Fault(ctx, line, d);
 }
 
-struct AddF { template <typename V> V operator()(V a, V b) const { return a + b; } };
-struct SubF { template <typename V> V operator()(V a, V b) const { return a - b; } };
-struct MulF { template <typename V> V operator()(V a, V b) const { return a * b; } };
-struct DivF {
+// Default visibility (kernels compile with -fvisibility=hidden): BinaryRoutine<F, T> of the routines
+// library is instantiated for them.
+#define PTO_VISIBLE __attribute__((visibility("default")))
+struct PTO_VISIBLE AddF { template <typename V> V operator()(V a, V b) const { return a + b; } };
+struct PTO_VISIBLE SubF { template <typename V> V operator()(V a, V b) const { return a - b; } };
+struct PTO_VISIBLE MulF { template <typename V> V operator()(V a, V b) const { return a * b; } };
+struct PTO_VISIBLE DivF {
   template <typename V> V operator()(V a, V b) const {
     if constexpr (kIsLanes<V>) return a / b;
     else return DivInt(a, b);
   }
 };
-struct MaxF { template <typename V> V operator()(V a, V b) const { return a > b ? a : b; } };
-struct MinF { template <typename V> V operator()(V a, V b) const { return a < b ? a : b; } };
+struct PTO_VISIBLE MaxF { template <typename V> V operator()(V a, V b) const { return a > b ? a : b; } };
+struct PTO_VISIBLE MinF { template <typename V> V operator()(V a, V b) const { return a < b ? a : b; } };
+#undef PTO_VISIBLE
 
 struct NegF {
   template <typename V> V operator()(V a) const {
@@ -250,12 +259,31 @@ struct SqrtF { f32x16 operator()(f32x16 a) const { return Sqrt16(a); } };
 struct RsqrtF { f32x16 operator()(f32x16 a) const { return 1.0f / Sqrt16(a); } };
 struct RecipF { f32x16 operator()(f32x16 a) const { return 1.0f / a; } };
 
+// d = f(a, b) over the rows x cols window of tiles of `tile_cols` columns (the operands share it).
+template <typename F, typename TD, typename TA, typename TB>
+inline void BinaryBody(CoreCtx& ctx, int line, TD* d, const TA* a, const TB* b, int64_t tile_cols, int64_t rows,
+                       int64_t cols) {
+  ForWindowOf(tile_cols, rows, cols, [&](int64_t off, int64_t n) {
+    if constexpr (__is_same(F, DivF)) CheckNoZeroDivisor(ctx, line, "div", b + off, n);
+    Map(d + off, n, F{}, a + off, b + off);
+  });
+}
+
+// The binary ops on tiles of one element type run in the routines library in a kernel compiled with
+// PTO_EXTERN_ROUTINES (routines.cpp, docs/jit.md#precompiled-device-headers-and-routines).
+template <typename F, typename T>
+__attribute__((visibility("default"))) void BinaryRoutine(CoreCtx& ctx, int line, T* d, const T* a, const T* b,
+                                                          int64_t tile_cols, int64_t rows, int64_t cols);
+
 template <typename F, typename TD, typename TA, typename TB>
 inline void Binary(CoreCtx& ctx, int line, TD& dst, const TA& a, const TB& b) {
-  ForWindow(dst, [&](int64_t off, int64_t n) {
-    if constexpr (__is_same(F, DivF)) CheckNoZeroDivisor(ctx, line, "div", b.data + off, n);
-    Map(dst.data + off, n, F{}, a.data + off, b.data + off);
-  });
+  using T = typename TD::Elem;
+#if defined(PTO_EXTERN_ROUTINES)
+  if constexpr (__is_same(typename TA::Elem, T) && __is_same(typename TB::Elem, T) && kRoutineElem<T>) {
+    return BinaryRoutine<F, T>(ctx, line, dst.data, a.data, b.data, TD::kCols, dst.valid_rows, dst.valid_cols);
+  }
+#endif
+  BinaryBody<F>(ctx, line, dst.data, a.data, b.data, TD::kCols, dst.valid_rows, dst.valid_cols);
 }
 
 template <typename F, typename TD, typename TA, typename S>

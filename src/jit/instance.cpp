@@ -393,11 +393,11 @@ bool EnsurePrecompiledHeader(const fs::path& dir, const std::vector<std::string>
   return EnsurePrecompiled(dir / "pypto_pro" / "precompiled.h.gch", argv, options, run);
 }
 
-// `dir`/libpto_routines.so (device_include/pypto_pro/routines.cpp: the GEMM of every dtype, the GM <->
-// tile transfers of every element type and rank up to 4) built with the kernels' `cmd` if missing
-// (~3 s, once), or "" when it cannot be. A kernel compiled with -DPTO_EXTERN_ROUTINES and linked to
-// it calls them there instead of compiling them (~55 ms of the add example's compile, ~150 ms of the
-// matmul example's).
+// `dir`/libpto_routines.so (device_include/pypto_pro/routines.cpp: the GEMM, GM <-> tile transfers,
+// moves and binary vector ops of every element type) built with the kernels' `cmd` if missing (~4 s,
+// once), or "" when it cannot be. A kernel compiled with -DPTO_EXTERN_ROUTINES and linked to it calls
+// them there instead of compiling them (~65 ms of the add example's compile, ~170 ms of the matmul
+// example's).
 fs::path EnsurePrecompiledRoutines(const fs::path& dir, const std::vector<std::string>& cmd,
                                    const CompileOptions& options, ProcessResult& run) {
   std::vector<std::string> argv = cmd;

@@ -252,3 +252,74 @@ def test_transfers_through_the_routines_match_the_inline_ones(tmp_path, monkeypa
     assert "GM access out of bounds: tensor 'x' of shape [40, 48], offsets [30, 0], window [16, 16]" in \
         str(routine_fault)
     assert "libpto_routines.so" in Path("/proc/self/maps").read_text()
+
+
+BINARY = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[16, 48], pl.{D}], y: pl.Tensor[[16, 48], pl.{D}], out: pl.Tensor[[6, 16, 48], pl.{D}]):
+    a = pl.make_tile(pl.TileType(shape=[16, 48], dtype=pl.{D}, valid_shape=[-1, -1]), addr=0x0)
+    b = pl.make_tile(pl.TileType(shape=[16, 48], dtype=pl.{D}, valid_shape=[-1, -1]), addr=0x2000)
+    o = pl.make_tile(pl.TileType(shape=[16, 48], dtype=pl.{D}, valid_shape=[-1, -1]), addr=0x4000)
+    with pl.section_vector():
+        pl.load(a, x, [0, 0])
+        pl.load(b, y, [0, 0])
+        pl.set_validshape(o, [13, 37])      # a partial window: row by row
+        pl.add(o, a, b)
+        pl.store(out, o, [0, 0, 0])
+        pl.set_validshape(o, [16, 48])      # the whole tile: one run
+        pl.sub(o, a, b)
+        pl.store(out, o, [1, 0, 0])
+        pl.mul(o, a, b)
+        pl.store(out, o, [2, 0, 0])
+        pl.maximum(o, a, b)
+        pl.store(out, o, [3, 0, 0])
+        pl.minimum(o, a, b)
+        pl.store(out, o, [4, 0, 0])
+        pl.div(o, a, b)                     # integers: a zero divisor is a fault at this line
+        pl.store(out, o, [5, 0, 0])
+'''
+
+
+@pytest.mark.parametrize("dtype", ["DT_FP32", "DT_FP16", "DT_BF16", "DT_INT32", "DT_INT8"])
+def test_binary_ops_through_the_routines_match_the_inline_ones(tmp_path, monkeypatch, shared, dtype):
+    _cache_in(shared, monkeypatch)
+    path = tmp_path / f"binary_{dtype}.py"
+    path.write_text(BINARY.format(D=dtype))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch_dtype = {"DT_FP32": torch.float32, "DT_FP16": torch.float16, "DT_BF16": torch.bfloat16,
+                   "DT_INT32": torch.int32, "DT_INT8": torch.int8}[dtype]
+    g = torch.Generator().manual_seed(5)
+    x = (torch.randn(16, 48, generator=g) * 50).to(torch_dtype)
+    y = (torch.randn(16, 48, generator=g) * 50).to(torch_dtype)
+    y[y == 0] = 3
+    runs = []
+    for pch in ("1", "0"):
+        monkeypatch.setenv("PYPTO_PRO_PCH", pch)
+        kernel = pl.jit(module.kernel, name=f"pch_binary_{dtype}_{pch}")
+        out = torch.zeros(6, 16, 48, dtype=torch_dtype)
+        kernel[None, 1](x, y, out)
+        pypto_pro.runtime.synchronize()
+        fault = None
+        if not torch_dtype.is_floating_point:
+            zero = y.clone()
+            zero[9, 20] = 0
+            with pytest.raises(pypto_pro.KernelFault) as info:
+                kernel[None, 1](x, zero, torch.zeros_like(out))
+                pypto_pro.runtime.synchronize()
+            fault = str(info.value).replace(kernel.kernel_name, "<kernel>")
+        runs.append((out, fault))
+    (routine, routine_fault), (inline, inline_fault) = runs
+    assert torch.equal(routine.view(torch.uint8) if routine.dtype == torch.bfloat16 else routine,
+                       inline.view(torch.uint8) if inline.dtype == torch.bfloat16 else inline)
+    assert routine_fault == inline_fault
+    if fault is not None:
+        assert "integer division by zero in a tile" in routine_fault
+    if torch_dtype.is_floating_point:
+        ref = (x.float() + y.float()).to(torch_dtype)
+        assert torch.equal(routine[0, :13, :37], ref[:13, :37]) and not routine[0, 13:].any()
+        assert torch.equal(routine[2], (x.float() * y.float()).to(torch_dtype))
+    else:
+        assert torch.equal(routine[3], torch.maximum(x, y)) and torch.equal(routine[4], torch.minimum(x, y))
