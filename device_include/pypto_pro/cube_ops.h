@@ -174,21 +174,21 @@ __attribute__((visibility("default"))) void TransposeWindowRoutine(T* out, int64
 template <typename TD, typename TS>
 inline void CopyWindow(TD* out, int64_t out_stride, const TS* in, int64_t in_stride, int32_t rows, int32_t cols,
                        const Fixpipe& f) {
-#if defined(PTO_EXTERN_ROUTINES)
-  if constexpr (__is_same(TD, TS) && kRoutineElem<TD>) return CopyWindowRoutine(out, out_stride, in, in_stride, rows, cols, f);
-#endif
-  CopyWindowBody(out, out_stride, in, in_stride, rows, cols, f);
+  if constexpr (kExternRoutines && __is_same(TD, TS) && kRoutineElem<TD>) {
+    CopyWindowRoutine(out, out_stride, in, in_stride, rows, cols, f);
+  } else {
+    CopyWindowBody(out, out_stride, in, in_stride, rows, cols, f);
+  }
 }
 
 template <typename TD, typename TS>
 inline void TransposeWindow(TD* out, int64_t out_stride, const TS* in, int64_t in_stride, int32_t rows, int32_t cols,
                             const Fixpipe& f) {
-#if defined(PTO_EXTERN_ROUTINES)
-  if constexpr (__is_same(TD, TS) && kRoutineElem<TD>) {
-    return TransposeWindowRoutine(out, out_stride, in, in_stride, rows, cols, f);
+  if constexpr (kExternRoutines && __is_same(TD, TS) && kRoutineElem<TD>) {
+    TransposeWindowRoutine(out, out_stride, in, in_stride, rows, cols, f);
+  } else {
+    TransposeWindowBody(out, out_stride, in, in_stride, rows, cols, f);
   }
-#endif
-  TransposeWindowBody(out, out_stride, in, in_stride, rows, cols, f);
 }
 
 // Where a move writes `dst`: in a mixed kernel, the paths that cross cores land in the destination

@@ -295,6 +295,13 @@ inline void StoreBody(CoreCtx& ctx, int line, const char* op, int relu_pre_mode,
 #define PTO_ROUTINE_RANKS(X, T) X(T, 1) X(T, 2) X(T, 3) X(T, 4)
 constexpr int kRoutineMaxRank = 4;  // higher ranks (rare) compile inline
 
+// Whether this kernel calls the routines library (compiled with PTO_EXTERN_ROUTINES).
+#if defined(PTO_EXTERN_ROUTINES)
+constexpr bool kExternRoutines = true;
+#else
+constexpr bool kExternRoutines = false;
+#endif
+
 template <typename T>
 constexpr bool kRoutineElem = false;
 #define PTO_ROUTINE_ELEM_(T) template <> constexpr bool kRoutineElem<T> = true;
@@ -314,21 +321,21 @@ __attribute__((visibility("default"))) void StoreRoutine(CoreCtx& ctx, int line,
 template <typename T, int N>
 inline void Load(CoreCtx& ctx, int line, const char* op, int order, bool tile_units, const TileRef<T>& dst,
                  const GmTensor<T, N>& src, Idx<N> index) {
-#if defined(PTO_EXTERN_ROUTINES)
-  if constexpr (kRoutineElem<T> && N <= kRoutineMaxRank) return LoadRoutine(ctx, line, op, order, tile_units, dst, src, index);
-#endif
-  LoadBody(ctx, line, op, order, tile_units, dst, src, index);
+  if constexpr (kExternRoutines && kRoutineElem<T> && N <= kRoutineMaxRank) {
+    LoadRoutine(ctx, line, op, order, tile_units, dst, src, index);
+  } else {  // (an else: a statement after the if would be compiled too)
+    LoadBody(ctx, line, op, order, tile_units, dst, src, index);
+  }
 }
 
 template <typename T, int N>
 inline void Store(CoreCtx& ctx, int line, const char* op, int relu_pre_mode, int64_t scale, int order, int atomic,
                   int phase, bool tile_units, const GmTensor<T, N>& dst, const TileRef<T>& src, Idx<N> index) {
-#if defined(PTO_EXTERN_ROUTINES)
-  if constexpr (kRoutineElem<T> && N <= kRoutineMaxRank) {
-    return StoreRoutine(ctx, line, op, relu_pre_mode, scale, order, atomic, phase, tile_units, dst, src, index);
+  if constexpr (kExternRoutines && kRoutineElem<T> && N <= kRoutineMaxRank) {
+    StoreRoutine(ctx, line, op, relu_pre_mode, scale, order, atomic, phase, tile_units, dst, src, index);
+  } else {
+    StoreBody(ctx, line, op, relu_pre_mode, scale, order, atomic, phase, tile_units, dst, src, index);
   }
-#endif
-  StoreBody(ctx, line, op, relu_pre_mode, scale, order, atomic, phase, tile_units, dst, src, index);
 }
 
 }  // namespace detail

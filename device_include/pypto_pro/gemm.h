@@ -298,11 +298,17 @@ namespace pto::gemm {
 namespace amx {
 
 // Linux gives a process the AMX tile state only when it asks (arch_prctl ARCH_REQ_XCOMP_PERM for
-// XFEATURE_XTILEDATA); once per kernel library, false where the kernel refuses.
+// XFEATURE_XTILEDATA); once per library (two threads racing both ask, which is harmless), false
+// where the kernel refuses. A constant-initialised flag, not a static bool initialised by the call:
+// that would need libstdc++'s guard functions, which kernel libraries do not link.
 inline bool Enabled() {
-  static const bool granted = syscall(158 /* SYS_arch_prctl */, 0x1023 /* ARCH_REQ_XCOMP_PERM */,
-                                      18 /* XFEATURE_XTILEDATA */) == 0;
-  return granted;
+  static int state = 0;  // 0: not asked yet, 1: granted, 2: refused
+  int s = __atomic_load_n(&state, __ATOMIC_RELAXED);
+  if (s == 0) {
+    s = syscall(158 /* SYS_arch_prctl */, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0 ? 1 : 2;
+    __atomic_store_n(&state, s, __ATOMIC_RELAXED);
+  }
+  return s == 1;
 }
 
 // Every tile used: 16 rows of 64 bytes (C: 16 x 16 fp32 or int32; A: 16 x 32 bf16 or 64 int8; B: 16

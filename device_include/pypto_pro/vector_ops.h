@@ -278,12 +278,12 @@ __attribute__((visibility("default"))) void BinaryRoutine(CoreCtx& ctx, int line
 template <typename F, typename TD, typename TA, typename TB>
 inline void Binary(CoreCtx& ctx, int line, TD& dst, const TA& a, const TB& b) {
   using T = typename TD::Elem;
-#if defined(PTO_EXTERN_ROUTINES)
-  if constexpr (__is_same(typename TA::Elem, T) && __is_same(typename TB::Elem, T) && kRoutineElem<T>) {
-    return BinaryRoutine<F, T>(ctx, line, dst.data, a.data, b.data, TD::kCols, dst.valid_rows, dst.valid_cols);
+  if constexpr (kExternRoutines && __is_same(typename TA::Elem, T) && __is_same(typename TB::Elem, T) &&
+                kRoutineElem<T>) {
+    BinaryRoutine<F, T>(ctx, line, dst.data, a.data, b.data, TD::kCols, dst.valid_rows, dst.valid_cols);
+  } else {
+    BinaryBody<F>(ctx, line, dst.data, a.data, b.data, TD::kCols, dst.valid_rows, dst.valid_cols);
   }
-#endif
-  BinaryBody<F>(ctx, line, dst.data, a.data, b.data, TD::kCols, dst.valid_rows, dst.valid_cols);
 }
 
 template <typename F, typename TD, typename TA, typename S>
