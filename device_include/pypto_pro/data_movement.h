@@ -231,7 +231,9 @@ inline void StoreWindowOf(T* to, const GmTensor<T, N>& dst, const TileRef<E>& sr
         } else {
           out = FixpipeElem<T>(v, f);
         }
-        if (atomic) {
+        if constexpr (__is_same(T, bool)) {
+          *at = out;  // no atomic bool store: the verifier refuses atomic= on bool tensors
+        } else if (atomic) {
           AtomicAdd(at, out);
         } else {
           *at = out;

@@ -79,3 +79,21 @@ def test_second_launch_reuses_the_instance():
     assert info["compiles"] == 1 and info["instances"] == 1 and info["hits"] == 3
     assert len(kernel.instances()) == 1
     assert torch.equal(z, x + x)
+
+
+@pl.jit
+def bool_copy(x: pl.Tensor[[pl.DYNAMIC, 32], pl.DT_BOOL], y: pl.Tensor[[pl.DYNAMIC, 32], pl.DT_BOOL]):
+    t = pl.make_tile(pl.TileType(shape=[8, 32], dtype=pl.DT_BOOL), addr=0)
+    with pl.section_vector():
+        for i in pl.range(pl.get_block_idx(), x.shape[0] // 8, pl.get_block_num()):
+            pl.load_tile(t, x, [i, 0])
+            pl.store_tile(y, t, [i, 0])
+
+
+def test_bool_tensors_load_and_store():
+    """bool tiles move between GM and the UB like any dtype (a bool store once failed to compile)."""
+    x = np.random.default_rng(1).random((24, 32)) > 0.5
+    y = np.zeros_like(x)
+    bool_copy[None, 2](x, y)
+    pypto_pro.runtime.synchronize()
+    assert y.dtype == np.bool_ and np.array_equal(x, y)
