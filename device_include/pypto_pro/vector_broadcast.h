@@ -9,24 +9,59 @@ namespace pto {
 
 namespace detail {
 
-template <typename F, typename TD, typename TS, typename TC>
-inline void RowExpand([[maybe_unused]] CoreCtx& ctx, [[maybe_unused]] int line, TD& dst, const TS& src, const TC& col) {
-  using T = typename TD::Elem;
-  const int64_t rows = dst.valid_rows, cols = dst.valid_cols;
+// The bodies on row strides known at run time (d_cols, s_cols, c_cols: the tiles' columns).
+template <typename F, typename ED, typename ES, typename EC>
+inline void RowExpandBody([[maybe_unused]] CoreCtx& ctx, [[maybe_unused]] int line, ED* d, int64_t d_cols,
+                          const ES* s, int64_t s_cols, const EC* c, int64_t c_cols, int64_t rows, int64_t cols) {
   if (rows <= 0 || cols <= 0) return;
-  if constexpr (__is_same(F, DivF)) CheckNoZeroDivisor(ctx, line, "row_expand_div", col.data, rows);
+  if constexpr (__is_same(F, DivF)) CheckNoZeroDivisor(ctx, line, "row_expand_div", c, rows);
   for (int64_t r = 0; r < rows; ++r) {
-    const auto v = ScalarAs<T>(Exact(col.data[r * TC::kCols]));
-    Map(dst.data + r * TD::kCols, cols, [&](auto x) { return F{}(x, decltype(x)(v)); }, src.data + r * TS::kCols);
+    const auto v = ScalarAs<ED>(Exact(c[r * c_cols]));
+    Map(d + r * d_cols, cols, [&](auto x) { return F{}(x, decltype(x)(v)); }, s + r * s_cols);
+  }
+}
+
+template <typename F, typename ED, typename ES, typename ER>
+inline void ColExpandBody([[maybe_unused]] CoreCtx& ctx, [[maybe_unused]] int line, ED* d, int64_t d_cols,
+                          const ES* s, int64_t s_cols, const ER* row, int64_t rows, int64_t cols) {
+  if (rows <= 0 || cols <= 0) return;
+  if constexpr (__is_same(F, DivF)) CheckNoZeroDivisor(ctx, line, "col_expand_div", row, cols);
+  for (int64_t r = 0; r < rows; ++r) Map(d + r * d_cols, cols, F{}, s + r * s_cols, row);
+}
+
+// Tiles of one element type use the routines library (routines.cpp).
+template <typename F, typename T>
+__attribute__((visibility("default"))) void RowExpandRoutine(CoreCtx& ctx, int line, T* d, int64_t d_cols,
+                                                             const T* s, int64_t s_cols, const T* c, int64_t c_cols,
+                                                             int64_t rows, int64_t cols);
+template <typename F, typename T>
+__attribute__((visibility("default"))) void ColExpandRoutine(CoreCtx& ctx, int line, T* d, int64_t d_cols,
+                                                             const T* s, int64_t s_cols, const T* row, int64_t rows,
+                                                             int64_t cols);
+
+template <typename F, typename TD, typename TS, typename TC>
+inline void RowExpand(CoreCtx& ctx, int line, TD& dst, const TS& src, const TC& col) {
+  using T = typename TD::Elem;
+  if constexpr (kExternRoutines && __is_same(typename TS::Elem, T) && __is_same(typename TC::Elem, T) &&
+                kRoutineElem<T>) {
+    RowExpandRoutine<F, T>(ctx, line, dst.data, TD::kCols, src.data, TS::kCols, col.data, TC::kCols, dst.valid_rows,
+                           dst.valid_cols);
+  } else {
+    RowExpandBody<F>(ctx, line, dst.data, TD::kCols, src.data, TS::kCols, col.data, TC::kCols, dst.valid_rows,
+                     dst.valid_cols);
   }
 }
 
 template <typename F, typename TD, typename TS, typename TR>
-inline void ColExpand([[maybe_unused]] CoreCtx& ctx, [[maybe_unused]] int line, TD& dst, const TS& src, const TR& row) {
-  const int64_t rows = dst.valid_rows, cols = dst.valid_cols;
-  if (rows <= 0 || cols <= 0) return;
-  if constexpr (__is_same(F, DivF)) CheckNoZeroDivisor(ctx, line, "col_expand_div", row.data, cols);
-  for (int64_t r = 0; r < rows; ++r) Map(dst.data + r * TD::kCols, cols, F{}, src.data + r * TS::kCols, row.data);
+inline void ColExpand(CoreCtx& ctx, int line, TD& dst, const TS& src, const TR& row) {
+  using T = typename TD::Elem;
+  if constexpr (kExternRoutines && __is_same(typename TS::Elem, T) && __is_same(typename TR::Elem, T) &&
+                kRoutineElem<T>) {
+    ColExpandRoutine<F, T>(ctx, line, dst.data, TD::kCols, src.data, TS::kCols, row.data, dst.valid_rows,
+                           dst.valid_cols);
+  } else {
+    ColExpandBody<F>(ctx, line, dst.data, TD::kCols, src.data, TS::kCols, row.data, dst.valid_rows, dst.valid_cols);
+  }
 }
 
 }  // namespace detail

@@ -222,8 +222,8 @@ inline bool WindowsOverlap(const TileT& a, int64_t a_rows, int64_t a_cols, const
   Fault(ctx, line, d);
 }
 
-// Default visibility (kernels compile with -fvisibility=hidden): BinaryRoutine<F, T> of the routines
-// library is instantiated for them.
+// Default visibility (kernels compile with -fvisibility=hidden): the routines library instantiates its
+// BinaryRoutine<F, T>, UnaryRoutine<F, T>, RowExpandRoutine<F, T>... for them.
 #define PTO_VISIBLE __attribute__((visibility("default")))
 struct PTO_VISIBLE AddF { template <typename V> V operator()(V a, V b) const { return a + b; } };
 struct PTO_VISIBLE SubF { template <typename V> V operator()(V a, V b) const { return a - b; } };
@@ -236,28 +236,28 @@ struct PTO_VISIBLE DivF {
 };
 struct PTO_VISIBLE MaxF { template <typename V> V operator()(V a, V b) const { return a > b ? a : b; } };
 struct PTO_VISIBLE MinF { template <typename V> V operator()(V a, V b) const { return a < b ? a : b; } };
-#undef PTO_VISIBLE
 
-struct NegF {
+struct PTO_VISIBLE NegF {
   template <typename V> V operator()(V a) const {
     if constexpr (kIsLanes<V>) return -a;
     else return WrapNeg(a);
   }
 };
-struct AbsF {
+struct PTO_VISIBLE AbsF {
   template <typename V> V operator()(V a) const {
     if constexpr (kIsLanes<V>) return Abs16(a);
     else return a < V(0) ? WrapNeg(a) : a;
   }
 };
 // NaN stays NaN, like torch.relu.
-struct ReluF { template <typename V> V operator()(V a) const { return a < V{} ? V{} : a; } };
-struct ExpF { f32x16 operator()(f32x16 a) const { return Exp16(a); } };
-struct LogF { f32x16 operator()(f32x16 a) const { return Log16(a); } };
-struct SqrtF { f32x16 operator()(f32x16 a) const { return Sqrt16(a); } };
+struct PTO_VISIBLE ReluF { template <typename V> V operator()(V a) const { return a < V{} ? V{} : a; } };
+struct PTO_VISIBLE ExpF { f32x16 operator()(f32x16 a) const { return Exp16(a); } };
+struct PTO_VISIBLE LogF { f32x16 operator()(f32x16 a) const { return Log16(a); } };
+struct PTO_VISIBLE SqrtF { f32x16 operator()(f32x16 a) const { return Sqrt16(a); } };
 // 1 / sqrt(x) with both steps rounded, as torch.rsqrt computes it.
-struct RsqrtF { f32x16 operator()(f32x16 a) const { return 1.0f / Sqrt16(a); } };
-struct RecipF { f32x16 operator()(f32x16 a) const { return 1.0f / a; } };
+struct PTO_VISIBLE RsqrtF { f32x16 operator()(f32x16 a) const { return 1.0f / Sqrt16(a); } };
+struct PTO_VISIBLE RecipF { f32x16 operator()(f32x16 a) const { return 1.0f / a; } };
+#undef PTO_VISIBLE
 
 // d = f(a, b) over the rows x cols window of tiles of `tile_cols` columns (the operands share it).
 template <typename F, typename TD, typename TA, typename TB>
@@ -296,9 +296,29 @@ inline void Scalar(CoreCtx& ctx, int line, TD& dst, const TA& a, S s) {
   MapWindow(dst, [&](auto x) { return F{}(x, decltype(x)(sv)); }, a);
 }
 
+// d = f(s) over the rows x cols window of tiles of `tile_cols` columns.
+template <typename F, typename TD, typename TS>
+inline void UnaryBody(TD* d, const TS* s, int64_t tile_cols, int64_t rows, int64_t cols) {
+  ForWindowOf(tile_cols, rows, cols, [&](int64_t off, int64_t n) { Map(d + off, n, F{}, s + off); });
+}
+
+// The routines library's unary ops: every element type for neg/abs/relu, the float-like ones for the
+// math functions.
+template <typename F, typename T>
+constexpr bool kUnaryRoutine = kRoutineElem<T> && (kIsFloatLike<T> || __is_same(F, NegF) || __is_same(F, AbsF) ||
+                                                   __is_same(F, ReluF));
+template <typename F, typename T>
+__attribute__((visibility("default"))) void UnaryRoutine(T* d, const T* s, int64_t tile_cols, int64_t rows,
+                                                         int64_t cols);
+
 template <typename F, typename TD, typename TS>
 inline void Unary(TD& dst, const TS& src) {
-  MapWindow(dst, F{}, src);
+  using T = typename TD::Elem;
+  if constexpr (kExternRoutines && __is_same(typename TS::Elem, T) && kUnaryRoutine<F, T>) {
+    UnaryRoutine<F, T>(dst.data, src.data, TD::kCols, dst.valid_rows, dst.valid_cols);
+  } else {
+    UnaryBody<F>(dst.data, src.data, TD::kCols, dst.valid_rows, dst.valid_cols);
+  }
 }
 
 }  // namespace detail

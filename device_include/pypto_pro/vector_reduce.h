@@ -183,23 +183,59 @@ struct Less { template <typename V> bool operator()(V a, V b) const { return a <
 
 }  // namespace detail
 
+namespace detail {
+
+// A row sum, rounded to the element type.
+struct __attribute__((visibility("default"))) RowSumOf {
+  template <typename T>
+  T operator()(const T* row, int64_t n) const {
+    if constexpr (kIsFloatLike<T>) return FromFloat<T>(SumRun(row, n));
+    else return T(SumRun(row, n));
+  }
+};
+template <typename F>
+struct __attribute__((visibility("default"))) RowExtremeOf {
+  template <typename T>
+  T operator()(const T* row, int64_t n) const { return ExtremeRun<F>(row, n); }
+};
+
+// out[r] = fold(row r of src) for the rows x cols window; `out_cols` / `src_cols`: the tiles' columns.
+template <typename Fold, typename EO, typename ES>
+inline void RowReduceBody(EO* out, int64_t out_cols, const ES* src, int64_t src_cols, int64_t rows, int64_t cols) {
+  if (rows <= 0 || cols <= 0) return;
+  for (int64_t r = 0; r < rows; ++r) out[r * out_cols] = Fold{}(src + r * src_cols, cols);
+}
+
+// Tiles of one element type use the routines library (routines.cpp).
+template <typename Fold, typename T>
+__attribute__((visibility("default"))) void RowReduceRoutine(T* out, int64_t out_cols, const T* src, int64_t src_cols,
+                                                             int64_t rows, int64_t cols);
+
+template <typename Fold, typename TO, typename TS>
+inline void RowReduce(TO& out, const TS& src) {
+  using T = typename TS::Elem;
+  if constexpr (kExternRoutines && __is_same(typename TO::Elem, T) && kRoutineElem<T>) {
+    RowReduceRoutine<Fold, T>(out.data, TO::kCols, src.data, TS::kCols, src.valid_rows, src.valid_cols);
+  } else {
+    RowReduceBody<Fold>(out.data, TO::kCols, src.data, TS::kCols, src.valid_rows, src.valid_cols);
+  }
+}
+
+}  // namespace detail
+
 template <typename TO, typename TS, typename TT>
 inline void row_sum(CoreCtx&, int, TO& out, const TS& src, TT&) {
-  using T = typename TS::Elem;
-  detail::ForEachRow(out, src, [](const T* row, int64_t n) {
-    if constexpr (kIsFloatLike<T>) return FromFloat<T>(detail::SumRun(row, n));
-    else return T(detail::SumRun(row, n));
-  });
+  detail::RowReduce<detail::RowSumOf>(out, src);
 }
 
 template <typename TO, typename TS, typename TT>
 inline void row_max(CoreCtx&, int, TO& out, const TS& src, TT&) {
-  detail::ForEachRow(out, src, [](const auto* row, int64_t n) { return detail::ExtremeRun<detail::MaxF>(row, n); });
+  detail::RowReduce<detail::RowExtremeOf<detail::MaxF>>(out, src);
 }
 
 template <typename TO, typename TS, typename TT>
 inline void row_min(CoreCtx&, int, TO& out, const TS& src, TT&) {
-  detail::ForEachRow(out, src, [](const auto* row, int64_t n) { return detail::ExtremeRun<detail::MinF>(row, n); });
+  detail::RowReduce<detail::RowExtremeOf<detail::MinF>>(out, src);
 }
 
 template <typename TO, typename TS, typename TT>

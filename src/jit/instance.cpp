@@ -394,7 +394,7 @@ bool EnsurePrecompiledHeader(const fs::path& dir, const std::vector<std::string>
 }
 
 // `dir`/libpto_routines.so (device_include/pypto_pro/routines.cpp: the GEMM, GM <-> tile transfers,
-// moves and binary vector ops of every element type) built with the kernels' `cmd` if missing (~4 s,
+// moves and common vector ops of every element type) built with the kernels' `cmd` if missing (~6 s,
 // once), or "" when it cannot be. A kernel compiled with -DPTO_EXTERN_ROUTINES and linked to it calls
 // them there instead of compiling them (~65 ms of the add example's compile, ~170 ms of the matmul
 // example's).

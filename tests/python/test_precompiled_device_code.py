@@ -323,3 +323,80 @@ def test_binary_ops_through_the_routines_match_the_inline_ones(tmp_path, monkeyp
         assert torch.equal(routine[2], (x.float() * y.float()).to(torch_dtype))
     else:
         assert torch.equal(routine[3], torch.maximum(x, y)) and torch.equal(routine[4], torch.minimum(x, y))
+
+
+VECTOR = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[16, 48], pl.{D}], y: pl.Tensor[[16, 48], pl.{D}], out: pl.Tensor[[{N}, 16, 48], pl.{D}],
+           cols: pl.Tensor[[3, 16, 1], pl.{D}]):
+    full = pl.TileType(shape=[16, 48], dtype=pl.{D}, valid_shape=[-1, -1])
+    a = pl.make_tile(full, addr=0x0)
+    b = pl.make_tile(full, addr=0x2000)
+    o = pl.make_tile(full, addr=0x4000)
+    t = pl.make_tile(full, addr=0x6000)
+    col = pl.make_tile(pl.TileType(shape=[16, 1], dtype=pl.{D}, layout=pl.DN, valid_shape=[-1, -1]), addr=0x8000)
+    row = pl.make_tile(pl.TileType(shape=[1, 48], dtype=pl.{D}, valid_shape=[-1, -1]), addr=0x8100)
+    with pl.section_vector():
+        pl.load(a, x, [0, 0])
+        pl.load(b, y, [0, 0])
+        pl.load(row, y, [3, 0])
+        pl.set_validshape(a, [13, 37])       # partial windows: row by row
+        pl.set_validshape(o, [13, 37])
+        pl.set_validshape(col, [13, 1])
+{RUN}
+'''
+
+
+def _vector_run(dtype):
+    """(statements, outputs): each op's result stored to out[i] (and row reductions to cols[i])."""
+    ops = ["pl.neg(o, a)", "pl.abs(o, a)", "pl.relu(o, a)",
+           "pl.row_expand_add(o, a, col)", "pl.row_expand_sub(o, a, col)", "pl.row_expand_mul(o, a, col)",
+           "pl.row_expand_max(o, a, col)", "pl.row_expand_min(o, a, col)", "pl.row_expand_div(o, a, col)",
+           "pl.col_expand_add(o, a, row)", "pl.col_expand_sub(o, a, row)", "pl.col_expand_mul(o, a, row)",
+           "pl.col_expand_max(o, a, row)", "pl.col_expand_min(o, a, row)", "pl.col_expand_div(o, a, row)"]
+    if dtype.startswith("DT_FP"):
+        ops += ["pl.exp(o, a)", "pl.log(o, b)", "pl.sqrt(o, b)", "pl.rsqrt(o, b)", "pl.recip(o, b)"]
+    lines = ["pl.row_max(col, b, t)", "pl.store(cols, col, [0, 0, 0])", "pl.row_min(col, b, t)",
+             "pl.store(cols, col, [1, 0, 0])", "pl.row_sum(col, b, t)", "pl.store(cols, col, [2, 0, 0])"]
+    for i, op in enumerate(ops):
+        lines += [op, f"pl.store(out, o, [{i}, 0, 0])"]
+    return "\n".join(" " * 8 + line for line in lines), len(ops)
+
+
+@pytest.mark.parametrize("dtype", ["DT_FP32", "DT_FP16", "DT_INT32"])
+def test_vector_ops_through_the_routines_match_the_inline_ones(tmp_path, monkeypatch, shared, dtype):
+    """unary ops, row and column broadcasts and row reductions: through the precompiled routines
+    and compiled inline, the same bits."""
+    _cache_in(shared, monkeypatch)
+    run, count = _vector_run(dtype)
+    path = tmp_path / f"vector_{dtype}.py"
+    path.write_text(VECTOR.format(D=dtype, N=count, RUN=run))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch_dtype = {"DT_FP32": torch.float32, "DT_FP16": torch.float16, "DT_INT32": torch.int32,
+                   "DT_INT16": torch.int16}[dtype]
+    g = torch.Generator().manual_seed(9)
+    if not torch_dtype.is_floating_point:
+        x = torch.randint(-100, 100, (16, 48), generator=g, dtype=torch_dtype)
+        y = torch.randint(1, 20, (16, 48), generator=g, dtype=torch_dtype)  # no zero divisor, no overflow
+    else:
+        x = (torch.randn(16, 48, generator=g) * 3).to(torch_dtype)
+        y = (torch.rand(16, 48, generator=g) * 4 + 0.5).to(torch_dtype)  # positive: log, sqrt, divisors
+    results = []
+    for pch in ("1", "0"):
+        monkeypatch.setenv("PYPTO_PRO_PCH", pch)
+        kernel = pl.jit(module.kernel, name=f"pch_vector_{dtype}_{pch}")
+        out = torch.zeros(count, 16, 48, dtype=torch_dtype)
+        cols = torch.zeros(3, 16, 1, dtype=torch_dtype)
+        kernel[None, 1](x, y, out, cols)
+        pypto_pro.runtime.synchronize()
+        results.append((out, cols))
+    for routine, inline in zip(*results):
+        assert torch.equal(routine, inline) or (routine.is_floating_point() and
+                                                torch.equal(routine.isnan(), inline.isnan()) and
+                                                torch.equal(routine.nan_to_num(), inline.nan_to_num()))
+    out, cols = results[0]
+    assert torch.equal(out[0, :13, :37], -x[:13, :37]) and not out[0, 13:].any()
+    assert torch.equal(cols[0, :13, 0], y[:13].max(1).values) and torch.equal(cols[1, :13, 0], y[:13].min(1).values)
