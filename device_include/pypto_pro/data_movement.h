@@ -276,7 +276,8 @@ inline void LoadBody(CoreCtx& ctx, int line, const char* op, int order, bool til
                      const GmTensor<T, N>& src, Idx<N> index) {
   const Axes axes = DecodeOrder<N>(order);
   const Idx<N> offsets = tile_units ? TileOffsetsOf(index, dst.rows, dst.cols, axes) : index;
-  const T* from = CheckedWindowOf(ctx, line, op, dst.valid_rows, dst.valid_cols, dst.rows, dst.cols, src, offsets, axes);
+  const T* from =
+      CheckedWindowOf(ctx, line, op, dst.valid_rows, dst.valid_cols, dst.rows, dst.cols, src, offsets, axes);
   LoadWindowOf(dst, from, src, axes);
 }
 

@@ -96,13 +96,22 @@ void RowReduceRoutine(T* out, int64_t out_cols, const T* src, int64_t src_cols, 
   RowReduceBody<Fold>(out, out_cols, src, src_cols, rows, cols);
 }
 
+template <typename F, typename T>
+void ScalarRoutine(CoreCtx& ctx, int line, T* d, const T* a, int64_t tile_cols, int64_t rows, int64_t cols, T e) {
+  ScalarBody<F>(ctx, line, d, a, tile_cols, rows, cols, e);
+}
+
 #define PTO_INSTANTIATE_UNARY_(F, T) template void UnaryRoutine<F, T>(T*, const T*, int64_t, int64_t, int64_t);
+#define PTO_INSTANTIATE_SCALAR_(F, T) \
+  template void ScalarRoutine<F, T>(CoreCtx&, int, T*, const T*, int64_t, int64_t, int64_t, T);
 #define PTO_INSTANTIATE_EXPANDS_(F, T)                                                                          \
   template void RowExpandRoutine<F, T>(CoreCtx&, int, T*, int64_t, const T*, int64_t, const T*, int64_t, int64_t, \
                                        int64_t);                                                                \
   template void ColExpandRoutine<F, T>(CoreCtx&, int, T*, int64_t, const T*, int64_t, const T*, int64_t, int64_t);
 #define PTO_INSTANTIATE_VECTOR_(T)                                                                           \
   PTO_INSTANTIATE_UNARY_(NegF, T) PTO_INSTANTIATE_UNARY_(AbsF, T) PTO_INSTANTIATE_UNARY_(ReluF, T)            \
+  PTO_INSTANTIATE_SCALAR_(AddF, T) PTO_INSTANTIATE_SCALAR_(SubF, T) PTO_INSTANTIATE_SCALAR_(MulF, T)          \
+  PTO_INSTANTIATE_SCALAR_(DivF, T) PTO_INSTANTIATE_SCALAR_(MaxF, T) PTO_INSTANTIATE_SCALAR_(MinF, T)          \
   PTO_INSTANTIATE_EXPANDS_(AddF, T) PTO_INSTANTIATE_EXPANDS_(SubF, T) PTO_INSTANTIATE_EXPANDS_(MulF, T)       \
   PTO_INSTANTIATE_EXPANDS_(DivF, T) PTO_INSTANTIATE_EXPANDS_(MaxF, T) PTO_INSTANTIATE_EXPANDS_(MinF, T)       \
   template void RowReduceRoutine<RowSumOf, T>(T*, int64_t, const T*, int64_t, int64_t, int64_t);              \

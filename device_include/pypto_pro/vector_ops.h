@@ -286,14 +286,36 @@ inline void Binary(CoreCtx& ctx, int line, TD& dst, const TA& a, const TB& b) {
   }
 }
 
+// d = f(a, e) over the rows x cols window of tiles of `tile_cols` columns; `e`: the scalar operand
+// already rounded to the element type (AsElem), as the device computes with it.
+template <typename F, typename ED, typename EA>
+inline void ScalarBody(CoreCtx& ctx, int line, ED* d, const EA* a, int64_t tile_cols, int64_t rows, int64_t cols,
+                       ED e) {
+  if constexpr (__is_same(F, DivF) && !kIsFloatLike<ED>) {
+    if (e == ED(0)) Fault(ctx, line, "divs", "integer division by zero");
+  }
+  const auto sv = [&] {
+    if constexpr (kIsFloatLike<ED>) return Splat(ToFloat(e));
+    else return e;
+  }();
+  ForWindowOf(tile_cols, rows, cols, [&](int64_t off, int64_t n) {
+    Map(d + off, n, [&](auto x) { return F{}(x, decltype(x)(sv)); }, a + off);
+  });
+}
+
+template <typename F, typename T>
+__attribute__((visibility("default"))) void ScalarRoutine(CoreCtx& ctx, int line, T* d, const T* a,
+                                                          int64_t tile_cols, int64_t rows, int64_t cols, T e);
+
 template <typename F, typename TD, typename TA, typename S>
 inline void Scalar(CoreCtx& ctx, int line, TD& dst, const TA& a, S s) {
   using T = typename TD::Elem;
-  if constexpr (__is_same(F, DivF) && !kIsFloatLike<T>) {
-    if (T(s) == T(0)) Fault(ctx, line, "divs", "integer division by zero");
+  const T e = AsElem<T>(s);
+  if constexpr (kExternRoutines && __is_same(typename TA::Elem, T) && kRoutineElem<T>) {
+    ScalarRoutine<F, T>(ctx, line, dst.data, a.data, TD::kCols, dst.valid_rows, dst.valid_cols, e);
+  } else {
+    ScalarBody<F>(ctx, line, dst.data, a.data, TD::kCols, dst.valid_rows, dst.valid_cols, e);
   }
-  const auto sv = ScalarAs<T>(s);
-  MapWindow(dst, [&](auto x) { return F{}(x, decltype(x)(sv)); }, a);
 }
 
 // d = f(s) over the rows x cols window of tiles of `tile_cols` columns.

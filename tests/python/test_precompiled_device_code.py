@@ -245,8 +245,7 @@ def test_transfers_through_the_routines_match_the_inline_ones(tmp_path, monkeypa
     assert torch.equal(routine[2], v) and torch.equal(routine[3][0, 1], cube[1, 2])
     assert torch.equal(routine[4][0, 0, 0, 0], deep[0, 0, 0, 1])
     assert torch.equal(routine[0][24:29, :11], x[32:37, 37:48])
-    line = TRANSFERS.splitlines().index("        pl.load(t, x, [row, 0])               # out of bounds for row > 24: a fault at "
-                                        "this line") + 1
+    line = next(i for i, text in enumerate(TRANSFERS.splitlines(), 1) if "a fault at this line" in text)
     assert (routine_fault.op, routine_fault.line) == (inline_fault.op, inline_fault.line) == ("load", line)
     assert routine_text == inline_text
     assert "GM access out of bounds: tensor 'x' of shape [40, 48], offsets [30, 0], window [16, 16]" in \
@@ -355,6 +354,10 @@ def _vector_run(dtype):
            "pl.row_expand_max(o, a, col)", "pl.row_expand_min(o, a, col)", "pl.row_expand_div(o, a, col)",
            "pl.col_expand_add(o, a, row)", "pl.col_expand_sub(o, a, row)", "pl.col_expand_mul(o, a, row)",
            "pl.col_expand_max(o, a, row)", "pl.col_expand_min(o, a, row)", "pl.col_expand_div(o, a, row)"]
+    floats = dtype.startswith("DT_FP")
+    scalars = ("1.5", "2.25", "0.75", "3.0", "0.5", "-0.5") if floats else ("3", "2", "5", "3", "1", "-1")
+    ops += [f"pl.{op}(o, {src}, {value})" for op, src, value in
+            zip(("adds", "subs", "muls", "divs", "maxs", "mins"), "aabbaa", scalars)]
     if dtype.startswith("DT_FP"):
         ops += ["pl.exp(o, a)", "pl.log(o, b)", "pl.sqrt(o, b)", "pl.rsqrt(o, b)", "pl.recip(o, b)"]
     lines = ["pl.row_max(col, b, t)", "pl.store(cols, col, [0, 0, 0])", "pl.row_min(col, b, t)",
@@ -366,8 +369,8 @@ def _vector_run(dtype):
 
 @pytest.mark.parametrize("dtype", ["DT_FP32", "DT_FP16", "DT_INT32"])
 def test_vector_ops_through_the_routines_match_the_inline_ones(tmp_path, monkeypatch, shared, dtype):
-    """unary ops, row and column broadcasts and row reductions: through the precompiled routines
-    and compiled inline, the same bits."""
+    """unary ops, scalar forms, row and column broadcasts and row reductions: through the
+    precompiled routines and compiled inline, the same bits."""
     _cache_in(shared, monkeypatch)
     run, count = _vector_run(dtype)
     path = tmp_path / f"vector_{dtype}.py"
