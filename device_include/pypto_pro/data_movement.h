@@ -281,9 +281,9 @@ inline void LoadBody(CoreCtx& ctx, int line, const char* op, int order, bool til
   LoadWindowOf(dst, from, src, axes);
 }
 
-template <typename T, int N>
+template <typename E, typename T, int N>
 inline void StoreBody(CoreCtx& ctx, int line, const char* op, int relu_pre_mode, int64_t scale, int order, int atomic,
-                      int phase, bool tile_units, const GmTensor<T, N>& dst, const TileRef<T>& src, Idx<N> index) {
+                      int phase, bool tile_units, const GmTensor<T, N>& dst, const TileRef<E>& src, Idx<N> index) {
   UnitFlagWait(ctx, line, op, phase, 1);
   const Axes axes = DecodeOrder<N>(order);
   const Idx<N> offsets = tile_units ? TileOffsetsOf(index, src.rows, src.cols, axes) : index;
@@ -331,10 +331,11 @@ inline void Load(CoreCtx& ctx, int line, const char* op, int order, bool tile_un
   }
 }
 
-template <typename T, int N>
+// E: the tile's element type; an Acc tile converted on its way (E != T) always stores inline.
+template <typename E, typename T, int N>
 inline void Store(CoreCtx& ctx, int line, const char* op, int relu_pre_mode, int64_t scale, int order, int atomic,
-                  int phase, bool tile_units, const GmTensor<T, N>& dst, const TileRef<T>& src, Idx<N> index) {
-  if constexpr (kExternRoutines && kRoutineElem<T> && N <= kRoutineMaxRank) {
+                  int phase, bool tile_units, const GmTensor<T, N>& dst, const TileRef<E>& src, Idx<N> index) {
+  if constexpr (kExternRoutines && __is_same(E, T) && kRoutineElem<T> && N <= kRoutineMaxRank) {
     StoreRoutine(ctx, line, op, relu_pre_mode, scale, order, atomic, phase, tile_units, dst, src, index);
   } else {
     StoreBody(ctx, line, op, relu_pre_mode, scale, order, atomic, phase, tile_units, dst, src, index);
@@ -393,32 +394,15 @@ template <typename TileT, typename T, int N>
 inline void store(CoreCtx& ctx, int line, int relu_pre_mode, int64_t scale, int order, int atomic, int phase,
                   const GmTensor<T, N>& dst, const TileT& src, Idx<N> offsets) {
   static_assert(detail::kStorable<TileT, T>, "this tile cannot be stored to a tensor of this dtype");
-  if constexpr (__is_same(typename TileT::Elem, T)) {
-    detail::Store(ctx, line, "store", relu_pre_mode, scale, order, atomic, phase, false, dst, detail::RefOf(src), offsets);
-  } else {  // an Acc tile converted on the way: always inline
-    UnitFlagWait(ctx, line, "store", phase, 1);
-    const detail::Axes axes = detail::DecodeOrder<N>(order);
-    T* to = detail::CheckedWindow(ctx, line, "store", src, dst, offsets, axes);
-    detail::StoreWindow(to, dst, src, axes, MakeFixpipe(relu_pre_mode, scale), atomic == 1);
-    UnitFlagDone(ctx, phase, 0);
-  }
+  detail::Store(ctx, line, "store", relu_pre_mode, scale, order, atomic, phase, false, dst, detail::RefOf(src), offsets);
 }
 
 template <typename TileT, typename T, int N>
 inline void store_tile(CoreCtx& ctx, int line, int relu_pre_mode, int64_t scale, int order, int atomic, int phase,
                        const GmTensor<T, N>& dst, const TileT& src, Idx<N> tile_idx) {
   static_assert(detail::kStorable<TileT, T>, "this tile cannot be stored to a tensor of this dtype");
-  if constexpr (__is_same(typename TileT::Elem, T)) {
-    detail::Store(ctx, line, "store_tile", relu_pre_mode, scale, order, atomic, phase, true, dst, detail::RefOf(src),
-                  tile_idx);
-  } else {  // an Acc tile converted on the way: always inline
-    UnitFlagWait(ctx, line, "store_tile", phase, 1);
-    const detail::Axes axes = detail::DecodeOrder<N>(order);
-    Idx<N> offsets = detail::TileOffsets<TileT>(tile_idx, axes);
-    T* to = detail::CheckedWindow(ctx, line, "store_tile", src, dst, offsets, axes);
-    detail::StoreWindow(to, dst, src, axes, MakeFixpipe(relu_pre_mode, scale), atomic == 1);
-    UnitFlagDone(ctx, phase, 0);
-  }
+  detail::Store(ctx, line, "store_tile", relu_pre_mode, scale, order, atomic, phase, true, dst, detail::RefOf(src),
+                tile_idx);
 }
 
 // store(..., scale=<run-time scalar>): an fp32 scalar is the factor, an integer one carries its fp32

@@ -361,14 +361,14 @@ fs::path PrecompiledDir(const std::vector<std::string>& cmd, const std::string& 
 // the compiler run when one was needed (interrupted or out of time, it stops the kernel's compile
 // as its own would).
 bool EnsurePrecompiled(const fs::path& target, std::vector<std::string> argv, const CompileOptions& options,
-                       ProcessResult& run) {
+                       double seconds_left, ProcessResult& run) {
   std::error_code ec;
   if (fs::is_regular_file(target, ec)) return true;
   fs::create_directories(target.parent_path(), ec);
   if (ec) return false;
   const fs::path temp = target.parent_path() / (".tmp" + TempSuffix() + target.extension().string());
   argv.insert(argv.end(), {"-o", temp.string()});
-  run = RunCompilerBounded(argv, target.parent_path(), options.timeout_seconds, options.interrupted);
+  run = RunCompilerBounded(argv, target.parent_path(), seconds_left, options.interrupted);
   if (run.started && !run.timed_out && !run.interrupted && run.exit_code == 0 && fs::is_regular_file(temp, ec)) {
     fs::rename(temp, target, ec);
     if (!ec) return true;
@@ -384,13 +384,13 @@ bool EnsurePrecompiled(const fs::path& target, std::vector<std::string> argv, co
 // precompiled header against the compile's options itself and parses the header when they differ:
 // it changes speed, never code.
 bool EnsurePrecompiledHeader(const fs::path& dir, const std::vector<std::string>& cmd, const CompileOptions& options,
-                             ProcessResult& run) {
+                             double seconds_left, ProcessResult& run) {
   std::vector<std::string> argv;
   for (const std::string& part : cmd) {
     if (part != "-shared") argv.push_back(part);
   }
   argv.insert(argv.end(), {"-x", "c++-header", DeviceIncludeDir() + "/pypto_pro/precompiled.h"});
-  return EnsurePrecompiled(dir / "pypto_pro" / "precompiled.h.gch", argv, options, run);
+  return EnsurePrecompiled(dir / "pypto_pro" / "precompiled.h.gch", argv, options, seconds_left, run);
 }
 
 // `dir`/libpto_routines.so (device_include/pypto_pro/routines.cpp: the GEMM, GM <-> tile transfers,
@@ -399,11 +399,16 @@ bool EnsurePrecompiledHeader(const fs::path& dir, const std::vector<std::string>
 // them there instead of compiling them (~65 ms of the add example's compile, ~170 ms of the matmul
 // example's).
 fs::path EnsurePrecompiledRoutines(const fs::path& dir, const std::vector<std::string>& cmd,
-                                   const CompileOptions& options, ProcessResult& run) {
+                                   const CompileOptions& options, double seconds_left, ProcessResult& run) {
   std::vector<std::string> argv = cmd;
   argv.push_back(DeviceIncludeDir() + "/pypto_pro/routines.cpp");
   const fs::path lib = dir / "libpto_routines.so";
-  return EnsurePrecompiled(lib, argv, options, run) ? lib : fs::path();
+  return EnsurePrecompiled(lib, argv, options, seconds_left, run) ? lib : fs::path();
+}
+
+// What is left of compile_timeout, which bounds all the compiler runs of one compile together.
+double SecondsLeft(const CompileOptions& options, std::chrono::steady_clock::time_point start) {
+  return options.timeout_seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 // Throws what a stopped compiler run means for the kernel's compile: CompileInterrupted or
@@ -429,12 +434,12 @@ void CompileLibrary(const ir::Function& func, const std::shared_ptr<Instance>& i
                     const std::string& so_name, std::vector<std::string>& published, const CompileOptions& options,
                     std::chrono::steady_clock::time_point start) {
   auto compile = [&](const std::vector<std::string>& argv) {
-    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return RunCompilerBounded(argv, build.path(), options.timeout_seconds - spent, options.interrupted);
+    return RunCompilerBounded(argv, build.path(), SecondsLeft(options, start), options.interrupted);
   };
   ProcessResult run;
-  const fs::path pch = !precompiled.empty() && EnsurePrecompiledHeader(precompiled, cmd, options, run) ? precompiled
-                                                                                                   : fs::path();
+  const bool with_header =
+      !precompiled.empty() && EnsurePrecompiledHeader(precompiled, cmd, options, SecondsLeft(options, start), run);
+  const fs::path pch = with_header ? precompiled : fs::path();
   cmd.push_back("-o");
   cmd.push_back(so_name);
   cmd.push_back("call_kernel.cpp");
@@ -566,7 +571,8 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   fs::path precompiled = PrecompiledDir(cmd, headers_digest);
   if (!precompiled.empty()) {
     ProcessResult run;
-    const fs::path routines = EnsurePrecompiledRoutines(precompiled, cmd, options, run);
+    const fs::path routines =
+        EnsurePrecompiledRoutines(precompiled, cmd, options, SecondsLeft(options, compile_start), run);
     ThrowIfStopped(run, func, *inst, options);
     if (routines.empty()) {
       precompiled.clear();

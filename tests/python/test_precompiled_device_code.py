@@ -48,6 +48,21 @@ def shared(tmp_path_factory):
     return tmp_path_factory.mktemp("shared_precompiled")
 
 
+def _module(tmp_path, name, source):
+    """The module of a kernel written from one of the templates below."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# The torch dtype of each pl dtype the tests run.
+TORCH = {"DT_FP32": torch.float32, "DT_FP16": torch.float16, "DT_BF16": torch.bfloat16, "DT_INT64": torch.int64,
+         "DT_INT32": torch.int32, "DT_INT8": torch.int8, "DT_UINT8": torch.uint8}
+
+
 def _compile_and_check():
     kernel, value = _plus_kernel()
     x = torch.arange(64 * 64, dtype=torch.float32).reshape(64, 64)
@@ -132,17 +147,13 @@ def kernel(a: pl.Tensor[[64, 128], pl.{D}], b: pl.Tensor[[128, 64], pl.{D}], c: 
 def test_cube_kernels_call_the_precompiled_gemm_and_get_its_bits(tmp_path, monkeypatch, shared, dtype):
     _cache_in(shared, monkeypatch)
     acc = "DT_INT32" if dtype == "DT_INT8" else "DT_FP32"
-    path = tmp_path / f"matmul_{dtype}.py"
-    path.write_text(MATMUL.format(D=dtype, A=acc))
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _module(tmp_path, f"matmul_{dtype}", MATMUL.format(D=dtype, A=acc))
     g = torch.Generator().manual_seed(7)
     if dtype == "DT_INT8":
         a = torch.randint(-128, 128, (64, 128), generator=g, dtype=torch.int8)
         b = torch.randint(-128, 128, (128, 64), generator=g, dtype=torch.int8)
     else:
-        torch_dtype = {"DT_FP16": torch.float16, "DT_BF16": torch.bfloat16, "DT_FP32": torch.float32}[dtype]
+        torch_dtype = TORCH[dtype]
         a = torch.randn(64, 128, generator=g).to(torch_dtype)
         b = torch.randn(128, 64, generator=g).to(torch_dtype)
     results = []
@@ -212,13 +223,8 @@ def test_transfers_through_the_routines_match_the_inline_ones(tmp_path, monkeypa
     order=, 1-D, 4-D and 6-D tensors) and an out-of-bounds load: through the precompiled routines
     (ranks up to 4) and compiled inline, the same bytes and the same fault."""
     _cache_in(shared, monkeypatch)
-    path = tmp_path / f"transfers_{dtype}.py"
-    path.write_text(TRANSFERS.format(D=dtype))
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    torch_dtype = {"DT_FP32": torch.float32, "DT_FP16": torch.float16, "DT_INT8": torch.int8,
-                   "DT_UINT8": torch.uint8, "DT_INT64": torch.int64}[dtype]
+    module = _module(tmp_path, f"transfers_{dtype}", TRANSFERS.format(D=dtype))
+    torch_dtype = TORCH[dtype]
     g = torch.Generator().manual_seed(3)
 
     def data(*shape):
@@ -283,13 +289,8 @@ def kernel(x: pl.Tensor[[16, 48], pl.{D}], y: pl.Tensor[[16, 48], pl.{D}], out: 
 @pytest.mark.parametrize("dtype", ["DT_FP32", "DT_FP16", "DT_BF16", "DT_INT32", "DT_INT8"])
 def test_binary_ops_through_the_routines_match_the_inline_ones(tmp_path, monkeypatch, shared, dtype):
     _cache_in(shared, monkeypatch)
-    path = tmp_path / f"binary_{dtype}.py"
-    path.write_text(BINARY.format(D=dtype))
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    torch_dtype = {"DT_FP32": torch.float32, "DT_FP16": torch.float16, "DT_BF16": torch.bfloat16,
-                   "DT_INT32": torch.int32, "DT_INT8": torch.int8}[dtype]
+    module = _module(tmp_path, f"binary_{dtype}", BINARY.format(D=dtype))
+    torch_dtype = TORCH[dtype]
     g = torch.Generator().manual_seed(5)
     x = (torch.randn(16, 48, generator=g) * 50).to(torch_dtype)
     y = (torch.randn(16, 48, generator=g) * 50).to(torch_dtype)
@@ -373,13 +374,8 @@ def test_vector_ops_through_the_routines_match_the_inline_ones(tmp_path, monkeyp
     precompiled routines and compiled inline, the same bits."""
     _cache_in(shared, monkeypatch)
     run, count = _vector_run(dtype)
-    path = tmp_path / f"vector_{dtype}.py"
-    path.write_text(VECTOR.format(D=dtype, N=count, RUN=run))
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    torch_dtype = {"DT_FP32": torch.float32, "DT_FP16": torch.float16, "DT_INT32": torch.int32,
-                   "DT_INT16": torch.int16}[dtype]
+    module = _module(tmp_path, f"vector_{dtype}", VECTOR.format(D=dtype, N=count, RUN=run))
+    torch_dtype = TORCH[dtype]
     g = torch.Generator().manual_seed(9)
     if not torch_dtype.is_floating_point:
         x = torch.randint(-100, 100, (16, 48), generator=g, dtype=torch_dtype)
