@@ -5,6 +5,7 @@
 // ops, row and column broadcasts, row reductions). Compiled with the
 // kernels' own flags from the same source, so the code is the same.
 #include "pypto_pro/device.h"
+#include "pypto_pro/tier0_exec.h"
 
 #define PTO_ROUTINE extern "C" __attribute__((visibility("default")))
 
@@ -136,3 +137,10 @@ PTO_INSTANTIATE_MATH_(float)
 PTO_ROUTINE_ELEMS(PTO_INSTANTIATE_RANKS_)
 
 }  // namespace pto::detail
+
+// The tier-0 executor's kernel entry (PtoKernelDesc::entry of a tier-0 launch; its arguments are a
+// PtoT0Args).
+PTO_ROUTINE void pto_tier0_entry(PtoCoreCtx* ctx, const void* raw_args) {
+  const PtoT0Args* args = static_cast<const PtoT0Args*>(raw_args);
+  pto::tier0::Run(*ctx, *args->program, args->slots);
+}

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "pypto_pro/data_movement.h"
+#include "pypto_pro/op_lists.h"
 #include "pypto_pro/tile.h"
 #include "pypto_pro/vector_math.h"
 
@@ -361,26 +362,9 @@ inline void Unary(TD& dst, const TS& src) {
     detail::Unary<detail::functor>(dst, src);                                    \
   }
 
-PTO_BINARY_OP(add, AddF)
-PTO_BINARY_OP(sub, SubF)
-PTO_BINARY_OP(mul, MulF)
-PTO_BINARY_OP(div, DivF)
-PTO_BINARY_OP(maximum, MaxF)
-PTO_BINARY_OP(minimum, MinF)
-PTO_SCALAR_OP(adds, AddF)
-PTO_SCALAR_OP(subs, SubF)
-PTO_SCALAR_OP(muls, MulF)
-PTO_SCALAR_OP(divs, DivF)
-PTO_SCALAR_OP(maxs, MaxF)
-PTO_SCALAR_OP(mins, MinF)
-PTO_UNARY_OP(neg, NegF)
-PTO_UNARY_OP(abs, AbsF)
-PTO_UNARY_OP(relu, ReluF)
-PTO_UNARY_OP(exp, ExpF)
-PTO_UNARY_OP(log, LogF)
-PTO_UNARY_OP(sqrt, SqrtF)
-PTO_UNARY_OP(rsqrt, RsqrtF)
-PTO_UNARY_OP(recip, RecipF)
+PTO_BINARY_OPS(PTO_BINARY_OP)
+PTO_SCALAR_OPS(PTO_SCALAR_OP)
+PTO_UNARY_OPS(PTO_UNARY_OP)
 
 #undef PTO_BINARY_OP
 #undef PTO_SCALAR_OP

@@ -53,3 +53,17 @@ __all__ = [
     "CompileTimeoutError", "BuildDirectoryError", "KernelFault", "KernelDeadlock", "KernelTimeout", "SanitizerError",
     "SanitizerFinding", "PyptoWarning", "TileOverlapWarning",
 ]
+
+
+def _finish_background_compiles():
+    """At exit: kernel libraries still compiling in the background (first launches the tier-0 executor
+    ran, docs/jit.md#tier-0-first-launches) finish, so their artefacts are complete; a failed one is
+    reported, as nothing launched the kernel again to raise it."""
+    import sys
+    for failure in _C.wait_background_compiles():
+        sys.stderr.write(f"pypto_pro: a kernel library compiled in the background failed: {failure}\n")
+
+
+import atexit as _atexit  # noqa: E402
+
+_atexit.register(_finish_background_compiles)

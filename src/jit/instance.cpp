@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <cerrno>
 #include <map>
+#include <set>
 #include <mutex>
 #include <thread>
 #include <sstream>
@@ -22,6 +24,7 @@
 #include "pypto_pro/ir/launcher_slots.h"
 #include "pypto_pro/jit/artefacts.h"
 #include "pypto_pro/jit/compiler.h"
+#include "pypto_pro/jit/tier0.h"
 #include "pypto_pro/passes/pass.h"
 #include "pypto_pro/support/config.h"
 #include "pypto_pro/support/fork.h"
@@ -130,8 +133,9 @@ bool IsInstanceFile(const std::string& name) {
 // every other compile until Publish() moves them in. Removed with whatever is left in it.
 class PrivateDir {
  public:
+  // Absolute paths: a compile in the background must not follow the process's later chdir.
   explicit PrivateDir(const fs::path& instance_dir)
-      : instance_dir_(instance_dir), path_(instance_dir / (".build" + TempSuffix())) {
+      : instance_dir_(fs::absolute(instance_dir)), path_(instance_dir_ / (".build" + TempSuffix())) {
     CreateArtefactDir(path_);
   }
   ~PrivateDir() {
@@ -147,8 +151,9 @@ class PrivateDir {
 
   // Moves `names` into the instance directory as one set, under a lock of that directory, and
   // removes the files of an earlier instance the set does not have: readers of the directory find
-  // one complete instance, never the sources of one and the library of another.
-  void Publish(const std::vector<std::string>& names, const std::string& library) {
+  // one complete instance, never the sources of one and the library of another. `copy`: copies
+  // instead (the sources published at once while they compile in the background).
+  void Publish(const std::vector<std::string>& names, const std::string& library, bool copy = false) {
     int fd = ::open(instance_dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) throw ArtefactDirError("cannot open " + instance_dir_.string(), instance_dir_);
     while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
@@ -166,15 +171,23 @@ class PrivateDir {
     }
     // The library last: a directory with a library always has its sources.
     for (const std::string& name : names) {
-      if (name != library) Move(name);
+      if (name != library) Move(name, copy);
     }
-    if (!library.empty()) Move(library);
+    if (!library.empty()) Move(library, copy);
   }
 
  private:
-  void Move(const std::string& name) {
+  void Move(const std::string& name, bool copy) {
     std::error_code ec;
-    fs::rename(path_ / name, instance_dir_ / name, ec);
+    if (copy) {  // a private copy renamed into place: readers see a whole file
+      const fs::path temp = instance_dir_ / (".tmp" + TempSuffix() + "_" + name);
+      fs::copy_file(path_ / name, temp, fs::copy_options::overwrite_existing, ec);
+      if (!ec) fs::rename(temp, instance_dir_ / name, ec);
+      std::error_code ignored;
+      if (ec) fs::remove(temp, ignored);
+    } else {
+      fs::rename(path_ / name, instance_dir_ / name, ec);
+    }
     if (ec) throw ArtefactDirError("cannot move " + name + " into " + instance_dir_.string() + ": " + ec.message(),
                                    instance_dir_);
   }
@@ -481,6 +494,247 @@ void CompileLibrary(const ir::Function& func, const std::shared_ptr<Instance>& i
   }
 }
 
+// What compiling, loading and publishing one library needs after codegen: done at once, or in the
+// background while launches run on the tier-0 executor.
+struct LibraryJob {
+  ir::Function func;
+  std::shared_ptr<Instance> inst;
+  std::unique_ptr<PrivateDir> build;
+  std::vector<std::string> cmd, link, published;
+  fs::path precompiled, cached;
+  std::string so_name;
+  CompileOptions options;
+  std::chrono::steady_clock::time_point start;
+  double routines_ms = 0;
+  void* handle = nullptr;  // the library loaded before in this process (reused), or null
+};
+
+void CompileAndStore(LibraryJob& job) {
+  CompileLibrary(job.func, job.inst, *job.build, job.cmd, job.link, job.precompiled, job.so_name, job.published,
+                 job.options, job.start);
+  if (!job.cached.empty()) StoreInCache(job.build->path() / job.so_name, job.cached);
+}
+
+// dlopen, the ABI check and the publication of the instance's files; sets launch and desc. Returns
+// the milliseconds it took (the load phase).
+double LoadAndPublish(LibraryJob& job) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Instance& inst = *job.inst;
+  const std::string& so_name = job.so_name;
+  // Loaded from the private directory: the library is this compile's whatever is published later.
+  // A debug build is loaded where it is published: a debugger reopens the library by its path.
+  fs::path load_from = fs::absolute(job.build->path() / so_name);
+  if (job.options.debug) {
+    job.published.push_back(so_name);
+    job.build->Publish(job.published, so_name);
+    load_from = inst.library;
+  }
+  void* handle = job.handle ? job.handle : ::dlopen(load_from.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* err = ::dlerror();
+    throw CompileFailure("cannot load " + load_from.string() + ": " + (err ? err : "?"), job.func.name, inst.dir, "");
+  }
+  // Never dlclose: queued launches may still point into the library.
+  auto launch = reinterpret_cast<PackedLauncher>(::dlsym(handle, "call_kernel_packed"));
+  auto get_desc = reinterpret_cast<const PtoKernelDesc* (*)()>(::dlsym(handle, "pypto_kernel_desc"));
+  if (!launch || !get_desc || !get_desc() || get_desc()->abi_version != PTO_ABI_VERSION) {
+    throw CompileFailure(inst.library.string() + " is not a pypto_pro kernel library of ABI version " +
+                             std::to_string(PTO_ABI_VERSION),
+                         job.func.name, inst.dir, "");
+  }
+  if (!job.options.debug) {
+    job.published.push_back(so_name);
+    job.build->Publish(job.published, so_name);
+  }
+  {
+    std::lock_guard<std::mutex> lock(LoadedMutex());
+    Loaded()[so_name] = LoadedLibrary{handle, inst.library};
+  }
+  inst.launch = launch;  // read by launches only once `compiled` says so
+  inst.desc = get_desc();
+  return MsSince(t0);
+}
+
+// ---- tier-0 (docs/jit.md#tier-0-first-launches) ----
+
+// PYPTO_PRO_TIER0: 0 off; 1 until the library is loaded; always: every launch (the library is still
+// compiled and published), for tests and for comparing the two.
+enum class Tier0Mode { kOff, kOn, kAlways };
+Tier0Mode ReadTier0Mode() {
+  std::string value = GetEnv("PYPTO_PRO_TIER0");
+  std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (value == "always") return Tier0Mode::kAlways;
+  if (value == "1" || value == "true" || value == "yes" || value == "on") return Tier0Mode::kOn;
+  if (value == "0" || value == "false" || value == "no" || value == "off") return Tier0Mode::kOff;
+  throw std::invalid_argument("environment variable PYPTO_PRO_TIER0 must be 1, 0 or always, got '" +
+                              GetEnv("PYPTO_PRO_TIER0") + "'");
+}
+
+// The tier-0 executor's entry in the routines library `lib` (loaded once per library), or null.
+PtoKernelEntry Tier0Entry(const fs::path& lib) {
+  static std::mutex mutex;
+  static auto* entries = new std::map<std::string, PtoKernelEntry>();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto [it, fresh] = entries->emplace(lib.string(), nullptr);
+  if (fresh) {
+    // Never closed: tier-0 launches and every kernel library linked to it use it.
+    if (void* handle = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      it->second = reinterpret_cast<PtoKernelEntry>(::dlsym(handle, "pto_tier0_entry"));
+    }
+  }
+  return it->second;
+}
+
+// Makes `inst` launch `program` on the executor of `routines` until its library is compiled; false
+// when that executor cannot be loaded (the launch then waits for the compile).
+bool StartTier0(Instance& inst, std::unique_ptr<Tier0Program> program, const ir::Function& func,
+                const fs::path& routines, const std::string& arch, Tier0Mode mode) {
+  if (routines.empty()) return false;
+  const PtoKernelEntry entry = Tier0Entry(routines);
+  if (!entry) return false;
+  // Kept for the life of the process: queued launches point at it, as at a library never closed.
+  Tier0Program* p = program.release();
+  p->source_files.push_back(p->names.emplace_back(func.source_file).c_str());
+  for (const std::string& file : func.other_files) p->source_files.push_back(p->names.emplace_back(file).c_str());
+  inst.tier0_desc = PtoKernelDesc{PTO_ABI_VERSION, PTO_KERNEL_VECTOR, p->names.emplace_back(func.name).c_str(),
+                                  p->source_files[0], p->names.emplace_back(arch).c_str(), entry, nullptr, 0u,
+                                  nullptr, p->source_files.data(), int32_t(p->source_files.size())};
+  inst.tier0 = p;
+  inst.tier0_always = mode == Tier0Mode::kAlways;
+  inst.stats.tier0 = true;
+  inst.compiled.store(false, std::memory_order_release);
+  inst.background_done = false;
+  return true;
+}
+
+// The background compiles of this process: how many run, and what stopped those that failed.
+struct Background {
+  std::mutex mutex;
+  std::condition_variable done;
+  int running = 0;
+  uint64_t generation = ForkGeneration();  // a forked child has none of its parent's threads
+  std::vector<std::pair<std::weak_ptr<Instance>, std::string>> failures;
+  std::set<std::string> in_flight;  // the libraries being compiled, by name
+};
+Background& Backgrounds() {
+  static auto* b = [] {
+    auto* made = new Background();
+    ResetInForkedChild(&made->mutex);  // a background thread of the parent may hold it at the fork
+    return made;
+  }();
+  return *b;
+}
+
+void StartBackground(LibraryJob job) {
+  Background& bg = Backgrounds();
+  {
+    std::lock_guard<std::mutex> lock(bg.mutex);
+    if (bg.generation != ForkGeneration()) {  // a forked child: its parent's compiles are not its own
+      bg.generation = ForkGeneration();
+      bg.running = 0;
+      bg.failures.clear();
+      bg.in_flight.clear();
+    }
+    ++bg.running;
+    bg.in_flight.insert(job.so_name);
+  }
+  std::thread([job = std::make_shared<LibraryJob>(std::move(job))]() mutable {
+    const std::shared_ptr<Instance> keep = job->inst;
+    const std::string so_name = job->so_name;
+    Instance& inst = *keep;
+    std::string failure;
+    try {
+      const auto t0 = std::chrono::steady_clock::now();
+      CompileAndStore(*job);
+      const double compile_ms = MsSince(t0) + job->routines_ms;
+      const double load_ms = LoadAndPublish(*job);
+      std::lock_guard<std::mutex> lock(inst.mutex);
+      inst.stats.compile_ms = compile_ms;
+      inst.stats.load_ms = load_ms;
+      inst.background_done = true;
+      if (!inst.tier0_always) inst.compiled.store(true, std::memory_order_release);
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(inst.mutex);
+      inst.background_error = std::current_exception();
+      inst.background_done = true;
+      failure = "kernel '" + inst.kernel_name + "': " + e.what();
+    }
+    job.reset();  // the private build directory goes before the count does
+    Background& bg = Backgrounds();
+    std::lock_guard<std::mutex> lock(bg.mutex);
+    if (!failure.empty()) bg.failures.emplace_back(keep, failure);
+    bg.in_flight.erase(so_name);
+    --bg.running;
+    bg.done.notify_all();
+  }).detach();
+}
+
+void WaitUntilNotCompiling(const std::string& so_name) {
+  Background& bg = Backgrounds();
+  std::unique_lock<std::mutex> lock(bg.mutex);
+  bg.done.wait(lock, [&] { return bg.generation != ForkGeneration() || !bg.in_flight.count(so_name); });
+}
+
+}  // namespace
+
+int64_t Launch(Instance& inst, uint32_t block_dim, void* stream, const uint64_t* slots) {
+  if (__builtin_expect(inst.compiled.load(std::memory_order_acquire), 1)) return inst.launch(block_dim, stream, slots);
+  {
+    std::lock_guard<std::mutex> lock(inst.mutex);
+    if (inst.background_error) {
+      inst.error_reported = true;
+      std::rethrow_exception(inst.background_error);
+    }
+  }
+  if (inst.compiled.load(std::memory_order_acquire)) return inst.launch(block_dim, stream, slots);
+  // The program, then the launcher's slots: a PtoT0Args.
+  constexpr int kInline = 32;
+  uint64_t inline_args[1 + kInline];
+  std::vector<uint64_t> heap_args;
+  uint64_t* args = inline_args;
+  if (inst.num_slots > kInline) {
+    heap_args.resize(size_t(1 + inst.num_slots));
+    args = heap_args.data();
+  }
+  args[0] = uint64_t(reinterpret_cast<uintptr_t>(&inst.tier0->program));
+  for (int i = 0; i < inst.num_slots; ++i) args[1 + i] = slots[i];
+  return static_cast<PtoStreamHandle*>(stream)->api->submit(stream, &inst.tier0_desc, args,
+                                                            uint32_t(sizeof(uint64_t) * size_t(1 + inst.num_slots)),
+                                                            block_dim);
+}
+
+void WaitCompiled(Instance& inst) {
+  Background& bg = Backgrounds();
+  std::unique_lock<std::mutex> lock(bg.mutex);
+  bg.done.wait(lock, [&] {
+    if (bg.generation != ForkGeneration()) return true;
+    std::lock_guard<std::mutex> inst_lock(inst.mutex);
+    return inst.background_done;
+  });
+  lock.unlock();
+  std::lock_guard<std::mutex> inst_lock(inst.mutex);
+  if (inst.background_error) {
+    inst.error_reported = true;
+    std::rethrow_exception(inst.background_error);
+  }
+}
+
+std::vector<std::string> WaitForBackgroundCompiles() {
+  Background& bg = Backgrounds();
+  std::unique_lock<std::mutex> lock(bg.mutex);
+  bg.done.wait(lock, [&] { return bg.generation != ForkGeneration() || bg.running == 0; });
+  std::vector<std::string> unreported;
+  for (auto& [weak, message] : std::exchange(bg.failures, {})) {
+    const std::shared_ptr<Instance> inst = weak.lock();
+    if (!inst) continue;
+    std::lock_guard<std::mutex> inst_lock(inst->mutex);
+    if (!inst->error_reported) unreported.push_back(std::move(message));
+  }
+  return unreported;
+}
+
+namespace {
+
 }  // namespace
 
 std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions& options) {
@@ -503,8 +757,13 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   ctx.warnings = &warnings;
   std::vector<std::pair<std::string, std::string>> ir_dumps;  // written with the sources
   std::string pipeline_python;  // pipeline_generated.py: the kernel as the pipeline pass left it
+  // The kernel before fuse_rows and auto_mutex, for its tier-0 program (docs/jit.md#tier-0-first-launches).
+  const Tier0Mode tier0_mode = ReadTier0Mode();
+  const bool try_tier0 = !options.sanitizer && !options.profile && !options.debug && tier0_mode != Tier0Mode::kOff;
+  std::optional<ir::Function> before_fusion;
   passes::RunPipeline(func, ctx, [&](std::string_view pass, const ir::Function& f) {
     if (options.pipeline && pass == "cv_pipeline") pipeline_python = PipelineGeneratedPython(f, options);
+    if (try_tier0 && pass == "cv_pipeline") before_fusion = f;
     if (!options.dump_ir) return;
     ir_dumps.emplace_back("ir_" + std::to_string(ir_dumps.size()) + "_" + std::string(pass) + ".txt", ir::Print(f));
   });
@@ -532,26 +791,28 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
     if (written[p]) inst->written_tensors.push_back(int(tensor));
     ++tensor;
   }
+  std::unique_ptr<Tier0Program> tier0;
+  if (before_fusion && sources.kind == ir::KernelKind::kVector) tier0 = CompileTier0(*before_fusion);
   inst->stats.codegen_ms = MsSince(t0);
 
   t0 = std::chrono::steady_clock::now();
   // Everything this compile reads and writes lives in a directory of its own until it is done, so a
   // compile of another kernel of the same name (another process, another thread) never reads these
   // sources or loads this library; the finished set is then moved into the instance directory.
-  PrivateDir build(inst->dir);
+  auto build = std::make_unique<PrivateDir>(inst->dir);
   std::vector<std::string> published = {"kernel.cpp", "call_kernel.cpp"};
-  build.Write("kernel.cpp", sources.kernel_cpp);
-  build.Write("call_kernel.cpp", sources.call_kernel_cpp);
+  build->Write("kernel.cpp", sources.kernel_cpp);
+  build->Write("call_kernel.cpp", sources.call_kernel_cpp);
   if (!sources.tiling_header_name.empty()) {
-    build.Write(sources.tiling_header_name, sources.tiling_header);
+    build->Write(sources.tiling_header_name, sources.tiling_header);
     published.push_back(sources.tiling_header_name);
   }
   if (!pipeline_python.empty()) {
-    build.Write("pipeline_generated.py", pipeline_python);
+    build->Write("pipeline_generated.py", pipeline_python);
     published.push_back("pipeline_generated.py");
   }
   for (const auto& [name, content] : ir_dumps) {
-    build.Write(name, content);
+    build->Write(name, content);
     published.push_back(name);
   }
   for (const auto& [relative, content] : options.extra_files) WriteFileAtomic(inst->dir / relative, content);
@@ -569,6 +830,7 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
     link = {"-nodefaultlibs", "-lc", "-lm", "-lgcc", "-Wl,--no-undefined"};
   }
   fs::path precompiled = PrecompiledDir(cmd, headers_digest);
+  fs::path routines_lib;
   if (!precompiled.empty()) {
     ProcessResult run;
     const fs::path routines =
@@ -579,6 +841,7 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
     } else {
       cmd.push_back("-DPTO_EXTERN_ROUTINES");
       link.push_back(routines.string());
+      routines_lib = routines;
     }
   }
   const double routines_ms = MsSince(compile_start);  // a compile's time (once per machine), not the writes'
@@ -596,63 +859,50 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   t0 = std::chrono::steady_clock::now();
   // The library without compiling: the same code loaded before in this process, or the persistent
   // cache's copy (built for this compiler and CPU).
+  LibraryJob job;
+  job.inst = inst;
+  job.so_name = so_name;
+  WaitUntilNotCompiling(so_name);  // the same code compiling in the background: its library is reused
   void* handle = nullptr;
   {
     std::lock_guard<std::mutex> lock(LoadedMutex());
     auto it = Loaded().find(so_name);
-    if (it != Loaded().end() && CopyLibrary(it->second.path, build.path() / so_name)) {
+    if (it != Loaded().end() && CopyLibrary(it->second.path, build->path() / so_name)) {
       handle = it->second.handle;
       inst->stats.reused = "process";
     }
   }
-  fs::path cached;
   if (!options.cache_dir.empty()) {
     CreateArtefactDir(options.cache_dir);
     const std::string host = HostFingerprint();
-    if (!host.empty()) cached = options.cache_dir / (so_name.substr(0, so_name.size() - 3) + "_" + host + ".so");
+    if (!host.empty()) job.cached = options.cache_dir / (so_name.substr(0, so_name.size() - 3) + "_" + host + ".so");
   }
-  if (!handle && !cached.empty() && fs::is_regular_file(cached) && CopyLibrary(cached, build.path() / so_name)) {
+  if (!handle && !job.cached.empty() && fs::is_regular_file(job.cached) &&
+      CopyLibrary(job.cached, build->path() / so_name)) {
     inst->stats.reused = "cache";
   }
-  if (inst->stats.reused.empty()) {
-    CompileLibrary(func, inst, build, cmd, link, precompiled, so_name, published, options, compile_start);
-    if (!cached.empty()) StoreInCache(build.path() / so_name, cached);
+  job.func = std::move(func);
+  job.build = std::move(build);
+  job.cmd = std::move(cmd);
+  job.link = std::move(link);
+  job.published = std::move(published);
+  job.precompiled = precompiled;
+  job.options = options;
+  job.start = compile_start;
+  job.routines_ms = routines_ms;
+  job.handle = handle;
+  // Nothing to reuse: a kernel the tier-0 executor runs launches on it at once while its library
+  // compiles in the background; any other waits for the compile.
+  if (inst->stats.reused.empty() && tier0 && StartTier0(*inst, std::move(tier0), job.func, routines_lib, options.arch, tier0_mode)) {
+    job.options.interrupted = nullptr;  // Python's signals are the launching thread's to check
+    job.build->Publish(job.published, "", /*copy=*/true);  // the sources are readable at once
+    inst->stats.compile_ms = routines_ms;
+    StartBackground(std::move(job));
+    return inst;
   }
+  if (inst->stats.reused.empty()) CompileAndStore(job);
   inst->stats.compile_ms = MsSince(t0) + routines_ms;
-
-  t0 = std::chrono::steady_clock::now();
-  // Loaded from the private directory: the library is this compile's whatever is published later.
-  // A debug build is loaded where it is published: a debugger reopens the library by its path.
-  fs::path load_from = fs::absolute(build.path() / so_name);
-  if (options.debug) {
-    published.push_back(so_name);
-    build.Publish(published, so_name);
-    load_from = inst->library;
-  }
-  if (!handle) handle = ::dlopen(load_from.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char* err = ::dlerror();
-    throw CompileFailure("cannot load " + load_from.string() + ": " + (err ? err : "?"), func.name, inst->dir, "");
-  }
-  // Never dlclose: queued launches may still point into the library.
-  inst->launch = reinterpret_cast<PackedLauncher>(::dlsym(handle, "call_kernel_packed"));
-  auto get_desc = reinterpret_cast<const PtoKernelDesc* (*)()>(::dlsym(handle, "pypto_kernel_desc"));
-  if (!inst->launch || !get_desc || !get_desc() || get_desc()->abi_version != PTO_ABI_VERSION) {
-    throw CompileFailure(inst->library.string() + " is not a pypto_pro kernel library of ABI version " +
-                             std::to_string(PTO_ABI_VERSION),
-                         func.name, inst->dir, "");
-  }
-  if (!options.debug) {
-    published.push_back(so_name);
-    build.Publish(published, so_name);
-  }
-  {
-    std::lock_guard<std::mutex> lock(LoadedMutex());
-    Loaded()[so_name] = LoadedLibrary{handle, inst->library};
-  }
-  inst->desc = get_desc();
-  inst->stats.load_ms = MsSince(t0);
+  inst->stats.load_ms = LoadAndPublish(job);
   return inst;
 }
-
 }  // namespace pypto_pro::jit

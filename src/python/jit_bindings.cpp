@@ -101,16 +101,26 @@ void BindJit(py::module_& m) {
                              })
       .def_property_readonly("stats",
                              [](const jit::Instance& i) {
+                               const jit::CompileStats s = i.Stats();
                                py::dict d;
-                               d["parse_ms"] = i.stats.parse_ms;
-                               d["passes_ms"] = i.stats.passes_ms;
-                               d["codegen_ms"] = i.stats.codegen_ms;
-                               d["write_ms"] = i.stats.write_ms;
-                               d["compile_ms"] = i.stats.compile_ms;
-                               d["load_ms"] = i.stats.load_ms;
-                               d["reused"] = i.stats.reused;
+                               d["parse_ms"] = s.parse_ms;
+                               d["passes_ms"] = s.passes_ms;
+                               d["codegen_ms"] = s.codegen_ms;
+                               d["write_ms"] = s.write_ms;
+                               d["compile_ms"] = s.compile_ms;
+                               d["load_ms"] = s.load_ms;
+                               d["reused"] = s.reused;
+                               d["tier0"] = s.tier0;
+                               d["compiled"] = i.compiled.load();
                                return d;
                              })
+      .def("wait_compiled",
+           [](jit::Instance& i) {
+             py::gil_scoped_release release;
+             jit::WaitCompiled(i);
+           },
+           "Waits until the instance's library is loaded (a first launch run by the tier-0 executor compiles "
+           "it in the background) and raises what stopped its compile.")
       .def_property_readonly("warnings",
                              [](const jit::Instance& i) {
                                py::list out;
@@ -124,6 +134,13 @@ void BindJit(py::module_& m) {
       });
 
   m.def("default_cache_dir", [] { return jit::DefaultCacheDir().string(); });
+  m.def(
+      "wait_background_compiles",
+      [] {
+        py::gil_scoped_release release;
+        return jit::WaitForBackgroundCompiles();
+      },
+      "Waits for every kernel library compiling in the background; returns what stopped those that failed.");
   // An environment variable of the table in support/config.h (its default when unset).
   m.def("get_env", [](const std::string& name) { return GetEnv(name); });
   m.def("arch_names", [] {

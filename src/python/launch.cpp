@@ -251,7 +251,7 @@ class Kernel {
     for (int t : inst->written_tensors) {
       if (tensor_access[t]) RefuseWrite(params[tensor_param[t]], tensor_access[t]);
     }
-    int64_t seq = inst->launch(uint32_t(block_dim), stream.stream().handle(), slots);  // copies the TilingData bytes
+    int64_t seq = jit::Launch(*inst, uint32_t(block_dim), stream.stream().handle(), slots);  // copies the TilingData bytes
     if (seq <= 0) throw std::runtime_error(name_ + ": the runtime refused the launch (ABI mismatch)");
     stream.KeepAlive(uint64_t(seq), args, size_t(nargs));
   }
@@ -494,10 +494,16 @@ class Kernel {
   void LogCompiled(const jit::Instance& inst) const {
     static py::object* log = new py::object(py::module_::import("logging").attr("getLogger")("pypto_pro.jit"));
     if (!log->attr("isEnabledFor")(10).cast<bool>()) return;  // logging.DEBUG
-    const jit::CompileStats& s = inst.stats;
+    const jit::CompileStats s = inst.Stats();
     char stats[256];
-    std::snprintf(stats, sizeof stats, "parse %.1f ms, passes %.1f ms, codegen %.1f ms, write %.1f ms, compile %.1f ms, "
-                  "load %.1f ms", s.parse_ms, s.passes_ms, s.codegen_ms, s.write_ms, s.compile_ms, s.load_ms);
+    if (s.tier0) {  // compile and load are the background compile's, still running
+      std::snprintf(stats, sizeof stats, "parse %.1f ms, passes %.1f ms, codegen %.1f ms, write %.1f ms; the library "
+                    "compiles in the background, launches run on the tier-0 executor until it is loaded",
+                    s.parse_ms, s.passes_ms, s.codegen_ms, s.write_ms);
+    } else {
+      std::snprintf(stats, sizeof stats, "parse %.1f ms, passes %.1f ms, codegen %.1f ms, write %.1f ms, compile %.1f "
+                    "ms, load %.1f ms", s.parse_ms, s.passes_ms, s.codegen_ms, s.write_ms, s.compile_ms, s.load_ms);
+    }
     log->attr("debug")("compiled %s in %s: %s", name_, inst.dir.string(), stats);
   }
 

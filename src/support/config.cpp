@@ -47,6 +47,10 @@ const std::vector<EnvVarSpec>& EnvVarTable() {
        "0 = every kernel compile parses the device headers and compiles the GEMM and GM transfers inline; "
        "1 = both come precompiled, built once per compiler, flags and headers into the cache directory's "
        "pch/ (the same code, less compile time)."},
+      {"PYPTO_PRO_TIER0", "1",
+       "0 = a first launch waits for its kernel's library; 1 = a vector kernel the tier-0 executor runs "
+       "launches at once on it while the library compiles in the background (the same results); always = "
+       "every launch of such a kernel runs on the tier-0 executor (the library is still built)."},
       {"PYPTO_PRO_TRACEBACK", "short",
        "full = a kernel's parse error keeps the parser's frames in its traceback (short: it ends at the "
        "launch, the message pointing at the kernel's line)."},

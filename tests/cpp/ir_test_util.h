@@ -253,6 +253,7 @@ inline std::filesystem::path FreshTempDir(const std::string& tag) {
     std::filesystem::path path =
         std::filesystem::path(::testing::TempDir()) / ("pypto_pro_gtest_" + std::to_string(::getpid()));
     ~Root() {
+      jit::WaitForBackgroundCompiles();  // libraries compiling after their first launches write here
       std::error_code ignored;
       std::filesystem::remove_all(path, ignored);
     }

@@ -18,6 +18,7 @@
 #include "pypto_pro/ir/analysis.h"
 #include "pypto_pro/ir/visitor.h"
 #include "pypto_pro/jit/instance.h"
+#include "pypto_pro/jit/tier0.h"
 #include "pypto_pro/passes/pass.h"
 #include "pypto_pro/runtime/stream.h"
 
@@ -133,7 +134,7 @@ TEST(Codegen, LauncherFollowsTheSlotOrder) {
   std::vector<uint64_t> slots = {reinterpret_cast<uint64_t>(x.data()), reinterpret_cast<uint64_t>(z.data()),
                                  alpha_bits, uint64_t(rows), uint64_t(cols)};
   runtime::Stream stream;
-  inst->launch(1, stream.handle(), slots.data());
+  jit::Launch(*inst, 1, stream.handle(), slots.data());
   stream.Synchronize();
   for (int r = 0; r < 256; ++r) {
     for (int c = 0; c < cols; ++c) {
@@ -209,6 +210,9 @@ void Fill(std::vector<float>& x, std::vector<float>& y) {
 TEST(EndToEnd, AddKernelCompilesLoadsAndRuns) {
   const std::shared_ptr<jit::Instance>& inst = test_util::CompiledAddKernel();
   ASSERT_NE(inst, nullptr);
+  EXPECT_NE(inst->tier0, nullptr);  // its first launches need not wait for the library
+  jit::WaitCompiled(*inst);
+  EXPECT_TRUE(inst->compiled);
   ASSERT_NE(inst->launch, nullptr);
   ASSERT_NE(inst->desc, nullptr);
   EXPECT_EQ(inst->kernel_name, "add_kernel");
@@ -224,13 +228,53 @@ TEST(EndToEnd, AddKernelCompilesLoadsAndRuns) {
     std::vector<float> x(size_t(kRows) * kCols), y(x.size()), z(x.size(), -1.0f);
     Fill(x, y);
     std::vector<uint64_t> slots = test_util::AddKernelSlots(x.data(), y.data(), z.data(), kRows, kCols);
-    int64_t seq = inst->launch(block_dim, stream.handle(), slots.data());
+    int64_t seq = jit::Launch(*inst, block_dim, stream.handle(), slots.data());
     EXPECT_GT(seq, 0);
     stream.Synchronize();
     size_t wrong = 0;
     for (size_t n = 0; n < z.size(); ++n) wrong += z[n] != x[n] + y[n] ? 1 : 0;
     EXPECT_EQ(wrong, 0u) << "block_dim " << block_dim << ": z[0] = " << z[0] << ", expected " << x[0] + y[0];
   }
+}
+
+TEST(Tier0, TheAddKernelIsAProgramAndAnInt8ScalarIsNot) {
+  AddKernel k = MakeAddKernel();
+  std::string why;
+  std::unique_ptr<jit::Tier0Program> p = jit::CompileTier0(k.func, &why);
+  ASSERT_NE(p, nullptr) << why;
+  EXPECT_EQ(p->program.num_tensors, 3);
+  EXPECT_EQ(p->program.num_groups, 3);
+  EXPECT_EQ(p->program.num_slots, 6);  // two slots per group
+  EXPECT_EQ(p->tensors[2].dims[0], -1 - 7);  // z's rows: launcher slot 7 (x, y, z, then two dims each)
+  EXPECT_EQ(p->insns.back().code, PTO_T0_END);
+
+  ir::Var s = test_util::MakeScalarVar(k.func, "s", ir::DataType::kInt8);
+  ir::Function f = k.With(ir::Seq({ir::Assign(s, ir::IntConst(1, {}, ir::DataType::kInt8)), k.func.body}));
+  EXPECT_EQ(jit::CompileTier0(f, &why), nullptr);
+  EXPECT_EQ(why, "a scalar of dtype int8");
+}
+
+// PYPTO_PRO_TIER0=always: every launch on the tier-0 executor, with the compiled kernel's results.
+TEST(EndToEnd, Tier0LaunchesGiveTheCompiledResults) {
+  ::setenv("PYPTO_PRO_TIER0", "always", 1);
+  std::shared_ptr<jit::Instance> inst = test_util::Compile(MakeAddKernel().func, "add_kernel_tier0");
+  ::unsetenv("PYPTO_PRO_TIER0");
+  ASSERT_NE(inst->tier0, nullptr);
+  runtime::Stream stream;
+  for (uint32_t block_dim : {1u, 3u}) {
+    constexpr int32_t rows = 130, cols = 384;  // rows 128..129 are not a whole tile: never written
+    std::vector<float> x(size_t(rows) * cols), y(x.size()), z(x.size(), -1.0f);
+    Fill(x, y);
+    std::vector<uint64_t> slots = test_util::AddKernelSlots(x.data(), y.data(), z.data(), rows, cols);
+    jit::Launch(*inst, block_dim, stream.handle(), slots.data());
+    stream.Synchronize();
+    for (size_t n = 0; n < z.size(); ++n) {
+      ASSERT_EQ(z[n], n < size_t(128) * cols ? x[n] + y[n] : -1.0f) << "element " << n;
+    }
+  }
+  jit::WaitCompiled(*inst);
+  EXPECT_FALSE(inst->compiled);  // always: the library is built and published, launches stay on tier-0
+  EXPECT_TRUE(fs::is_regular_file(inst->library));
 }
 
 TEST(EndToEnd, DynamicDimsComeFromTheLaunch) {
@@ -241,7 +285,7 @@ TEST(EndToEnd, DynamicDimsComeFromTheLaunch) {
   std::vector<float> x(size_t(rows) * cols), y(x.size()), z(x.size(), -1.0f);
   Fill(x, y);
   std::vector<uint64_t> slots = test_util::AddKernelSlots(x.data(), y.data(), z.data(), rows, cols);
-  inst->launch(4, stream.handle(), slots.data());
+  jit::Launch(*inst, 4, stream.handle(), slots.data());
   stream.Synchronize();
   for (int32_t r = 0; r < rows; ++r) {
     for (int32_t c = 0; c < cols; ++c) {
@@ -254,6 +298,7 @@ TEST(EndToEnd, DynamicDimsComeFromTheLaunch) {
 
 TEST(EndToEnd, InstanceDirectoryHoldsTheArtefacts) {
   const std::shared_ptr<jit::Instance>& inst = test_util::CompiledAddKernel();
+  jit::WaitCompiled(*inst);  // a first launch need not wait for the library: the files are there once it is
   EXPECT_TRUE(fs::is_regular_file(inst->dir / "kernel.cpp"));
   EXPECT_TRUE(fs::is_regular_file(inst->dir / "call_kernel.cpp"));
   EXPECT_TRUE(fs::is_regular_file(inst->library));
@@ -291,7 +336,7 @@ TEST(EndToEnd, Fp16AddIsTheIeeeHalfSum) {
   }
   runtime::Stream stream;
   std::vector<uint64_t> slots = test_util::AddKernelSlots(x.data(), y.data(), z.data(), rows, cols);
-  inst->launch(4, stream.handle(), slots.data());
+  jit::Launch(*inst, 4, stream.handle(), slots.data());
   stream.Synchronize();
   size_t wrong = 0, overflows = 0;
   for (size_t n = 0; n < z.size(); ++n) {
@@ -315,7 +360,7 @@ TEST(Codegen, NonFiniteFloatConstantsAreValidCpp) {
   Fill(x, y);
   runtime::Stream stream;
   std::vector<uint64_t> slots = test_util::AddKernelSlots(x.data(), y.data(), z.data(), kRows, kCols);
-  inst->launch(8, stream.handle(), slots.data());
+  jit::Launch(*inst, 8, stream.handle(), slots.data());
   stream.Synchronize();
   EXPECT_EQ(z, x);  // max(x, -inf) == x
 }

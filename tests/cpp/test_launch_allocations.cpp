@@ -45,13 +45,14 @@ TEST(LaunchAllocations, TheCounterSeesAllocations) {
 
 TEST(LaunchAllocations, AOneBlockVectorLaunchAllocatesNothing) {
   const auto& add = test_util::CompiledAddKernel();
+  jit::WaitCompiled(*add);  // the background compile allocates
   runtime::Stream stream;
   std::vector<float> x(128 * 128, 1.0f), y(x.size(), 2.0f), z(x.size());
   std::vector<uint64_t> slots = test_util::AddKernelSlots(x.data(), y.data(), z.data(), 128, 128);
-  add->launch(1, stream.handle(), slots.data());  // warm: the thread's arena
+  jit::Launch(*add, 1, stream.handle(), slots.data());  // warm: the thread's arena
   stream.Synchronize();
   EXPECT_EQ(AllocationsDuring([&] {
-              for (int i = 0; i < 20; ++i) add->launch(1, stream.handle(), slots.data());
+              for (int i = 0; i < 20; ++i) jit::Launch(*add, 1, stream.handle(), slots.data());
               stream.Synchronize();
             }),
             0);

@@ -52,7 +52,7 @@ TEST(StreamFaults, OutOfBoundsLoadIsReportedAtSynchronize) {
   std::vector<uint64_t> slots = buf.Slots();
 
   // 8 blocks: block b takes row tile b, so only block 3 (rows 192..255) runs past x.
-  overrun->launch(8, stream.handle(), slots.data());
+  jit::Launch(*overrun, 8, stream.handle(), slots.data());
   try {
     stream.Synchronize();
     FAIL() << "no kernel fault";
@@ -77,7 +77,7 @@ TEST(StreamFaults, OutOfBoundsLoadIsReportedAtSynchronize) {
   EXPECT_NO_THROW(stream.Synchronize());
   Buffers good(256, 512);
   std::vector<uint64_t> good_slots = good.Slots();
-  add->launch(8, stream.handle(), good_slots.data());
+  jit::Launch(*add, 8, stream.handle(), good_slots.data());
   EXPECT_NO_THROW(stream.Synchronize());
   EXPECT_EQ(good.WrongSums(good.rows), 0u);
 }
@@ -89,8 +89,8 @@ TEST(StreamFaults, FaultCorruptsNothingAndLaterFaultsAreCounted) {
   std::vector<uint64_t> slots = buf.Slots();
 
   // One block: row tiles 0..2 complete, then the load of tile 3 faults before writing anything.
-  overrun->launch(1, stream.handle(), slots.data());
-  overrun->launch(1, stream.handle(), slots.data());
+  jit::Launch(*overrun, 1, stream.handle(), slots.data());
+  jit::Launch(*overrun, 1, stream.handle(), slots.data());
   try {
     stream.Synchronize();
     FAIL() << "no kernel fault";
@@ -122,7 +122,7 @@ TEST(StreamOrder, LaunchesRunInSubmissionOrder) {
     slots.push_back(test_util::AddKernelSlots(src, buf.y.data(), dst, rows, cols));
   }
   uint64_t before = stream.submitted();
-  for (const auto& s : slots) add->launch(2, stream.handle(), s.data());
+  for (const auto& s : slots) jit::Launch(*add, 2, stream.handle(), s.data());
   EXPECT_EQ(stream.submitted(), before + kLaunches);
   stream.Synchronize();
   EXPECT_EQ(stream.completed(), stream.submitted());
@@ -138,7 +138,7 @@ TEST(StreamOrder, BlockDimIsClampedToTheCores) {
   for (uint32_t block_dim : {0u, 1000u}) {
     Buffers buf(256, 512);
     std::vector<uint64_t> slots = buf.Slots();
-    add->launch(block_dim, stream.handle(), slots.data());
+    jit::Launch(*add, block_dim, stream.handle(), slots.data());
     stream.Synchronize();
     EXPECT_EQ(buf.WrongSums(buf.rows), 0u) << "block_dim " << block_dim;
   }
@@ -150,7 +150,7 @@ TEST(StreamOrder, DestroyingAStreamFinishesItsQueue) {
   std::vector<uint64_t> slots = buf.Slots();
   {
     Stream stream;
-    add->launch(4, stream.handle(), slots.data());
+    jit::Launch(*add, 4, stream.handle(), slots.data());
   }
   EXPECT_EQ(buf.WrongSums(buf.rows), 0u);
 }
@@ -179,7 +179,7 @@ TEST(Events, EventAfterALaunchMeansTheLaunchIsDone) {
   auto start = std::make_shared<runtime::EventState>();
   auto end = std::make_shared<runtime::EventState>();
   stream.Record(start);
-  add->launch(8, stream.handle(), slots.data());
+  jit::Launch(*add, 8, stream.handle(), slots.data());
   uint64_t end_seq = stream.Record(end);
   EXPECT_EQ(end_seq, start->seq + 2);
   stream.WaitFor(end_seq);

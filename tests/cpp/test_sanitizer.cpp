@@ -358,7 +358,7 @@ TEST(SanitizerEndToEnd, AddWithoutAutoMutexRacesAndWithItIsClean) {
 
   auto racy = CompileSanitized(func, "add_racy", /*auto_mutex=*/false);
   EXPECT_EQ(racy->sanitizer_report.filename(), "pypto_sanitizer_report.txt");
-  racy->launch(2, stream.handle(), slots.data());  // 4 tiles per block: each group slot is used twice
+  jit::Launch(*racy, 2, stream.handle(), slots.data());  // 4 tiles per block: each group slot is used twice
   try {
     stream.Synchronize();
     FAIL() << "no sanitizer error";
@@ -385,7 +385,7 @@ TEST(SanitizerEndToEnd, AddWithoutAutoMutexRacesAndWithItIsClean) {
 
   auto clean = CompileSanitized(func, "add_clean", /*auto_mutex=*/true);
   std::fill(z.begin(), z.end(), 0.0f);
-  clean->launch(4, stream.handle(), slots.data());
+  jit::Launch(*clean, 4, stream.handle(), slots.data());
   EXPECT_NO_THROW(stream.Synchronize());
   EXPECT_TRUE(std::all_of(z.begin(), z.end(), [](float v) { return v == 3.0f; }));
   EXPECT_NE(ReadText(clean->sanitizer_report).find("PyPTO Sanitizer: 0 issue(s) detected"), std::string::npos);

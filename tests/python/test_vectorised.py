@@ -37,6 +37,7 @@ def disassemble(kernel):
     """The kernel library's code, and that of the precompiled routines it links (a cube kernel's GEMM,
     docs/jit.md#precompiled-device-headers-and-routines)."""
     (instance,) = kernel.instances()
+    instance.wait_compiled()  # a first launch on the tier-0 executor returns before the library is built
     dynamic = subprocess.run(["readelf", "-d", str(instance.library)], capture_output=True, text=True,
                              check=True).stdout
     needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(/[^\]]*libpto_routines\.so)\]", dynamic)

@@ -1,9 +1,12 @@
 // A compiled kernel instance: the pipeline from verified IR to a loaded call_kernel library.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -50,7 +53,12 @@ struct CompileStats {
   // Where the library came from without compiling: "" (compiled), "process" (the same code loaded
   // before in this process) or "cache" (the persistent cache).
   std::string reused;
+  // The library compiles in the background while launches run on the tier-0 executor
+  // (docs/jit.md#tier-0-first-launches); compile_ms and load_ms are that compile's once it is done.
+  bool tier0 = false;
 };
+
+struct Tier0Program;
 
 struct Instance {
   std::string kernel_name;
@@ -63,10 +71,37 @@ struct Instance {
   std::vector<int> written_tensors;
   std::filesystem::path sanitizer_report;  // sanitizer mode only
   std::vector<std::pair<Span, std::string>> warnings;  // what the passes warned about, for the front end
-  PackedLauncher launch = nullptr;
+  PackedLauncher launch = nullptr;  // set once `compiled` (at once, unless a background compile runs)
   const PtoKernelDesc* desc = nullptr;
-  CompileStats stats;
+  CompileStats stats;  // compile_ms and load_ms under `mutex` while a background compile runs
+
+  // Tier-0 (docs/jit.md#tier-0-first-launches): until the background compile has loaded the library,
+  // launches run `tier0` on the routines library's executor (`tier0_desc`).
+  std::atomic<bool> compiled{true};
+  const Tier0Program* tier0 = nullptr;
+  bool tier0_always = false;  // PYPTO_PRO_TIER0=always: launches keep to tier-0
+  bool background_done = true;  // under `mutex`
+  PtoKernelDesc tier0_desc{};
+  mutable std::mutex mutex;
+  std::exception_ptr background_error;  // what stopped the background compile (rethrown by launches)
+  bool error_reported = false;          // it was raised to the user (else it is printed at exit)
+
+  CompileStats Stats() const {
+    std::lock_guard<std::mutex> lock(mutex);
+    return stats;
+  }
 };
+
+// Submits one launch of `inst`: its library's launcher, or its tier-0 program while that library
+// compiles; rethrows what stopped a background compile.
+int64_t Launch(Instance& inst, uint32_t block_dim, void* stream, const uint64_t* slots);
+
+// Waits for `inst`'s background compile (if any) and rethrows what stopped it.
+void WaitCompiled(Instance& inst);
+
+// Waits for every background compile of this process (at exit: the artefacts are complete when the
+// interpreter ends); returns the messages of those that failed and were never raised to the user.
+std::vector<std::string> WaitForBackgroundCompiles();
 
 // The host compiler failed; the instance directory keeps kernel.cpp and compile.log.
 class CompileFailure : public std::runtime_error {

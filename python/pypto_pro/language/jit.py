@@ -354,8 +354,16 @@ class JitFunction(_C.KernelBase):
         return self._cache_info()
 
     def compile_stats(self) -> list:
-        """Per-instance milliseconds of parse, passes, codegen, write, compile and load."""
+        """Per-instance milliseconds of parse, passes, codegen, write, compile and load; 'tier0': its
+        first launches ran on the tier-0 executor while the library compiled in the background,
+        'compiled': that library is loaded (docs/jit.md#tier-0-first-launches)."""
         return [dict(inst.stats, dir=str(inst.dir)) for inst in self._instances()]
+
+    def wait_compiled(self) -> None:
+        """Waits until every instance's library is compiled and loaded (first launches the tier-0
+        executor runs return before it is); raises CompileError if a background compile failed."""
+        for inst in self._instances():
+            inst.wait_compiled()
 
     def enumerate_tiling_keys(self) -> list:
         """Every TilingKey dict its class's is_valid accepts (empty without a tiling_key)."""

@@ -1,0 +1,104 @@
+/* The tier-0 program: a kernel's verified IR as a flat list of instructions that the routines
+ * library's executor (tier0_exec.h) runs while the kernel's own library compiles in the background
+ * (docs/jit.md#tier-0-first-launches). Written by the compiler (src/jit/tier0.cpp) and read by that
+ * executor, so plain C structs. */
+#ifndef PYPTO_PRO_TIER0_H_
+#define PYPTO_PRO_TIER0_H_
+
+#include <stdint.h>
+
+#include "pypto_pro/op_lists.h"
+
+#define PTO_T0_VERSION 1
+#define PTO_T0_MAX_RANK 4
+
+/* Element types of tiles and tensors (the routines' PTO_ROUTINE_ELEMS). */
+enum {
+  PTO_T0_I8, PTO_T0_I16, PTO_T0_I32, PTO_T0_I64, PTO_T0_U8, PTO_T0_U16, PTO_T0_U32, PTO_T0_U64,
+  PTO_T0_F16, PTO_T0_BF16, PTO_T0_F32
+};
+
+/* The kinds of scalar register values: a register is an int64_t holding a bool (0/1), an int32
+ * (sign-extended) or an int64, or an fp32 (its bits in the low 32). */
+enum { PTO_T0_BOOL, PTO_T0_INT32, PTO_T0_INT64, PTO_T0_FP32 };
+
+/* Instructions. Registers r[], tile variables t[] (each names a slot), slots s[] (a tile's data and
+ * valid window), tile groups g[] (their cursor), tensors gm[]. */
+enum {
+  PTO_T0_END,      /* the kernel returns */
+  PTO_T0_CONST,    /* r[a] = imm */
+  PTO_T0_MOV,      /* r[a] = r[b] */
+  PTO_T0_SLOT,     /* r[a] = launcher slot b read as kind c */
+  PTO_T0_SHAPE,    /* r[a] = int32_t(gm[b].shape[c]) */
+  PTO_T0_BUILTIN,  /* r[a] = block_idx (b=0), block_num (1), subblock_idx (2), subblock_num (3), core is AIV (4), AIC (5) */
+  PTO_T0_CONV,     /* r[a] = static_cast<kind d>(r[b] of kind c) */
+  PTO_T0_BIN,      /* r[a] = r[b] op(e) r[c], both of kind d (the math kind); comparisons give a bool */
+  PTO_T0_NOT,      /* r[a] = !r[b] */
+  PTO_T0_NEG,      /* r[a] = -r[b] of kind d */
+  PTO_T0_BITNOT,   /* r[a] = ~r[b] of kind d */
+  PTO_T0_JMP,      /* goto imm */
+  PTO_T0_JZ,       /* if (!r[a]) goto imm */
+  PTO_T0_POLL,     /* cancellation check at a loop's back-edge */
+  PTO_T0_STEP0,    /* pl.range's step r[a] is zero: fault */
+  PTO_T0_LOOPCMP,  /* r[a] = r[d] > 0 ? r[b] < r[c] : r[b] > r[c] */
+  PTO_T0_DECL,     /* group a: its slots placed, its cursor at depth - 1 */
+  PTO_T0_SELECT,   /* t[a] = a slot of group b: next (c=0), current (1), previous (2), index r[d] checked (3), index imm (4) */
+  PTO_T0_TMOV,     /* t[a] = t[b] */
+  PTO_T0_LOAD,     /* tile t[a] <- gm[b] at offsets r[c..c+rank), order d, tile units e */
+  PTO_T0_STORE,    /* gm[b] <- tile t[a] at offsets r[c..], order d, tile units e, relu f, scale imm, atomic g, phase h */
+  PTO_T0_VBIN,     /* t[a] = op e of PTO_BINARY_OPS (t[b], t[c]) */
+  PTO_T0_VSCALAR,  /* t[a] = op e of PTO_SCALAR_OPS (t[b], r[c] of kind d) */
+  PTO_T0_VUNARY,   /* t[a] = op e of PTO_UNARY_OPS (t[b]) */
+};
+
+/* Binary operators of PTO_T0_BIN (the IR's). */
+enum {
+  PTO_T0_ADD, PTO_T0_SUB, PTO_T0_MUL, PTO_T0_DIV, PTO_T0_FLOORDIV, PTO_T0_MOD, PTO_T0_MIN, PTO_T0_MAX,
+  PTO_T0_EQ, PTO_T0_NE, PTO_T0_LT, PTO_T0_LE, PTO_T0_GT, PTO_T0_GE,
+  PTO_T0_BITAND, PTO_T0_BITOR, PTO_T0_BITXOR, PTO_T0_SHL, PTO_T0_SHR
+};
+
+typedef struct PtoT0Insn {
+  int32_t code;
+  int32_t line;
+  int32_t a, b, c, d, e, f, g, h;
+  int64_t imm;
+} PtoT0Insn;
+
+/* A tensor parameter: launcher slot `slot` holds its data; dims[i] >= 0 is fixed, -1 - k reads the
+ * int32 of launcher slot k. */
+typedef struct PtoT0Tensor {
+  int32_t slot, elem, rank;
+  int64_t dims[PTO_T0_MAX_RANK];
+  const char* name;
+} PtoT0Tensor;
+
+/* One tile slot of a group (a Vec tile): where it lies, its declared window, its mutex ids. */
+typedef struct PtoT0Slot {
+  int32_t elem, rows, cols, pad;
+  uint32_t addr;
+  int32_t valid_rows, valid_cols;
+  uint32_t mutex_mask;
+} PtoT0Slot;
+
+/* A tile group: slots [first, first + depth) of the slot table. */
+typedef struct PtoT0Group {
+  int32_t first, depth;
+} PtoT0Group;
+
+typedef struct PtoT0Program {
+  uint32_t version;
+  int32_t num_regs, num_tile_vars, num_slots, num_groups, num_tensors, num_insns;
+  const PtoT0Insn* insns;
+  const PtoT0Tensor* tensors;
+  const PtoT0Slot* slots;
+  const PtoT0Group* groups;
+} PtoT0Program;
+
+/* What a tier-0 launch submits as its arguments: the program, then the launcher's 64-bit slots. */
+typedef struct PtoT0Args {
+  const PtoT0Program* program;
+  uint64_t slots[1]; /* as many as the launcher has */
+} PtoT0Args;
+
+#endif /* PYPTO_PRO_TIER0_H_ */

@@ -1,0 +1,346 @@
+// The tier-0 executor (docs/jit.md#tier-0-first-launches): runs a kernel's tier-0 program (tier0.h)
+// on one core, calling the same device functions its compiled kernel.cpp calls, with the same
+// arguments in the same order, so every result, fault and fault line is the compiled kernel's.
+// Compiled into the routines library only (routines.cpp).
+#pragma once
+
+#include "pypto_pro/device.h"
+#include "pypto_pro/tier0.h"
+
+namespace pto::tier0 {
+
+// A tensor parameter as MakeGm builds it, of any element type and rank (at most PTO_T0_MAX_RANK).
+struct AnyGm {
+  uint8_t* data;
+  int64_t shape[PTO_T0_MAX_RANK];
+  int64_t stride[PTO_T0_MAX_RANK];
+  int64_t elem_bytes;
+  const char* name;
+};
+
+// A tile slot's state: its elements and valid window (the static rest is in the program's slot).
+struct SlotState {
+  uint8_t* data;
+  int32_t valid_rows, valid_cols;
+};
+
+template <typename T, int N>
+inline GmTensor<T, N> Typed(const AnyGm& g) {
+  GmTensor<T, N> t;
+  t.data = reinterpret_cast<T*>(g.data);
+  for (int i = 0; i < N; ++i) t.shape[i] = g.shape[i], t.stride[i] = g.stride[i];
+  t.name = g.name;
+  t.lo = g.data;
+  t.hi = g.data + (N ? g.shape[0] * g.stride[0] : 1) * int64_t(sizeof(T));
+  t.buffer = g.name;
+  t.contiguous = true;
+  return t;
+}
+
+template <typename T>
+inline detail::TileRef<T> Ref(const PtoT0Slot& s, const SlotState& st) {
+  return {reinterpret_cast<T*>(st.data), s.rows, s.cols, st.valid_rows, st.valid_cols, s.pad};
+}
+
+template <int N>
+inline Idx<N> Offsets(const int64_t* r) {
+  Idx<N> idx;
+  for (int i = 0; i < N; ++i) idx.v[i] = r[i];
+  return idx;
+}
+
+// fn.template operator()<T>() for the element type `elem`.
+template <typename Fn>
+inline void ByElem(int elem, Fn&& fn) {
+  switch (elem) {
+    case PTO_T0_I8: fn.template operator()<int8_t>(); break;
+    case PTO_T0_I16: fn.template operator()<int16_t>(); break;
+    case PTO_T0_I32: fn.template operator()<int32_t>(); break;
+    case PTO_T0_I64: fn.template operator()<int64_t>(); break;
+    case PTO_T0_U8: fn.template operator()<uint8_t>(); break;
+    case PTO_T0_U16: fn.template operator()<uint16_t>(); break;
+    case PTO_T0_U32: fn.template operator()<uint32_t>(); break;
+    case PTO_T0_U64: fn.template operator()<uint64_t>(); break;
+    case PTO_T0_F16: fn.template operator()<half>(); break;
+    case PTO_T0_BF16: fn.template operator()<bfloat16>(); break;
+    default: fn.template operator()<float>(); break;
+  }
+}
+
+template <typename Fn>
+inline void ByRank(int rank, Fn&& fn) {
+  switch (rank) {
+    case 1: fn.template operator()<1>(); break;
+    case 2: fn.template operator()<2>(); break;
+    case 3: fn.template operator()<3>(); break;
+    default: fn.template operator()<4>(); break;
+  }
+}
+
+// fn.template operator()<F>() for the functor of op `op` of an op list (op_lists.h).
+#define PTO_T0_CASE_(name, F) \
+  if (op == k++) return fn.template operator()<detail::F>();
+template <typename Fn>
+inline void ByBinaryOp(int op, Fn&& fn) {
+  int k = 0;
+  PTO_BINARY_OPS(PTO_T0_CASE_)
+}
+template <typename Fn>
+inline void ByScalarOp(int op, Fn&& fn) {
+  int k = 0;
+  PTO_SCALAR_OPS(PTO_T0_CASE_)
+}
+template <typename Fn>
+inline void ByUnaryOp(int op, Fn&& fn) {
+  int k = 0;
+  PTO_UNARY_OPS(PTO_T0_CASE_)
+}
+#undef PTO_T0_CASE_
+
+inline float AsFloat(int64_t r) { return __builtin_bit_cast(float, uint32_t(uint64_t(r))); }
+inline int64_t FromFloatBits(float f) { return int64_t(__builtin_bit_cast(uint32_t, f)); }
+
+// A register value of `kind` as the C++ scalar the generated code would hold, passed to fn.
+template <typename Fn>
+inline auto WithScalar(int64_t r, int kind, Fn&& fn) {
+  switch (kind) {
+    case PTO_T0_BOOL: return fn(r != 0);
+    case PTO_T0_INT32: return fn(int32_t(r));
+    case PTO_T0_INT64: return fn(r);
+    default: return fn(AsFloat(r));
+  }
+}
+
+// A C++ scalar stored as a register of `kind` (static_cast, as the generated code's casts).
+template <typename S>
+inline int64_t Store(S v, int kind) {
+  switch (kind) {
+    case PTO_T0_BOOL: return static_cast<bool>(v) ? 1 : 0;
+    case PTO_T0_INT32: return int64_t(static_cast<int32_t>(v));
+    case PTO_T0_INT64: return static_cast<int64_t>(v);
+    default: return FromFloatBits(static_cast<float>(v));
+  }
+}
+
+// r[b] op r[c] in the math type T, as the generated code's Binary() expression computes it (the
+// compiler gives bool operands only comparisons and bit operations).
+template <typename T>
+inline int64_t Binary(CoreCtx& ctx, int line, int op, T x, T y, int kind) {
+  switch (op) {
+    case PTO_T0_EQ: return x == y;
+    case PTO_T0_NE: return x != y;
+    case PTO_T0_LT: return x < y;
+    case PTO_T0_LE: return x <= y;
+    case PTO_T0_GT: return x > y;
+    case PTO_T0_GE: return x >= y;
+    default: break;
+  }
+  if constexpr (__is_same(T, float)) {
+    switch (op) {
+      case PTO_T0_ADD: return Store(x + y, kind);
+      case PTO_T0_SUB: return Store(x - y, kind);
+      case PTO_T0_MUL: return Store(x * y, kind);
+      case PTO_T0_DIV: return Store(x / y, kind);
+      case PTO_T0_FLOORDIV: return Store(FloorDiv(x, y), kind);
+      case PTO_T0_MOD: return Store(FloatMod(x, y), kind);
+      case PTO_T0_MIN: return Store(Min<T>(x, y), kind);
+      case PTO_T0_MAX: return Store(Max<T>(x, y), kind);
+      default: break;
+    }
+  } else if constexpr (__is_same(T, bool)) {
+    switch (op) {
+      case PTO_T0_BITAND: return Store(bool(x & y), kind);
+      case PTO_T0_BITOR: return Store(bool(x | y), kind);
+      case PTO_T0_BITXOR: return Store(bool(x ^ y), kind);
+      default: break;
+    }
+  } else {
+    switch (op) {
+      case PTO_T0_ADD: return Store(T(x + y), kind);
+      case PTO_T0_SUB: return Store(T(x - y), kind);
+      case PTO_T0_MUL: return Store(T(x * y), kind);
+      case PTO_T0_DIV:
+      case PTO_T0_FLOORDIV: return Store(IntDiv<T>(ctx, line, x, y), kind);
+      case PTO_T0_MOD: return Store(IntMod<T>(ctx, line, x, y), kind);
+      case PTO_T0_MIN: return Store(Min<T>(x, y), kind);
+      case PTO_T0_MAX: return Store(Max<T>(x, y), kind);
+      case PTO_T0_BITAND: return Store(T(x & y), kind);
+      case PTO_T0_BITOR: return Store(T(x | y), kind);
+      case PTO_T0_BITXOR: return Store(T(x ^ y), kind);
+      case PTO_T0_SHL: return Store(Shl<T>(ctx, line, x, y), kind);
+      case PTO_T0_SHR: return Store(Shr<T>(ctx, line, x, y), kind);
+      default: break;
+    }
+  }
+  Fault(ctx, line, "tier-0", "unknown scalar operator (a pypto_pro bug)");
+}
+
+inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
+  int64_t* r = static_cast<int64_t*>(__builtin_alloca(sizeof(int64_t) * size_t(p.num_regs + 1)));
+  int32_t* t = static_cast<int32_t*>(__builtin_alloca(sizeof(int32_t) * size_t(p.num_tile_vars + 1)));
+  SlotState* s = static_cast<SlotState*>(__builtin_alloca(sizeof(SlotState) * size_t(p.num_slots + 1)));
+  int32_t* cursor = static_cast<int32_t*>(__builtin_alloca(sizeof(int32_t) * size_t(p.num_groups + 1)));
+  AnyGm* gm = static_cast<AnyGm*>(__builtin_alloca(sizeof(AnyGm) * size_t(p.num_tensors + 1)));
+  for (int i = 0; i < p.num_regs; ++i) r[i] = 0;
+  for (int i = 0; i < p.num_tile_vars; ++i) t[i] = -1;
+  for (int i = 0; i < p.num_slots; ++i) s[i] = SlotState{nullptr, 0, 0};
+  for (int i = 0; i < p.num_groups; ++i) cursor[i] = 0;
+  static const int64_t kElemBytes[] = {1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4};
+  for (int i = 0; i < p.num_tensors; ++i) {  // MakeGm
+    const PtoT0Tensor& d = p.tensors[i];
+    AnyGm& g = gm[i];
+    g.data = reinterpret_cast<uint8_t*>(launcher[d.slot]);
+    g.elem_bytes = kElemBytes[d.elem];
+    g.name = d.name;
+    int64_t stride = 1;
+    for (int k = d.rank - 1; k >= 0; --k) {
+      g.shape[k] = d.dims[k] >= 0 ? d.dims[k] : int64_t(int32_t(launcher[-1 - d.dims[k]]));
+      g.stride[k] = stride;
+      stride *= g.shape[k];
+    }
+  }
+  for (int pc = 0;;) {
+    const PtoT0Insn& in = p.insns[pc++];
+    switch (in.code) {
+      case PTO_T0_END: return;
+      case PTO_T0_CONST: r[in.a] = in.imm; break;
+      case PTO_T0_MOV: r[in.a] = r[in.b]; break;
+      case PTO_T0_SLOT: {
+        const uint64_t v = launcher[in.b];
+        r[in.a] = in.c == PTO_T0_BOOL ? (v != 0) : in.c == PTO_T0_INT32 ? int64_t(int32_t(v))
+                  : in.c == PTO_T0_INT64 ? int64_t(v) : int64_t(uint32_t(v));
+        break;
+      }
+      case PTO_T0_SHAPE: r[in.a] = int32_t(gm[in.b].shape[in.c]); break;
+      case PTO_T0_BUILTIN:
+        r[in.a] = in.b == 0 ? ctx.block_idx : in.b == 1 ? ctx.block_num : in.b == 2 ? ctx.subblock_idx
+                  : in.b == 3 ? ctx.subblock_num : in.b == 4 ? ctx.core_type == PTO_CORE_AIV : ctx.core_type == PTO_CORE_AIC;
+        break;
+      case PTO_T0_CONV: r[in.a] = WithScalar(r[in.b], in.c, [&](auto v) { return Store(v, in.d); }); break;
+      case PTO_T0_BIN:
+        r[in.a] = in.d == PTO_T0_FP32   ? Binary<float>(ctx, in.line, in.e, AsFloat(r[in.b]), AsFloat(r[in.c]), in.d)
+                  : in.d == PTO_T0_INT64 ? Binary<int64_t>(ctx, in.line, in.e, r[in.b], r[in.c], in.d)
+                  : in.d == PTO_T0_INT32 ? Binary<int32_t>(ctx, in.line, in.e, int32_t(r[in.b]), int32_t(r[in.c]), in.d)
+                                         : Binary<bool>(ctx, in.line, in.e, r[in.b] != 0, r[in.c] != 0, in.d);
+        break;
+      case PTO_T0_NOT: r[in.a] = r[in.b] == 0; break;
+      case PTO_T0_NEG:
+        r[in.a] = WithScalar(r[in.b], in.d, [&](auto v) { return Store(-v, in.d); });
+        break;
+      case PTO_T0_BITNOT:
+        r[in.a] = in.d == PTO_T0_INT64 ? ~r[in.b] : int64_t(int32_t(~int32_t(r[in.b])));
+        break;
+      case PTO_T0_JMP: pc = int(in.imm); break;
+      case PTO_T0_JZ:
+        if (r[in.a] == 0) pc = int(in.imm);
+        break;
+      case PTO_T0_POLL: Poll(ctx, in.line); break;
+      case PTO_T0_STEP0:
+        if (r[in.a] == 0) Fault(ctx, in.line, "pl.range", "pl.range step is zero");
+        break;
+      case PTO_T0_LOOPCMP: r[in.a] = r[in.d] > 0 ? r[in.b] < r[in.c] : r[in.b] > r[in.c]; break;
+      case PTO_T0_DECL: {  // InitTile for each slot
+        const PtoT0Group& g = p.groups[in.a];
+        for (int k = 0; k < g.depth; ++k) {
+          const PtoT0Slot& d = p.slots[g.first + k];
+          s[g.first + k] = SlotState{ctx.mem[kVec] + d.addr, d.valid_rows, d.valid_cols};
+        }
+        cursor[in.a] = g.depth - 1;
+        break;
+      }
+      case PTO_T0_SELECT: {
+        const PtoT0Group& g = p.groups[in.b];
+        int32_t& cur = cursor[in.b];
+        int64_t k = 0;
+        switch (in.c) {
+          case 0: k = CursorNext(cur, g.depth); break;
+          case 1: k = cur; break;
+          case 2: k = CursorPrevious(cur, g.depth); break;
+          case 3:
+            k = r[in.d];
+            if (k < 0 || k >= g.depth) {
+              PtoFaultDetail d{};
+              d.op = "tile group index";
+              d.message = "tile group index out of range";
+              d.rank = 1;
+              d.offsets[0] = k;
+              d.extent[0] = 1;
+              d.shape[0] = g.depth;
+              Fault(ctx, in.line, d);
+            }
+            break;
+          default: k = in.imm; break;
+        }
+        t[in.a] = g.first + int32_t(k);
+        break;
+      }
+      case PTO_T0_TMOV: t[in.a] = t[in.b]; break;
+      case PTO_T0_LOAD: {
+        const PtoT0Slot& d = p.slots[t[in.a]];
+        const SlotState& st = s[t[in.a]];
+        const PtoT0Tensor& td = p.tensors[in.b];
+        const char* op = in.e ? "load_tile" : "load";
+        ByElem(td.elem, [&]<typename T>() {
+          ByRank(td.rank, [&]<int N>() {
+            detail::Load(ctx, in.line, op, in.d, in.e != 0, Ref<T>(d, st), Typed<T, N>(gm[in.b]), Offsets<N>(r + in.c));
+          });
+        });
+        break;
+      }
+      case PTO_T0_STORE: {
+        const PtoT0Slot& d = p.slots[t[in.a]];
+        const SlotState& st = s[t[in.a]];
+        const PtoT0Tensor& td = p.tensors[in.b];
+        const char* op = in.e ? "store_tile" : "store";
+        ByElem(td.elem, [&]<typename T>() {
+          ByRank(td.rank, [&]<int N>() {
+            detail::Store(ctx, in.line, op, in.f, in.imm, in.d, in.g, in.h, in.e != 0, Typed<T, N>(gm[in.b]),
+                          Ref<T>(d, st), Offsets<N>(r + in.c));
+          });
+        });
+        break;
+      }
+      case PTO_T0_VBIN: {  // Binary(): the destination's columns and window for all three
+        const PtoT0Slot& d = p.slots[t[in.a]];
+        const SlotState &sd = s[t[in.a]], &sa = s[t[in.b]], &sb = s[t[in.c]];
+        ByElem(d.elem, [&]<typename T>() {
+          ByBinaryOp(in.e, [&]<typename F>() {
+            detail::BinaryBody<F>(ctx, in.line, reinterpret_cast<T*>(sd.data), reinterpret_cast<const T*>(sa.data),
+                                  reinterpret_cast<const T*>(sb.data), d.cols, sd.valid_rows, sd.valid_cols);
+          });
+        });
+        break;
+      }
+      case PTO_T0_VSCALAR: {  // Scalar(): the scalar as the element type first (AsElem)
+        const PtoT0Slot& d = p.slots[t[in.a]];
+        const SlotState &sd = s[t[in.a]], &sa = s[t[in.b]];
+        ByElem(d.elem, [&]<typename T>() {
+          const T e = WithScalar(r[in.c], in.d, [](auto v) { return detail::AsElem<T>(v); });
+          ByScalarOp(in.e, [&]<typename F>() {
+            detail::ScalarBody<F>(ctx, in.line, reinterpret_cast<T*>(sd.data), reinterpret_cast<const T*>(sa.data),
+                                  d.cols, sd.valid_rows, sd.valid_cols, e);
+          });
+        });
+        break;
+      }
+      case PTO_T0_VUNARY: {  // Unary()
+        const PtoT0Slot& d = p.slots[t[in.a]];
+        const SlotState &sd = s[t[in.a]], &ss = s[t[in.b]];
+        ByElem(d.elem, [&]<typename T>() {
+          ByUnaryOp(in.e, [&]<typename F>() {
+            // The math functions take float-like elements only (the verifier's dtypes).
+            if constexpr (kIsFloatLike<T> || __is_same(F, detail::NegF) || __is_same(F, detail::AbsF) ||
+                          __is_same(F, detail::ReluF)) {
+              detail::UnaryBody<F>(reinterpret_cast<T*>(sd.data), reinterpret_cast<const T*>(ss.data), d.cols,
+                                   sd.valid_rows, sd.valid_cols);
+            }
+          });
+        });
+        break;
+      }
+      default: Fault(ctx, in.line, "tier-0", "unknown tier-0 instruction (a pypto_pro bug)");
+    }
+  }
+}
+
+}  // namespace pto::tier0

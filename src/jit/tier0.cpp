@@ -1,0 +1,555 @@
+// The tier-0 compiler (docs/jit.md#tier-0-first-launches). It follows codegen.cpp construct by
+// construct: each instruction stands for the C++ the code generator writes, with the same
+// conversions, the same evaluation order and the same device functions behind it (tier0_exec.h).
+// Whatever it does not know makes the kernel wait for its compiled library instead.
+#include "pypto_pro/jit/tier0.h"
+
+#include <cstring>
+#include <map>
+
+#include "pypto_pro/ir/launcher_slots.h"
+#include "pypto_pro/ir/op_registry.h"
+
+namespace pypto_pro::jit {
+
+namespace {
+
+using namespace ir;
+
+struct Unsupported {
+  std::string why;
+};
+
+[[noreturn]] void Refuse(const std::string& why) { throw Unsupported{why}; }
+
+int ScalarKind(DataType dtype) {
+  switch (dtype) {
+    case DataType::kBool: return PTO_T0_BOOL;
+    case DataType::kInt32: return PTO_T0_INT32;
+    case DataType::kInt64: return PTO_T0_INT64;
+    case DataType::kFP32: return PTO_T0_FP32;
+    default: Refuse("a scalar of dtype " + std::string(Name(dtype)));
+  }
+}
+
+int ElemCode(DataType dtype) {
+  const std::string_view c = Info(dtype).ctype;
+  static const std::pair<std::string_view, int> kCodes[] = {
+      {"int8_t", PTO_T0_I8},     {"int16_t", PTO_T0_I16},   {"int32_t", PTO_T0_I32},  {"int64_t", PTO_T0_I64},
+      {"uint8_t", PTO_T0_U8},    {"uint16_t", PTO_T0_U16},  {"uint32_t", PTO_T0_U32}, {"uint64_t", PTO_T0_U64},
+      {"pto::half", PTO_T0_F16}, {"pto::bfloat16", PTO_T0_BF16}, {"float", PTO_T0_F32}};
+  for (const auto& [name, code] : kCodes) {
+    if (c == name) return code;
+  }
+  Refuse("elements of dtype " + std::string(Name(dtype)));
+}
+
+int BinaryCode(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::kAdd: return PTO_T0_ADD;
+    case BinaryOp::kSub: return PTO_T0_SUB;
+    case BinaryOp::kMul: return PTO_T0_MUL;
+    case BinaryOp::kDiv: return PTO_T0_DIV;
+    case BinaryOp::kFloorDiv: return PTO_T0_FLOORDIV;
+    case BinaryOp::kMod: return PTO_T0_MOD;
+    case BinaryOp::kMin: return PTO_T0_MIN;
+    case BinaryOp::kMax: return PTO_T0_MAX;
+    case BinaryOp::kEq: return PTO_T0_EQ;
+    case BinaryOp::kNe: return PTO_T0_NE;
+    case BinaryOp::kLt: return PTO_T0_LT;
+    case BinaryOp::kLe: return PTO_T0_LE;
+    case BinaryOp::kGt: return PTO_T0_GT;
+    case BinaryOp::kGe: return PTO_T0_GE;
+    case BinaryOp::kBitAnd: return PTO_T0_BITAND;
+    case BinaryOp::kBitOr: return PTO_T0_BITOR;
+    case BinaryOp::kBitXor: return PTO_T0_BITXOR;
+    case BinaryOp::kShl: return PTO_T0_SHL;
+    case BinaryOp::kShr: return PTO_T0_SHR;
+    default: Refuse("a logical operator outside a condition");
+  }
+}
+
+// The element-wise ops the executor runs: their positions in the op lists (op_lists.h), by name.
+std::map<std::string_view, int> Positions(std::initializer_list<std::string_view> names) {
+  std::map<std::string_view, int> out;
+  for (std::string_view name : names) out.emplace(name, int(out.size()));
+  return out;
+}
+#define PTO_T0_NAME_(name, functor) #name,
+const std::map<std::string_view, int> kBinaryOps = Positions({PTO_BINARY_OPS(PTO_T0_NAME_)});
+const std::map<std::string_view, int> kScalarOps = Positions({PTO_SCALAR_OPS(PTO_T0_NAME_)});
+const std::map<std::string_view, int> kUnaryOps = Positions({PTO_UNARY_OPS(PTO_T0_NAME_)});
+#undef PTO_T0_NAME_
+
+// The ops that do nothing in a plain kernel (the simulator runs each core's ops in program order;
+// the sanitizer, which checks them, never runs tier-0).
+bool DoesNothingInPlainKernels(std::string_view device_fn) {
+  return device_fn == "pto::sync_src" || device_fn == "pto::sync_dst" || device_fn == "pto::mutex_lock" ||
+         device_fn == "pto::mutex_unlock" || device_fn == "pto::auto_mutex_lock" ||
+         device_fn == "pto::auto_mutex_unlock" || device_fn.rfind("pto::pipe_barrier<", 0) == 0;
+}
+
+class Compiler {
+ public:
+  explicit Compiler(const Function& func) : func_(func) {}
+
+  std::unique_ptr<Tier0Program> Run() {
+    out_ = std::make_unique<Tier0Program>();
+    Params();
+    Stmt_(func_.body);
+    Emit(PTO_T0_END, 0);
+    PtoT0Program& p = out_->program;
+    p.version = PTO_T0_VERSION;
+    p.num_regs = num_regs_;
+    p.num_tile_vars = int32_t(tile_vars_.size());
+    p.num_slots = int32_t(out_->slots.size());
+    p.num_groups = int32_t(out_->groups.size());
+    p.num_tensors = int32_t(out_->tensors.size());
+    p.num_insns = int32_t(out_->insns.size());
+    p.insns = out_->insns.data();
+    p.tensors = out_->tensors.data();
+    p.slots = out_->slots.data();
+    p.groups = out_->groups.data();
+    return std::move(out_);
+  }
+
+ private:
+  // ---- emitting ----
+  int Emit(int code, int line, int a = 0, int b = 0, int c = 0, int d = 0, int e = 0, int64_t imm = 0) {
+    PtoT0Insn in{};
+    in.code = code;
+    in.line = line;
+    in.a = a, in.b = b, in.c = c, in.d = d, in.e = e;
+    in.imm = imm;
+    out_->insns.push_back(in);
+    return int(out_->insns.size()) - 1;
+  }
+  int Here() const { return int(out_->insns.size()); }
+  void Patch(int insn, int target) { out_->insns[size_t(insn)].imm = target; }
+  int NewReg() { return num_regs_++; }
+
+  // ---- parameters: MakeGm of each tensor, each scalar read from its launcher slot ----
+  void Params() {
+    std::map<int, int> dyn_slot;  // DYNAMIC dim index -> launcher slot
+    const std::vector<LauncherSlot> slots = LauncherSlots(func_);
+    for (size_t n = 0; n < slots.size(); ++n) {
+      if (slots[n].kind == SlotKind::kDynamicDim) dyn_slot[slots[n].index] = int(n);
+    }
+    for (size_t n = 0; n < slots.size(); ++n) {
+      const Var& p = func_.params[size_t(slots[n].param)];
+      switch (slots[n].kind) {
+        case SlotKind::kTensor: {
+          if (!p->type.IsTensor()) Refuse("a pl.Ptr parameter");
+          const TensorType& t = *p->type.tensor;
+          if (t.dims.size() < 1 || t.dims.size() > PTO_T0_MAX_RANK) Refuse("a tensor of rank above 4");
+          PtoT0Tensor d{};
+          d.slot = int32_t(n);
+          d.elem = ElemCode(t.dtype);
+          d.rank = int32_t(t.dims.size());
+          for (size_t i = 0; i < t.dims.size(); ++i) {
+            d.dims[i] = t.dims[i].kind == DimKind::kDynamic ? -1 - dyn_slot.at(t.dims[i].dyn_slot) : t.dims[i].value;
+          }
+          d.name = out_->names.emplace_back(p->name).c_str();
+          tensors_[p->id] = int(out_->tensors.size());
+          out_->tensors.push_back(d);
+          break;
+        }
+        case SlotKind::kScalar: {
+          const int kind = ScalarKind(p->type.dtype);
+          Emit(PTO_T0_SLOT, 0, RegOf(p), int(n), kind);
+          break;
+        }
+        case SlotKind::kDynamicDim: break;
+        case SlotKind::kBufferBytes: Refuse("a pl.Ptr parameter");
+        case SlotKind::kTiling: Refuse("a TilingData parameter");
+      }
+    }
+  }
+
+  int RegOf(const Var& v) {
+    auto [it, fresh] = regs_.emplace(v->id, 0);
+    if (fresh) it->second = NewReg();
+    return it->second;
+  }
+  int TileVarOf(const Var& v) {
+    auto [it, fresh] = tile_vars_.emplace(v->id, int(tile_vars_.size()));
+    return it->second;
+  }
+  int TensorOf(const Expr& e) {
+    if (e->kind != ExprKind::kVar || !tensors_.count(e->var->id)) Refuse("a GM view made in the kernel");
+    return tensors_.at(e->var->id);
+  }
+  int TileOf(const Expr& e) {
+    if (e->kind != ExprKind::kVar || !e->type.IsTile()) Refuse("a tile expression");
+    const TileType& t = *e->type.tile;
+    if (t.memory != MemorySpace::kVec || t.layout != Layout::kND) Refuse("a tile outside Vec or not ND");
+    return TileVarOf(e->var);
+  }
+
+  // ---- expressions: a register holding the value as the generated C++ holds it ----
+  int Conv(int reg, DataType from, DataType to, int line) {
+    const int k_from = ScalarKind(from), k_to = ScalarKind(to);
+    if (k_from == k_to) return reg;
+    const int out = NewReg();
+    Emit(PTO_T0_CONV, line, out, reg, k_from, k_to);
+    return out;
+  }
+
+  int Expr_(const Expr& e) {
+    const int line = e->span.line;
+    switch (e->kind) {
+      case ExprKind::kConst: {
+        const int kind = ScalarKind(e->type.dtype);
+        const int out = NewReg();
+        int64_t bits = e->int_value;
+        if (kind == PTO_T0_FP32) {
+          const float f = float(e->float_value);
+          uint32_t u;
+          std::memcpy(&u, &f, sizeof u);
+          bits = int64_t(u);
+        } else if (kind == PTO_T0_BOOL) {
+          bits = e->int_value != 0;
+        } else if (kind == PTO_T0_INT32) {
+          bits = int64_t(int32_t(e->int_value));
+        }
+        Emit(PTO_T0_CONST, line, out, 0, 0, 0, 0, bits);
+        return out;
+      }
+      case ExprKind::kVar:
+        if (!e->type.IsScalar()) Refuse("a tile or tensor used as a value");
+        ScalarKind(e->type.dtype);
+        return RegOf(e->var);
+      case ExprKind::kBuiltin: {
+        int which = 0;
+        switch (e->builtin) {
+          case Builtin::kBlockIdx: which = 0; break;
+          case Builtin::kBlockNum: which = 1; break;
+          case Builtin::kSubblockIdx: which = 2; break;
+          case Builtin::kSubblockNum: which = 3; break;
+          default: Refuse("a special register read");
+        }
+        ScalarKind(e->type.dtype);
+        const int out = NewReg();
+        Emit(PTO_T0_BUILTIN, line, out, which);
+        return out;
+      }
+      case ExprKind::kShapeDim: {
+        ScalarKind(e->type.dtype);
+        const int out = NewReg();
+        Emit(PTO_T0_SHAPE, line, out, TensorOf(VarRef(e->var)), e->axis);
+        return out;
+      }
+      case ExprKind::kCast: return Conv(Expr_(e->operands[0]), e->operands[0]->type.dtype, e->type.dtype, line);
+      case ExprKind::kUnary: {
+        const Expr& x = e->operands[0];
+        const int out = NewReg();
+        if (e->unary == UnaryOp::kNot) {  // (!x): x as a bool
+          Emit(PTO_T0_NOT, line, out, Conv(Expr_(x), x->type.dtype, DataType::kBool, line));
+        } else if (e->unary == UnaryOp::kBitNot) {  // (~T(x)) in the result type
+          const int kind = ScalarKind(e->type.dtype);
+          if (kind != PTO_T0_INT32 && kind != PTO_T0_INT64) Refuse("~ of a non-integer");
+          Emit(PTO_T0_BITNOT, line, out, Conv(Expr_(x), x->type.dtype, e->type.dtype, line), 0, kind);
+        } else {  // (-x)
+          if (x->type.dtype != e->type.dtype || e->type.dtype == DataType::kBool) Refuse("a negation changing type");
+          Emit(PTO_T0_NEG, line, out, Expr_(x), 0, ScalarKind(e->type.dtype));
+        }
+        return out;
+      }
+      case ExprKind::kTernary: {  // (c ? T(a) : T(b)): one branch evaluated
+        const int out = NewReg();
+        const Expr &c = e->operands[0], &a = e->operands[1], &b = e->operands[2];
+        const int skip = Emit(PTO_T0_JZ, line, Conv(Expr_(c), c->type.dtype, DataType::kBool, line));
+        Emit(PTO_T0_MOV, line, out, Conv(Expr_(a), a->type.dtype, e->type.dtype, line));
+        const int done = Emit(PTO_T0_JMP, line);
+        Patch(skip, Here());
+        Emit(PTO_T0_MOV, line, out, Conv(Expr_(b), b->type.dtype, e->type.dtype, line));
+        Patch(done, Here());
+        return out;
+      }
+      case ExprKind::kBinary: return Binary(*e);
+      default: Refuse("an expression of this kind (element reads, views, fields, pointers)");
+    }
+  }
+
+  int Binary(const ExprNode& e) {
+    const Expr &a = e.operands[0], &b = e.operands[1];
+    const int line = e.span.line;
+    if (e.binary == BinaryOp::kAnd || e.binary == BinaryOp::kOr) {  // (bool(a) && bool(b)): short-circuit
+      const int out = NewReg();
+      Emit(PTO_T0_MOV, line, out, Conv(Expr_(a), a->type.dtype, DataType::kBool, line));
+      int skip;
+      if (e.binary == BinaryOp::kAnd) {
+        skip = Emit(PTO_T0_JZ, line, out);
+      } else {
+        const int negated = NewReg();
+        Emit(PTO_T0_NOT, line, negated, out);
+        skip = Emit(PTO_T0_JZ, line, negated);
+      }
+      Emit(PTO_T0_MOV, line, out, Conv(Expr_(b), b->type.dtype, DataType::kBool, line));
+      Patch(skip, Here());
+      return out;
+    }
+    const DataType math = IsComparison(e.binary) ? PromoteScalar(a->type.dtype, b->type.dtype) : e.type.dtype;
+    const int kind = ScalarKind(math);
+    const bool bitwise = e.binary == BinaryOp::kBitAnd || e.binary == BinaryOp::kBitOr || e.binary == BinaryOp::kBitXor;
+    if (kind == PTO_T0_BOOL && !IsComparison(e.binary) && !bitwise) Refuse("arithmetic on bools");
+    if (kind == PTO_T0_FP32 && (IsBitwise(e.binary))) Refuse("bit operations on floats");
+    const int x = Conv(Expr_(a), a->type.dtype, math, line);
+    const int y = Conv(Expr_(b), b->type.dtype, math, line);
+    const int out = NewReg();
+    Emit(PTO_T0_BIN, line, out, x, y, kind, BinaryCode(e.binary));
+    return out;
+  }
+
+  // Offsets (pto::Idx<N>{{int64_t(...), ...}}) in consecutive registers; returns the first.
+  int Offsets(const Expr& tuple, int rank) {
+    if (tuple->kind != ExprKind::kTuple || int(tuple->operands.size()) != rank) Refuse("offsets of another rank");
+    std::vector<int> values;
+    for (const Expr& item : tuple->operands) {
+      values.push_back(Conv(Expr_(item), item->type.dtype, DataType::kInt64, item->span.line));
+    }
+    const int first = num_regs_;
+    for (int v : values) Emit(PTO_T0_MOV, tuple->span.line, NewReg(), v);
+    return first;
+  }
+
+  // ---- statements ----
+  struct Loop {
+    std::vector<int> breaks, continues;
+  };
+
+  void Stmt_(const Stmt& s) {
+    if (!s) return;
+    const int line = s->span.line;
+    switch (s->kind) {
+      case StmtKind::kSeq:
+        for (const Stmt& child : s->stmts) Stmt_(child);
+        break;
+      case StmtKind::kAssign:
+        if (s->var->type.IsTile()) {
+          Emit(PTO_T0_TMOV, line, TileVarOf(s->var), TileOf(s->value));
+        } else if (s->var->type.IsScalar()) {
+          const int value = Conv(Expr_(s->value), s->value->type.dtype, s->var->type.dtype, line);
+          Emit(PTO_T0_MOV, line, RegOf(s->var), value);
+        } else {
+          Refuse("an assignment of a tensor or pointer");
+        }
+        break;
+      case StmtKind::kFor: For(*s); break;
+      case StmtKind::kWhile: {
+        const int head = Here();
+        const int exit = Emit(PTO_T0_JZ, line, Conv(Expr_(s->cond), s->cond->type.dtype, DataType::kBool, line));
+        Emit(PTO_T0_POLL, line);
+        loops_.emplace_back();
+        Stmt_(s->body);
+        Emit(PTO_T0_JMP, line, 0, 0, 0, 0, 0, head);
+        Close(head, Here(), exit);
+        break;
+      }
+      case StmtKind::kIf: {
+        const int skip = Emit(PTO_T0_JZ, line, Conv(Expr_(s->cond), s->cond->type.dtype, DataType::kBool, line));
+        Stmt_(s->body);
+        if (s->orelse) {
+          const int done = Emit(PTO_T0_JMP, line);
+          Patch(skip, Here());
+          Stmt_(s->orelse);
+          Patch(done, Here());
+        } else {
+          Patch(skip, Here());
+        }
+        break;
+      }
+      case StmtKind::kBreak: loops_.back().breaks.push_back(Emit(PTO_T0_JMP, line)); break;
+      case StmtKind::kContinue: loops_.back().continues.push_back(Emit(PTO_T0_JMP, line)); break;
+      case StmtKind::kReturn: Emit(PTO_T0_END, line); break;
+      case StmtKind::kOp: Op(*s); break;
+      case StmtKind::kDeclTiles: Decl(*s); break;
+      case StmtKind::kSelectTile: Select(*s); break;
+      case StmtKind::kSection: {
+        const int is_core = NewReg();
+        Emit(PTO_T0_BUILTIN, line, is_core, s->section == SectionKind::kVector ? 4 : 5);
+        const int skip = Emit(PTO_T0_JZ, line, is_core);
+        Stmt_(s->body);
+        Patch(skip, Here());
+        break;
+      }
+      case StmtKind::kStage: Stmt_(s->body); break;
+      case StmtKind::kSubview: Refuse("a tile subview");
+      case StmtKind::kReinterpret: Refuse("pl.reinterpret");
+    }
+  }
+
+  // Ends the innermost loop: its continues jump to `next`, its breaks (and `exit`, a JZ) to `end`.
+  void Close(int next, int end, int exit) {
+    Loop loop = std::move(loops_.back());
+    loops_.pop_back();
+    for (int j : loop.continues) Patch(j, next);
+    for (int j : loop.breaks) Patch(j, end);
+    Patch(exit, end);
+  }
+
+  void For(const StmtNode& s) {  // EmitFor
+    const int line = s.span.line;
+    const int lo = Conv(Expr_(s.start), s.start->type.dtype, DataType::kInt64, line);
+    const int hi = Conv(Expr_(s.stop), s.stop->type.dtype, DataType::kInt64, line);
+    const int st = Conv(Expr_(s.step), s.step->type.dtype, DataType::kInt64, line);
+    if (!s.step->IsIntConst()) Emit(PTO_T0_STEP0, line, st);
+    const int it = NewReg(), cond = NewReg();
+    Emit(PTO_T0_MOV, line, it, lo);
+    const int head = Here();
+    if (s.step->IsIntConst()) {
+      Emit(PTO_T0_BIN, line, cond, it, hi, PTO_T0_INT64, s.step->int_value > 0 ? PTO_T0_LT : PTO_T0_GT);
+    } else {
+      Emit(PTO_T0_LOOPCMP, line, cond, it, hi, st);
+    }
+    const int exit = Emit(PTO_T0_JZ, line, cond);
+    Emit(PTO_T0_POLL, line);
+    Emit(PTO_T0_MOV, line, RegOf(s.var), Conv(it, DataType::kInt64, s.var->type.dtype, line));
+    loops_.emplace_back();
+    Stmt_(s.body);
+    const int next = Here();
+    Emit(PTO_T0_BIN, line, it, it, st, PTO_T0_INT64, PTO_T0_ADD);
+    Emit(PTO_T0_JMP, line, 0, 0, 0, 0, 0, head);
+    Close(next, Here(), exit);
+  }
+
+  void Decl(const StmtNode& s) {  // EmitDeclTiles
+    const TileGroupInfo& g = *s.var->group;
+    const TileType& t = g.tile;
+    if (t.memory != MemorySpace::kVec || t.layout != Layout::kND) Refuse("a tile outside Vec or not ND");
+    const int elem = ElemCode(t.dtype);
+    auto window = [&](size_t axis) {
+      const int64_t full = axis == 0 ? t.Rows() : t.Cols();
+      const int64_t declared = t.shape.size() == 2 ? t.valid_shape[axis] : (axis == 0 ? 1 : t.valid_shape[0]);
+      return int32_t(declared < 0 ? full : declared);
+    };
+    PtoT0Group group{int32_t(out_->slots.size()), g.depth};
+    for (int i = 0; i < g.depth; ++i) {
+      PtoT0Slot slot{};
+      slot.elem = elem;
+      slot.rows = int32_t(t.Rows());
+      slot.cols = int32_t(t.Cols());
+      slot.pad = t.pad;
+      slot.addr = uint32_t(g.addrs[size_t(i)]);
+      slot.valid_rows = window(0);
+      slot.valid_cols = window(1);
+      if (!g.mutex_ids.empty()) {
+        for (int id : g.mutex_ids[size_t(i)]) slot.mutex_mask |= 1u << id;
+      }
+      out_->slots.push_back(slot);
+    }
+    auto [it, fresh] = groups_.emplace(s.var->id, int(out_->groups.size()));
+    if (fresh) out_->groups.push_back(group);
+    Emit(PTO_T0_DECL, s.span.line, it->second);
+  }
+
+  void Select(const StmtNode& s) {  // EmitSelect
+    auto it = groups_.find(s.group->id);
+    if (it == groups_.end()) Refuse("a tile group selected before its declaration");
+    const int target = TileVarOf(s.var), group = it->second, line = s.span.line;
+    switch (s.mode) {
+      case SelectMode::kNext: Emit(PTO_T0_SELECT, line, target, group, 0); break;
+      case SelectMode::kCurrent: Emit(PTO_T0_SELECT, line, target, group, 1); break;
+      case SelectMode::kPrevious: Emit(PTO_T0_SELECT, line, target, group, 2); break;
+      case SelectMode::kIndex:
+        if (s.value->IsIntConst()) {
+          Emit(PTO_T0_SELECT, line, target, group, 4, 0, 0, s.value->int_value);
+        } else {
+          Emit(PTO_T0_SELECT, line, target, group, 3, Conv(Expr_(s.value), s.value->type.dtype, DataType::kInt64, line));
+        }
+        break;
+    }
+  }
+
+  // The value of each of the op's options, as EmitOp passes them (a default when the IR has none).
+  std::map<std::string_view, int64_t> Options(const StmtNode& s) {
+    std::map<std::string_view, int64_t> values;
+    for (const KwargSpec& spec : s.op->kwargs) {
+      if (spec.kind == AttrKind::kDispatch || spec.kind == AttrKind::kOperand) continue;
+      if (spec.kind == AttrKind::kString || !spec.cpp_prefix.empty()) Refuse("an op option of this kind");
+      int64_t value = spec.default_value;
+      for (const Attr& given : s.attrs) {
+        if (given.name == spec.name) value = given.value;
+      }
+      values[spec.name] = value;
+    }
+    return values;
+  }
+
+  void SameElem(const StmtNode& s, std::initializer_list<size_t> tiles) {
+    for (size_t i : tiles) {
+      if (s.args[i]->type.dtype != s.args[0]->type.dtype) Refuse("an op over tiles of different dtypes");
+    }
+    ElemCode(s.args[0]->type.dtype);
+  }
+
+  void Op(const StmtNode& s) {
+    const std::string_view name = s.op->name;
+    const int line = s.span.line;
+    if (name == "load" || name == "load_tile") {
+      const int tensor = TensorOf(s.args[1]);
+      if (s.args[0]->type.dtype != s.args[1]->type.dtype) Refuse("a load converting its dtype");
+      const int tile = TileOf(s.args[0]);
+      const int offsets = Offsets(s.args[2], out_->tensors[size_t(tensor)].rank);
+      const auto options = Options(s);
+      Emit(PTO_T0_LOAD, line, tile, tensor, offsets, int(options.at("order")), name == "load_tile");
+    } else if (name == "store" || name == "store_tile") {
+      const int tensor = TensorOf(s.args[0]);
+      if (s.args[0]->type.dtype != s.args[1]->type.dtype) Refuse("a store converting its dtype");
+      const int tile = TileOf(s.args[1]);
+      const int offsets = Offsets(s.args[2], out_->tensors[size_t(tensor)].rank);
+      const auto options = Options(s);
+      const int at = Emit(PTO_T0_STORE, line, tile, tensor, offsets, int(options.at("order")), name == "store_tile",
+                          options.at("scale"));
+      PtoT0Insn& in = out_->insns[size_t(at)];
+      in.f = int32_t(options.at("relu_pre_mode"));
+      in.g = int32_t(options.at("atomic"));
+      in.h = int32_t(options.at("phase"));
+    } else if (auto b = kBinaryOps.find(name); b != kBinaryOps.end()) {
+      SameElem(s, {1, 2});
+      Options(s);
+      Emit(PTO_T0_VBIN, line, TileOf(s.args[0]), TileOf(s.args[1]), TileOf(s.args[2]), 0, b->second);
+    } else if (auto sc = kScalarOps.find(name); sc != kScalarOps.end()) {
+      SameElem(s, {1});
+      Options(s);
+      const int scalar = Expr_(s.args[2]);
+      Emit(PTO_T0_VSCALAR, line, TileOf(s.args[0]), TileOf(s.args[1]), scalar, ScalarKind(s.args[2]->type.dtype),
+           sc->second);
+    } else if (auto u = kUnaryOps.find(name); u != kUnaryOps.end()) {
+      SameElem(s, {1});
+      Options(s);
+      Emit(PTO_T0_VUNARY, line, TileOf(s.args[0]), TileOf(s.args[1]), 0, 0, u->second);
+    } else if (DoesNothingInPlainKernels(s.op->device_fn)) {
+      for (const Expr& arg : s.args) {
+        const bool tiles = arg->type.IsTile() || (arg->kind == ExprKind::kTuple && [&] {
+                             for (const Expr& item : arg->operands) {
+                               if (!item->type.IsTile()) return false;
+                             }
+                             return true;
+                           }());
+        if (!tiles) Refuse("pl." + std::string(s.op->PublicName()) + " with a run-time operand");
+      }
+    } else {
+      Refuse("pl." + std::string(s.op->PublicName()));
+    }
+  }
+
+  const Function& func_;
+  std::unique_ptr<Tier0Program> out_;
+  int num_regs_ = 0;
+  std::map<int, int> regs_, tile_vars_, tensors_, groups_;
+  std::vector<Loop> loops_;
+};
+
+}  // namespace
+
+std::unique_ptr<Tier0Program> CompileTier0(const ir::Function& func, std::string* why) {
+  try {
+    return Compiler(func).Run();
+  } catch (const Unsupported& u) {
+    if (why) *why = u.why;
+    return nullptr;
+  }
+}
+
+}  // namespace pypto_pro::jit

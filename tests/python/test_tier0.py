@@ -1,0 +1,357 @@
+"""Tier-0 first launches (docs/jit.md#tier-0-first-launches): a vector kernel the tier-0 executor runs
+launches at once on it while its library compiles in the background, with the compiled kernel's
+results, faults and lines; PYPTO_PRO_TIER0=always keeps every launch on it (the differential tests
+below compare the two bit for bit), 0 turns it off."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import pypto_pro
+import pypto_pro.language as pl
+
+sync = pypto_pro.runtime.synchronize
+
+
+def _twins(fn, name, monkeypatch):
+    """Launchers of `fn` compiled twice: one running every launch on the tier-0 executor, one on its
+    library only."""
+    tier0, compiled = pl.jit(fn, name=f"{name}_tier0"), pl.jit(fn, name=f"{name}_compiled")
+
+    def launch(kernel, mode, block_dim, *args):
+        monkeypatch.setenv("PYPTO_PRO_TIER0", mode)
+        kernel[None, block_dim](*args)
+        sync()
+        monkeypatch.delenv("PYPTO_PRO_TIER0")
+
+    def both(block_dim, *args):
+        """(tier-0 outputs, compiled outputs): each launch on its own copies of the arguments."""
+        outs = []
+        for kernel, mode in ((tier0, "always"), (compiled, "0")):
+            copies = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+            launch(kernel, mode, block_dim, *copies)
+            outs.append(copies)
+        assert tier0.compile_stats()[-1]["tier0"] and not compiled.compile_stats()[-1]["tier0"]
+        return outs
+
+    return both
+
+
+# ---- element-wise ops over every element type the executor runs ----
+
+def _zoo(dtype):
+    def zoo(x: pl.Tensor[[32, 64], dtype], y: pl.Tensor[[32, 64], dtype], out: pl.Tensor[[14 * 32, 64], dtype],
+            s: pl.Scalar[pl.DT_INT32]):
+        tt = pl.TileType(shape=[32, 64], dtype=dtype, target_memory=pl.MemorySpace.Vec)
+        a = pl.make_tile(tt, addr=0x0)
+        b = pl.make_tile(tt, addr=0x4000)
+        c = pl.make_tile(tt, addr=0x8000)
+        with pl.section_vector():
+            pl.load(a, x, [0, 0])
+            pl.load(b, y, [0, 0])
+            pl.add(c, a, b)
+            pl.store(out, c, [0, 0])
+            pl.sub(c, a, b)
+            pl.store(out, c, [32, 0])
+            pl.mul(c, a, b)
+            pl.store(out, c, [64, 0])
+            pl.div(c, a, b)
+            pl.store(out, c, [96, 0])
+            pl.maximum(c, a, b)
+            pl.store(out, c, [128, 0])
+            pl.minimum(c, a, b)
+            pl.store(out, c, [160, 0])
+            pl.adds(c, a, s)
+            pl.store(out, c, [192, 0])
+            pl.subs(c, a, 3)
+            pl.store(out, c, [224, 0])
+            pl.muls(c, a, s * 2 - 7)
+            pl.store(out, c, [256, 0])
+            pl.divs(c, a, 2)
+            pl.store(out, c, [288, 0])
+            pl.maxs(c, a, -s)
+            pl.store(out, c, [320, 0])
+            pl.mins(c, a, s)
+            pl.store(out, c, [352, 0])
+            pl.neg(c, a)
+            pl.store(out, c, [384, 0])
+            pl.abs(c, a)
+            pl.store(out, c, [416, 0])
+    return zoo
+
+
+@pytest.mark.parametrize("dtype, torch_dtype", [(pl.DT_FP32, torch.float32), (pl.DT_FP16, torch.float16),
+                                                (pl.DT_INT32, torch.int32), (pl.DT_INT16, torch.int16)])
+def test_element_wise_ops_match_the_compiled_kernel_bit_for_bit(dtype, torch_dtype, monkeypatch):
+    both = _twins(_zoo(dtype), f"t0_zoo_{torch_dtype}".replace("torch.", ""), monkeypatch)
+    g = torch.Generator().manual_seed(7)
+    x = (torch.rand(32, 64, generator=g) * 200 - 100).to(torch_dtype)
+    y = (torch.rand(32, 64, generator=g) * 200 - 100).to(torch_dtype)
+    y[y == 0] = 1  # integer division by zero faults
+    out = torch.zeros(14 * 32, 64, dtype=torch_dtype)
+    (_, _, t0_out, _), (_, _, compiled_out, _) = both(1, x, y, out, 5)
+    assert torch.equal(t0_out, compiled_out)
+    # And the documented results: the first rows against torch.
+    torch.testing.assert_close(t0_out[:32], x + y, rtol=1e-3, atol=1e-2)
+    torch.testing.assert_close(t0_out[128:160], torch.maximum(x, y))
+    torch.testing.assert_close(t0_out[384:416], -x)
+
+
+def test_unary_math_matches_the_compiled_kernel(monkeypatch):
+    def math(x: pl.Tensor[[16, 64], pl.DT_FP32], out: pl.Tensor[[96, 64], pl.DT_FP32]):
+        tt = pl.TileType(shape=[16, 64], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Vec)
+        a = pl.make_tile(tt, addr=0x0)
+        c = pl.make_tile(tt, addr=0x1000)
+        with pl.section_vector():
+            pl.load(a, x, [0, 0])
+            pl.exp(c, a)
+            pl.store(out, c, [0, 0])
+            pl.log(c, a)
+            pl.store(out, c, [16, 0])
+            pl.sqrt(c, a)
+            pl.store(out, c, [32, 0])
+            pl.rsqrt(c, a)
+            pl.store(out, c, [48, 0])
+            pl.recip(c, a)
+            pl.store(out, c, [64, 0])
+            pl.relu(c, a)
+            pl.store(out, c, [80, 0])
+
+    both = _twins(math, "t0_math", monkeypatch)
+    x = torch.rand(16, 64) * 4 + 0.01
+    (_, t0_out), (_, compiled_out) = both(1, x, torch.zeros(96, 64))
+    assert torch.equal(t0_out, compiled_out)
+    torch.testing.assert_close(t0_out[:16], torch.exp(x))
+    torch.testing.assert_close(t0_out[48:64], torch.rsqrt(x))
+
+
+# ---- scalar code: loops, branches, operators ----
+
+def control(out: pl.Tensor[[64, 16], pl.DT_INT32], n: pl.Scalar[pl.DT_INT32], step: pl.Scalar[pl.DT_INT32],
+            f: pl.Scalar[pl.DT_FP32]):
+    """Row r of `out` = 0 + the r-th scalar result (adds on a zeroed int32 tile)."""
+    tt = pl.TileType(shape=[1, 16], dtype=pl.DT_INT32, target_memory=pl.MemorySpace.Vec)
+    zero = pl.make_tile(tt, addr=0x0)
+    t = pl.make_tile(tt, addr=0x100)
+    with pl.section_vector():
+        pl.load(zero, out, [63, 0])  # row 63 is zero
+        total = 0
+        for i in pl.range(n, -3, step):  # a run-time step (negative here)
+            if i % 5 == 0:
+                continue
+            if i < 2:
+                break
+            total = total + i * i
+        pl.adds(t, zero, total)
+        pl.store(out, t, [0, 0])
+        k = 0
+        m = n
+        while m > 1:
+            m = m // 2 if m % 2 == 0 else 3 * m + 1
+            k += 1
+        pl.adds(t, zero, k)
+        pl.store(out, t, [1, 0])
+        pl.adds(t, zero, (n << 3) ^ (n >> 1) | 5 & n)
+        pl.store(out, t, [2, 0])
+        pl.adds(t, zero, -n // 4 + (-n) % 4 * 100)
+        pl.store(out, t, [3, 0])
+        pl.adds(t, zero, pl.min(n, 7) * 10 + pl.max(step, -9))
+        pl.store(out, t, [4, 0])
+        pl.adds(t, zero, 1 if n > 3 and step < 0 else 2)
+        pl.store(out, t, [5, 0])
+        pl.adds(t, zero, pl.get_block_idx() * 10 + pl.get_block_num())
+        pl.store(out, t, [6 + pl.get_block_idx(), 0])
+        pl.adds(t, zero, f * 3.5)  # an fp32 scalar on an int32 tile truncates
+        pl.store(out, t, [10, 0])
+        for r in pl.range(11, 14):
+            pl.adds(t, zero, r * 1000 + out.shape[0])
+            pl.store(out, t, [r, 0])
+
+
+def test_scalar_code_matches_the_compiled_kernel_and_python(monkeypatch):
+    both = _twins(control, "t0_control", monkeypatch)
+    n, step, f = 23, -3, 2.2
+    (t0_out, *_), (compiled_out, *_) = both(3, torch.zeros(64, 16, dtype=torch.int32), n, step, f)
+    assert torch.equal(t0_out, compiled_out)
+    total = 0
+    for i in range(n, -3, step):
+        if i % 5 == 0:
+            continue
+        if i < 2:
+            break
+        total += i * i
+    k, m = 0, n
+    while m > 1:
+        m = m // 2 if m % 2 == 0 else 3 * m + 1
+        k += 1
+    trunc_div = -(n // 4)  # integer // truncates toward zero on the device; % takes the dividend's sign
+    expected = [total, k, (n << 3) ^ (n >> 1) | 5 & n, trunc_div + -(n % 4) * 100, 7 * 10 + step, 1,
+                0 * 10 + 3, 1 * 10 + 3, 2 * 10 + 3, 0, int(np.float32(f) * np.float32(3.5))]
+    assert t0_out[:11, 0].tolist() == expected
+    assert t0_out[11:14, 0].tolist() == [11064, 12064, 13064]
+
+
+# ---- tile groups, dynamic shapes, several blocks: the add example ----
+
+def add(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16], y: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16],
+        z: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16]):
+    tt = pl.TileType(shape=[128, 128], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Vec)
+    a = pl.make_tile_group(type=tt, addrs=0x0000, mutex_ids=[0, 1])
+    b = pl.make_tile_group(type=tt, addrs=0x10000, mutex_ids=[2, 3])
+    c = pl.make_tile_group(type=tt, addrs=0x20000, mutex_ids=[4, 5])
+    with pl.section_vector():
+        for i in pl.range(pl.get_block_idx(), x.shape[0] // 128, pl.get_block_num()):
+            for j in pl.range(0, x.shape[1] // 128):
+                ta, tb, tc = a.next(), b.next(), c.next()
+                pl.load_tile(ta, x, [i, j])
+                pl.load_tile(tb, y, [i, j])
+                pl.add(tc, ta, tb)
+                pl.store_tile(z, tc, [i, j])
+
+
+def test_the_add_examples_first_launch_runs_at_once_and_its_library_follows(monkeypatch):
+    monkeypatch.delenv("PYPTO_PRO_TIER0", raising=False)
+    kernel = pl.jit(add, name="t0_add_first")
+    x, y = torch.randn(384, 256).half(), torch.randn(384, 256).half()
+    z = torch.zeros_like(x)
+    kernel[None, 2](x, y, z)
+    sync()
+    assert torch.equal(z, x + y)
+    stats = kernel.compile_stats()[0]
+    assert stats["tier0"]
+    inst_dir = Path(stats["dir"])
+    assert (inst_dir / "kernel.cpp").is_file() and (inst_dir / "call_kernel.cpp").is_file()  # at once
+    kernel.wait_compiled()
+    assert kernel.compile_stats()[0]["compiled"]
+    assert Path(kernel.instances()[0].library).is_file()
+    z.zero_()
+    kernel[None, 3](x, y, z)  # on the library now
+    sync()
+    assert torch.equal(z, x + y)
+    assert kernel.cache_info()["compiles"] == 1
+
+
+def test_off_waits_for_the_library(monkeypatch):
+    monkeypatch.setenv("PYPTO_PRO_TIER0", "0")
+    kernel = pl.jit(add, name="t0_add_off")
+    x = torch.randn(128, 128).half()
+    z = torch.zeros_like(x)
+    kernel[None, 1](x, x, z)
+    sync()
+    assert torch.equal(z, x + x)
+    stats = kernel.compile_stats()[0]
+    assert not stats["tier0"] and stats["compiled"]
+
+
+def test_a_bad_mode_is_a_value_error_naming_the_variable(monkeypatch):
+    monkeypatch.setenv("PYPTO_PRO_TIER0", "sometimes")
+    kernel = pl.jit(add, name="t0_add_bad_mode")
+    x = torch.zeros(128, 128).half()
+    with pytest.raises(ValueError, match=r"PYPTO_PRO_TIER0 must be 1, 0 or always, got 'sometimes'"):
+        kernel[None, 1](x, x, x)
+
+
+def test_a_kernel_beyond_the_executor_waits_for_its_library(monkeypatch):
+    def row_sums(x: pl.Tensor[[16, 64], pl.DT_FP32], out: pl.Tensor[[16, 1], pl.DT_FP32]):
+        a = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32), addr=0)
+        s = pl.make_tile(pl.TileType(shape=[16, 1], dtype=pl.DT_FP32, layout=pl.DN), addr=0x1000)
+        tmp = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32), addr=0x2000)
+        with pl.section_vector():
+            pl.load(a, x, [0, 0])
+            pl.row_sum(s, a, tmp)
+            pl.store(out, s, [0, 0])
+
+    monkeypatch.setenv("PYPTO_PRO_TIER0", "always")
+    kernel = pl.jit(row_sums, name="t0_row_sums")
+    x = torch.rand(16, 64)
+    out = torch.zeros(16, 1)
+    kernel[None, 1](x, out)
+    sync()
+    torch.testing.assert_close(out, x.sum(1, keepdim=True))
+    assert not kernel.compile_stats()[0]["tier0"]
+
+
+# ---- faults: the same error, at the same line ----
+
+def faulty(x: pl.Tensor[[64, 64], pl.DT_FP32], y: pl.Tensor[[64, 64], pl.DT_FP32], row: pl.Scalar[pl.DT_INT32],
+           d: pl.Scalar[pl.DT_INT32]):
+    t = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32), addr=0)
+    with pl.section_vector():
+        q = 64 // d
+        pl.load(t, x, [row + q - q, 0])
+        pl.store(y, t, [0, 0])
+
+
+@pytest.mark.parametrize("row, d, message", [(60, 1, r"GM access out of bounds|out of bounds"),
+                                             (0, 0, r"integer division by zero")])
+def test_faults_are_the_compiled_kernels(row, d, message, monkeypatch):
+    messages = []
+    for mode in ("always", "0"):
+        monkeypatch.setenv("PYPTO_PRO_TIER0", mode)
+        kernel = pl.jit(faulty, name=f"t0_faulty_{mode}")
+        x = torch.rand(64, 64)
+        with pytest.raises(pypto_pro.KernelFault, match=message) as info:
+            kernel[None, 1](x, torch.zeros(64, 64), row, d)
+            sync()
+        messages.append((str(info.value).replace(f"t0_faulty_{mode}", "K"), info.value.line))
+        y = torch.zeros(64, 64)
+        kernel[None, 1](x, y, 0, 1)  # the stream stays usable
+        sync()
+        assert torch.equal(y[:16], x[:16])
+    assert messages[0] == messages[1]
+
+
+# ---- the background compile ----
+
+def test_a_background_compile_failure_is_raised_by_the_next_launch(tmp_path, monkeypatch):
+    # A host compiler that builds the routines (and their executor) but fails on kernels.
+    cxx = tmp_path / "cxx"
+    cxx.write_text('#!/bin/sh\ncase "$*" in *call_kernel.cpp*) echo "refused on purpose" >&2; exit 1;; esac\n'
+                   'exec g++ "$@"\n')
+    cxx.chmod(0o755)
+    monkeypatch.delenv("PYPTO_PRO_TIER0", raising=False)
+    monkeypatch.setenv("PYPTO_PRO_CXX", str(cxx))
+    kernel = pl.jit(add, name="t0_add_broken_compiler")
+    x = torch.randn(128, 128).half()
+    z = torch.zeros_like(x)
+    kernel[None, 1](x, x, z)  # runs on tier-0: correct
+    sync()
+    assert torch.equal(z, x + x) and kernel.compile_stats()[0]["tier0"]
+    with pytest.raises(pypto_pro.CompileError, match=r"the host compiler failed on kernel 't0_add_broken_compiler'"):
+        kernel.wait_compiled()
+    with pytest.raises(pypto_pro.CompileError, match=r"refused on purpose"):
+        kernel[None, 1](x, x, z)
+    assert not kernel.compile_stats()[0]["compiled"]
+
+
+def test_the_library_is_complete_when_the_process_exits(tmp_path):
+    script = tmp_path / "once.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+        import torch, pypto_pro
+        import pypto_pro.language as pl
+        from test_tier0 import add
+        kernel = pl.jit(add, name="t0_add_exit")
+        x = torch.ones(128, 128).half()
+        z = torch.zeros_like(x)
+        kernel[None, 1](x, x, z)
+        pypto_pro.runtime.synchronize()
+        assert kernel.compile_stats()[0]["tier0"] and (z == 2).all()
+        print(kernel.compile_stats()[0]["dir"])
+    """))
+    env = dict(os.environ, PYTHONPATH=str(Path(pypto_pro.__file__).resolve().parents[1]))
+    env.pop("PYPTO_PRO_TIER0", None)
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    inst_dir = tmp_path / proc.stdout.strip().splitlines()[-1]
+    files = sorted(p.name for p in inst_dir.iterdir())
+    assert len([f for f in files if f.endswith(".so")]) == 1, files
+    assert not [f for f in files if f.startswith(".")], files  # no private build directory left
