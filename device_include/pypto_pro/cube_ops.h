@@ -13,10 +13,9 @@ namespace detail {
 
 // The cube unit takes M and K from the left matrix and N from the right one (the right tile's valid
 // rows are not consulted), each in [1, 4095]; a window outside its tile is a kernel fault.
-template <typename TL, typename TR>
-inline void CheckMatmulWindow(CoreCtx& ctx, int line, const char* op, const TL& lhs, const TR& rhs) {
-  const int32_t m = lhs.valid_rows, k = lhs.valid_cols, n = rhs.valid_cols;
-  const bool ok = m >= 1 && k >= 1 && n >= 1 && m <= TL::kRows && k <= TL::kCols && n <= TR::kCols && m <= 4095 &&
+inline void CheckMatmulWindowOf(CoreCtx& ctx, int line, const char* op, int32_t m, int32_t k, int32_t n,
+                                int64_t lhs_rows, int64_t lhs_cols, int64_t rhs_cols) {
+  const bool ok = m >= 1 && k >= 1 && n >= 1 && m <= lhs_rows && k <= lhs_cols && n <= rhs_cols && m <= 4095 &&
                   k <= 4095 && n <= 4095;
   if (__builtin_expect(!ok, 0)) {
     PtoFaultDetail d{};
@@ -24,13 +23,18 @@ inline void CheckMatmulWindow(CoreCtx& ctx, int line, const char* op, const TL& 
     d.message = "the matmul window [M, K, N] (lhs valid rows and cols, rhs valid cols) is empty, exceeds its tiles "
                 "or exceeds 4095";
     d.rank = 3;
-    const int64_t window[3] = {m, k, n}, shape[3] = {TL::kRows, TL::kCols, TR::kCols};
+    const int64_t window[3] = {m, k, n}, shape[3] = {lhs_rows, lhs_cols, rhs_cols};
     for (int i = 0; i < 3; ++i) {
       d.extent[i] = window[i];
       d.shape[i] = shape[i];
     }
     Fault(ctx, line, d);
   }
+}
+
+template <typename TL, typename TR>
+inline void CheckMatmulWindow(CoreCtx& ctx, int line, const char* op, const TL& lhs, const TR& rhs) {
+  CheckMatmulWindowOf(ctx, line, op, lhs.valid_rows, lhs.valid_cols, rhs.valid_cols, TL::kRows, TL::kCols, TR::kCols);
 }
 
 template <typename TD, typename TL, typename TR>
@@ -259,6 +263,29 @@ inline void Insert(CoreCtx& ctx, int line, const char* op, TD& dst, const TS& sr
 }
 
 // NZ <-> ZN tiles of swapped, non-square shapes: the bytes stay, the logical matrix transposes.
+// The rows x cols source window of a move copied (or, between NZ and ZN tiles of transposed shapes,
+// transposed) to `out`, a d_rows x d_cols tile, through the fixpipe's stages; a window the
+// destination cannot hold is a fault. (move() and the tier-0 executor.)
+// kMayTranspose: false where the tile types can never transpose (no transposing code is compiled).
+template <bool kMayTranspose, typename ED, typename ES>
+inline void MoveWindowOf(CoreCtx& ctx, int line, ED* out, int32_t d_rows, int32_t d_cols, const ES* in,
+                         int32_t s_rows, int32_t s_cols, int32_t rows, int32_t cols, bool transposes,
+                         const Fixpipe& f) {
+  if constexpr (kMayTranspose) {
+    if (transposes) {
+      if (__builtin_expect(cols > d_rows || rows > d_cols, 0)) {
+        MoveWindowFault(ctx, line, "move", cols, rows, d_rows, d_cols);
+      }
+      TransposeWindow(out, d_cols, in, s_cols, rows, cols, f);
+      return;
+    }
+  }
+  if (__builtin_expect(rows > d_rows || cols > d_cols, 0)) {
+    MoveWindowFault(ctx, line, "move", rows, cols, Min(d_rows, s_rows), Min(d_cols, s_cols));
+  }
+  CopyWindow(out, d_cols, in, s_cols, rows, cols, f);
+}
+
 template <typename TD, typename TS>
 constexpr bool kTransposes = ((TS::kLayout == kNZ && TD::kLayout == kZN) || (TS::kLayout == kZN && TD::kLayout == kNZ)) &&
                              TS::kRows == TD::kCols && TS::kCols == TD::kRows && TS::kRows != TS::kCols;
@@ -307,17 +334,9 @@ inline void move(CoreCtx& ctx, int line, int acc_to_vec_mode, int relu_pre_mode,
     return;
   }
   typename TD::Elem* out = detail::MoveTarget<TD, TS>(ctx, acc_to_vec_mode, dst);
-  if constexpr (detail::kTransposes<TD, TS>) {
-    if (__builtin_expect(cols > TD::kRows || rows > TD::kCols, 0)) {
-      detail::MoveWindowFault(ctx, line, "move", cols, rows, TD::kRows, TD::kCols);
-    }
-    detail::TransposeWindow(out, TD::kCols, src.data, TS::kCols, rows, cols, f);
-  } else {
-    if (__builtin_expect(rows > TD::kRows || cols > TD::kCols, 0)) {
-      detail::MoveWindowFault(ctx, line, "move", rows, cols, Min(TD::kRows, TS::kRows), Min(TD::kCols, TS::kCols));
-    }
-    detail::CopyWindow(out, TD::kCols, src.data, TS::kCols, rows, cols, f);
-  }
+  constexpr bool kTransposes = detail::kTransposes<TD, TS>;
+  detail::MoveWindowOf<kTransposes>(ctx, line, out, TD::kRows, TD::kCols, src.data, TS::kRows, TS::kCols, rows, cols,
+                                    kTransposes, f);
 }
 
 // move(dst, src, offset): a source that fits inside the destination is inserted at `offset` (unless

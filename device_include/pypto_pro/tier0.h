@@ -49,6 +49,9 @@ enum {
   PTO_T0_VBIN,     /* t[a] = op e of PTO_BINARY_OPS (t[b], t[c]) */
   PTO_T0_VSCALAR,  /* t[a] = op e of PTO_SCALAR_OPS (t[b], r[c] of kind d) */
   PTO_T0_VUNARY,   /* t[a] = op e of PTO_UNARY_OPS (t[b]) */
+  PTO_T0_COMPACT,  /* a fractal tile t[a] without compact=1 must hold its whole shape (op s0, message s1) */
+  PTO_T0_MOVE,     /* t[a] <- t[b] (L1 -> L0A/L0B), transposed if c, relu f, scale imm */
+  PTO_T0_MATMUL,   /* t[a] = t[b] x t[c], phase d */
 };
 
 /* Binary operators of PTO_T0_BIN (the IR's). */
@@ -63,6 +66,7 @@ typedef struct PtoT0Insn {
   int32_t line;
   int32_t a, b, c, d, e, f, g, h;
   int64_t imm;
+  const char *s0, *s1;
 } PtoT0Insn;
 
 /* A tensor parameter: launcher slot `slot` holds its data; dims[i] >= 0 is fixed, -1 - k reads the
@@ -73,9 +77,10 @@ typedef struct PtoT0Tensor {
   const char* name;
 } PtoT0Tensor;
 
-/* One tile slot of a group (a Vec tile): where it lies, its declared window, its mutex ids. */
+/* One tile slot of a group: its memory (PtoCoreCtx::mem's index), where it lies there, its declared
+ * window, its mutex ids. */
 typedef struct PtoT0Slot {
-  int32_t elem, rows, cols, pad;
+  int32_t elem, mem, rows, cols, pad;
   uint32_t addr;
   int32_t valid_rows, valid_cols;
   uint32_t mutex_mask;

@@ -243,7 +243,7 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         const PtoT0Group& g = p.groups[in.a];
         for (int k = 0; k < g.depth; ++k) {
           const PtoT0Slot& d = p.slots[g.first + k];
-          s[g.first + k] = SlotState{ctx.mem[kVec] + d.addr, d.valid_rows, d.valid_cols};
+          s[g.first + k] = SlotState{ctx.mem[d.mem] + d.addr, d.valid_rows, d.valid_cols};
         }
         cursor[in.a] = g.depth - 1;
         break;
@@ -336,6 +336,46 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
             }
           });
         });
+        break;
+      }
+      case PTO_T0_COMPACT: {  // RequireCompactWindow
+        const PtoT0Slot& d = p.slots[t[in.a]];
+        const SlotState& st = s[t[in.a]];
+        RequireCompactWindowOf(ctx, in.line, st.valid_rows, st.valid_cols, d.rows, d.cols, in.s0, in.s1);
+        break;
+      }
+      case PTO_T0_MOVE: {  // move() between cube tiles of one dtype (L1 -> L0A / L0B)
+        const PtoT0Slot &d = p.slots[t[in.a]], &sd = p.slots[t[in.b]];
+        const SlotState &dst = s[t[in.a]], &src = s[t[in.b]];
+        const Fixpipe f = MakeFixpipe(in.f, in.imm);
+        const int32_t rows = src.valid_rows, cols = src.valid_cols;
+        if (__builtin_expect(rows < 0 || cols < 0 || rows > sd.rows || cols > sd.cols, 0)) {
+          detail::MoveWindowFault(ctx, in.line, "move", rows, cols, sd.rows, sd.cols);
+        }
+        ByElem(d.elem, [&]<typename T>() {
+          detail::MoveWindowOf<true>(ctx, in.line, reinterpret_cast<T*>(dst.data), d.rows, d.cols,
+                               reinterpret_cast<const T*>(src.data), sd.rows, sd.cols, rows, cols, in.c != 0, f);
+        });
+        break;
+      }
+      case PTO_T0_MATMUL: {  // matmul()
+        const PtoT0Slot &l = p.slots[t[in.b]], &rt = p.slots[t[in.c]], &d = p.slots[t[in.a]];
+        const SlotState &dst = s[t[in.a]], &lhs = s[t[in.b]], &rhs = s[t[in.c]];
+        UnitFlagWait(ctx, in.line, "matmul", in.d, 0);
+        detail::CheckMatmulWindowOf(ctx, in.line, "matmul", lhs.valid_rows, lhs.valid_cols, rhs.valid_cols, l.rows,
+                                    l.cols, rt.cols);
+        auto gemm = [&]<typename TIn, typename TC>() {
+          gemm::Gemm(lhs.valid_rows, rhs.valid_cols, lhs.valid_cols, reinterpret_cast<const TIn*>(lhs.data), l.cols,
+                     reinterpret_cast<const TIn*>(rhs.data), rt.cols, reinterpret_cast<TC*>(dst.data), d.cols,
+                     gemm::Init<TC>{});
+        };
+        switch (l.elem) {
+          case PTO_T0_F16: gemm.template operator()<half, float>(); break;
+          case PTO_T0_BF16: gemm.template operator()<bfloat16, float>(); break;
+          case PTO_T0_F32: gemm.template operator()<float, float>(); break;
+          default: gemm.template operator()<int8_t, int32_t>(); break;
+        }
+        UnitFlagDone(ctx, in.d, 1);
         break;
       }
       default: Fault(ctx, in.line, "tier-0", "unknown tier-0 instruction (a pypto_pro bug)");

@@ -253,18 +253,23 @@ inline TD Reinterpret(const TS& tile) {
 
 // A fractal (NZ/ZN) tile without compact=1 must hold its whole shape when a data path moves it: the
 // NPU places a partial window of such a tile only in compact mode (codegen emits the check).
-template <typename TileT>
-inline void RequireCompactWindow(CoreCtx& ctx, int line, const TileT& tile, const char* op, const char* message) {
-  if (__builtin_expect(tile.valid_rows == TileT::kRows && tile.valid_cols == TileT::kCols, 1)) return;
+inline void RequireCompactWindowOf(CoreCtx& ctx, int line, int32_t valid_rows, int32_t valid_cols, int64_t rows,
+                                   int64_t cols, const char* op, const char* message) {
+  if (__builtin_expect(valid_rows == rows && valid_cols == cols, 1)) return;
   PtoFaultDetail d{};
   d.op = op;
   d.message = message;
   d.rank = 2;
-  d.extent[0] = tile.valid_rows;
-  d.extent[1] = tile.valid_cols;
-  d.shape[0] = TileT::kRows;
-  d.shape[1] = TileT::kCols;
+  d.extent[0] = valid_rows;
+  d.extent[1] = valid_cols;
+  d.shape[0] = rows;
+  d.shape[1] = cols;
   Fault(ctx, line, d);
+}
+
+template <typename TileT>
+inline void RequireCompactWindow(CoreCtx& ctx, int line, const TileT& tile, const char* op, const char* message) {
+  RequireCompactWindowOf(ctx, line, tile.valid_rows, tile.valid_cols, TileT::kRows, TileT::kCols, op, message);
 }
 
 // Group cursors: next() advances then selects, current() selects, previous() the one before.

@@ -451,15 +451,7 @@ class KernelWriter {
   // (TileType(compact=1)); the data paths that move such a tile check, at run time, that its window
   // is whole otherwise.
   void EmitCompactChecks(const StmtNode& s, int indent) {
-    const WindowRule rule = s.op->window;
-    if (rule != WindowRule::kTransferTile && rule != WindowRule::kMove && rule != WindowRule::kMatmul) return;
-    for (const Expr& arg : s.args) {
-      if (!arg->type.IsTile()) continue;
-      const TileType& t = *arg->type.tile;
-      if ((t.layout != Layout::kNZ && t.layout != Layout::kZN) || t.compact == 1) continue;
-      const std::string what = "tile '" + (arg->var ? arg->var->name : std::string("?")) + "' (" + t.ToString() +
-                               ") has a partial valid window, which a fractal (NZ/ZN) tile takes only with "
-                               "TileType(..., compact=1) on the NPU";
+    for (const auto& [arg, what] : CompactWindowChecks(s)) {
       Line(indent, "pto::RequireCompactWindow(ctx, " + std::to_string(s.span.line) + ", " + OpArg(arg) + ", " +
                        CString(std::string(s.op->PublicName())) + ", " + CString(what) + ");");
     }
@@ -652,6 +644,21 @@ class KernelWriter {
 };
 
 }  // namespace
+
+std::vector<std::pair<Expr, std::string>> CompactWindowChecks(const StmtNode& s) {
+  std::vector<std::pair<Expr, std::string>> checks;
+  const WindowRule rule = s.op->window;
+  if (rule != WindowRule::kTransferTile && rule != WindowRule::kMove && rule != WindowRule::kMatmul) return checks;
+  for (const Expr& arg : s.args) {
+    if (!arg->type.IsTile()) continue;
+    const TileType& t = *arg->type.tile;
+    if ((t.layout != Layout::kNZ && t.layout != Layout::kZN) || t.compact == 1) continue;
+    checks.emplace_back(arg, "tile '" + (arg->var ? arg->var->name : std::string("?")) + "' (" + t.ToString() +
+                                 ") has a partial valid window, which a fractal (NZ/ZN) tile takes only with "
+                                 "TileType(..., compact=1) on the NPU");
+  }
+  return checks;
+}
 
 GeneratedSources Generate(const Function& func, const ArchModel& arch, const CodegenOptions& options) {
   return KernelWriter(func, arch, options).Run();

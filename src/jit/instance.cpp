@@ -596,7 +596,8 @@ bool StartTier0(Instance& inst, std::unique_ptr<Tier0Program> program, const ir:
   Tier0Program* p = program.release();
   p->source_files.push_back(p->names.emplace_back(func.source_file).c_str());
   for (const std::string& file : func.other_files) p->source_files.push_back(p->names.emplace_back(file).c_str());
-  inst.tier0_desc = PtoKernelDesc{PTO_ABI_VERSION, PTO_KERNEL_VECTOR, p->names.emplace_back(func.name).c_str(),
+  const uint32_t kind = inst.kind == ir::KernelKind::kCube ? PTO_KERNEL_CUBE : PTO_KERNEL_VECTOR;
+  inst.tier0_desc = PtoKernelDesc{PTO_ABI_VERSION, kind, p->names.emplace_back(func.name).c_str(),
                                   p->source_files[0], p->names.emplace_back(arch).c_str(), entry, nullptr, 0u,
                                   nullptr, p->source_files.data(), int32_t(p->source_files.size())};
   inst.tier0 = p;
@@ -792,7 +793,8 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
     ++tensor;
   }
   std::unique_ptr<Tier0Program> tier0;
-  if (before_fusion && sources.kind == ir::KernelKind::kVector) tier0 = CompileTier0(*before_fusion);
+  // A mixed kernel's cores exchange data (its cross-core data paths are the executor's to learn).
+  if (before_fusion && sources.kind != ir::KernelKind::kMixed) tier0 = CompileTier0(*before_fusion);
   inst->stats.codegen_ms = MsSince(t0);
 
   t0 = std::chrono::steady_clock::now();

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 
+#include "pypto_pro/codegen/codegen.h"
 #include "pypto_pro/ir/launcher_slots.h"
 #include "pypto_pro/ir/op_registry.h"
 
@@ -181,9 +182,26 @@ class Compiler {
   }
   int TileOf(const Expr& e) {
     if (e->kind != ExprKind::kVar || !e->type.IsTile()) Refuse("a tile expression");
-    const TileType& t = *e->type.tile;
-    if (t.memory != MemorySpace::kVec || t.layout != Layout::kND) Refuse("a tile outside Vec or not ND");
+    MemoryIndex(*e->type.tile);
     return TileVarOf(e->var);
+  }
+
+  // PtoCoreCtx::mem's index of the tile's memory: Vec tiles in ND layout, and the cube's L1, L0A, L0B
+  // and L0C tiles in ND, NZ or ZN (the simulator keeps every layout in logical row-major order).
+  static int MemoryIndex(const TileType& t) {
+    static const char* const kNames[] = {
+#define PTO_T0_MEM_(name) #name,
+        PTO_HW_MEMORIES(PTO_T0_MEM_)
+#undef PTO_T0_MEM_
+    };
+    const std::string name(Name(t.memory));
+    const bool cube = name == "Mat" || name == "Left" || name == "Right" || name == "Acc";
+    const bool layout_ok = t.layout == Layout::kND || (cube && (t.layout == Layout::kNZ || t.layout == Layout::kZN));
+    if (!(name == "Vec" || cube) || !layout_ok) Refuse("a tile of memory " + name + " in layout " + std::string(Name(t.layout)));
+    for (size_t i = 0; i < sizeof kNames / sizeof kNames[0]; ++i) {
+      if (name == kNames[i]) return int(i);
+    }
+    Refuse("a tile of memory " + name);
   }
 
   // ---- expressions: a register holding the value as the generated C++ holds it ----
@@ -416,7 +434,7 @@ class Compiler {
   void Decl(const StmtNode& s) {  // EmitDeclTiles
     const TileGroupInfo& g = *s.var->group;
     const TileType& t = g.tile;
-    if (t.memory != MemorySpace::kVec || t.layout != Layout::kND) Refuse("a tile outside Vec or not ND");
+    const int mem = MemoryIndex(t);
     const int elem = ElemCode(t.dtype);
     auto window = [&](size_t axis) {
       const int64_t full = axis == 0 ? t.Rows() : t.Cols();
@@ -427,6 +445,7 @@ class Compiler {
     for (int i = 0; i < g.depth; ++i) {
       PtoT0Slot slot{};
       slot.elem = elem;
+      slot.mem = mem;
       slot.rows = int32_t(t.Rows());
       slot.cols = int32_t(t.Cols());
       slot.pad = t.pad;
@@ -486,6 +505,11 @@ class Compiler {
   void Op(const StmtNode& s) {
     const std::string_view name = s.op->name;
     const int line = s.span.line;
+    for (const auto& [arg, what] : codegen::CompactWindowChecks(s)) {  // EmitCompactChecks
+      const int at = Emit(PTO_T0_COMPACT, line, TileOf(arg));
+      out_->insns[size_t(at)].s0 = out_->names.emplace_back(s.op->PublicName()).c_str();
+      out_->insns[size_t(at)].s1 = out_->names.emplace_back(what).c_str();
+    }
     if (name == "load" || name == "load_tile") {
       const int tensor = TensorOf(s.args[1]);
       if (s.args[0]->type.dtype != s.args[1]->type.dtype) Refuse("a load converting its dtype");
@@ -519,6 +543,31 @@ class Compiler {
       SameElem(s, {1});
       Options(s);
       Emit(PTO_T0_VUNARY, line, TileOf(s.args[0]), TileOf(s.args[1]), 0, 0, u->second);
+    } else if (name == "move") {
+      // L1 -> L0A / L0B of one dtype: the other data paths (Acc -> Vec, Vec -> Mat) cross cores.
+      const TileType &dst = *s.args[0]->type.tile, &src = *s.args[1]->type.tile;
+      if (std::string(Name(src.memory)) != "Mat" ||
+          (std::string(Name(dst.memory)) != "Left" && std::string(Name(dst.memory)) != "Right")) {
+        Refuse("a move other than L1 -> L0A/L0B");
+      }
+      SameElem(s, {1});
+      const auto options = Options(s);
+      // detail::kTransposes: NZ <-> ZN between transposed, non-square shapes.
+      const bool transposes = ((src.layout == Layout::kNZ && dst.layout == Layout::kZN) ||
+                               (src.layout == Layout::kZN && dst.layout == Layout::kNZ)) &&
+                              src.Rows() == dst.Cols() && src.Cols() == dst.Rows() && src.Rows() != src.Cols();
+      const int at = Emit(PTO_T0_MOVE, line, TileOf(s.args[0]), TileOf(s.args[1]), transposes, 0, 0,
+                          options.at("scale"));
+      out_->insns[size_t(at)].f = int32_t(options.at("relu_pre_mode"));
+    } else if (name == "matmul") {
+      const DataType in = s.args[1]->type.dtype, acc = s.args[0]->type.dtype;
+      const bool float_in = in == DataType::kFP16 || in == DataType::kBF16 || in == DataType::kFP32;
+      if (s.args[2]->type.dtype != in || !((float_in && acc == DataType::kFP32) ||
+                                           (in == DataType::kInt8 && acc == DataType::kInt32))) {
+        Refuse("a matmul of these dtypes");
+      }
+      const auto options = Options(s);
+      Emit(PTO_T0_MATMUL, line, TileOf(s.args[0]), TileOf(s.args[1]), TileOf(s.args[2]), int(options.at("phase")));
     } else if (DoesNothingInPlainKernels(s.op->device_fn)) {
       for (const Expr& arg : s.args) {
         const bool tiles = arg->type.IsTile() || (arg->kind == ExprKind::kTuple && [&] {

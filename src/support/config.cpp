@@ -48,7 +48,7 @@ const std::vector<EnvVarSpec>& EnvVarTable() {
        "1 = both come precompiled, built once per compiler, flags and headers into the cache directory's "
        "pch/ (the same code, less compile time)."},
       {"PYPTO_PRO_TIER0", "1",
-       "0 = a first launch waits for its kernel's library; 1 = a vector kernel the tier-0 executor runs "
+       "0 = a first launch waits for its kernel's library; 1 = a kernel the tier-0 executor runs "
        "launches at once on it while the library compiles in the background (the same results); always = "
        "every launch of such a kernel runs on the tier-0 executor (the library is still built)."},
       {"PYPTO_PRO_TRACEBACK", "short",

@@ -157,6 +157,8 @@ TEST(Codegen, CubeKernelsRunOnCubeCores) {
   ASSERT_EQ(ir::KernelKindOf(cube), ir::KernelKind::kCube);
   std::shared_ptr<jit::Instance> inst = test_util::Compile(cube, "mm");
   EXPECT_EQ(inst->kind, ir::KernelKind::kCube);
+  if (inst->tier0) EXPECT_EQ(inst->tier0_desc.kind, uint32_t(PTO_KERNEL_CUBE));  // its first launches
+  jit::WaitCompiled(*inst);
   EXPECT_EQ(inst->desc->kind, uint32_t(PTO_KERNEL_CUBE));
 }
 

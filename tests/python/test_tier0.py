@@ -355,3 +355,99 @@ def test_the_library_is_complete_when_the_process_exits(tmp_path):
     files = sorted(p.name for p in inst_dir.iterdir())
     assert len([f for f in files if f.endswith(".so")]) == 1, files
     assert not [f for f in files if f.startswith(".")], files  # no private build directory left
+
+
+# ---- cube kernels: GM -> L1 -> L0A/L0B -> matmul -> L0C -> GM ----
+
+def _matmul(dtype, acc_dtype, m_tile, k_tile, n_tile, b_layout):
+    def mm(a: pl.Tensor[[pl.DYNAMIC, k_tile], dtype], b: pl.Tensor[[k_tile, pl.DYNAMIC], dtype],
+           c: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], acc_dtype]):
+        a_mat = pl.make_tile_group(type=pl.TileType(shape=[m_tile, k_tile], dtype=dtype,
+                                                    target_memory=pl.MemorySpace.Mat), addrs=0x0, mutex_ids=[0, 1])
+        b_mat = pl.make_tile_group(type=pl.TileType(shape=[k_tile, n_tile], dtype=dtype, layout=b_layout,
+                                                    target_memory=pl.MemorySpace.Mat), addrs=0x40000,
+                                   mutex_ids=[2, 3])
+        left = pl.make_tile_group(type=pl.TileType(shape=[m_tile, k_tile], dtype=dtype,
+                                                   target_memory=pl.MemorySpace.Left), addrs=0x0, mutex_ids=[4, 5])
+        right = pl.make_tile_group(type=pl.TileType(shape=[k_tile, n_tile], dtype=dtype,
+                                                    target_memory=pl.MemorySpace.Right), addrs=0x0, mutex_ids=[6, 7])
+        acc = pl.make_tile_group(type=pl.TileType(shape=[m_tile, n_tile], dtype=acc_dtype,
+                                                  target_memory=pl.MemorySpace.Acc), addrs=0x0, mutex_ids=[8, 9])
+        with pl.section_cube():
+            col_tiles = c.shape[1] // n_tile
+            for t in pl.range(pl.get_block_idx(), a.shape[0] // m_tile * col_tiles, pl.get_block_num()):
+                ta, tb = a_mat.next(), b_mat.next()
+                tl, tr, tc = left.next(), right.next(), acc.next()
+                pl.load_tile(ta, a, [t // col_tiles, 0])
+                pl.load_tile(tb, b, [0, t % col_tiles])
+                pl.move(tl, ta)
+                pl.move(tr, tb)
+                pl.matmul(tc, tl, tr)
+                pl.store_tile(c, tc, [t // col_tiles, t % col_tiles])
+    return mm
+
+
+@pytest.mark.parametrize("dtype, acc_dtype, torch_dtype, shape, b_layout", [
+    (pl.DT_FP16, pl.DT_FP32, torch.float16, (64, 128, 64), pl.NZ),
+    (pl.DT_BF16, pl.DT_FP32, torch.bfloat16, (32, 64, 128), pl.NZ),
+    (pl.DT_INT8, pl.DT_INT32, torch.int8, (32, 64, 32), pl.NZ),
+    (pl.DT_FP32, pl.DT_FP32, torch.float32, (32, 16, 64), pl.ZN),  # Mat ZN -> Right ZN: a plain copy
+])
+def test_cube_kernels_match_the_compiled_kernel_bit_for_bit(dtype, acc_dtype, torch_dtype, shape, b_layout,
+                                                            monkeypatch):
+    m_tile, k_tile, n_tile = shape
+    both = _twins(_matmul(dtype, acc_dtype, m_tile, k_tile, n_tile, b_layout),
+                  f"t0_mm_{torch_dtype}_{m_tile}".replace("torch.", ""), monkeypatch)
+    g = torch.Generator().manual_seed(3)
+    if torch_dtype == torch.int8:
+        a = torch.randint(-100, 100, (3 * m_tile, k_tile), generator=g, dtype=torch.int8)
+        b = torch.randint(-100, 100, (k_tile, 2 * n_tile), generator=g, dtype=torch.int8)
+        c = torch.zeros(3 * m_tile, 2 * n_tile, dtype=torch.int32)
+    else:
+        a = torch.randn(3 * m_tile, k_tile, generator=g).to(torch_dtype)
+        b = torch.randn(k_tile, 2 * n_tile, generator=g).to(torch_dtype)
+        c = torch.zeros(3 * m_tile, 2 * n_tile)
+    (_, _, t0_c), (_, _, compiled_c) = both(4, a, b, c)
+    assert torch.equal(t0_c, compiled_c)
+    if torch_dtype == torch.int8:
+        assert torch.equal(t0_c.long(), a.long() @ b.long())
+    else:
+        torch.testing.assert_close(t0_c, a.float() @ b.float(), rtol=1e-4, atol=1e-3)
+
+
+def test_the_matmul_examples_first_launch_runs_at_once(monkeypatch):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    from matmul import matmul_kernel
+    monkeypatch.delenv("PYPTO_PRO_TIER0", raising=False)
+    kernel = pl.jit(matmul_kernel.fn, name="t0_matmul_example")
+    a, b = torch.randn(256, 128).half(), torch.randn(128, 256).half()
+    c = torch.zeros(256, 256)
+    kernel[None, 4](a, b, c)
+    sync()
+    assert kernel.compile_stats()[0]["tier0"]
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-4, atol=1e-3)
+    kernel.wait_compiled()
+    c2 = torch.zeros_like(c)
+    kernel[None, 4](a, b, c2)
+    sync()
+    assert torch.equal(c, c2)  # the library's bits
+
+
+def partial_window(a: pl.Tensor[[64, 64], pl.DT_FP16], c: pl.Tensor[[64, 64], pl.DT_FP32]):
+    ta = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Mat,
+                                  valid_shape=[16, 64]), addr=0)  # a partial window without compact=1
+    with pl.section_cube():
+        pl.load_tile(ta, a, [0, 0])
+
+
+def test_a_cube_fault_is_the_compiled_kernels(monkeypatch):
+    messages = []
+    for mode in ("always", "0"):
+        monkeypatch.setenv("PYPTO_PRO_TIER0", mode)
+        kernel = pl.jit(partial_window, name=f"t0_partial_{mode}")
+        with pytest.raises(pypto_pro.KernelFault, match=r"partial valid window") as info:
+            kernel[None, 1](torch.zeros(64, 64).half(), torch.zeros(64, 64))
+            sync()
+        assert kernel.compile_stats()[0]["tier0"] == (mode == "always")
+        messages.append((str(info.value).replace(f"t0_partial_{mode}", "K"), info.value.line))
+    assert messages[0] == messages[1]

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "pypto_pro/ir/stmt.h"
 #include "pypto_pro/support/arch.h"
@@ -30,6 +32,10 @@ struct CodegenOptions {
 };
 
 GeneratedSources Generate(const ir::Function& func, const ArchModel& arch, const CodegenOptions& options = {});
+
+// The fractal (NZ/ZN) tiles without compact=1 an op moves, each with the fault message of the run-time
+// check that its window is whole (kernel.cpp checks them before the op; so does the tier-0 executor).
+std::vector<std::pair<ir::Expr, std::string>> CompactWindowChecks(const ir::StmtNode& s);
 
 // C++ storage type of a dtype in device code ("pto::half", "float", ...).
 std::string DeviceType(ir::DataType dtype);

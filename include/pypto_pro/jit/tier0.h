@@ -1,4 +1,4 @@
-// Tier-0 programs (docs/jit.md#tier-0-first-launches): a vector kernel's verified IR as the flat
+// Tier-0 programs (docs/jit.md#tier-0-first-launches): a vector or cube kernel's verified IR as the flat
 // instruction list the routines library's executor runs, so a first launch need not wait for the
 // host compiler.
 #pragma once
@@ -27,9 +27,9 @@ struct Tier0Program {
 // The tier-0 program of `func` (verified, before the fuse_rows and auto_mutex passes: the executor
 // runs ops one at a time, and mutexes order nothing in a plain kernel), or null, with the construct
 // it does not run in `why`, when the kernel uses anything beyond what the executor runs: scalar
-// code of bool/int32/int64/fp32 values, loops and branches, Vec tile groups, load/store of Vec
-// tiles, the element-wise binary, scalar and unary ops, and the pipe synchronisation a plain kernel
-// does not wait on.
+// code of bool/int32/int64/fp32 values, loops and branches, tile groups (Vec ND; Mat, Left, Right,
+// Acc in ND/NZ/ZN), load/store of a tile of the tensor's dtype, the element-wise binary, scalar and
+// unary ops, L1 -> L0 moves, matmul, and the pipe synchronisation a plain kernel does not wait on.
 std::unique_ptr<Tier0Program> CompileTier0(const ir::Function& func, std::string* why = nullptr);
 
 }  // namespace pypto_pro::jit
