@@ -258,7 +258,9 @@ def section_compile():
     rows.append({"name": f"first launch in a new process, add example, opt-in cache (ms: {cached['phases']})",
                  "ours": cached["seconds"], "unit": "ms", "target": 0.010})
 
-    # Eight TilingKey instances: one launch after the other vs eight launches from eight threads.
+    # Eight TilingKey instances: one launch after the other vs eight launches from eight threads. These
+    # rows measure compiles, so every first launch waits for its library (no tier-0 executor).
+    os.environ["PYPTO_PRO_TIER0"] = "0"
     x = np.ones((64, 64), np.float32)
     outs = [np.zeros_like(x) for _ in range(8)]
 
@@ -285,6 +287,7 @@ def section_compile():
     rows.append({"name": "compile of the 64th TilingKey instance vs the first (ms, compile phase)",
                  "ours": statistics.median(compile_ms[-8:]) / 1e3,
                  "peers": {"first instances": statistics.median(compile_ms[:8]) / 1e3}, "unit": "ms"})
+    del os.environ["PYPTO_PRO_TIER0"]
     return {"rows": rows}
 
 
