@@ -561,13 +561,13 @@ double LoadAndPublish(LibraryJob& job) {
 // compiled and published), for tests and for comparing the two.
 enum class Tier0Mode { kOff, kOn, kAlways };
 Tier0Mode ReadTier0Mode() {
-  std::string value = GetEnv("PYPTO_PRO_TIER0");
-  std::transform(value.begin(), value.end(), value.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string value = GetEnv("PYPTO_PRO_TIER0");
   if (value == "always") return Tier0Mode::kAlways;
-  if (value == "1" || value == "true" || value == "yes" || value == "on") return Tier0Mode::kOn;
-  if (value == "0" || value == "false" || value == "no" || value == "off") return Tier0Mode::kOff;
-  throw std::invalid_argument("environment variable PYPTO_PRO_TIER0 must be 1, 0 or always, got '" +
-                              GetEnv("PYPTO_PRO_TIER0") + "'");
+  try {
+    return GetEnvFlag("PYPTO_PRO_TIER0") ? Tier0Mode::kOn : Tier0Mode::kOff;
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument("environment variable PYPTO_PRO_TIER0 must be 1, 0 or always, got '" + value + "'");
+  }
 }
 
 // The tier-0 executor's entry in the routines library `lib` (loaded once per library), or null.

@@ -309,14 +309,20 @@ def test_faults_are_the_compiled_kernels(row, d, message, monkeypatch):
 
 # ---- the background compile ----
 
-def test_a_background_compile_failure_is_raised_by_the_next_launch(tmp_path, monkeypatch):
-    # A host compiler that builds the routines (and their executor) but fails on kernels.
-    cxx = tmp_path / "cxx"
+@pytest.fixture(scope="module")
+def broken_cxx(tmp_path_factory):
+    """A host compiler that builds the routines (and their executor) but fails on kernels; one file
+    for the module, so its precompiled set is built once."""
+    cxx = tmp_path_factory.mktemp("broken_cxx") / "cxx"
     cxx.write_text('#!/bin/sh\ncase "$*" in *call_kernel.cpp*) echo "refused on purpose" >&2; exit 1;; esac\n'
                    'exec g++ "$@"\n')
     cxx.chmod(0o755)
+    return cxx
+
+
+def test_a_background_compile_failure_is_raised_by_the_next_launch(broken_cxx, monkeypatch):
     monkeypatch.delenv("PYPTO_PRO_TIER0", raising=False)
-    monkeypatch.setenv("PYPTO_PRO_CXX", str(cxx))
+    monkeypatch.setenv("PYPTO_PRO_CXX", str(broken_cxx))
     kernel = pl.jit(add, name="t0_add_broken_compiler")
     x = torch.randn(128, 128).half()
     z = torch.zeros_like(x)
@@ -328,6 +334,31 @@ def test_a_background_compile_failure_is_raised_by_the_next_launch(tmp_path, mon
     with pytest.raises(pypto_pro.CompileError, match=r"refused on purpose"):
         kernel[None, 1](x, x, z)
     assert not kernel.compile_stats()[0]["compiled"]
+
+
+def test_a_failure_nothing_raised_is_printed_at_exit(tmp_path, broken_cxx):
+    script = tmp_path / "once_broken.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+        import torch, pypto_pro
+        import pypto_pro.language as pl
+        from test_tier0 import add
+        kernel = pl.jit(add, name="t0_add_exit_broken")
+        x = torch.ones(128, 128).half()
+        z = torch.zeros_like(x)
+        kernel[None, 1](x, x, z)
+        pypto_pro.runtime.synchronize()
+        assert kernel.compile_stats()[0]["tier0"] and (z == 2).all()
+    """))
+    env = dict(os.environ, PYTHONPATH=str(Path(pypto_pro.__file__).resolve().parents[1]), PYPTO_PRO_CXX=str(broken_cxx))
+    env.pop("PYPTO_PRO_TIER0", None)
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert ("pypto_pro: a kernel library compiled in the background failed: kernel 't0_add_exit_broken': the host "
+            "compiler failed on kernel 't0_add_exit_broken'") in proc.stderr
+    assert "refused on purpose" in proc.stderr
 
 
 def test_the_library_is_complete_when_the_process_exits(tmp_path):
