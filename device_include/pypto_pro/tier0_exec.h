@@ -256,18 +256,9 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
           case 0: k = CursorNext(cur, g.depth); break;
           case 1: k = cur; break;
           case 2: k = CursorPrevious(cur, g.depth); break;
-          case 3:
+          case 3:  // SelectSlot
             k = r[in.d];
-            if (k < 0 || k >= g.depth) {
-              PtoFaultDetail d{};
-              d.op = "tile group index";
-              d.message = "tile group index out of range";
-              d.rank = 1;
-              d.offsets[0] = k;
-              d.extent[0] = 1;
-              d.shape[0] = g.depth;
-              Fault(ctx, in.line, d);
-            }
+            CheckSlotIndex(ctx, in.line, k, g.depth);
             break;
           default: k = in.imm; break;
         }

@@ -279,8 +279,7 @@ inline int32_t CursorNext(int32_t& cursor, int32_t depth) {
 }
 inline int32_t CursorPrevious(int32_t cursor, int32_t depth) { return cursor == 0 ? depth - 1 : cursor - 1; }
 
-template <typename TileT>
-inline TileT* SelectSlot(CoreCtx& ctx, int line, TileT* slots, int64_t index, int32_t depth) {
+inline void CheckSlotIndex(CoreCtx& ctx, int line, int64_t index, int32_t depth) {
   if (index < 0 || index >= depth) {
     PtoFaultDetail d{};
     d.op = "tile group index";
@@ -291,6 +290,11 @@ inline TileT* SelectSlot(CoreCtx& ctx, int line, TileT* slots, int64_t index, in
     d.shape[0] = depth;
     Fault(ctx, line, d);
   }
+}
+
+template <typename TileT>
+inline TileT* SelectSlot(CoreCtx& ctx, int line, TileT* slots, int64_t index, int32_t depth) {
+  CheckSlotIndex(ctx, line, index, depth);
   return &slots[index];
 }
 

@@ -307,6 +307,30 @@ def test_faults_are_the_compiled_kernels(row, d, message, monkeypatch):
     assert messages[0] == messages[1]
 
 
+def by_index(x: pl.Tensor[[16, 64], pl.DT_FP32], y: pl.Tensor[[16, 64], pl.DT_FP32], k: pl.Scalar[pl.DT_INT32]):
+    g = pl.make_tile_group(type=pl.TileType(shape=[16, 64], dtype=pl.DT_FP32), addrs=0x0, mutex_ids=[0, 1])
+    with pl.section_vector():
+        t = g[k]
+        pl.load(t, x, [0, 0])
+        pl.store(y, t, [0, 0])
+
+
+def test_a_group_index_fault_is_the_compiled_kernels(monkeypatch):
+    messages = []
+    for mode in ("always", "0"):
+        monkeypatch.setenv("PYPTO_PRO_TIER0", mode)
+        kernel = pl.jit(by_index, name=f"t0_by_index_{mode}")
+        x, y = torch.rand(16, 64), torch.zeros(16, 64)
+        kernel[None, 1](x, y, 1)
+        sync()
+        assert torch.equal(y, x) and kernel.compile_stats()[0]["tier0"] == (mode == "always")
+        with pytest.raises(pypto_pro.KernelFault, match=r"tile group index out of range") as info:
+            kernel[None, 1](x, y, 2)
+            sync()
+        messages.append((str(info.value).replace(f"t0_by_index_{mode}", "K"), info.value.line))
+    assert messages[0] == messages[1]
+
+
 # ---- the background compile ----
 
 @pytest.fixture(scope="module")
@@ -336,40 +360,17 @@ def test_a_background_compile_failure_is_raised_by_the_next_launch(broken_cxx, m
     assert not kernel.compile_stats()[0]["compiled"]
 
 
-def test_a_failure_nothing_raised_is_printed_at_exit(tmp_path, broken_cxx):
-    script = tmp_path / "once_broken.py"
+def _launch_once_in_a_new_process(tmp_path, name, **env):
+    """Runs the add kernel once (on tier-0) in a new process that then exits; (its stdout: the
+    instance directory, its stderr)."""
+    script = tmp_path / f"{name}.py"
     script.write_text(textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
         import torch, pypto_pro
         import pypto_pro.language as pl
         from test_tier0 import add
-        kernel = pl.jit(add, name="t0_add_exit_broken")
-        x = torch.ones(128, 128).half()
-        z = torch.zeros_like(x)
-        kernel[None, 1](x, x, z)
-        pypto_pro.runtime.synchronize()
-        assert kernel.compile_stats()[0]["tier0"] and (z == 2).all()
-    """))
-    env = dict(os.environ, PYTHONPATH=str(Path(pypto_pro.__file__).resolve().parents[1]), PYPTO_PRO_CXX=str(broken_cxx))
-    env.pop("PYPTO_PRO_TIER0", None)
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    assert ("pypto_pro: a kernel library compiled in the background failed: kernel 't0_add_exit_broken': the host "
-            "compiler failed on kernel 't0_add_exit_broken'") in proc.stderr
-    assert "refused on purpose" in proc.stderr
-
-
-def test_the_library_is_complete_when_the_process_exits(tmp_path):
-    script = tmp_path / "once.py"
-    script.write_text(textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
-        import torch, pypto_pro
-        import pypto_pro.language as pl
-        from test_tier0 import add
-        kernel = pl.jit(add, name="t0_add_exit")
+        kernel = pl.jit(add, name={name!r})
         x = torch.ones(128, 128).half()
         z = torch.zeros_like(x)
         kernel[None, 1](x, x, z)
@@ -377,13 +378,24 @@ def test_the_library_is_complete_when_the_process_exits(tmp_path):
         assert kernel.compile_stats()[0]["tier0"] and (z == 2).all()
         print(kernel.compile_stats()[0]["dir"])
     """))
-    env = dict(os.environ, PYTHONPATH=str(Path(pypto_pro.__file__).resolve().parents[1]))
+    env = dict(os.environ, PYTHONPATH=str(Path(pypto_pro.__file__).resolve().parents[1]), **env)
     env.pop("PYPTO_PRO_TIER0", None)
     proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
-    inst_dir = tmp_path / proc.stdout.strip().splitlines()[-1]
-    files = sorted(p.name for p in inst_dir.iterdir())
+    return proc.stdout.strip().splitlines()[-1], proc.stderr
+
+
+def test_a_failure_nothing_raised_is_printed_at_exit(tmp_path, broken_cxx):
+    _, stderr = _launch_once_in_a_new_process(tmp_path, "t0_add_exit_broken", PYPTO_PRO_CXX=str(broken_cxx))
+    assert ("pypto_pro: a kernel library compiled in the background failed: kernel 't0_add_exit_broken': the host "
+            "compiler failed on kernel 't0_add_exit_broken'") in stderr, stderr
+    assert "refused on purpose" in stderr, stderr
+
+
+def test_the_library_is_complete_when_the_process_exits(tmp_path):
+    inst_dir, _ = _launch_once_in_a_new_process(tmp_path, "t0_add_exit")
+    files = sorted(p.name for p in (tmp_path / inst_dir).iterdir())
     assert len([f for f in files if f.endswith(".so")]) == 1, files
     assert not [f for f in files if f.startswith(".")], files  # no private build directory left
 
