@@ -9,12 +9,10 @@
 
 namespace pto::tier0 {
 
-// A tensor parameter as MakeGm builds it, of any element type and rank (at most PTO_T0_MAX_RANK).
+// A tensor parameter of any element type and rank (at most PTO_T0_MAX_RANK): MakeGm's arguments.
 struct AnyGm {
   uint8_t* data;
   int64_t shape[PTO_T0_MAX_RANK];
-  int64_t stride[PTO_T0_MAX_RANK];
-  int64_t elem_bytes;
   const char* name;
 };
 
@@ -26,15 +24,9 @@ struct SlotState {
 
 template <typename T, int N>
 inline GmTensor<T, N> Typed(const AnyGm& g) {
-  GmTensor<T, N> t;
-  t.data = reinterpret_cast<T*>(g.data);
-  for (int i = 0; i < N; ++i) t.shape[i] = g.shape[i], t.stride[i] = g.stride[i];
-  t.name = g.name;
-  t.lo = g.data;
-  t.hi = g.data + (N ? g.shape[0] * g.stride[0] : 1) * int64_t(sizeof(T));
-  t.buffer = g.name;
-  t.contiguous = true;
-  return t;
+  Idx<N> shape;
+  for (int i = 0; i < N; ++i) shape.v[i] = g.shape[i];
+  return MakeGm<T, N>(g.data, shape, g.name);
 }
 
 template <typename T>
@@ -185,19 +177,11 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
   for (int i = 0; i < p.num_tile_vars; ++i) t[i] = -1;
   for (int i = 0; i < p.num_slots; ++i) s[i] = SlotState{nullptr, 0, 0};
   for (int i = 0; i < p.num_groups; ++i) cursor[i] = 0;
-  static const int64_t kElemBytes[] = {1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4};
-  for (int i = 0; i < p.num_tensors; ++i) {  // MakeGm
+  for (int i = 0; i < p.num_tensors; ++i) {
     const PtoT0Tensor& d = p.tensors[i];
-    AnyGm& g = gm[i];
-    g.data = reinterpret_cast<uint8_t*>(launcher[d.slot]);
-    g.elem_bytes = kElemBytes[d.elem];
-    g.name = d.name;
-    int64_t stride = 1;
-    for (int k = d.rank - 1; k >= 0; --k) {
-      g.shape[k] = d.dims[k] >= 0 ? d.dims[k] : int64_t(int32_t(launcher[-1 - d.dims[k]]));
-      g.stride[k] = stride;
-      stride *= g.shape[k];
-    }
+    gm[i].data = reinterpret_cast<uint8_t*>(launcher[d.slot]);
+    gm[i].name = d.name;
+    for (int k = 0; k < d.rank; ++k) gm[i].shape[k] = d.dims[k] >= 0 ? d.dims[k] : int64_t(int32_t(launcher[-1 - d.dims[k]]));
   }
   for (int pc = 0;;) {
     const PtoT0Insn& in = p.insns[pc++];

@@ -407,20 +407,13 @@ class KernelWriter {
     std::string call = std::string(s.op->device_fn) + "(ctx, " + std::to_string(s.span.line);
     // Every implemented option in declaration order (a default when the IR carries none), so each
     // device function has one signature however the statement was built.
-    for (const KwargSpec& spec : s.op->kwargs) {
-      if (spec.kind == AttrKind::kDispatch || spec.kind == AttrKind::kOperand) continue;
-      Attr attr;
-      attr.value = spec.default_value;
-      attr.is_string = spec.kind == AttrKind::kString;
-      for (const Attr& given : s.attrs) {
-        if (given.name == spec.name) attr = given;
-      }
+    for (const auto& [spec, attr] : OpOptions(s)) {
       if (attr.is_string) {
         call += ", " + CString(attr.text);
-      } else if (spec.kind == AttrKind::kEnum && attr.value >= 0 && attr.value < int64_t(spec.choices.size())) {
-        std::string choice(spec.choices[size_t(attr.value)]);
-        call += spec.cpp_prefix.empty() ? ", " + std::to_string(attr.value) + " /*" + choice + "*/"
-                                        : ", " + std::string(spec.cpp_prefix) + choice;
+      } else if (spec->kind == AttrKind::kEnum && attr.value >= 0 && attr.value < int64_t(spec->choices.size())) {
+        std::string choice(spec->choices[size_t(attr.value)]);
+        call += spec->cpp_prefix.empty() ? ", " + std::to_string(attr.value) + " /*" + choice + "*/"
+                                        : ", " + std::string(spec->cpp_prefix) + choice;
       } else {
         call += ", " + std::to_string(attr.value);
       }
@@ -644,6 +637,21 @@ class KernelWriter {
 };
 
 }  // namespace
+
+std::vector<std::pair<const KwargSpec*, Attr>> OpOptions(const StmtNode& s) {
+  std::vector<std::pair<const KwargSpec*, Attr>> options;
+  for (const KwargSpec& spec : s.op->kwargs) {
+    if (spec.kind == AttrKind::kDispatch || spec.kind == AttrKind::kOperand) continue;
+    Attr attr;
+    attr.value = spec.default_value;
+    attr.is_string = spec.kind == AttrKind::kString;
+    for (const Attr& given : s.attrs) {
+      if (given.name == spec.name) attr = given;
+    }
+    options.emplace_back(&spec, std::move(attr));
+  }
+  return options;
+}
 
 std::vector<std::pair<Expr, std::string>> CompactWindowChecks(const StmtNode& s) {
   std::vector<std::pair<Expr, std::string>> checks;

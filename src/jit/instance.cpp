@@ -792,9 +792,6 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
     if (written[p]) inst->written_tensors.push_back(int(tensor));
     ++tensor;
   }
-  std::unique_ptr<Tier0Program> tier0;
-  // A mixed kernel's cores exchange data (its cross-core data paths are the executor's to learn).
-  if (before_fusion && sources.kind != ir::KernelKind::kMixed) tier0 = CompileTier0(*before_fusion);
   inst->stats.codegen_ms = MsSince(t0);
 
   t0 = std::chrono::steady_clock::now();
@@ -895,7 +892,12 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   job.handle = handle;
   // Nothing to reuse: a kernel the tier-0 executor runs launches on it at once while its library
   // compiles in the background; any other waits for the compile.
-  if (inst->stats.reused.empty() && tier0 && StartTier0(*inst, std::move(tier0), job.func, routines_lib, options.arch, tier0_mode)) {
+  // (A mixed kernel's cores exchange data: its cross-core data paths are the executor's to learn.)
+  std::unique_ptr<Tier0Program> tier0;
+  if (inst->stats.reused.empty() && before_fusion && sources.kind != ir::KernelKind::kMixed) {
+    tier0 = CompileTier0(*before_fusion);
+  }
+  if (tier0 && StartTier0(*inst, std::move(tier0), job.func, routines_lib, options.arch, tier0_mode)) {
     job.options.interrupted = nullptr;  // Python's signals are the launching thread's to check
     job.build->Publish(job.published, "", /*copy=*/true);  // the sources are readable at once
     inst->stats.compile_ms = routines_ms;

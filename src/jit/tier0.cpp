@@ -480,17 +480,12 @@ class Compiler {
     }
   }
 
-  // The value of each of the op's options, as EmitOp passes them (a default when the IR has none).
+  // The value of each of the op's options, as EmitOp passes them.
   std::map<std::string_view, int64_t> Options(const StmtNode& s) {
     std::map<std::string_view, int64_t> values;
-    for (const KwargSpec& spec : s.op->kwargs) {
-      if (spec.kind == AttrKind::kDispatch || spec.kind == AttrKind::kOperand) continue;
-      if (spec.kind == AttrKind::kString || !spec.cpp_prefix.empty()) Refuse("an op option of this kind");
-      int64_t value = spec.default_value;
-      for (const Attr& given : s.attrs) {
-        if (given.name == spec.name) value = given.value;
-      }
-      values[spec.name] = value;
+    for (const auto& [spec, attr] : codegen::OpOptions(s)) {
+      if (attr.is_string || !spec->cpp_prefix.empty()) Refuse("an op option of this kind");
+      values[spec->name] = attr.value;
     }
     return values;
   }

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "pypto_pro/ir/op_registry.h"
 #include "pypto_pro/ir/stmt.h"
 #include "pypto_pro/support/arch.h"
 
@@ -32,6 +33,10 @@ struct CodegenOptions {
 };
 
 GeneratedSources Generate(const ir::Function& func, const ArchModel& arch, const CodegenOptions& options = {});
+
+// Every option of the op's device function in declaration order, each the IR's value or its default
+// (dispatch and operand keywords select other ops and are not among them).
+std::vector<std::pair<const ir::KwargSpec*, ir::Attr>> OpOptions(const ir::StmtNode& s);
 
 // The fractal (NZ/ZN) tiles without compact=1 an op moves, each with the fault message of the run-time
 // check that its window is whole (kernel.cpp checks them before the op; so does the tier-0 executor).
