@@ -50,33 +50,39 @@ def median_time(fn, repeat=7, number=1, warmup=1):
     return statistics.median(samples)
 
 
-def stream_add(threads):
-    """GB/s of the machine's STREAM-style add on `threads` threads, measured now."""
-    exe = ROOT / "cmake-build" / "pypto_pro_machine_limits"
-    return float(subprocess.run([str(exe), "add", str(threads)], capture_output=True, text=True, check=True).stdout)
+def same_array_stream_add(x, y, z, threads):
+    """A function running one STREAM-style add over the bytes of z = x + y themselves (as fp32, with
+    non-temporal stores, on `threads` threads) and returning its seconds (between the threads' start
+    and end barriers): the machine's limit for this very row, sampled in the same rounds as the kernels (the bandwidth a process gets drifts by tens of percent within seconds
+    on a shared host, and differs between allocations)."""
+    import ctypes
+    lib = ctypes.CDLL(str(ROOT / "cmake-build" / "libpypto_pro_stream_add.so"))
+    lib.pto_bench_stream_add.restype = ctypes.c_double
+    lib.pto_bench_stream_add.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                                         ctypes.c_int]
+    nbytes = z.numel() * z.element_size()
+    assert all(t.data_ptr() % 64 == 0 for t in (x, y, z)) and nbytes % 64 == 0
+    return lambda: lib.pto_bench_stream_add(z.data_ptr(), x.data_ptr(), y.data_ptr(), nbytes // 4, threads)
 
 
-def interleaved_medians(fns, repeat=9, rounds=3, between_rounds=None):
+def interleaved_medians(fns, repeat=9, rounds=3):
     """{name: median seconds of fn()}: the functions take turns in short blocks (the machine's
     bandwidth and its neighbours drift over seconds, and each gets the same share of both), with a
     pause before each block so the previous block's spinning threads (OpenMP's, the device's) are
-    asleep and do not compete for the two cores. `between_rounds()`, if given, runs before each round
-    (a measurement of the machine's own limit, taken under the same drift)."""
+    asleep and do not compete for the two cores. A function that returns a float has timed itself
+    (seconds of its own work, without thread start-up): that is its sample."""
     for fn in fns.values():
         fn()
     _steady()
     samples = {name: [] for name in fns}
     per_round = max(1, -(-repeat // rounds))
     for _ in range(rounds):
-        if between_rounds:
-            time.sleep(0.02)
-            between_rounds()
         for name, fn in fns.items():
             time.sleep(0.02)
             for _ in range(per_round):
                 start = time.perf_counter()
-                fn()
-                samples[name].append(time.perf_counter() - start)
+                took = fn()
+                samples[name].append(took if isinstance(took, float) else time.perf_counter() - start)
     return {name: statistics.median(v) for name, v in samples.items()}
 
 
@@ -350,15 +356,15 @@ def section_add():
         assert torch.equal(z, x + y)
         bytes_moved = 3 * x.numel() * x.element_size()
         xn, yn, zn = x.numpy(), y.numpy(), z.numpy()
-        # The machine's STREAM add is measured between the rounds of this row's samples too (its
-        # bandwidth drifts by tens of percent within seconds): the limit is the median of those.
-        stream_gbps = []
+        # The limit: a STREAM add over these very arrays, taking turns with the kernels.
+        stream_time = same_array_stream_add(x, y, z, threads)
         times = interleaved_medians({"ours": ours, f"torch.add ({threads} thr)": lambda: torch.add(x, y, out=z),
-                                     "numpy.add": lambda: np.add(xn, yn, out=zn)}, repeat=7,
-                                    between_rounds=lambda: stream_gbps.append(stream_add(threads)))
+                                     "numpy.add": lambda: np.add(xn, yn, out=zn), "STREAM": stream_time},
+                                    repeat=9)
         ours_time = times.pop("ours")
+        limit_gbps = bytes_moved / times.pop("STREAM") / 1e9
         rows.append({"name": label, "ours": ours_time, "peers": times, "unit": "ms",
-                     "bytes": bytes_moved, "limit": "add_gbps", "limit_gbps": statistics.median(stream_gbps),
+                     "bytes": bytes_moved, "limit": "add_gbps", "limit_gbps": limit_gbps,
                      "limit_target": 0.9, "ratio_target": 1.0})
     return {"rows": rows}
 

@@ -1,10 +1,13 @@
 // Measures this machine's limits the benchmark suite compares against: STREAM-style add bandwidth
 // (a[i] = b[i] + c[i]) and the fp32 FMA peak of a register-blocked loop, on 1 and N threads.
-// Prints JSON: {"add_gbps": {"1": x, "2": y}, "fma_gflops": {"1": x, "2": y}}.
+// Prints JSON: {"add_gbps": {"1": x, "2": y}, "fma_gflops": {"1": x, "2": y}}. Built as a library
+// too (PTO_MACHINE_LIMITS_LIBRARY): pto_bench_stream_add times one STREAM add over the caller's own
+// arrays, which the bench interleaves with the kernels it judges against it.
 #include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -23,25 +26,29 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Runs fn(thread_index) on `threads` threads at once, `reps` times; returns the median seconds.
+// Runs fn(thread_index) on `threads` threads at once, `reps` times; returns the median seconds from
+// the first thread's start to the last one's end. The calling thread is thread 0: a timing thread
+// beside the workers would share their CPUs on a small machine and be scheduled late (seen on a
+// 2-vCPU guest: 2-thread STREAM figures from 6 to 187 GB/s).
 template <typename Fn>
 double TimeParallel(int threads, int reps, Fn fn) {
   std::vector<double> times;
   for (int r = 0; r < reps; ++r) {
-    std::barrier sync(threads + 1);
+    std::barrier sync(threads);
+    std::vector<Clock::time_point> starts(static_cast<size_t>(threads)), ends(static_cast<size_t>(threads));
+    auto run = [&](int t) {
+      sync.arrive_and_wait();
+      starts[size_t(t)] = Clock::now();
+      fn(t);
+      ends[size_t(t)] = Clock::now();
+    };
     std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) {
-      pool.emplace_back([&, t] {
-        sync.arrive_and_wait();
-        fn(t);
-        sync.arrive_and_wait();
-      });
-    }
-    sync.arrive_and_wait();
-    auto start = Clock::now();
-    sync.arrive_and_wait();
-    times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    for (int t = 1; t < threads; ++t) pool.emplace_back(run, t);
+    run(0);
     for (auto& th : pool) th.join();
+    const auto first = *std::min_element(starts.begin(), starts.end());
+    const auto last = *std::max_element(ends.begin(), ends.end());
+    times.push_back(std::chrono::duration<double>(last - first).count());
   }
   return Median(times);
 }
@@ -60,6 +67,24 @@ inline void StreamStore(f32x16v* to, f32x16v value) {
 #else
   *to = value;
 #endif
+}
+
+// One STREAM add a = b + c over `n` 32-bit lanes (a multiple of 16, 64-byte aligned arrays) on
+// `threads` threads with non-temporal stores; seconds between the threads' start and end barriers.
+// Integer adds: the caller's bytes may be anything (fp16 data read as fp32 is full of denormals,
+// whose float adds take microcode assists on Intel and would time the arithmetic, not the memory).
+double StreamAddOnce(void* a, const void* b, const void* c, size_t n, int threads) {
+  typedef int32_t i32x16v __attribute__((vector_size(64)));
+  auto* va = static_cast<f32x16v*>(a);
+  const auto* vb = static_cast<const i32x16v*>(b);
+  const auto* vc = static_cast<const i32x16v*>(c);
+  return TimeParallel(threads, 1, [&](int t) {
+    size_t begin = n / 16 * size_t(t) / size_t(threads), end = n / 16 * size_t(t + 1) / size_t(threads);
+    for (size_t i = begin; i < end; ++i) StreamStore(&va[i], (f32x16v)(vb[i] + vc[i]));
+#if defined(__AVX__)
+    _mm_sfence();
+#endif
+  });
 }
 
 // The machine's add bandwidth: the better of plain stores (which read each destination line before
@@ -110,6 +135,12 @@ double FmaPeak(int threads) {
 
 }  // namespace
 
+extern "C" __attribute__((visibility("default"))) double pto_bench_stream_add(void* a, const void* b, const void* c,
+                                                                             size_t n, int threads) {
+  return StreamAddOnce(a, b, c, n, threads);
+}
+
+#if !defined(PTO_MACHINE_LIMITS_LIBRARY)
 int main(int argc, char** argv) {
   int max_threads = int(std::max(1u, std::thread::hardware_concurrency()));
   if (argc == 3 && std::string(argv[1]) == "add") {  // one STREAM add figure, for the bench to interleave
@@ -127,3 +158,4 @@ int main(int argc, char** argv) {
   std::printf("}}\n");
   return 0;
 }
+#endif
