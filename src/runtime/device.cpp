@@ -36,6 +36,35 @@ constexpr auto kHelperWaitSpin = std::chrono::microseconds(20);
 // it has been seen to take over a millisecond, so a loop of launches would run on one thread.
 constexpr auto kHelperLinger = std::chrono::milliseconds(2);
 
+// Kernels whose last launch outlasted kInlineBudget: their next launch shares its blocks from the
+// start. Without it a kernel of few long blocks (block_dim = the cores, each block looping over its
+// share, as NPU kernels are often written) would run its first block alone, and with two blocks all
+// of them. A direct-mapped table of descriptors: a collision costs speed, never a result.
+class LongLaunches {
+ public:
+  bool Contains(const PtoKernelDesc* desc) const { return Slot(desc).load(std::memory_order_relaxed) == desc; }
+  void Note(const PtoKernelDesc* desc, bool long_launch) {
+    std::atomic<const PtoKernelDesc*>& slot = Slot(desc);
+    if (long_launch) {
+      slot.store(desc, std::memory_order_relaxed);
+    } else if (slot.load(std::memory_order_relaxed) == desc) {
+      slot.store(nullptr, std::memory_order_relaxed);
+    }
+  }
+
+ private:
+  std::atomic<const PtoKernelDesc*>& Slot(const PtoKernelDesc* desc) const {
+    return slots_[(reinterpret_cast<uintptr_t>(desc) >> 4) % kSlots];
+  }
+  static constexpr size_t kSlots = 64;
+  mutable std::atomic<const PtoKernelDesc*> slots_[kSlots] = {};
+};
+
+LongLaunches& RecentLongLaunches() {
+  static LongLaunches table;
+  return table;
+}
+
 // The local memories of one host thread: blocks of a vector- or cube-only kernel on one thread run
 // one after another, so they can share them like a core does.
 Arena& ThreadArena() {
@@ -271,14 +300,18 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
   ProfileLaunch profile(desc, args, uint32_t(blocks));
   const auto start = std::chrono::steady_clock::now();
   bool posted = false;
-  RunBlocks(*job, [&] {
-    if (!may_share || posted || job->next.load(std::memory_order_relaxed) >= job->blocks) return;
-    if (std::chrono::steady_clock::now() - start < kInlineBudget) return;
+  auto post = [&] {
     std::lock_guard<std::mutex> lock(mutex_);
     CPU_ZERO(&job->held_cpus);
     CpuSpread().Plan(job->held_cpus);  // the launcher's CPU: the first of the set, never a move
     PostLocked(job);
     posted = true;
+  };
+  if (may_share && RecentLongLaunches().Contains(&desc)) post();
+  RunBlocks(*job, [&] {
+    if (!may_share || posted || job->next.load(std::memory_order_relaxed) >= job->blocks) return;
+    if (std::chrono::steady_clock::now() - start < kInlineBudget) return;
+    post();
   });
   if (may_share) {
     if (posted) {
@@ -292,6 +325,7 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
       job->cv.wait(lock, all_done);
     }
   }
+  if (may_share) RecentLongLaunches().Note(&desc, std::chrono::steady_clock::now() - start >= kInlineBudget);
   std::optional<FaultInfo> result;
   if (job->faults.load() > 0) {
     FaultInfo fault = std::move(job->first_fault);

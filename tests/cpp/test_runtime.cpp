@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -210,6 +211,51 @@ TEST(Streams, AllListsLiveStreamsOnly) {
   stream.reset();
   EXPECT_FALSE(contains(raw));
   EXPECT_TRUE(contains(&Stream::Default()));
+}
+
+}  // namespace
+}  // namespace pypto_pro
+
+#include "pypto_pro/runtime/device.h"
+
+namespace pypto_pro {
+namespace {
+
+// Block 0 waits (up to `patience`) for block 1 to start and records whether it did.
+struct OverlapArgs {
+  std::atomic<int> started{0};
+  std::atomic<bool> overlapped{false};
+  std::chrono::milliseconds patience{0};
+};
+
+void WaitForTheOtherBlock(PtoCoreCtx* ctx, const void* raw) {
+  auto& args = *static_cast<OverlapArgs*>(const_cast<void*>(raw));
+  args.started.fetch_add(1);
+  if (ctx->block_idx != 0) return;
+  const auto until = std::chrono::steady_clock::now() + args.patience;
+  while (std::chrono::steady_clock::now() < until) {
+    if (args.started.load() == 2) {
+      args.overlapped = true;
+      return;
+    }
+  }
+}
+
+TEST(DeviceThreads, AKernelWhoseLastLaunchWasLongSharesItsBlocksFromTheStart) {
+  runtime::Device& device = runtime::Device::Get();
+  if (device.num_threads() < 2) GTEST_SKIP() << "one host thread: nothing to share";
+  static const PtoKernelDesc desc{PTO_ABI_VERSION, PTO_KERNEL_VECTOR, "two_long_blocks", "synthetic.py", "a5",
+                           &WaitForTheOtherBlock};
+  // First launch: no helper until a block ends, so block 0 waits alone (50 ms: a long launch).
+  OverlapArgs first;
+  first.patience = std::chrono::milliseconds(50);
+  ASSERT_FALSE(device.Run(desc, &first, 2));
+  EXPECT_FALSE(first.overlapped);
+  // The next launch offers its blocks at once: a helper runs block 1 while block 0 waits.
+  OverlapArgs second;
+  second.patience = std::chrono::seconds(30);
+  ASSERT_FALSE(device.Run(desc, &second, 2));
+  EXPECT_TRUE(second.overlapped);
 }
 
 }  // namespace
