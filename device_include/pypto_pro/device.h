@@ -9,6 +9,7 @@
 #include "pypto_pro/data_movement.h"
 #include "pypto_pro/vector_math.h"
 #include "pypto_pro/vector_ops.h"
+#include "pypto_pro/direct_run.h"
 #include "pypto_pro/vector_cast.h"
 #include "pypto_pro/vector_compare.h"
 #include "pypto_pro/vector_reduce.h"

@@ -13,12 +13,22 @@
 #include "launcher_writer.h"
 #include "names.h"
 #include "sanitizer_hooks.h"
+#include "pypto_pro/op_lists.h"
 
 namespace pypto_pro::codegen {
 
 using namespace ir;
 
 namespace {
+
+// The device functor (vector_ops.h) of an element-wise op of op_lists.h.
+std::string ElementwiseFunctor(std::string_view op) {
+#define PTO_FUNCTOR_(name, functor) {#name, #functor},
+  static const std::map<std::string_view, std::string_view> functors = {
+      PTO_BINARY_OPS(PTO_FUNCTOR_) PTO_SCALAR_OPS(PTO_FUNCTOR_) PTO_UNARY_OPS(PTO_FUNCTOR_)};
+#undef PTO_FUNCTOR_
+  return std::string(functors.at(op));
+}
 
 const char* KindConstant(KernelKind kind) {
   switch (kind) {
@@ -330,6 +340,7 @@ class KernelWriter {
                          Expr_(s->args[1]) + ", " + Expr_(s->args[2]) + ", " + Expr_(s->args[3]) + ");");
         Line(indent, VarName(s->var) + " = &" + ViewName(s->var) + ";");
         break;
+      case StmtKind::kDirectRun: EmitDirectRun(*s, indent); break;
       case StmtKind::kStage:
         Line(indent, "{  // pipeline stage " + s->attrs.at(0).text);
         Stmt_(s->body, indent + 1);
@@ -348,6 +359,111 @@ class KernelWriter {
         Line(indent, "}");
         break;
     }
+  }
+
+  // Whether an element-wise op after `op` in `stmts` reads tile `id` before one writes it.
+  static bool ReadBeforeWritten(const std::vector<const StmtNode*>& stmts, const StmtNode* op, int id) {
+    auto it = std::find(stmts.begin(), stmts.end(), op);
+    for (++it; it != stmts.end(); ++it) {
+      const StmtNode& s = **it;
+      if (s.op->name.substr(0, 4) == "load" || s.op->name.substr(0, 5) == "store") continue;
+      for (size_t i = 1; i < s.args.size(); ++i) {
+        if (s.args[i]->var && s.args[i]->var->id == id) return true;
+      }
+      if (s.args[0]->var->id == id) return false;
+    }
+    return false;
+  }
+
+  // A direct run (fuse_direct; docs/device.md#direct-runs): the loads' and stores' windows checked and
+  // the ops' scalar operands evaluated in program order, then one pass over the window from GM through
+  // registers to GM; the statements as written when a store's window overlaps another of the run.
+  void EmitDirectRun(const StmtNode& s, int indent) {
+    std::set<int> unwritten;
+    for (const Attr& attr : s.attrs) unwritten.insert(int(attr.value));
+    std::vector<const StmtNode*> stmts;  // without auto_mutex's brackets: no-ops in a plain kernel
+    for (const Stmt& child : s.body->stmts) {
+      if (child->kind == StmtKind::kOp && !child->op->internal) stmts.push_back(child.get());
+    }
+    const TileType* type = nullptr;
+    for (const Expr& arg : stmts.front()->args) {
+      if (arg->type.IsTile()) type = &*arg->type.tile;
+    }
+    const std::string elem = DeviceType(type->dtype), rows = std::to_string(type->Rows()),
+                      cols = std::to_string(type->Cols());
+    Line(indent, "{  // direct run, lines " + std::to_string(LineNumber(stmts.front()->span.line)) + "-" +
+                     std::to_string(LineNumber(stmts.back()->span.line)) + ": GM -> registers -> GM");
+    std::vector<std::string> ins, outs, body;
+    std::map<int, std::string> value;  // a tile's current value in the body
+    std::map<int, Expr> computed;      // tiles an op writes
+    std::vector<const StmtNode*> kept_loads;  // loads of tiles a later statement reads
+    auto window = [&](const StmtNode& op, const Expr& tensor, const Expr& tile, const Expr& offsets) {
+      const std::string name = "dw" + std::to_string(ins.size() + outs.size());
+      const bool load = op.op->name.substr(0, 4) == "load";
+      Line(indent + 1, "const auto " + name + " = pto::direct_" + std::string(op.op->name) + "(ctx, " +
+                           std::to_string(op.span.line) + (load ? ", *" + Expr_(tile) + ", " + Expr_(tensor)
+                                                                : ", " + Expr_(tensor) + ", *" + Expr_(tile)) +
+                           ", " + Expr_(offsets) + ");");
+      return name;
+    };
+    for (const StmtNode* op : stmts) {
+      const std::string_view name = op->op->name;
+      if (name == "load" || name == "load_tile") {
+        const Expr& tile = op->args[0];
+        value[tile->var->id] = "in[" + std::to_string(ins.size()) + "]";
+        ins.push_back(window(*op, op->args[1], tile, op->args[2]));
+        if (!unwritten.count(tile->var->id)) kept_loads.push_back(op);
+      } else if (name == "store" || name == "store_tile") {
+        const Expr& tile = op->args[1];
+        const std::string w = window(*op, op->args[0], tile, op->args[2]);
+        body.push_back("out[" + std::to_string(outs.size()) + "] = " + value.at(tile->var->id) + ";");
+        outs.push_back(w);
+      } else {
+        std::string call = "<" + elem + ">(pto::detail::" + ElementwiseFunctor(name) + "{}";
+        for (size_t i = 1; i < op->args.size(); ++i) {
+          const Expr& arg = op->args[i];
+          if (op->op->operands[i].kind == OperandKind::kScalar) {
+            const std::string local = "ds" + std::to_string(body.size()) + "_" + std::to_string(i);
+            Line(indent + 1, "const auto " + local + " = pto::detail::ScalarAs<" + elem + ">(" + Expr_(arg) + ");");
+            call += ", " + local;
+            continue;
+          }
+          if (!value.count(arg->var->id)) {  // a tile the run reads before writing it: from local memory
+            value[arg->var->id] = "in[" + std::to_string(ins.size()) + "]";
+            ins.push_back("pto::DirectTile(*" + Expr_(arg) + ")");
+          }
+          call += ", " + value.at(arg->var->id);
+        }
+        const std::string result = "x" + std::to_string(body.size());
+        const bool read_later = ReadBeforeWritten(stmts, op, op->args[0]->var->id);
+        body.push_back("const pto::f32x16 " + result + " = " + (read_later ? "pto::DirectOp" : "pto::DirectOpStored") +
+                       call + ");  // " + std::string(name) + ", line " + std::to_string(LineNumber(op->span.line)));
+        value[op->args[0]->var->id] = result;
+        computed[op->args[0]->var->id] = op->args[0];
+      }
+    }
+    for (const auto& [id, tile] : computed) {  // tiles a later statement reads get their values
+      if (unwritten.count(id)) continue;
+      body.push_back("out[" + std::to_string(outs.size()) + "] = " + value.at(id) + ";");
+      outs.push_back("pto::DirectTile(*" + Expr_(tile) + ")");
+    }
+    auto list = [](const std::vector<std::string>& items) {
+      std::string out;
+      for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+      return out;
+    };
+    Line(indent + 1, "const pto::DirectWindow<" + elem + "> direct_in[] = {" + list(ins) + "};");
+    Line(indent + 1, "const pto::DirectWindow<" + elem + "> direct_out[] = {" + list(outs) + "};");
+    Line(indent + 1, "if (pto::DirectDisjoint(" + rows + ", " + cols + ", direct_in, direct_out)) {");
+    for (const StmtNode* load : kept_loads) EmitOp(*load, indent + 2);
+    Line(indent + 2, "pto::DirectRows(" + rows + ", " + cols +
+                         ", direct_in, direct_out, [&](const pto::f32x16* in, pto::f32x16* out) {");
+    for (const std::string& line : body) Line(indent + 3, line);
+    Line(indent + 2, "});");
+    Line(indent + 1, "} else {  // windows overlap: op by op");
+    Stmt_(s.body, indent + 2);
+    Line(indent + 1, "}");
+    Line(indent, "}");
   }
 
   void EmitFor(const StmtNode& s, int indent) {

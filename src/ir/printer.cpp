@@ -175,6 +175,13 @@ std::string Print(const Stmt& s, int indent) {
     case StmtKind::kStage:
       os << pad << "stage " << s->attrs.at(0).text << ":\n" << Print(s->body, indent + 1);
       break;
+    case StmtKind::kDirectRun: {
+      std::string unwritten;
+      for (const Attr& attr : s->attrs) unwritten += (unwritten.empty() ? "" : ", ") + attr.text;
+      os << pad << "direct run (tiles not written: " << (unwritten.empty() ? "none" : unwritten) << "):\n"
+         << Print(s->body, indent + 1);
+      break;
+    }
     case StmtKind::kReinterpret:
       os << pad << s->var->name << " = reinterpret(" << Print(s->value) << ") as " << s->var->type.ToString() << "\n";
       break;

@@ -132,6 +132,19 @@ Stmt Stage(const std::string& name, Stmt body, Span span) {
   return node;
 }
 
+Stmt DirectRun(Stmt body, const std::vector<Var>& unwritten, Span span) {
+  auto node = New(StmtKind::kDirectRun, span);
+  for (const Var& var : unwritten) {
+    Attr attr;
+    attr.name = "unwritten";
+    attr.value = var->id;
+    attr.text = var->name;
+    node->attrs.push_back(attr);
+  }
+  node->body = std::move(body);
+  return node;
+}
+
 std::shared_ptr<StmtNode> CopyNode(const Stmt& stmt) { return std::make_shared<StmtNode>(*stmt); }
 
 Var Function::NewVar(const std::string& name, Type type, Span span, std::shared_ptr<const TileGroupInfo> group) {

@@ -391,7 +391,8 @@ class Compiler {
         Patch(skip, Here());
         break;
       }
-      case StmtKind::kStage: Stmt_(s->body); break;
+      case StmtKind::kStage:
+      case StmtKind::kDirectRun: Stmt_(s->body); break;
       case StmtKind::kSubview: Refuse("a tile subview");
       case StmtKind::kReinterpret: Refuse("pl.reinterpret");
     }

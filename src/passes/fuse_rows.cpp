@@ -166,6 +166,7 @@ class RowFuser : public IRMutator {
 
  protected:
   Stmt MutateStmt(const Stmt& s) override {
+    if (s->kind == StmtKind::kDirectRun) return s;  // its statements are what runs when it cannot go directly
     Stmt mutated = IRMutator::MutateStmt(s);
     if (mutated->kind != StmtKind::kSeq) return mutated;
     std::vector<Stmt> out;

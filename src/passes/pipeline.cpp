@@ -9,6 +9,7 @@ const std::vector<Pass>& Pipeline() {
       {"check_memory", &CheckMemory},
       {"check_data_paths", &CheckDataPaths},
       {"cv_pipeline", &CvPipeline},
+      {"fuse_direct", &FuseDirect},
       {"fuse_rows", &FuseRows},
       {"auto_mutex", &AutoMutex},
   };

@@ -48,9 +48,12 @@ std::string LineWith(const std::string& text, const std::string& part) {
 }
 
 // What BuildInstance generates: the pipeline, then the code generator.
-codegen::GeneratedSources GenerateAfterPipeline(ir::Function func, const ArchModel& arch = DefaultArch()) {
+// `fuse`: the fusion passes too, as a plain instance runs them (PYPTO_PRO_FUSE_ROWS=1, the default).
+codegen::GeneratedSources GenerateAfterPipeline(ir::Function func, const ArchModel& arch = DefaultArch(),
+                                                bool fuse = false) {
   passes::PassContext ctx;
   ctx.arch = &arch;
+  ctx.fuse_rows = fuse;
   passes::RunPipeline(func, ctx);
   return codegen::Generate(func, arch);
 }
@@ -318,8 +321,9 @@ TEST(EndToEnd, InstanceDirectoryHoldsTheArtefacts) {
   }
 
   // The files are what the code generator produced for the add kernel.
-  codegen::GeneratedSources src = GenerateAfterPipeline(MakeAddKernel().func);
+  codegen::GeneratedSources src = GenerateAfterPipeline(MakeAddKernel().func, DefaultArch(), true);
   EXPECT_EQ(ReadFile(inst->dir / "kernel.cpp"), src.kernel_cpp);
+  EXPECT_NE(src.kernel_cpp.find("pto::DirectRows(64, 128, direct_in, direct_out"), std::string::npos);
   EXPECT_EQ(ReadFile(inst->dir / "call_kernel.cpp"), src.call_kernel_cpp);
 }
 

@@ -489,3 +489,93 @@ TEST(FuseRows, WhatCouldChangeAResultStaysOpByOp) {
 
 }  // namespace
 }  // namespace pypto_pro
+
+namespace pypto_pro {
+namespace {
+
+using test_util::Op;
+using test_util::TileKernel;
+
+std::string Direct(ir::Function f, bool fuse = true) {
+  passes::PassContext ctx;
+  ctx.fuse_rows = fuse;
+  passes::FuseDirect(f, ctx);
+  ir::Verify(f);
+  return ir::Print(f);
+}
+
+TEST(FuseDirect, TheAddLoopBodyRunsFromGmToGmWritingNoTile) {
+  test_util::AddKernel k = test_util::MakeAddKernel();
+  const std::string text = Direct(k.func);
+  // Every tile of the loop body is written and read within the body: none is read afterwards.
+  EXPECT_NE(text.find("direct run (tiles not written: ta, tb, tc):\n"
+                      "          load_tile(ta, x, [i, j])\n"
+                      "          load_tile(tb, y, [i, j])\n"
+                      "          add(tc, ta, tb)\n"
+                      "          store_tile(z, tc, [i, j])\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(Direct(k.func, false).find("direct run"), std::string::npos);  // instrumented instances: as written
+  test_util::AddKernelSpec ints;
+  ints.dtype = ir::DataType::kInt32;  // integer ops wrap and fault element by element: op by op
+  EXPECT_EQ(Direct(test_util::MakeAddKernel(ints).func).find("direct run"), std::string::npos);
+}
+
+TEST(FuseDirect, TilesALaterStatementReadsAreWritten) {
+  TileKernel k;
+  ir::Var x = k.Tensor("x", ir::DataType::kFP32, {test_util::DynamicDim(), test_util::DynamicDim()});
+  ir::Var z = k.Tensor("z", ir::DataType::kFP32, {test_util::DynamicDim(), test_util::DynamicDim()});
+  auto a = k.MakeTile("a", 16, 256), bias = k.MakeTile("bias", 16, 256), o = k.MakeTile("o", 16, 256);
+  auto p = k.MakeTile("p", 16, 256);
+  ir::Expr at = ir::Tuple({ir::IntConst(0), ir::IntConst(0)});
+  std::vector<ir::Stmt> run = {Op("load", {a, ir::VarRef(x), at}, 20), Op("add", {o, a, bias}, 21),
+                               Op("muls", {o, o, ir::FloatConst(2)}, 22), Op("store", {ir::VarRef(z), o, at}, 23)};
+  // `bias` is only read (an input from local memory), `o` is read by the op after the run.
+  std::vector<ir::Stmt> body = {Op("expands", {bias, ir::FloatConst(1)}, 19)};
+  body.insert(body.end(), run.begin(), run.end());
+  body.push_back(Op("adds", {p, o, ir::FloatConst(1)}, 24));
+  const std::string text = Direct(k.With(body));
+  EXPECT_NE(text.find("direct run (tiles not written: a):\n      load(a, x, [0, 0])\n"), std::string::npos) << text;
+  // Read in a nested block before that block writes it: `o` stages nothing, so it is written.
+  std::vector<ir::Stmt> nested = run;
+  const ir::Var i = k.func.NewVar("i", ir::Type::Scalar(ir::DataType::kInt32), test_util::At(24));
+  nested.push_back(ir::For(i, ir::IntConst(0), ir::IntConst(2), ir::IntConst(1),
+                           ir::Seq({Op("adds", {p, o, ir::FloatConst(1)}, 25)}), test_util::At(24)));
+  const std::string loop = Direct(k.With(nested));
+  EXPECT_NE(loop.find("direct run (tiles not written: a):"), std::string::npos) << loop;
+  // Written again before any read: nothing of the run is read afterwards.
+  std::vector<ir::Stmt> rewritten = run;
+  rewritten.push_back(Op("load", {o, ir::VarRef(x), at}, 24));
+  rewritten.push_back(Op("store", {ir::VarRef(z), o, at}, 25));
+  const std::string dead = Direct(k.With(rewritten));
+  EXPECT_NE(dead.find("direct run (tiles not written: a, o):"), std::string::npos) << dead;
+}
+
+TEST(FuseDirect, WhatCouldChangeAResultStaysAsWritten) {
+  TileKernel k;
+  ir::Var x = k.Tensor("x", ir::DataType::kFP32, {test_util::DynamicDim(), test_util::DynamicDim()});
+  ir::Var z = k.Tensor("z", ir::DataType::kFP32, {test_util::DynamicDim(), test_util::DynamicDim()});
+  auto a = k.MakeTile("a", 16, 256), o = k.MakeTile("o", 16, 256);
+  ir::Expr at = ir::Tuple({ir::IntConst(0), ir::IntConst(0)});
+  auto load = Op("load", {a, ir::VarRef(x), at}, 20);
+  auto op = Op("muls", {o, a, ir::FloatConst(2)}, 21);
+  auto store = Op("store", {ir::VarRef(z), o, at}, 22);
+  EXPECT_NE(Direct(k.With({load, op, store})).find("direct run"), std::string::npos);
+  auto none = [&](std::vector<ir::Stmt> body) { return Direct(k.With(std::move(body))).find("direct run") == std::string::npos; };
+  // A loaded tile stored as is (the staged copy keeps its bits), a run without a load or a store.
+  EXPECT_TRUE(none({load, Op("store", {ir::VarRef(z), a, at}, 22)}));
+  EXPECT_TRUE(none({op, store}));
+  EXPECT_TRUE(none({load, op}));
+  // A run-time valid window (set_validshape on any tile of the declaration) is not the full window.
+  EXPECT_TRUE(none({Op("set_validshape", {a, ir::Tuple({ir::IntConst(8), ir::IntConst(256)})}, 19), load, op, store}));
+  // Options of the transfers: along other axes, atomic adds.
+  EXPECT_TRUE(none({ir::OpCall(ir::FindOp("load"), {a, ir::VarRef(x), at}, {ir::Attr{"order", 1, "", false}},
+                               test_util::At(20, 16)),
+                    op, store}));
+  EXPECT_TRUE(none({load, op,
+                    ir::OpCall(ir::FindOp("store"), {ir::VarRef(z), o, at}, {ir::Attr{"atomic", 1, "", false}},
+                               test_util::At(22, 16))}));
+}
+
+}  // namespace
+}  // namespace pypto_pro

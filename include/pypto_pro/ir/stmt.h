@@ -29,6 +29,8 @@ enum class StmtKind : uint8_t {
   kReinterpret, // var = pl.reinterpret(value, ...): value's bytes as var's tile type (its whole shape valid)
   kStage,       // body: an inlined @pl.pipeline.stage helper (attrs[0].text its name); plain code unless
                 // pl.jit(pipeline=...) schedules the stages
+  kDirectRun,   // body: loads -> element-wise ops -> stores the fuse_direct pass runs from GM through
+                // registers to GM (docs/device.md#direct-runs); attrs name the tiles it need not write
 };
 
 enum class SelectMode : uint8_t { kNext, kCurrent, kPrevious, kIndex };
@@ -83,6 +85,9 @@ Stmt Section(SectionKind section, Stmt body, Span span = {});
 Stmt Subview(const Var& view, Expr tile, std::vector<Expr> bounds, Span span = {});
 Stmt Reinterpret(const Var& view, Expr tile, Span span = {});
 Stmt Stage(const std::string& name, Stmt body, Span span = {});
+// A direct run over `body` (a Seq of its statements, also what runs when its GM windows overlap):
+// `unwritten` are the tiles whose values no later statement reads (attrs "unwritten", id and name).
+Stmt DirectRun(Stmt body, const std::vector<Var>& unwritten, Span span = {});
 
 // Rebuilds `stmt` with new children; passes use it to keep unchanged subtrees shared.
 std::shared_ptr<StmtNode> CopyNode(const Stmt& stmt);

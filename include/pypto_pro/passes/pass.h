@@ -48,12 +48,15 @@ void CheckDataPaths(ir::Function& func, const PassContext& ctx);
 // pl.jit(pipeline=...): the stage loop's cross-core buffers (make_tile_group(fwd_ids=, bwd_ids=)) get
 // their cross-core flags; sync_only keeps the serial order of the stages.
 void CvPipeline(ir::Function& func, const PassContext& ctx);
-// Lock/unlock TileGroup mutex ids around every op whose tiles carry them (when ctx.auto_mutex).
+// Runs of loads -> element-wise ops -> stores on float tiles go from GM through registers to GM, not
+// writing the tiles no later statement reads (fuse_direct.cpp); on with fuse_rows.
+void FuseDirect(ir::Function& func, const PassContext& ctx);
 // Runs of row-local vector ops over the same tiles become one loop over row strips (fuse_rows.cpp).
 void FuseRows(ir::Function& func, const PassContext& ctx);
 // Whether `op` is row-local (row r of its results depends on row r of its operands and read-only
 // broadcast rows only), so fuse_rows may run it strip by strip.
 bool RowLocalOp(const ir::OpDef& op);
+// Lock/unlock TileGroup mutex ids around every op whose tiles carry them (when ctx.auto_mutex).
 void AutoMutex(ir::Function& func, const PassContext& ctx);
 
 // The pipeline in order.

@@ -1,0 +1,188 @@
+// Direct runs (docs/device.md#direct-runs): the loads, element-wise ops and stores of a run the
+// fuse_direct pass found, computed in one pass over the window from GM through registers to GM.
+// Generated code checks every GM window first, in program order (direct_load / direct_store: the
+// faults of load / store, at the same lines), then, when no store window shares a byte with another
+// window of the run, calls DirectRows with the ops' element-wise body; otherwise it runs the
+// statements op by op as written.
+#pragma once
+
+#include "pypto_pro/data_movement.h"
+#include "pypto_pro/vector_ops.h"
+
+namespace pto {
+
+// A window a direct run reads or writes: its first element, its row stride in elements, whether its
+// columns lie together, and (GM outputs) whether it is written with non-temporal stores.
+template <typename T>
+struct DirectWindow {
+  T* at;
+  int64_t row_stride;
+  bool contiguous;
+  bool stream;
+};
+
+namespace detail {
+
+template <typename TileT, typename T, int N>
+inline DirectWindow<T> DirectGm(CoreCtx& ctx, int line, const char* op, bool tile_units, const TileT& tile,
+                                const GmTensor<T, N>& gm, Idx<N> index) {
+  static_assert(N >= 2, "direct runs move windows along the tensor's last two axes");
+  const Axes axes = DecodeOrder<N>(-1);
+  const Idx<N> offsets = tile_units ? TileOffsets<TileT>(index, axes) : index;
+  T* at = CheckedWindow(ctx, line, op, tile, gm, offsets, axes);
+  // As StoreWindowOf: tensors of kStreamingStoreBytes or more are written around the caches.
+  const bool stream = gm.shape[0] * gm.stride[0] * int64_t(sizeof(T)) >= kStreamingStoreBytes &&
+                      tile.valid_cols * int64_t(sizeof(T)) >= 64;
+  return {at, gm.stride[N - 2], gm.stride[N - 1] == 1, stream};
+}
+
+// Whether two rows x cols windows share bytes without being the same window.
+template <typename T>
+inline bool WindowsPartlyShared(const DirectWindow<T>& a, const DirectWindow<T>& b, int64_t rows, int64_t cols) {
+  if (a.at == b.at && a.row_stride == b.row_stride) return false;
+  const uintptr_t a0 = uintptr_t(a.at), b0 = uintptr_t(b.at);
+  const uintptr_t a1 = a0 + uintptr_t(((rows - 1) * a.row_stride + cols) * int64_t(sizeof(T)));
+  const uintptr_t b1 = b0 + uintptr_t(((rows - 1) * b.row_stride + cols) * int64_t(sizeof(T)));
+  return a0 < b1 && b0 < a1;
+}
+
+// 16 lanes to an output: around the caches where asked and the address allows.
+template <typename T>
+__attribute__((always_inline)) inline void Put16(T* p, f32x16 v, bool stream) {
+#if defined(__AVX512F__)
+  if (stream) {
+    if constexpr (__is_same(T, float)) {
+      if ((uintptr_t(p) & 63) == 0) {
+        __builtin_ia32_movntps512(p, v);
+        return;
+      }
+    } else {
+      if ((uintptr_t(p) & 31) == 0) {
+        T narrow[16];
+        Store16(narrow, v);
+        typedef long long Raw __attribute__((vector_size(32)));
+        Raw raw;
+        __builtin_memcpy(&raw, narrow, sizeof raw);
+        __builtin_ia32_movntdq256(reinterpret_cast<Raw*>(p), raw);
+        return;
+      }
+    }
+  }
+#endif
+  (void)stream;
+  Store16(p, v);
+}
+
+}  // namespace detail
+
+// The checks of load / load_tile / store / store_tile (the same faults with the same messages), and
+// the window the run then reads or writes directly.
+template <typename TileT, typename T, int N>
+inline DirectWindow<T> direct_load(CoreCtx& ctx, int line, const TileT& tile, const GmTensor<T, N>& src,
+                                   Idx<N> offsets) {
+  return detail::DirectGm(ctx, line, "load", false, tile, src, offsets);
+}
+template <typename TileT, typename T, int N>
+inline DirectWindow<T> direct_load_tile(CoreCtx& ctx, int line, const TileT& tile, const GmTensor<T, N>& src,
+                                        Idx<N> tile_idx) {
+  return detail::DirectGm(ctx, line, "load_tile", true, tile, src, tile_idx);
+}
+template <typename TileT, typename T, int N>
+inline DirectWindow<T> direct_store(CoreCtx& ctx, int line, const GmTensor<T, N>& dst, const TileT& tile,
+                                    Idx<N> offsets) {
+  return detail::DirectGm(ctx, line, "store", false, tile, dst, offsets);
+}
+template <typename TileT, typename T, int N>
+inline DirectWindow<T> direct_store_tile(CoreCtx& ctx, int line, const GmTensor<T, N>& dst, const TileT& tile,
+                                         Idx<N> tile_idx) {
+  return detail::DirectGm(ctx, line, "store_tile", true, tile, dst, tile_idx);
+}
+
+// A tile the run reads or writes in local memory (the whole tile: direct runs take full windows).
+template <typename TileT>
+inline DirectWindow<typename TileT::Elem> DirectTile(TileT& tile) {
+  return {tile.data, TileT::kCols, true, false};
+}
+
+// Whether the run may go directly: every window's columns lie together, and no output shares a byte
+// with an input or another output unless it is the very same window (then each element's operands
+// are read before anything the run writes could change them, and the last store of an element wins,
+// as op by op).
+template <typename T, int NI, int NO>
+inline bool DirectDisjoint(int64_t rows, int64_t cols, const DirectWindow<T> (&in)[NI],
+                           const DirectWindow<T> (&out)[NO]) {
+  for (int j = 0; j < NO; ++j) {
+    if (!out[j].contiguous || out[j].row_stride < cols) return false;
+    for (int i = 0; i < NI; ++i) {
+      if (!in[i].contiguous || detail::WindowsPartlyShared(out[j], in[i], rows, cols)) return false;
+    }
+    for (int k = 0; k < j; ++k) {
+      if (detail::WindowsPartlyShared(out[j], out[k], rows, cols)) return false;
+    }
+  }
+  return true;
+}
+
+// The run itself: for every row of the rows x cols window and every 16 columns, the inputs as fp32
+// lanes, `body(in, out)` (the ops, each result rounded to T), the outputs stored. Columns past a
+// multiple of 16 go through zero-padded lanes, as the tile ops' tails do. GM inputs prefetch the
+// same rows of the next window, which is what a tile loop reads next (as the loads do).
+constexpr int64_t kAheadRows = 8;
+
+template <typename T, int NI, int NO, typename Body>
+__attribute__((always_inline)) inline void DirectRows(int64_t rows, int64_t cols, const DirectWindow<T> (&in)[NI],
+                                                      const DirectWindow<T> (&out)[NO], Body body) {
+  static_assert(kIsFloatLike<T>, "direct runs compute on float-like elements");
+  const int64_t bytes = cols * int64_t(sizeof(T));
+  bool streamed = false;
+  for (int j = 0; j < NO; ++j) streamed = streamed || out[j].stream;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* src[NI];
+    T* dst[NO];
+    for (int i = 0; i < NI; ++i) {
+      src[i] = in[i].at + r * in[i].row_stride;
+      // kAheadRows rows down this window, then the first rows of the next window along the row.
+      const int64_t ahead = r + kAheadRows < rows ? r + kAheadRows : r + kAheadRows - rows;
+      const char* next = reinterpret_cast<const char*>(in[i].at + ahead * in[i].row_stride) +
+                         (r + kAheadRows < rows ? 0 : bytes);
+      for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(next + b, 0, 1);
+    }
+    for (int j = 0; j < NO; ++j) dst[j] = out[j].at + r * out[j].row_stride;
+    int64_t c = 0;
+    for (; c + 16 <= cols; c += 16) {
+      f32x16 v[NI], o[NO];
+      for (int i = 0; i < NI; ++i) v[i] = Load16(src[i] + c);
+      body(v, o);
+      for (int j = 0; j < NO; ++j) detail::Put16(dst[j] + c, o[j], out[j].stream);
+    }
+    if (c < cols) {
+      const int64_t n = cols - c;
+      f32x16 v[NI], o[NO];
+      for (int i = 0; i < NI; ++i) v[i] = Load16(detail::PaddedTail(src[i] + c, n).v);
+      body(v, o);
+      for (int j = 0; j < NO; ++j) {
+        T tail[16];
+        Store16(tail, o[j]);
+        detail::CopyTail(dst[j] + c, tail, n);
+      }
+    }
+  }
+#if defined(__AVX512F__)
+  if (streamed) __builtin_ia32_sfence();  // streaming stores are weakly ordered: publish them first
+#endif
+}
+
+// One op of a direct run's body: f on the lanes, rounded to the element type as the tile holds it
+// (DirectOp: a later op reads it) or left to the output's store to round (DirectOpStored: only
+// outputs take it; one rounding gives the same bits).
+template <typename T, typename F, typename... V>
+__attribute__((always_inline)) inline f32x16 DirectOp(F f, V... v) {
+  return RoundTo<T>(f(v...));
+}
+template <typename T, typename F, typename... V>
+__attribute__((always_inline)) inline f32x16 DirectOpStored(F f, V... v) {
+  if constexpr (__is_same(T, float)) return RoundTo<T>(f(v...));  // keeps fp32 ops unfused (no FMA)
+  else return f(v...);
+}
+
+}  // namespace pto

@@ -1,0 +1,289 @@
+"""fuse_direct (docs/device.md#direct-runs): a run of loads, element-wise ops and stores goes from GM
+through registers to GM, and every result is the one op by op gives. Differential tests: every
+element-wise op of the direct set on every float dtype, compiled with the fusion (the default) and
+without it (PYPTO_PRO_FUSE_ROWS=0), compared bit for bit and with torch; the fused compile's IR must
+show the direct run, so each case really is one. Then the tiles a later statement reads, GM windows
+that overlap (which run op by op), and faults (the same line, message and GM contents)."""
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+import pypto_pro
+import pypto_pro.language as pl
+
+ROOT = Path(__file__).resolve().parents[2]
+_LISTS = (ROOT / "device_include" / "pypto_pro" / "op_lists.h").read_text()
+
+
+def _ops(macro):
+    """The op names of one X-macro list of op_lists.h (the one list the device and the pass use)."""
+    body = re.search(rf"#define {macro}\(X\)(.*?)(?:\n\n|\n#)", _LISTS, re.S).group(1)
+    return re.findall(r"X\((\w+), \w+\)", body)
+
+
+BINARY, SCALAR, UNARY = _ops("PTO_BINARY_OPS"), _ops("PTO_SCALAR_OPS"), _ops("PTO_UNARY_OPS")
+NO_BF16 = {"abs", "rsqrt", "recip", "relu"}  # (their registry dtypes: fp16 and fp32)
+POSITIVE = {"log", "sqrt", "rsqrt", "recip", "div", "divs"}
+TORCH_DTYPE = {"DT_FP32": torch.float32, "DT_FP16": torch.float16, "DT_BF16": torch.bfloat16}
+
+TEMPLATE = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[64, {C}], pl.{D}], y: pl.Tensor[[64, {C}], pl.{D}], out: pl.Tensor[[64, {C}], pl.{D}],
+           mid: pl.Tensor[[64, {C}], pl.{D}]):
+    tt = pl.TileType(shape=[16, {C}], dtype=pl.{D}, target_memory=pl.MemorySpace.Vec)
+    a = pl.make_tile_group(type=tt, addrs=0x0, mutex_ids=[0, 1])
+    b = pl.make_tile_group(type=tt, addrs=0x10000, mutex_ids=[2, 3])
+    o = pl.make_tile_group(type=tt, addrs=0x20000, mutex_ids=[4, 5])
+    p = pl.make_tile_group(type=tt, addrs=0x30000, mutex_ids=[6, 7])
+    with pl.section_vector():
+        for i in pl.range(4):
+            ta, tb, to, tp = a.next(), b.next(), o.next(), p.next()
+            pl.load(ta, x, [i * 16, 0])
+            pl.load(tb, y, [i * 16, 0])
+            {OP}
+            pl.add(tp, to, tb)
+            pl.store(mid, to, [i * 16, 0])
+            pl.store(out, tp, [i * 16, 0])
+'''
+
+
+def _call(op):
+    if op in BINARY:
+        return f"pl.{op}(to, ta, tb)"
+    if op in SCALAR:
+        return f"pl.{op}(to, ta, 1.5)"
+    return f"pl.{op}(to, ta)"
+
+
+def _reference(op, x, y):
+    f = x.float()
+    torch_fn = {"add": lambda: f + y.float(), "sub": lambda: f - y.float(), "mul": lambda: f * y.float(),
+                "div": lambda: f / y.float(), "maximum": lambda: torch.maximum(f, y.float()),
+                "minimum": lambda: torch.minimum(f, y.float()), "adds": lambda: f + 1.5, "subs": lambda: f - 1.5,
+                "muls": lambda: f * 1.5, "divs": lambda: f / 1.5, "maxs": lambda: f.clamp(min=1.5),
+                "mins": lambda: f.clamp(max=1.5), "neg": lambda: -f, "abs": lambda: f.abs(), "relu": lambda: f.relu(),
+                "exp": lambda: f.exp(), "log": lambda: f.log(), "sqrt": lambda: f.sqrt(), "rsqrt": lambda: f.rsqrt(),
+                "recip": lambda: 1 / f}[op]
+    mid = torch_fn().to(x.dtype)
+    return mid, (mid.float() + y.float()).to(x.dtype)
+
+
+def _module(tmp_path, name, source):
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _both(monkeypatch, fn, name, launch):
+    """(unfused results, fused results, the fused instance's fuse_direct IR, its kernel.cpp)."""
+    results = []
+    for fuse in ("0", "1"):
+        monkeypatch.setenv("PYPTO_PRO_FUSE_ROWS", fuse)
+        monkeypatch.setenv("PYPTO_PRO_DUMP_IR", "1")
+        monkeypatch.setenv("PYPTO_PRO_TIER0", "0")  # every launch on the compiled kernel
+        kernel = pl.jit(fn, name=f"{name}_fuse{fuse}")
+        results.append(launch(kernel))
+        pypto_pro.runtime.synchronize()
+        inst = Path(kernel.instances()[0].dir)
+    return results[0], results[1], (inst / "ir_5_fuse_direct.txt").read_text(), (inst / "kernel.cpp").read_text()
+
+
+def _same_bits(a, b):
+    return torch.equal(a.view(torch.int16 if a.element_size() == 2 else torch.int32),
+                       b.view(torch.int16 if b.element_size() == 2 else torch.int32))
+
+
+def test_the_op_lists_are_read():
+    assert "add" in BINARY and "adds" in SCALAR and "exp" in UNARY and len(BINARY + SCALAR + UNARY) == 20
+
+
+CASES = [(op, d) for op in BINARY + SCALAR + UNARY for d in ("DT_FP32", "DT_FP16", "DT_BF16")
+         if not (d == "DT_BF16" and op in NO_BF16)]
+
+
+@pytest.mark.parametrize("op,dtype", CASES)
+def test_each_elementwise_op_gives_the_unfused_bits(tmp_path, monkeypatch, op, dtype):
+    cols = 200 if dtype == "DT_FP32" else 256  # fp32: 8 columns past a multiple of 16 (the padded tail)
+    module = _module(tmp_path, f"direct_{op}_{dtype}", TEMPLATE.format(C=cols, D=dtype, OP=_call(op)))
+    g = torch.Generator().manual_seed(sum(map(ord, op + dtype)))
+    x, y = (torch.randn(64, cols, generator=g) * 3).to(TORCH_DTYPE[dtype]), \
+        torch.randn(64, cols, generator=g).to(TORCH_DTYPE[dtype])
+    if op in POSITIVE:
+        x, y = x.abs() + 0.5, y.abs() + 0.5
+    x[0, :4] = torch.tensor([float("inf"), float("-inf"), float("nan"), 0.0])  # specials take the same path
+
+    def launch(kernel):
+        out, mid = torch.full_like(x, 7), torch.full_like(x, 7)
+        kernel[None, 2](x, y, out, mid)
+        return out, mid
+
+    (out0, mid0), (out1, mid1), ir, code = _both(monkeypatch, module.kernel, f"direct_{op}", launch)
+    assert "direct run (tiles not written: ta, tb, to, tp):" in ir, ir
+    assert "pto::DirectRows(16, " in code
+    assert _same_bits(out0, out1) and _same_bits(mid0, mid1)
+    ref_mid, ref_out = _reference(op, x, y)
+    tol = {"DT_FP32": 1e-6, "DT_FP16": 1e-3, "DT_BF16": 8e-3}[dtype]
+    torch.testing.assert_close(mid1[1:].float(), ref_mid[1:].float(), rtol=tol, atol=tol)
+    torch.testing.assert_close(out1[1:].float(), ref_out[1:].float(), rtol=tol, atol=tol)
+
+
+LIVE = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[32, 128], pl.DT_FP32], out: pl.Tensor[[32, 128], pl.DT_FP32],
+           after: pl.Tensor[[32, 128], pl.DT_FP32]):
+    tt = pl.TileType(shape=[32, 128], dtype=pl.DT_FP32)
+    a = pl.make_tile(tt, addr=0x0)
+    o = pl.make_tile(tt, addr=0x4000)
+    p = pl.make_tile(tt, addr=0x8000)
+    bias = pl.make_tile(tt, addr=0xC000)
+    with pl.section_vector():
+        pl.expands(bias, 0.25)
+        pl.load(a, x, [0, 0])
+        pl.add(o, a, bias)
+        pl.muls(o, o, 3.0)
+        pl.store(out, o, [0, 0])
+        pl.sub(p, o, a)
+        pl.store(after, p, [0, 0])
+'''
+
+
+def test_tiles_read_after_the_run_hold_their_values(tmp_path, monkeypatch):
+    """`a` (loaded) and `o` (computed) are read by the sub after the run: the run writes both; the
+    bias tile is an input from local memory."""
+    module = _module(tmp_path, "direct_live", LIVE)
+    x = torch.randn(32, 128)
+
+    def launch(kernel):
+        out, after = torch.zeros(32, 128), torch.zeros(32, 128)
+        kernel[None, 1](x, out, after)
+        return out, after
+
+    (out0, after0), (out1, after1), ir, _ = _both(monkeypatch, module.kernel, "direct_live", launch)
+    assert "direct run (tiles not written: none):" in ir, ir
+    assert torch.equal(out0, out1) and torch.equal(after0, after1)
+    assert torch.equal(out1, (x + 0.25) * 3) and torch.equal(after1, (x + 0.25) * 3 - x)
+
+
+OVERLAP = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[64, 128], pl.DT_FP32], shift: pl.DT_INT32):
+    tt = pl.TileType(shape=[16, 128], dtype=pl.DT_FP32)
+    a = pl.make_tile(tt, addr=0x0)
+    o = pl.make_tile(tt, addr=0x2000)
+    with pl.section_vector():
+        for i in pl.range(3):
+            pl.load(a, x, [i * 16, 0])
+            pl.muls(o, a, 2.0)
+            pl.store(x, o, [i * 16 + shift, 0])
+'''
+
+
+@pytest.mark.parametrize("shift", [0, 8, 16])
+def test_overlapping_windows_give_the_op_by_op_result(tmp_path, monkeypatch, shift):
+    """In place (shift 0: the same window, which goes directly), half a window down (shift 8: the
+    store overlaps the load, which runs op by op) and a whole window down (the next load reads what
+    the store wrote)."""
+    module = _module(tmp_path, f"direct_overlap_{shift}", OVERLAP)
+    start = torch.randn(64, 128)
+
+    def launch(kernel):
+        x = start.clone()
+        kernel[None, 1](x, shift)
+        return x
+
+    unfused, fused, ir, _ = _both(monkeypatch, module.kernel, f"direct_overlap_{shift}", launch)
+    assert "direct run (tiles not written: a, o):" in ir, ir
+    expected = start.clone()
+    for i in range(3):
+        window = expected[i * 16:i * 16 + 16].clone()
+        expected[i * 16 + shift:i * 16 + shift + 16] = window * 2
+    assert torch.equal(unfused, fused) and torch.equal(fused, expected)
+
+
+FAULTS = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[40, 256], pl.DT_FP32], out: pl.Tensor[[40, 256], pl.DT_FP32], start: pl.DT_INT32,
+           shift: pl.DT_INT32):
+    t = pl.make_tile(pl.TileType(shape=[16, 256], dtype=pl.DT_FP32), addr=0x0)
+    o = pl.make_tile(pl.TileType(shape=[16, 256], dtype=pl.DT_FP32), addr=0x8000)
+    with pl.section_vector():
+        for i in pl.range(start, 3):
+            pl.load(t, x, [i * 16 - shift, 0])
+            pl.muls(o, t, 2.0)
+            pl.adds(o, o, 1.0)
+            pl.store(out, o, [i * 16, 0])
+'''
+
+
+@pytest.mark.parametrize("shift,op,line", [(0, "load", 10), (8, "store", 13)])
+def test_a_direct_run_faults_like_its_statements(tmp_path, monkeypatch, shift, op, line):
+    """The third tile leaves the tensors' 40 rows: its load's window (shift 0), or only its store's
+    (shift 8: the load reads rows [24, 40)). Either way the run faults at that statement's line with its
+    message before writing anything of that tile, and GM holds what it holds op by op."""
+    module = _module(tmp_path, f"direct_fault_{op}", FAULTS)
+    x = torch.randn(40, 256)
+    faults = []
+
+    def launch(kernel):
+        out = torch.zeros(40, 256)
+        kernel[None, 1](x, out, 1, shift)
+        with pytest.raises(pypto_pro.KernelFault) as info:
+            pypto_pro.runtime.synchronize()
+        faults.append(info.value)
+        return out
+
+    unfused, fused, ir, _ = _both(monkeypatch, module.kernel, f"direct_fault_{op}", launch)
+    assert "direct run (tiles not written: t, o):" in ir, ir
+    assert torch.equal(unfused, fused)
+    assert torch.equal(fused[16:32], x[16 - shift:32 - shift] * 2 + 1) and torch.equal(fused[32:], torch.zeros(8, 256))
+    assert [(f.op, f.line) for f in faults] == [(op, line)] * 2
+    first = [str(f).split("\n")[0].replace("_fuse0", "").replace("_fuse1", "") for f in faults]
+    assert first[0] == first[1]
+    assert "GM access out of bounds" in first[1]
+
+
+STREAMED = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.{D}], y: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.{D}],
+           z: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.{D}]):
+    tt = pl.TileType(shape=[64, 128], dtype=pl.{D}, target_memory=pl.MemorySpace.Vec)
+    a = pl.make_tile_group(type=tt, addrs=0x0, mutex_ids=[0, 1])
+    b = pl.make_tile_group(type=tt, addrs=0x10000, mutex_ids=[2, 3])
+    c = pl.make_tile_group(type=tt, addrs=0x20000, mutex_ids=[4, 5])
+    with pl.section_vector():
+        for i in pl.range(pl.get_block_idx(), x.shape[0] // 64, pl.get_block_num()):
+            for j in pl.range(x.shape[1] // 128):
+                ta, tb, tc = a.next(), b.next(), c.next()
+                pl.load_tile(ta, x, [i, j])
+                pl.load_tile(tb, y, [i, j])
+                pl.add(tc, ta, tb)
+                pl.store_tile(z, tc, [i, j])
+'''
+
+
+@pytest.mark.parametrize("dtype", ["DT_FP32", "DT_FP16", "DT_BF16"])
+def test_large_outputs_written_around_the_caches_are_exact(tmp_path, monkeypatch, dtype):
+    """Outputs of 4 MiB and more take non-temporal stores (docs/device.md#memory); the add of the
+    README on such tensors equals torch's bit for bit (both round the fp32 sum once)."""
+    monkeypatch.setenv("PYPTO_PRO_TIER0", "0")
+    module = _module(tmp_path, f"direct_streamed_{dtype}", STREAMED.format(D=dtype))
+    kernel = pl.jit(module.kernel, name=f"direct_streamed_{dtype}")
+    rows = 1024 if dtype == "DT_FP32" else 2048
+    x, y = (torch.randn(rows, 1024).to(TORCH_DTYPE[dtype]) for _ in range(2))
+    z = torch.empty_like(x)
+    kernel[None, 8](x, y, z)
+    pypto_pro.runtime.synchronize()
+    assert z.numel() * z.element_size() >= 4 << 20
+    assert torch.equal(z, (x.float() + y.float()).to(x.dtype))
