@@ -51,9 +51,10 @@ def median_time(fn, repeat=7, number=1, warmup=1):
 
 
 def same_array_stream_add(x, y, z, threads):
-    """A function running one STREAM-style add over the bytes of z = x + y themselves (as fp32, with
-    non-temporal stores, on `threads` threads) and returning its seconds (between the threads' start
-    and end barriers): the machine's limit for this very row, sampled in the same rounds as the kernels (the bandwidth a process gets drifts by tens of percent within seconds
+    """A function running one STREAM-style add over the bytes of z = x + y themselves (as 32-bit
+    integer lanes, with non-temporal stores, on `threads` threads) and returning its seconds (from the
+    first thread's start to the last one's end): the machine's limit for this very row, sampled in the
+    same rounds as the kernels (the bandwidth a process gets drifts by tens of percent within seconds
     on a shared host, and differs between allocations)."""
     import ctypes
     lib = ctypes.CDLL(str(ROOT / "cmake-build" / "libpypto_pro_stream_add.so"))

@@ -138,4 +138,22 @@ std::vector<bool> WrittenParams(const Function& func) {
   return written;
 }
 
+bool ReadsTileElement(const Expr& e) {
+  bool reads = false;
+  ForEachExpr(e, [&](const ExprNode& node) { reads = reads || node.kind == ExprKind::kElement; });
+  return reads;
+}
+
+bool DeclarationsMayOverlap(const VarNode& a, const VarNode& b) {
+  if (&a == &b) return true;
+  const TileGroupInfo &ga = *a.group, &gb = *b.group;
+  if (ga.tile.memory != gb.tile.memory) return false;
+  for (int64_t x : ga.addrs) {
+    for (int64_t y : gb.addrs) {
+      if (x < y + gb.tile.Bytes() && y < x + ga.tile.Bytes()) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace pypto_pro::ir

@@ -25,6 +25,7 @@
 #include <map>
 #include <set>
 
+#include "pypto_pro/ir/analysis.h"
 #include "pypto_pro/ir/visitor.h"
 #include "pypto_pro/passes/pass.h"
 #include "pypto_pro/op_lists.h"
@@ -59,12 +60,6 @@ bool DefaultOptions(const StmtNode& s) {
   return true;
 }
 
-bool ReadsTileElement(const Expr& e) {
-  bool reads = false;
-  ForEachExpr(e, [&](const ExprNode& node) { reads = reads || node.kind == ExprKind::kElement; });
-  return reads;
-}
-
 // A tile a direct run computes on: 2-D ND Vec, float-like, no pad, its whole shape valid.
 bool DirectTile(const TileType& t) {
   if (t.shape.size() != 2 || t.memory != MemorySpace::kVec || t.layout != Layout::kND || t.pad != 0 ||
@@ -78,18 +73,6 @@ bool DirectTile(const TileType& t) {
     }
   }
   return true;
-}
-
-// Whether two declarations' slots may share bytes.
-bool MayOverlap(const VarNode& a, const VarNode& b) {
-  const TileGroupInfo &ga = *a.group, &gb = *b.group;
-  if (ga.tile.memory != gb.tile.memory) return false;
-  for (int64_t x : ga.addrs) {
-    for (int64_t y : gb.addrs) {
-      if (x < y + gb.tile.Bytes() && y < x + ga.tile.Bytes()) return true;
-    }
-  }
-  return false;
 }
 
 // The tile operands of an op statement: which it reads and which it writes (a tile both read and
@@ -127,8 +110,8 @@ bool Mentions(const Stmt& s, const std::set<int>& vars) {
   return found;
 }
 
-// The staging declarations of a function (see the top of the file) and the declaration of every tile
-// variable selected from one.
+// What the pass knows of a function's tiles: the declaration each tile variable is selected from, the
+// staging declarations (see the top of the file), and the declarations whose windows stay full.
 class Staging {
  public:
   explicit Staging(const Function& func) {
@@ -141,7 +124,7 @@ class Staging {
     for (const VarNode* d : decls) {
       if (!DirectTile(d->group->tile)) continue;
       bool alone = true;
-      for (const VarNode* other : decls) alone = alone && (other == d || !MayOverlap(*d, *other));
+      for (const VarNode* other : decls) alone = alone && (other == d || !DeclarationsMayOverlap(*d, *other));
       if (alone) staging_.insert(d);
     }
     for (const auto& [id, from] : origins) {
@@ -290,11 +273,10 @@ class Staging {
 
 // A run being collected: loads, then element-wise ops, then stores.
 struct Run {
-  size_t begin = 0;  // index of the first statement in the block
   std::vector<Stmt> stmts;
   int loads = 0, ops = 0, stores = 0;
   const TileType* type = nullptr;
-  std::map<int, Var> tiles;      // every tile of the run, by id
+  std::map<int, Var> tiles;        // every tile of the run, by id
   std::set<int> loaded, computed;  // tiles a load / an op of the run writes
 };
 
@@ -332,7 +314,6 @@ class DirectFuser : public IRMutator {
         continue;
       }
       flush(i);
-      run.begin = i;
       if (Joins(run, *child)) {
         run.stmts.push_back(child);
       } else {
@@ -359,7 +340,7 @@ class DirectFuser : public IRMutator {
     if (!decl || !staging_.FixedWindow(decl)) return false;
     for (const auto& [id, var] : run.tiles) {
       const VarNode* other = staging_.DeclOf(var);
-      if (other == decl || MayOverlap(*other, *decl)) return false;
+      if (DeclarationsMayOverlap(*other, *decl)) return false;  // (the same declaration too)
     }
     run.type = &t;
     run.tiles.emplace(arg->var->id, arg->var);

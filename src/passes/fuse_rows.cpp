@@ -57,27 +57,8 @@ std::map<int, const VarNode*> TileOrigins(const Stmt& body) {
   return origin;
 }
 
-// Whether two declarations' slots may share bytes.
-bool MayOverlap(const VarNode& a, const VarNode& b) {
-  if (&a == &b) return true;
-  const TileGroupInfo &ga = *a.group, &gb = *b.group;
-  if (ga.tile.memory != gb.tile.memory) return false;
-  for (int64_t x : ga.addrs) {
-    for (int64_t y : gb.addrs) {
-      if (x < y + gb.tile.Bytes() && y < x + ga.tile.Bytes()) return true;
-    }
-  }
-  return false;
-}
-
 // How one operand of a row-local op takes part in a strip.
 enum class Part { kSliced, kBroadcast, kUnused, kScalar, kGm };
-
-bool ReadsTileElement(const Expr& e) {
-  bool reads = false;
-  ForEachExpr(e, [&](const ExprNode& node) { reads = reads || node.kind == ExprKind::kElement; });
-  return reads;
-}
 
 bool Sliceable(const TileType& t) {
   return t.shape.size() == 2 && t.memory == MemorySpace::kVec && t.pad == 0 &&
@@ -87,7 +68,7 @@ bool Sliceable(const TileType& t) {
 }  // namespace
 
 bool RowLocalOp(const OpDef& op) {
-  if (op.internal || op.window != WindowRule::kDestination && op.window != WindowRule::kSource) return false;
+  if (op.internal || (op.window != WindowRule::kDestination && op.window != WindowRule::kSource)) return false;
   if (op.call_form != CallForm::kOperands || op.per_slot || op.pipe_rule != PipeRule::kFixed || op.pipe != Pipe::kV) {
     return false;
   }
@@ -235,7 +216,7 @@ class RowFuser : public IRMutator {
       auto origin = origins_.find(var->id);
       if (origin == origins_.end() || !origin->second) return false;
       for (const VarNode* other : next.origins) {
-        if (MayOverlap(*origin->second, *other)) return false;
+        if (DeclarationsMayOverlap(*origin->second, *other)) return false;
       }
       next.origins.push_back(origin->second);
       next.sliced.emplace(var->id, var);

@@ -561,7 +561,9 @@ TEST(FuseDirect, WhatCouldChangeAResultStaysAsWritten) {
   auto op = Op("muls", {o, a, ir::FloatConst(2)}, 21);
   auto store = Op("store", {ir::VarRef(z), o, at}, 22);
   EXPECT_NE(Direct(k.With({load, op, store})).find("direct run"), std::string::npos);
-  auto none = [&](std::vector<ir::Stmt> body) { return Direct(k.With(std::move(body))).find("direct run") == std::string::npos; };
+  auto none = [&](std::vector<ir::Stmt> body) {
+    return Direct(k.With(std::move(body))).find("direct run") == std::string::npos;
+  };
   // A loaded tile stored as is (the staged copy keeps its bits), a run without a load or a store.
   EXPECT_TRUE(none({load, Op("store", {ir::VarRef(z), a, at}, 22)}));
   EXPECT_TRUE(none({op, store}));

@@ -23,6 +23,17 @@ def load_example(name, prefix="example"):
     return module
 
 
+def module_from_source(tmp_path, name, source):
+    """The module of kernel source text written to tmp_path/<name>.py (kernels need a file: the
+    front end reads their source lines)."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def pipeline_generated(kernel, tiling_key=None, **jit_options):
     """The pipeline_generated.py of `kernel`'s instance for `tiling_key` (a dict; None: the last
     instance), loaded as a module, and its kernel as a plain pl.jit kernel with `jit_options`

@@ -5,7 +5,6 @@ without it (PYPTO_PRO_FUSE_ROWS=0), compared bit for bit and with torch; the fus
 show the direct run, so each case really is one. Then the tiles a later statement reads, GM windows
 that overlap (which run op by op), and faults (the same line, message and GM contents)."""
 
-import importlib.util
 import re
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
+from kernels import module_from_source
 
 ROOT = Path(__file__).resolve().parents[2]
 _LISTS = (ROOT / "device_include" / "pypto_pro" / "op_lists.h").read_text()
@@ -73,14 +73,6 @@ def _reference(op, x, y):
     return mid, (mid.float() + y.float()).to(x.dtype)
 
 
-def _module(tmp_path, name, source):
-    path = tmp_path / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def _both(monkeypatch, fn, name, launch):
     """(unfused results, fused results, the fused instance's fuse_direct IR, its kernel.cpp)."""
@@ -112,7 +104,7 @@ CASES = [(op, d) for op in BINARY + SCALAR + UNARY for d in ("DT_FP32", "DT_FP16
 @pytest.mark.parametrize("op,dtype", CASES)
 def test_each_elementwise_op_gives_the_unfused_bits(tmp_path, monkeypatch, op, dtype):
     cols = 200 if dtype == "DT_FP32" else 256  # fp32: 8 columns past a multiple of 16 (the padded tail)
-    module = _module(tmp_path, f"direct_{op}_{dtype}", TEMPLATE.format(C=cols, D=dtype, OP=_call(op)))
+    module = module_from_source(tmp_path, f"direct_{op}_{dtype}", TEMPLATE.format(C=cols, D=dtype, OP=_call(op)))
     g = torch.Generator().manual_seed(sum(map(ord, op + dtype)))
     x, y = (torch.randn(64, cols, generator=g) * 3).to(TORCH_DTYPE[dtype]), \
         torch.randn(64, cols, generator=g).to(TORCH_DTYPE[dtype])
@@ -159,7 +151,7 @@ def kernel(x: pl.Tensor[[32, 128], pl.DT_FP32], out: pl.Tensor[[32, 128], pl.DT_
 def test_tiles_read_after_the_run_hold_their_values(tmp_path, monkeypatch):
     """`a` (loaded) and `o` (computed) are read by the sub after the run: the run writes both; the
     bias tile is an input from local memory."""
-    module = _module(tmp_path, "direct_live", LIVE)
+    module = module_from_source(tmp_path, "direct_live", LIVE)
     x = torch.randn(32, 128)
 
     def launch(kernel):
@@ -193,7 +185,7 @@ def test_overlapping_windows_give_the_op_by_op_result(tmp_path, monkeypatch, shi
     """In place (shift 0: the same window, which goes directly), half a window down (shift 8: the
     store overlaps the load, which runs op by op) and a whole window down (the next load reads what
     the store wrote)."""
-    module = _module(tmp_path, f"direct_overlap_{shift}", OVERLAP)
+    module = module_from_source(tmp_path, f"direct_overlap_{shift}", OVERLAP)
     start = torch.randn(64, 128)
 
     def launch(kernel):
@@ -231,7 +223,7 @@ def test_a_direct_run_faults_like_its_statements(tmp_path, monkeypatch, shift, o
     """The third tile leaves the tensors' 40 rows: its load's window (shift 0), or only its store's
     (shift 8: the load reads rows [24, 40)). Either way the run faults at that statement's line with its
     message before writing anything of that tile, and GM holds what it holds op by op."""
-    module = _module(tmp_path, f"direct_fault_{op}", FAULTS)
+    module = module_from_source(tmp_path, f"direct_fault_{op}", FAULTS)
     x = torch.randn(40, 256)
     faults = []
 
@@ -278,7 +270,7 @@ def test_large_outputs_written_around_the_caches_are_exact(tmp_path, monkeypatch
     """Outputs of 4 MiB and more take non-temporal stores (docs/device.md#memory); the add of the
     README on such tensors equals torch's bit for bit (both round the fp32 sum once)."""
     monkeypatch.setenv("PYPTO_PRO_TIER0", "0")
-    module = _module(tmp_path, f"direct_streamed_{dtype}", STREAMED.format(D=dtype))
+    module = module_from_source(tmp_path, f"direct_streamed_{dtype}", STREAMED.format(D=dtype))
     kernel = pl.jit(module.kernel, name=f"direct_streamed_{dtype}")
     rows = 1024 if dtype == "DT_FP32" else 2048
     x, y = (torch.randn(rows, 1024).to(TORCH_DTYPE[dtype]) for _ in range(2))

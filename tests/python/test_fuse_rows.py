@@ -4,7 +4,6 @@ run, and every example, compiled with the fusion (the default) and without it (P
 compared bit for bit; the fused compile's IR must show the strip loop, so each case really fuses. The
 loads of the run's operands head its run, so each case also loads strip by strip."""
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ import torch
 import pypto_pro
 import pypto_pro.language as pl
 from pypto_pro import _C
-from kernels import load_example
+from kernels import load_example, module_from_source
 
 ROOT = Path(__file__).resolve().parents[2]
 R, C, VR, VC = 16, 512, 13, 500  # tiles of 16 x 512 with a tail window: strips cross its edge
@@ -126,14 +125,6 @@ def _inputs(op, data):
     return x, y, row, masks
 
 
-def _module(tmp_path, name, source):
-    path = tmp_path / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def _both(monkeypatch, fn, name, launch):
     """(unfused results, fused results, the fused instance's fuse_rows IR)."""
@@ -158,8 +149,8 @@ def test_every_row_local_op_has_a_case():
 def test_a_run_of_each_row_local_op_gives_the_unfused_bits(tmp_path, monkeypatch, op):
     data, out_dtype, index = _dtypes(op)
     run = "\n".join(" " * 8 + line for line in _run(op))
-    module = _module(tmp_path, f"fuse_{op}", TEMPLATE.format(R=R, C=C, D=data, O=out_dtype, I=index, VR=VR, VC=VC,
-                                                             RUN=run))
+    source = TEMPLATE.format(R=R, C=C, D=data, O=out_dtype, I=index, VR=VR, VC=VC, RUN=run)
+    module = module_from_source(tmp_path, f"fuse_{op}", source)
     x, y, row, masks = _inputs(op, data)
     torch_out = {"DT_FP32": torch.float32, "DT_FP16": torch.float16, "DT_INT32": torch.int32}[out_dtype]
 
@@ -287,7 +278,7 @@ def kernel(x: pl.Tensor[[40, 256], pl.DT_FP32], out: pl.Tensor[[40, 256], pl.DT_
 def test_a_fused_load_faults_like_the_load(tmp_path, monkeypatch):
     """The third tile's rows [32, 48) leave x's 40 rows: the fused load faults on its first strip,
     before any op of the run, with the load's line and message, and GM holds what it held unfused."""
-    module = _module(tmp_path, "fused_load_fault", LOAD_FAULT)
+    module = module_from_source(tmp_path, "fused_load_fault", LOAD_FAULT)
     x = torch.randn(40, 256)
     faults = []
 

@@ -2,7 +2,6 @@
 pypto_pro/precompiled.h.gch from the cache directory's pch/, built once per compiler, flags and
 headers; a damaged one is dropped and the kernel compiles all the same; PYPTO_PRO_PCH=0 turns it off."""
 
-import importlib.util
 import itertools
 import linecache
 import textwrap
@@ -13,6 +12,7 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
+from kernels import module_from_source
 
 _fresh = itertools.count(1)
 
@@ -47,15 +47,6 @@ def shared(tmp_path_factory):
     """A cache directory the tests that only use the precompiled code share (it builds once)."""
     return tmp_path_factory.mktemp("shared_precompiled")
 
-
-def _module(tmp_path, name, source):
-    """The module of a kernel written from one of the templates below."""
-    path = tmp_path / f"{name}.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # The torch dtype of each pl dtype the tests run.
@@ -148,7 +139,7 @@ def kernel(a: pl.Tensor[[64, 128], pl.{D}], b: pl.Tensor[[128, 64], pl.{D}], c: 
 def test_cube_kernels_call_the_precompiled_gemm_and_get_its_bits(tmp_path, monkeypatch, shared, dtype):
     _cache_in(shared, monkeypatch)
     acc = "DT_INT32" if dtype == "DT_INT8" else "DT_FP32"
-    module = _module(tmp_path, f"matmul_{dtype}", MATMUL.format(D=dtype, A=acc))
+    module = module_from_source(tmp_path, f"matmul_{dtype}", MATMUL.format(D=dtype, A=acc))
     g = torch.Generator().manual_seed(7)
     if dtype == "DT_INT8":
         a = torch.randint(-128, 128, (64, 128), generator=g, dtype=torch.int8)
@@ -224,7 +215,7 @@ def test_transfers_through_the_routines_match_the_inline_ones(tmp_path, monkeypa
     order=, 1-D, 4-D and 6-D tensors) and an out-of-bounds load: through the precompiled routines
     (ranks up to 4) and compiled inline, the same bytes and the same fault."""
     _cache_in(shared, monkeypatch)
-    module = _module(tmp_path, f"transfers_{dtype}", TRANSFERS.format(D=dtype))
+    module = module_from_source(tmp_path, f"transfers_{dtype}", TRANSFERS.format(D=dtype))
     torch_dtype = TORCH[dtype]
     g = torch.Generator().manual_seed(3)
 
@@ -290,7 +281,7 @@ def kernel(x: pl.Tensor[[16, 48], pl.{D}], y: pl.Tensor[[16, 48], pl.{D}], out: 
 @pytest.mark.parametrize("dtype", ["DT_FP32", "DT_FP16", "DT_BF16", "DT_INT32", "DT_INT8"])
 def test_binary_ops_through_the_routines_match_the_inline_ones(tmp_path, monkeypatch, shared, dtype):
     _cache_in(shared, monkeypatch)
-    module = _module(tmp_path, f"binary_{dtype}", BINARY.format(D=dtype))
+    module = module_from_source(tmp_path, f"binary_{dtype}", BINARY.format(D=dtype))
     torch_dtype = TORCH[dtype]
     g = torch.Generator().manual_seed(5)
     x = (torch.randn(16, 48, generator=g) * 50).to(torch_dtype)
@@ -375,7 +366,7 @@ def test_vector_ops_through_the_routines_match_the_inline_ones(tmp_path, monkeyp
     precompiled routines and compiled inline, the same bits."""
     _cache_in(shared, monkeypatch)
     run, count = _vector_run(dtype)
-    module = _module(tmp_path, f"vector_{dtype}", VECTOR.format(D=dtype, N=count, RUN=run))
+    module = module_from_source(tmp_path, f"vector_{dtype}", VECTOR.format(D=dtype, N=count, RUN=run))
     torch_dtype = TORCH[dtype]
     g = torch.Generator().manual_seed(9)
     if not torch_dtype.is_floating_point:

@@ -63,4 +63,9 @@ bool TransposedLayouts(const TileType& a, const TileType& b);   // one NZ, the o
 bool ReorderedBytes(const TileType& t);
 bool SameView(const TileType& a, const TileType& b);  // same dtype, shape and layout
 
+// Whether an expression reads a tile element (tile[i, j], pl.getval).
+bool ReadsTileElement(const Expr& e);
+// Whether the slots of two tile declarations (make_tile / make_tile_group vars) may share bytes.
+bool DeclarationsMayOverlap(const VarNode& a, const VarNode& b);
+
 }  // namespace pypto_pro::ir
