@@ -107,8 +107,10 @@ def test_a_timeout_that_is_not_needed_changes_nothing():
 
 
 def run_script(tmp_path, body, env=None, timeout=120):
+    # Python leaves SIGINT ignored when it starts with it ignored (a test run started in the background
+    # of a non-interactive shell): these scripts want Ctrl-C to raise KeyboardInterrupt, as a user's would.
     script = tmp_path / "script.py"
-    script.write_text(textwrap.dedent(body))
+    script.write_text("import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n" + textwrap.dedent(body))
     full_env = dict(os.environ, PYTHONPATH=PYTHONPATH + os.pathsep + str(Path(__file__).parent))
     full_env.update(env or {})
     return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=full_env,
