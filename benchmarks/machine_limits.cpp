@@ -69,6 +69,13 @@ inline void StreamStore(f32x16v* to, f32x16v value) {
 #endif
 }
 
+// Both inputs 4 KiB ahead, into L1: on a virtual machine the hardware prefetchers alone were measured
+// to leave a plain STREAM loop ~15% below what a loop with software prefetches (a kernel's) reaches.
+inline void PrefetchAhead(const void* b, const void* c) {
+  __builtin_prefetch(static_cast<const char*>(b) + 4096, 0, 3);
+  __builtin_prefetch(static_cast<const char*>(c) + 4096, 0, 3);
+}
+
 // One STREAM add a = b + c over `n` 32-bit lanes (a multiple of 16, 64-byte aligned arrays) on
 // `threads` threads with non-temporal stores; seconds between the threads' start and end barriers.
 // Integer adds: the caller's bytes may be anything (fp16 data read as fp32 is full of denormals,
@@ -80,7 +87,10 @@ double StreamAddOnce(void* a, const void* b, const void* c, size_t n, int thread
   const auto* vc = static_cast<const i32x16v*>(c);
   return TimeParallel(threads, 1, [&](int t) {
     size_t begin = n / 16 * size_t(t) / size_t(threads), end = n / 16 * size_t(t + 1) / size_t(threads);
-    for (size_t i = begin; i < end; ++i) StreamStore(&va[i], (f32x16v)(vb[i] + vc[i]));
+    for (size_t i = begin; i < end; ++i) {
+      PrefetchAhead(&vb[i], &vc[i]);
+      StreamStore(&va[i], (f32x16v)(vb[i] + vc[i]));
+    }
 #if defined(__AVX__)
     _mm_sfence();
 #endif
@@ -99,7 +109,10 @@ double AddBandwidth(int threads) {
     auto body = [&](int t) {
       size_t begin = n / 16 * size_t(t) / size_t(threads), end = n / 16 * size_t(t + 1) / size_t(threads);
       if (streaming) {
-        for (size_t i = begin; i < end; ++i) StreamStore(&a[i], b[i] + c[i]);
+        for (size_t i = begin; i < end; ++i) {
+          PrefetchAhead(&b[i], &c[i]);
+          StreamStore(&a[i], b[i] + c[i]);
+        }
       } else {
         for (size_t i = begin; i < end; ++i) a[i] = b[i] + c[i];
       }
