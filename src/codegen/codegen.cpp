@@ -397,9 +397,8 @@ class KernelWriter {
     std::map<int, std::string> value;  // a tile's current value in the body
     std::map<int, Expr> computed;      // tiles an op writes
     std::vector<const StmtNode*> kept_loads;  // loads of tiles a later statement reads
-    auto window = [&](const StmtNode& op, const Expr& tensor, const Expr& tile, const Expr& offsets) {
+    auto window = [&](const StmtNode& op, bool load, const Expr& tensor, const Expr& tile, const Expr& offsets) {
       const std::string name = "dw" + std::to_string(ins.size() + outs.size());
-      const bool load = op.op->name.substr(0, 4) == "load";
       Line(indent + 1, "const auto " + name + " = pto::direct_" + std::string(op.op->name) + "(ctx, " +
                            std::to_string(op.span.line) + (load ? ", *" + Expr_(tile) + ", " + Expr_(tensor)
                                                                 : ", " + Expr_(tensor) + ", *" + Expr_(tile)) +
@@ -411,11 +410,11 @@ class KernelWriter {
       if (name == "load" || name == "load_tile") {
         const Expr& tile = op->args[0];
         value[tile->var->id] = "in[" + std::to_string(ins.size()) + "]";
-        ins.push_back(window(*op, op->args[1], tile, op->args[2]));
+        ins.push_back(window(*op, true, op->args[1], tile, op->args[2]));
         if (!unwritten.count(tile->var->id)) kept_loads.push_back(op);
       } else if (name == "store" || name == "store_tile") {
         const Expr& tile = op->args[1];
-        const std::string w = window(*op, op->args[0], tile, op->args[2]);
+        const std::string w = window(*op, false, op->args[0], tile, op->args[2]);
         body.push_back("out[" + std::to_string(outs.size()) + "] = " + value.at(tile->var->id) + ";");
         outs.push_back(w);
       } else {

@@ -415,13 +415,16 @@ namespace {
 
 using test_util::TileKernel;
 
-std::string Fused(ir::Function f, bool fuse = true) {
+// The IR after one of the fusion passes (`fuse`: as in a plain instance; false: an instrumented one).
+std::string AfterFusion(void (*pass)(ir::Function&, const passes::PassContext&), ir::Function f, bool fuse) {
   passes::PassContext ctx;
   ctx.fuse_rows = fuse;
-  passes::FuseRows(f, ctx);
+  pass(f, ctx);
   ir::Verify(f);
   return ir::Print(f);
 }
+
+std::string Fused(ir::Function f, bool fuse = true) { return AfterFusion(&passes::FuseRows, std::move(f), fuse); }
 
 TEST(FuseRows, ARunOfRowLocalOpsBecomesAStripLoop) {
   TileKernel k;
@@ -496,13 +499,7 @@ namespace {
 using test_util::Op;
 using test_util::TileKernel;
 
-std::string Direct(ir::Function f, bool fuse = true) {
-  passes::PassContext ctx;
-  ctx.fuse_rows = fuse;
-  passes::FuseDirect(f, ctx);
-  ir::Verify(f);
-  return ir::Print(f);
-}
+std::string Direct(ir::Function f, bool fuse = true) { return AfterFusion(&passes::FuseDirect, std::move(f), fuse); }
 
 TEST(FuseDirect, TheAddLoopBodyRunsFromGmToGmWritingNoTile) {
   test_util::AddKernel k = test_util::MakeAddKernel();
