@@ -956,9 +956,9 @@ class Interpreter:
     """Runs one kernel's Python function as its blocks' programs."""
 
     def __init__(self, fn, kernel_name, pipeline=False):
-        from pypto_pro.language.parser.parser import _parse_source  # the parser imports this module
+        from pypto_pro.language.parser.parser import parse_function  # the parser imports this module
         self.kernel = kernel_name
-        tree = _parse_source(inspect.getsourcelines(fn)[0])
+        tree = parse_function(fn)[0]
         func = tree.body[0]
         if not isinstance(func, ast.FunctionDef):
             raise TypeError(f"pl.jit(interpret=True): kernel '{kernel_name}' is not a plain function")

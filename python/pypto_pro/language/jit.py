@@ -144,14 +144,13 @@ def _planned_param_error(fn, kernel: str, param: str, what: str, doc: str = None
     """UnsupportedFeatureError located at the annotation of kernel parameter `param` (a planned one:
     (what, doc)); ParserTypeError at the parameter for an annotation no kind accepts (what: the problem)."""
     from pypto_pro.language import diagnostics
-    from pypto_pro.language.parser.parser import _parse_source
+    from pypto_pro.language.parser.parser import parse_function
 
     filename = diagnostics.source_file(fn)
     line, col, end_col = fn.__code__.co_firstlineno, 0, None
     try:
-        lines, first = inspect.getsourcelines(fn)
-        indent = len(lines[0]) - len(lines[0].lstrip())
-        fdef = _parse_source(lines).body[0]
+        tree, first, indent = parse_function(fn)
+        fdef = tree.body[0]
         args = fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs
         arg = next(a for a in args if a.arg == param)
         node = arg.annotation if arg.annotation is not None else arg

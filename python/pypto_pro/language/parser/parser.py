@@ -11,6 +11,7 @@ import ast
 import builtins
 import enum
 import inspect
+import linecache
 import math
 import os
 import textwrap
@@ -139,6 +140,46 @@ def _parse_source(lines):
         return ast.parse(textwrap.dedent("".join(lines)))
 
 
+def _last_code_line(code):
+    """The last source line any instruction of `code` (or of a function nested in it) comes from."""
+    last = max((end for _, end, _, _ in code.co_positions() if end), default=code.co_firstlineno)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            last = max(last, _last_code_line(const))
+    return last
+
+
+def parse_function(fn):
+    """(module tree whose body[0] is fn's definition, fn's first source line, the definition's indent).
+
+    The block is cut from the file linecache holds, from the code object's first line (the first
+    decorator) on while lines are blank or indented deeper than the definition, and used only when it
+    parses as a definition of fn's name reaching the last line fn has code on; otherwise (source from
+    exec, a block it cannot cut) inspect.getsourcelines reads it, which tokenizes the file: several ms
+    of a new process's first launch. Raises OSError / TypeError when there is no source."""
+    code = fn.__code__
+    first = code.co_firstlineno
+    lines = linecache.getlines(code.co_filename, fn.__globals__)
+    if 0 < first <= len(lines):
+        head = lines[first - 1]
+        indent = len(head) - len(head.lstrip())
+        if head.lstrip().startswith(("@", "def ", "async def ")):
+            last_code = _last_code_line(code)
+            end = first
+            while end < len(lines) and (not lines[end].strip() or
+                                        len(lines[end]) - len(lines[end].lstrip()) > indent or end < last_code):
+                end += 1
+            try:
+                tree = _parse_source(lines[first - 1:end])
+            except SyntaxError:
+                tree = None
+            if (tree is not None and tree.body and isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and tree.body[0].name == fn.__name__ and tree.body[0].end_lineno + first - 1 >= last_code):
+                return tree, first, indent
+    lines, first = inspect.getsourcelines(fn)
+    return _parse_source(lines), first, len(lines[0]) - len(lines[0].lstrip())
+
+
 def _closure_cells(fn):
     """{name: cell} of the closure variables of `fn` that are bound."""
     cells = {}
@@ -168,12 +209,10 @@ class KernelParser:
         self.filename = diagnostics.source_file(fn)
         self.file_index = 0  # of self.filename among the function's source files (0: the kernel's)
         try:
-            lines, first_line = inspect.getsourcelines(fn)
+            tree, first_line, indent = parse_function(fn)
         except (OSError, TypeError) as exc:
             raise errors.ParserError(f"cannot read the source of kernel '{self.kernel}': {exc}",
                                      kernel=self.kernel) from None
-        indent = len(lines[0]) - len(lines[0].lstrip())
-        tree = _parse_source(lines)
         self.fdef = tree.body[0]
         self.line_offset = first_line - 1
         self.col_offset = indent
@@ -1186,10 +1225,10 @@ class KernelParser:
             raise self.error(errors.UnsupportedFeatureError, node, "*args / **kwargs calls are not supported")
         helper_file = diagnostics.source_file(fn)
         try:
-            lines, first_line = inspect.getsourcelines(fn)
+            tree, first_line, indent = parse_function(fn)
         except (OSError, TypeError) as exc:
             raise self.error(errors.ParserError, node, f"cannot read the source of '{fn.__name__}': {exc}") from None
-        fdef = _parse_source(lines).body[0]
+        fdef = tree.body[0]
         if not isinstance(fdef, ast.FunctionDef):
             raise self.error(errors.UnsupportedFeatureError, node, f"'{fn.__name__}' is not a plain function")
         args = [self.eval(a) for a in node.args]
@@ -1213,7 +1252,7 @@ class KernelParser:
         self.filename = helper_file
         self.file_index = self.fb.add_source_file(helper_file)
         self.line_offset = first_line - 1
-        self.col_offset = len(lines[0]) - len(lines[0].lstrip())
+        self.col_offset = indent
         # early: returns inside run-time control flow so far; they set `flag` and leave the value in
         # `result` (a variable made by the first one that returns a value).
         self.inline = {"value": None, "depth": self.runtime_depth, "early": 0, "flag": None, "result": None,
