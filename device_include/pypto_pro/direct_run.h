@@ -1,5 +1,6 @@
-// Direct runs (docs/device.md#direct-runs): the loads, element-wise ops and stores of a run the
-// fuse_direct pass found, computed in one pass over the window from GM through registers to GM.
+// Direct runs (docs/device.md#direct-runs; fused ops, at the end, are their local-memory kin): the
+// loads, element-wise ops and stores of a run the fuse_direct pass found, computed in one pass over
+// the window from GM through registers to GM.
 // Generated code checks every GM window first, in program order (direct_load / direct_store: the
 // faults of load / store, at the same lines), then, when no store window shares a byte with another
 // window of the run, calls DirectRows with the ops' element-wise body; otherwise it runs the
@@ -216,6 +217,86 @@ template <typename T, typename F, typename... V>
 __attribute__((always_inline)) inline f32x16 DirectOpStored(F f, V... v) {
   if constexpr (__is_same(T, float)) return RoundTo<T>(f(v...));  // keeps fp32 ops unfused (no FMA)
   else return f(v...);
+}
+
+// ---- Fused ops (docs/device.md#fused-ops) ----
+// Consecutive element-wise and broadcast ops the fuse_ops pass found, over one window of local
+// memory, in one pass: the generated code checks that every op's destination has the same valid
+// window and that no tile an op writes shares a byte with another tile of the run (else it runs the
+// ops as written), then calls FusedRows with the ops' element-wise body.
+
+// An operand of fused ops: a tile's first element and row stride (in elements).
+template <typename T>
+struct FusedOperand {
+  T* at;
+  int64_t stride;
+};
+template <typename TileT>
+inline FusedOperand<typename TileT::Elem> FusedTile(TileT& tile) {
+  return {tile.data, TileT::kCols};
+}
+
+// The bytes an operand covers: a rows x cols window, a column operand's first `rows` elements down
+// its first column (row_expand's [R, 1] tile), a row operand's first `cols` (col_expand's [1, C]).
+struct FusedSpan {
+  uintptr_t lo, hi;
+};
+template <typename TileT>
+inline FusedSpan FusedWindowSpan(const TileT& tile, int64_t rows, int64_t cols) {
+  const int64_t n = rows > 0 && cols > 0 ? (rows - 1) * TileT::kCols + cols : 0;
+  return {uintptr_t(tile.data), uintptr_t(tile.data + n)};
+}
+template <typename TileT>
+inline FusedSpan FusedColumnSpan(const TileT& tile, int64_t rows) {
+  return FusedWindowSpan(tile, rows, 1);
+}
+template <typename TileT>
+inline FusedSpan FusedRowSpan(const TileT& tile, int64_t cols) {
+  return FusedWindowSpan(tile, 1, cols);
+}
+// Whether two spans share no byte (an empty span never counts as apart: the ops then run as written).
+inline bool FusedApart(FusedSpan a, FusedSpan b) {
+  return a.lo < a.hi && b.lo < b.hi && (a.hi <= b.lo || b.hi <= a.lo);
+}
+
+// For every row of the rows x cols window and every 16 columns: the tile operands' lanes (t), the
+// column operands' element of the row as 16 lanes (c: as row_expand reads it), the row operands'
+// lanes (w: as col_expand reads them), `body(t, c, w, out)` (the ops, each result rounded to T), the
+// outputs stored. Columns past a multiple of 16 go through zero-padded lanes, as the ops' tails do.
+template <typename T, int NT, int NC, int NR, int NO, typename Body>
+__attribute__((always_inline)) inline void FusedRows(int64_t rows, int64_t cols, const FusedOperand<T>* tiles,
+                                                     const FusedOperand<T>* columns, const FusedOperand<T>* row_ops,
+                                                     const FusedOperand<T>* outs, Body body) {
+  static_assert(kIsFloatLike<T>, "fused ops compute on float-like elements");
+  constexpr int kT = NT > 0 ? NT : 1, kC = NC > 0 ? NC : 1, kR = NR > 0 ? NR : 1;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* src[kT];
+    T* dst[NO];
+    f32x16 c[kC];
+    for (int i = 0; i < NT; ++i) src[i] = tiles[i].at + r * tiles[i].stride;
+    for (int i = 0; i < NC; ++i) c[i] = detail::ScalarAs<T>(detail::Exact(columns[i].at[r * columns[i].stride]));
+    for (int j = 0; j < NO; ++j) dst[j] = outs[j].at + r * outs[j].stride;
+    int64_t k = 0;
+    for (; k + 16 <= cols; k += 16) {
+      f32x16 t[kT], w[kR], o[NO];
+      for (int i = 0; i < NT; ++i) t[i] = Load16(src[i] + k);
+      for (int i = 0; i < NR; ++i) w[i] = Load16(row_ops[i].at + k);
+      body(t, c, w, o);
+      for (int j = 0; j < NO; ++j) Store16(dst[j] + k, o[j]);
+    }
+    if (k < cols) {
+      const int64_t n = cols - k;
+      f32x16 t[kT], w[kR], o[NO];
+      for (int i = 0; i < NT; ++i) t[i] = Load16(detail::PaddedTail(src[i] + k, n).v);
+      for (int i = 0; i < NR; ++i) w[i] = Load16(detail::PaddedTail(row_ops[i].at + k, n).v);
+      body(t, c, w, o);
+      for (int j = 0; j < NO; ++j) {
+        T tail[16];
+        Store16(tail, o[j]);
+        detail::CopyTail(dst[j] + k, tail, n);
+      }
+    }
+  }
 }
 
 }  // namespace pto

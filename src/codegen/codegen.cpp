@@ -30,6 +30,13 @@ std::string ElementwiseFunctor(std::string_view op) {
   return std::string(functors.at(op));
 }
 
+// The functor of row_expand_<op> / col_expand_<op> (vector_broadcast.h).
+std::string ExpandFunctor(std::string_view op) {
+  static const std::map<std::string_view, std::string_view> functors = {
+      {"add", "AddF"}, {"sub", "SubF"}, {"mul", "MulF"}, {"div", "DivF"}, {"max", "MaxF"}, {"min", "MinF"}};
+  return std::string(functors.at(op));
+}
+
 const char* KindConstant(KernelKind kind) {
   switch (kind) {
     case KernelKind::kVector: return "PTO_KERNEL_VECTOR";
@@ -341,6 +348,7 @@ class KernelWriter {
         Line(indent, VarName(s->var) + " = &" + ViewName(s->var) + ";");
         break;
       case StmtKind::kDirectRun: EmitDirectRun(*s, indent); break;
+      case StmtKind::kFusedOps: EmitFusedOps(*s, indent); break;
       case StmtKind::kStage:
         Line(indent, "{  // pipeline stage " + s->attrs.at(0).text);
         Stmt_(s->body, indent + 1);
@@ -460,6 +468,117 @@ class KernelWriter {
     for (const std::string& line : body) Line(indent + 3, line);
     Line(indent + 2, "});");
     Line(indent + 1, "} else {  // windows overlap: op by op");
+    Stmt_(s.body, indent + 2);
+    Line(indent + 1, "}");
+    Line(indent, "}");
+  }
+
+  // Fused ops (fuse_ops; docs/device.md#fused-ops): scalar operands evaluated in program order, then,
+  // when every op's destination has the first one's valid window and no tile an op writes shares a
+  // byte with another tile of the run, one pass over the window; else the statements as written.
+  void EmitFusedOps(const StmtNode& s, int indent) {
+    std::vector<const StmtNode*> stmts;  // without auto_mutex's brackets: no-ops in a plain kernel
+    for (const Stmt& child : s.body->stmts) {
+      if (child->kind == StmtKind::kOp && !child->op->internal) stmts.push_back(child.get());
+    }
+    const std::string elem = DeviceType(stmts.front()->args[0]->type.tile->dtype);
+    const std::string first = "(*" + Expr_(stmts.front()->args[0]) + ")";
+    Line(indent, "{  // fused ops, lines " + std::to_string(LineNumber(stmts.front()->span.line)) + "-" +
+                     std::to_string(LineNumber(stmts.back()->span.line)) + ": one pass over the window");
+    Line(indent + 1, "const int64_t fr = " + first + ".valid_rows, fc = " + first + ".valid_cols;");
+    enum Role { kWindow, kColumn, kRow };
+    std::vector<std::string> lists[3], body, checks;
+    std::map<std::pair<int, int>, std::string> read;  // (tile id, role) -> its lanes in the body
+    std::map<int, std::string> value;                 // a written tile's current value in the body
+    std::map<int, Expr> written;
+    std::set<std::pair<int, int>> spans;              // (tile id, role) of every operand
+    std::map<std::pair<int, int>, Expr> operand_of;
+    const char* lanes[3] = {"t", "c", "w"};
+    for (const StmtNode* op : stmts) {
+      const std::string_view name = op->op->name;
+      const bool broadcast = name.substr(0, 11) == "row_expand_" || name.substr(0, 11) == "col_expand_";
+      const std::string functor = broadcast ? ExpandFunctor(name.substr(11)) : ElementwiseFunctor(name);
+      std::string call = "<" + elem + ">(pto::detail::" + functor + "{}";
+      for (size_t i = 1; i < op->args.size(); ++i) {
+        const Expr& arg = op->args[i];
+        if (op->op->operands[i].kind == OperandKind::kScalar) {
+          const std::string local = "fs" + std::to_string(body.size()) + "_" + std::to_string(i);
+          Line(indent + 1, "const auto " + local + " = pto::detail::ScalarAs<" + elem + ">(" + Expr_(arg) + ");");
+          call += ", " + local;
+          continue;
+        }
+        const int role = broadcast && i == 2 ? (name[0] == 'r' ? kColumn : kRow) : kWindow;
+        const std::pair<int, int> key{arg->var->id, role};
+        spans.insert(key);
+        operand_of[key] = arg;
+        if (role == kWindow && value.count(arg->var->id)) {
+          call += ", " + value.at(arg->var->id);
+          continue;
+        }
+        if (!read.count(key)) {
+          read[key] = std::string(lanes[role]) + "[" + std::to_string(lists[role].size()) + "]";
+          lists[role].push_back("pto::FusedTile(*" + Expr_(arg) + ")");
+        }
+        call += ", " + read.at(key);
+      }
+      const Expr& dst = op->args[0];
+      spans.insert({dst->var->id, kWindow});
+      operand_of[{dst->var->id, kWindow}] = dst;
+      const std::string result = "x" + std::to_string(body.size());
+      const bool read_later = ReadBeforeWritten(stmts, op, dst->var->id);
+      body.push_back("const pto::f32x16 " + result + " = " + (read_later ? "pto::DirectOp" : "pto::DirectOpStored") +
+                     call + ");  // " + std::string(name) + ", line " + std::to_string(LineNumber(op->span.line)));
+      value[dst->var->id] = result;
+      if (!written.count(dst->var->id)) {
+        written[dst->var->id] = dst;
+        if (op != stmts.front()) {
+          checks.push_back("(*" + Expr_(dst) + ").valid_rows == fr && (*" + Expr_(dst) + ").valid_cols == fc");
+        }
+      }
+    }
+    auto span = [&](const std::pair<int, int>& key) {
+      const std::string tile = "*" + Expr_(operand_of.at(key));
+      if (key.second == kColumn) return "pto::FusedColumnSpan(" + tile + ", fr)";
+      if (key.second == kRow) return "pto::FusedRowSpan(" + tile + ", fc)";
+      return "pto::FusedWindowSpan(" + tile + ", fr, fc)";
+    };
+    for (const auto& [id, tile] : written) {  // each written tile apart from every other tile of the run
+      for (const auto& key : spans) {
+        if (key.first == id || (written.count(key.first) && key.first < id)) continue;
+        checks.push_back("pto::FusedApart(" + span({id, kWindow}) + ", " + span(key) + ")");
+      }
+    }
+    std::vector<std::string> outs;
+    for (const auto& [id, tile] : written) {
+      body.push_back("out[" + std::to_string(outs.size()) + "] = " + value.at(id) + ";");
+      outs.push_back("pto::FusedTile(*" + Expr_(tile) + ")");
+    }
+    auto list = [](const std::vector<std::string>& items) {
+      std::string out;
+      for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+      return out;
+    };
+    std::string condition;
+    for (const std::string& check : checks) condition += (condition.empty() ? "" : " &&\n" + std::string(2 * (indent + 3), ' ')) + check;
+    Line(indent + 1, "if (" + (condition.empty() ? std::string("true") : condition) + ") {");
+    const char* names[3] = {"fused_tiles", "fused_columns", "fused_rows"};
+    std::string args;
+    for (int role = 0; role < 3; ++role) {
+      if (lists[role].empty()) {
+        args += ", static_cast<const pto::FusedOperand<" + elem + ">*>(nullptr)";
+        continue;
+      }
+      Line(indent + 2, "const pto::FusedOperand<" + elem + "> " + names[role] + "[] = {" + list(lists[role]) + "};");
+      args += std::string(", ") + names[role];
+    }
+    Line(indent + 2, "const pto::FusedOperand<" + elem + "> fused_out[] = {" + list(outs) + "};");
+    Line(indent + 2, "pto::FusedRows<" + elem + ", " + std::to_string(lists[kWindow].size()) + ", " +
+                         std::to_string(lists[kColumn].size()) + ", " + std::to_string(lists[kRow].size()) + ", " +
+                         std::to_string(outs.size()) + ">(fr, fc" + args + ", fused_out, [&](const pto::f32x16* t, "
+                         "const pto::f32x16* c, const pto::f32x16* w, pto::f32x16* out) {");
+    for (const std::string& line : body) Line(indent + 3, line);
+    Line(indent + 2, "});");
+    Line(indent + 1, "} else {  // windows differ or overlap: op by op");
     Stmt_(s.body, indent + 2);
     Line(indent + 1, "}");
     Line(indent, "}");

@@ -434,7 +434,8 @@ class Writer {
                                   ", shape=" + IntList(t.shape) + ", layout=pl." + std::string(Name(t.layout)) + ")");
         break;
       }
-      case StmtKind::kDirectRun: Stmt_(s->body, indent, os); break;  // (written before fusion: never met)
+      case StmtKind::kDirectRun:  // (written before fusion: never met)
+      case StmtKind::kFusedOps: Stmt_(s->body, indent, os); break;
       case StmtKind::kStage: {
         std::ostringstream body;
         Stmt_(s->body, indent, body);

@@ -132,6 +132,12 @@ Stmt Stage(const std::string& name, Stmt body, Span span) {
   return node;
 }
 
+Stmt FusedOps(Stmt body, Span span) {
+  auto node = New(StmtKind::kFusedOps, span);
+  node->body = std::move(body);
+  return node;
+}
+
 Stmt DirectRun(Stmt body, const std::vector<Var>& unwritten, Span span) {
   auto node = New(StmtKind::kDirectRun, span);
   for (const Var& var : unwritten) {

@@ -148,7 +148,8 @@ class Verifier : public IRVisitor {
       case StmtKind::kSubview: VisitSubview(*s); break;
       case StmtKind::kReinterpret: VisitReinterpret(*s); break;
       case StmtKind::kStage:
-      case StmtKind::kDirectRun: Visit(s->body); break;
+      case StmtKind::kDirectRun:
+      case StmtKind::kFusedOps: Visit(s->body); break;
       case StmtKind::kSection:
         if (in_section_) Fail(ErrorKind::kSyntax, s->span, "sections cannot be nested");
         in_section_ = true;

@@ -392,7 +392,8 @@ class Compiler {
         break;
       }
       case StmtKind::kStage:
-      case StmtKind::kDirectRun: Stmt_(s->body); break;
+      case StmtKind::kDirectRun:
+      case StmtKind::kFusedOps: Stmt_(s->body); break;
       case StmtKind::kSubview: Refuse("a tile subview");
       case StmtKind::kReinterpret: Refuse("pl.reinterpret");
     }

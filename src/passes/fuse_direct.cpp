@@ -395,9 +395,9 @@ class DirectFuser : public IRMutator {
   const Staging& staging_;
 };
 
-// Vector kernels only: the cross-core data paths of mixed kernels write local memory from the other
-// core; pl.reinterpret views may reach past their tile's declaration.
-bool Eligible(const Function& func) {
+}  // namespace
+
+bool FusionEligible(const Function& func) {
   bool eligible = true;
   ForEachStmt(func.body, [&](const StmtNode& s) {
     if (s.kind == StmtKind::kSection && s.section != SectionKind::kVector) eligible = false;
@@ -406,10 +406,8 @@ bool Eligible(const Function& func) {
   return eligible;
 }
 
-}  // namespace
-
 void FuseDirect(Function& func, const PassContext& ctx) {
-  if (!ctx.fuse_rows || !func.body || !Eligible(func)) return;
+  if (!ctx.fuse_rows || !func.body || !FusionEligible(func)) return;
   const Staging staging(func);
   DirectFuser fuser(staging);
   func.body = fuser.Mutate(func.body);

@@ -11,6 +11,7 @@ const std::vector<Pass>& Pipeline() {
       {"cv_pipeline", &CvPipeline},
       {"fuse_direct", &FuseDirect},
       {"fuse_rows", &FuseRows},
+      {"fuse_ops", &FuseOps},
       {"auto_mutex", &AutoMutex},
   };
   return pipeline;

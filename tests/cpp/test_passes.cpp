@@ -578,3 +578,67 @@ TEST(FuseDirect, WhatCouldChangeAResultStaysAsWritten) {
 
 }  // namespace
 }  // namespace pypto_pro
+
+namespace pypto_pro {
+namespace {
+
+using test_util::Op;
+using test_util::TileKernel;
+
+std::string FusedOps(ir::Function f, bool fuse = true) { return AfterFusion(&passes::FuseOps, std::move(f), fuse); }
+
+TEST(FuseOps, ElementwiseAndBroadcastOpsOfOneWindowBecomeOnePass) {
+  TileKernel k;
+  auto a = k.MakeTile("a", 16, 512), o = k.MakeTile("o", 16, 512), sq = k.MakeTile("sq", 16, 512);
+  auto col = k.MakeTile("col", 16, 1), g = k.MakeTile("g", 1, 512);
+  ir::Function f = k.With({Op("row_expand_sub", {o, a, col}, 20), Op("mul", {sq, o, o}, 21),
+                           Op("row_sum", {col, sq, a}, 22), Op("row_expand_mul", {o, o, col}, 23),
+                           Op("col_expand_mul", {o, o, g}, 24), Op("adds", {o, o, ir::FloatConst(1)}, 25)});
+  const std::string text = FusedOps(f);
+  EXPECT_NE(text.find("    fused ops:\n"
+                      "      row_expand_sub(o, a, col)\n"
+                      "      mul(sq, o, o)\n"
+                      "    row_sum(col, sq, a)\n"
+                      "    fused ops:\n"
+                      "      row_expand_mul(o, o, col)\n"
+                      "      col_expand_mul(o, o, g)\n"
+                      "      adds(o, o, 1"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(FusedOps(f, false).find("fused ops"), std::string::npos);  // instrumented instances: as written
+}
+
+TEST(FuseOps, WhatCouldChangeAResultStaysAsWritten) {
+  TileKernel k;
+  auto a = k.MakeTile("a", 16, 512), o = k.MakeTile("o", 16, 512), wide = k.MakeTile("wide", 8, 1024);
+  auto col = k.MakeTile("col", 16, 1), h = k.MakeTile("h", 16, 512, ir::DataType::kFP16);
+  auto i = k.MakeTile("i", 16, 512, ir::DataType::kInt32);
+  auto none = [&](std::vector<ir::Stmt> body) {
+    return FusedOps(k.With(std::move(body))).find("fused ops") == std::string::npos;
+  };
+  EXPECT_FALSE(none({Op("add", {o, a, a}, 20), Op("exp", {o, o}, 21)}));
+  EXPECT_TRUE(none({Op("add", {o, a, a}, 20)}));                          // one op: nothing to fuse
+  EXPECT_TRUE(none({Op("add", {o, a, a}, 20), Op("exp", {h, h}, 21)}));   // two element types
+  EXPECT_TRUE(none({Op("add", {i, i, i}, 20), Op("adds", {i, i, ir::IntConst(1)}, 21)}));  // integers fault, wrap
+  EXPECT_TRUE(none({Op("add", {o, a, a}, 20), Op("exp", {wide, wide}, 21)}));  // other row strides
+  // A broadcast operand the run writes would change under the pass.
+  EXPECT_TRUE(none({Op("row_expand_mul", {o, a, col}, 20), Op("adds", {col, col, ir::FloatConst(1)}, 21)}));
+  // A direct run's ops are already one pass, and its statements are what runs when it cannot go directly.
+  ir::Var x = k.Tensor("x", ir::DataType::kFP32, {test_util::DynamicDim(), test_util::DynamicDim()});
+  ir::Expr at = ir::Tuple({ir::IntConst(0), ir::IntConst(0)});
+  ir::Function direct = k.With({Op("load", {a, ir::VarRef(x), at}, 20), Op("add", {o, a, a}, 21),
+                                Op("exp", {o, o}, 22), Op("store", {ir::VarRef(x), o, at}, 23)});
+  passes::PassContext ctx;
+  ctx.fuse_rows = true;
+  passes::FuseDirect(direct, ctx);
+  const std::string text = FusedOps(direct);
+  EXPECT_NE(text.find("direct run"), std::string::npos) << text;
+  EXPECT_EQ(text.find("fused ops"), std::string::npos) << text;
+  // A mixed kernel: the cube core's data paths write the vector core's memory.
+  ir::Function mixed = k.With({Op("add", {o, a, a}, 20), Op("exp", {o, o}, 21)});
+  mixed.body = ir::Seq({mixed.body, ir::Section(ir::SectionKind::kCube, ir::Seq({}), test_util::At(30))});
+  EXPECT_EQ(FusedOps(mixed).find("fused ops"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pypto_pro

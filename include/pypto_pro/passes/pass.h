@@ -48,11 +48,18 @@ void CheckDataPaths(ir::Function& func, const PassContext& ctx);
 // pl.jit(pipeline=...): the stage loop's cross-core buffers (make_tile_group(fwd_ids=, bwd_ids=)) get
 // their cross-core flags; sync_only keeps the serial order of the stages.
 void CvPipeline(ir::Function& func, const PassContext& ctx);
+// Whether fuse_direct and fuse_ops may run on `func`: vector kernels only (the cross-core data paths
+// of mixed kernels write local memory from the other core), no pl.reinterpret (its views may reach
+// past their tile's declaration).
+bool FusionEligible(const ir::Function& func);
 // Runs of loads -> element-wise ops -> stores on float tiles go from GM through registers to GM, not
 // writing the tiles no later statement reads (fuse_direct.cpp); on with fuse_rows.
 void FuseDirect(ir::Function& func, const PassContext& ctx);
 // Runs of row-local vector ops over the same tiles become one loop over row strips (fuse_rows.cpp).
 void FuseRows(ir::Function& func, const PassContext& ctx);
+// Runs of element-wise and broadcast ops on float tiles of one window become one pass over it
+// (fuse_ops.cpp); on with fuse_rows, after it (its strips' ops fuse too).
+void FuseOps(ir::Function& func, const PassContext& ctx);
 // Whether `op` is row-local (row r of its results depends on row r of its operands and read-only
 // broadcast rows only), so fuse_rows may run it strip by strip.
 bool RowLocalOp(const ir::OpDef& op);

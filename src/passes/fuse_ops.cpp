@@ -1,0 +1,129 @@
+// Fused ops (docs/device.md#fused-ops): in a vector kernel, consecutive element-wise ops (binary,
+// scalar forms, unary) and row / column broadcasts (row_expand_*, col_expand_*) on tiles of one
+// float type run as one pass over their window (16 elements of every operand at a time, in
+// registers) instead of one pass per op, each result rounded to the element type as the tile holds
+// it. fuse_rows' strips fuse too: the pass runs after it.
+//
+// Every tile the ops write gets the value op by op would leave. Run-time conditions make that hold,
+// and the generated code checks them before the fused pass and otherwise runs the statements as
+// written: every op's destination has the same valid window (each op computes over its destination's
+// window, reading its sources at the same positions; then so does the fused pass), and every tile
+// an op writes shares no byte with any other tile of the run (another variable, a broadcast operand:
+// a tile is then read and written at the same element only, and element by element in program order
+// is op by op). Float ops cannot fault, and scalar operands read no tile element (they are evaluated
+// before the pass, in program order). Sanitizer and profile instances are never fused.
+#include <set>
+#include <string>
+
+#include "pypto_pro/ir/analysis.h"
+#include "pypto_pro/ir/visitor.h"
+#include "pypto_pro/op_lists.h"
+#include "pypto_pro/passes/pass.h"
+
+namespace pypto_pro::passes {
+
+namespace {
+
+using namespace ir;
+
+#define PTO_FUSED_NAME_(name, functor) #name,
+const std::set<std::string_view> kElementwiseOps = {
+    PTO_BINARY_OPS(PTO_FUSED_NAME_) PTO_SCALAR_OPS(PTO_FUSED_NAME_) PTO_UNARY_OPS(PTO_FUSED_NAME_)};
+#undef PTO_FUSED_NAME_
+const std::set<std::string_view> kBroadcastOps = {
+    "row_expand_add", "row_expand_sub", "row_expand_mul", "row_expand_div", "row_expand_max", "row_expand_min",
+    "col_expand_add", "col_expand_sub", "col_expand_mul", "col_expand_div", "col_expand_max", "col_expand_min"};
+
+bool FloatVecTile(const TileType& t) {
+  return t.shape.size() == 2 && t.memory == MemorySpace::kVec && t.pad == 0 && t.compact == 0 &&
+         (t.dtype == DataType::kFP32 || t.dtype == DataType::kFP16 || t.dtype == DataType::kBF16);
+}
+
+// A run being collected: its element type, the columns of its window operands' tiles (all the same:
+// the ops read their sources at their destination's row stride), the tiles it writes and those it
+// reads as broadcast operands (never the same: a broadcast operand must keep its values all run long).
+struct Run {
+  std::vector<Stmt> stmts;
+  DataType dtype = DataType::kFP32;
+  int64_t cols = -1;
+  std::set<int> written, broadcast;
+};
+
+// Whether `s` continues `run` (then `run` takes its type, columns and tiles; not its statement).
+bool Joins(Run& run, const StmtNode& s) {
+  if (s.kind != StmtKind::kOp || !s.op || !s.attrs.empty()) return false;
+  const std::string_view name = s.op->name;
+  const bool broadcast_op = kBroadcastOps.count(name) > 0;
+  if (!broadcast_op && !kElementwiseOps.count(name)) return false;
+  Run next = run;
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    const Expr& arg = s.args[i];
+    if (s.op->operands[i].kind == OperandKind::kScalar) {
+      if (ReadsTileElement(arg)) return false;
+      continue;
+    }
+    if (!arg || arg->kind != ExprKind::kVar || !arg->type.IsTile()) return false;
+    const TileType& t = *arg->type.tile;
+    if (!FloatVecTile(t) || (next.cols >= 0 && t.dtype != next.dtype)) return false;
+    next.dtype = t.dtype;
+    if (broadcast_op && i == 2) {  // the [R, 1] column or [1, C] row: any such tile
+      next.broadcast.insert(arg->var->id);
+      continue;
+    }
+    if (t.layout != Layout::kND || (next.cols >= 0 && t.Cols() != next.cols)) return false;
+    next.cols = t.Cols();
+  }
+  next.written.insert(s.args[0]->var->id);
+  for (int id : next.written) {
+    if (next.broadcast.count(id)) return false;
+  }
+  next.stmts = std::move(run.stmts);
+  run = std::move(next);
+  return true;
+}
+
+class OpFuser : public IRMutator {
+ protected:
+  Stmt MutateStmt(const Stmt& s) override {
+    if (s->kind == StmtKind::kDirectRun) return s;  // already one pass; its statements are its fallback
+    Stmt mutated = IRMutator::MutateStmt(s);
+    if (mutated->kind != StmtKind::kSeq) return mutated;
+    std::vector<Stmt> out;
+    bool changed = false;
+    Run run;
+    auto flush = [&] {
+      if (run.stmts.size() >= 2) {
+        out.push_back(FusedOps(Seq(run.stmts, run.stmts.front()->span), run.stmts.front()->span));
+        changed = true;
+      } else {
+        out.insert(out.end(), run.stmts.begin(), run.stmts.end());
+      }
+      run = Run{};
+    };
+    for (const Stmt& child : mutated->stmts) {
+      if (!Joins(run, *child)) {
+        flush();
+        if (!Joins(run, *child)) {
+          out.push_back(child);
+          continue;
+        }
+      }
+      run.stmts.push_back(child);
+    }
+    flush();
+    if (!changed) return mutated;
+    auto node = CopyNode(mutated);
+    node->stmts = std::move(out);
+    return node;
+  }
+};
+
+}  // namespace
+
+void FuseOps(Function& func, const PassContext& ctx) {
+  if (!ctx.fuse_rows || !func.body || !FusionEligible(func)) return;
+  OpFuser fuser;
+  func.body = fuser.Mutate(func.body);
+}
+
+}  // namespace pypto_pro::passes
