@@ -269,7 +269,7 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         const char* op = in.e ? "store_tile" : "store";
         ByElem(td.elem, [&]<typename T>() {
           ByRank(td.rank, [&]<int N>() {
-            detail::Store(ctx, in.line, op, in.f, in.imm, in.d, in.g, in.h, in.e != 0, Typed<T, N>(gm[in.b]),
+            detail::Store(ctx, in.line, op, in.f, in.imm, in.d, in.g, in.h, in.e != 0, false, Typed<T, N>(gm[in.b]),
                           Ref<T>(d, st), Offsets<N>(r + in.c));
           });
         });

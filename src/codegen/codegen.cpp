@@ -323,7 +323,7 @@ class KernelWriter {
       case StmtKind::kWhile:
         Line(indent, "while (" + Expr_(s->cond) + ") {");
         Line(indent + 1, "pto::Poll(ctx, " + std::to_string(s->span.line) + ");  // cancellable at every back-edge");
-        Stmt_(s->body, indent + 1);
+        LoopBody(s->body, indent + 1);
         Line(indent, "}");
         break;
       case StmtKind::kIf:
@@ -363,10 +363,26 @@ class KernelWriter {
         Line(indent, std::string("if (ctx.core_type == ") +
                          (s->section == SectionKind::kVector ? "PTO_CORE_AIV" : "PTO_CORE_AIC") + ") {  // section " +
                          Name(s->section) + " (line " + std::to_string(LineNumber(s->span.line)) + ")");
-        Stmt_(s->body, indent + 1);
+        LoopBody(s->body, indent + 1);
         Line(indent, "}");
         break;
     }
+  }
+
+  // A loop's (or a section's) body, its stores cached when it computes at least 3 vector ops per store
+  // (data_movement.h, kStreamingStoreBytes: a streaming store stalls the core until its lines reach
+  // memory; a kernel that computes between its stores overlaps cached stores' write-backs instead).
+  void LoopBody(const Stmt& body, int indent) {
+    int ops = 0, stores = 0;
+    ForEachStmt(body, [&](const StmtNode& st) {
+      if (st.kind != StmtKind::kOp || !st.op || st.op->internal) return;
+      if (st.op->name == "store" || st.op->name == "store_tile") ++stores;
+      else if (st.op->pipe_rule == PipeRule::kFixed && st.op->pipe == Pipe::kV) ++ops;
+    });
+    const bool outer = cached_stores_;
+    cached_stores_ = !instrument_ && stores > 0 && ops >= 3 * stores;
+    Stmt_(body, indent);
+    cached_stores_ = outer;
   }
 
   // Whether an element-wise op after `op` in `stmts` reads tile `id` before one writes it.
@@ -601,7 +617,7 @@ class KernelWriter {
     Line(indent + 1, "for (int64_t " + it + " = " + lo + "; " + cond + "; " + it + " += " + st + ") {");
     Line(indent + 2, "pto::Poll(ctx, " + std::to_string(s.span.line) + ");  // cancellable at every back-edge");
     Line(indent + 2, VarName(s.var) + " = " + ScalarCType(s.var->type.dtype) + "(" + it + ");");
-    Stmt_(s.body, indent + 2);
+    LoopBody(s.body, indent + 2);
     Line(indent + 1, "}");
     Line(indent, "}");
   }
@@ -638,7 +654,9 @@ class KernelWriter {
         operands.back() = local;
       }
     }
-    std::string call = std::string(s.op->device_fn) + "(ctx, " + std::to_string(s.span.line);
+    std::string call = std::string(s.op->device_fn) +
+                       (cached_stores_ && (s.op->name == "store" || s.op->name == "store_tile") ? "_cached" : "") +
+                       "(ctx, " + std::to_string(s.span.line);
     // Every implemented option in declaration order (a default when the IR carries none), so each
     // device function has one signature however the statement was built.
     for (const auto& [spec, attr] : OpOptions(s)) {
@@ -855,6 +873,7 @@ class KernelWriter {
   const Function& func_;
   const ArchModel& arch_;
   const bool instrument_;  // the sanitizer's hooks: sanitizer mode, or profile mode (which records instead)
+  bool cached_stores_ = false;  // the stores being emitted go through the caches (LoopBody)
   const bool profile_;     // profile mode: each op also reports its work
   const bool debug_;       // debug mode: #line directives to the kernel's Python lines
   const std::string report_;

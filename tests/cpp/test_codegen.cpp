@@ -115,6 +115,24 @@ ir::Function ScaleKernel() {
   return f;
 }
 
+// A section (or loop body) that computes 3 vector ops per store or more stores through the caches
+// (store_cached: its write-backs overlap the next tile's ops); a load -> op -> store stays streamed.
+TEST(Codegen, StoresAfterEnoughComputeGoThroughTheCaches) {
+  auto kernel = [](int extra_ops) {
+    ir::Function f = ScaleKernel();
+    std::vector<ir::Stmt> stmts = f.body->stmts;
+    const ir::Expr t = stmts[3]->args[0];
+    std::vector<ir::Stmt> section(stmts.begin() + 2, stmts.end() - 1);
+    for (int i = 0; i < extra_ops; ++i) section.push_back(test_util::Op("exp", {t, t}, 6));
+    section.push_back(stmts.back());
+    f.body = ir::Seq({stmts[0], stmts[1], ir::Section(ir::SectionKind::kVector, ir::Seq(section))});
+    return GenerateAfterPipeline(f).kernel_cpp;
+  };
+  EXPECT_NE(kernel(0).find("pto::store_tile(ctx, 7,"), std::string::npos) << kernel(0);
+  EXPECT_NE(kernel(1).find("pto::store_tile(ctx, 7,"), std::string::npos) << kernel(1);
+  EXPECT_NE(kernel(2).find("pto::store_tile_cached(ctx, 7,"), std::string::npos) << kernel(2);
+}
+
 // call_kernel takes the slots of ir/launcher_slots.h: tensors, scalars, then one int32 per DYNAMIC
 // dim; the packed launcher reads the same order, and fixed and STATIC dims are compiled in.
 TEST(Codegen, LauncherFollowsTheSlotOrder) {
