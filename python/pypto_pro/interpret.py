@@ -11,7 +11,6 @@ NotImplementedError at its line instead of doing anything else. Launches are syn
 from __future__ import annotations
 
 import ast
-import inspect
 import sys
 import threading
 

@@ -30,6 +30,12 @@ std::string ElementwiseFunctor(std::string_view op) {
   return std::string(functors.at(op));
 }
 
+std::string CommaList(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
 // The functor of row_expand_<op> / col_expand_<op> (vector_broadcast.h).
 std::string ExpandFunctor(std::string_view op) {
   static const std::map<std::string_view, std::string_view> functors = {
@@ -399,6 +405,15 @@ class KernelWriter {
     return false;
   }
 
+  // A scalar operand of a fused body (op `step`'s operand `i`), evaluated as the element type before
+  // the body runs: the name of its local.
+  std::string HoistedScalar(const std::string& prefix, size_t step, size_t i, const Expr& arg,
+                            const std::string& elem, int indent) {
+    const std::string local = prefix + std::to_string(step) + "_" + std::to_string(i);
+    Line(indent, "const auto " + local + " = pto::detail::ScalarAs<" + elem + ">(" + Expr_(arg) + ");");
+    return local;
+  }
+
   // A direct run (fuse_direct; docs/device.md#direct-runs): the loads' and stores' windows checked and
   // the ops' scalar operands evaluated in program order, then one pass over the window from GM through
   // registers to GM; the statements as written when a store's window overlaps another of the run.
@@ -446,9 +461,7 @@ class KernelWriter {
         for (size_t i = 1; i < op->args.size(); ++i) {
           const Expr& arg = op->args[i];
           if (op->op->operands[i].kind == OperandKind::kScalar) {
-            const std::string local = "ds" + std::to_string(body.size()) + "_" + std::to_string(i);
-            Line(indent + 1, "const auto " + local + " = pto::detail::ScalarAs<" + elem + ">(" + Expr_(arg) + ");");
-            call += ", " + local;
+            call += ", " + HoistedScalar("ds", body.size(), i, arg, elem, indent + 1);
             continue;
           }
           if (!value.count(arg->var->id)) {  // a tile the run reads before writing it: from local memory
@@ -470,13 +483,8 @@ class KernelWriter {
       body.push_back("out[" + std::to_string(outs.size()) + "] = " + value.at(id) + ";");
       outs.push_back("pto::DirectTile(*" + Expr_(tile) + ")");
     }
-    auto list = [](const std::vector<std::string>& items) {
-      std::string out;
-      for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-      return out;
-    };
-    Line(indent + 1, "const pto::DirectWindow<" + elem + "> direct_in[] = {" + list(ins) + "};");
-    Line(indent + 1, "const pto::DirectWindow<" + elem + "> direct_out[] = {" + list(outs) + "};");
+    Line(indent + 1, "const pto::DirectWindow<" + elem + "> direct_in[] = {" + CommaList(ins) + "};");
+    Line(indent + 1, "const pto::DirectWindow<" + elem + "> direct_out[] = {" + CommaList(outs) + "};");
     Line(indent + 1, "if (pto::DirectDisjoint(" + rows + ", " + cols + ", direct_in, direct_out)) {");
     for (const StmtNode* load : kept_loads) EmitOp(*load, indent + 2);
     Line(indent + 2, "pto::DirectRows(" + rows + ", " + cols +
@@ -518,9 +526,7 @@ class KernelWriter {
       for (size_t i = 1; i < op->args.size(); ++i) {
         const Expr& arg = op->args[i];
         if (op->op->operands[i].kind == OperandKind::kScalar) {
-          const std::string local = "fs" + std::to_string(body.size()) + "_" + std::to_string(i);
-          Line(indent + 1, "const auto " + local + " = pto::detail::ScalarAs<" + elem + ">(" + Expr_(arg) + ");");
-          call += ", " + local;
+          call += ", " + HoistedScalar("fs", body.size(), i, arg, elem, indent + 1);
           continue;
         }
         const int role = broadcast && i == 2 ? (name[0] == 'r' ? kColumn : kRow) : kWindow;
@@ -569,11 +575,6 @@ class KernelWriter {
       body.push_back("out[" + std::to_string(outs.size()) + "] = " + value.at(id) + ";");
       outs.push_back("pto::FusedTile(*" + Expr_(tile) + ")");
     }
-    auto list = [](const std::vector<std::string>& items) {
-      std::string out;
-      for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
-      return out;
-    };
     std::string condition;
     for (const std::string& check : checks) condition += (condition.empty() ? "" : " &&\n" + std::string(2 * (indent + 3), ' ')) + check;
     Line(indent + 1, "if (" + (condition.empty() ? std::string("true") : condition) + ") {");
@@ -584,10 +585,10 @@ class KernelWriter {
         args += ", static_cast<const pto::FusedOperand<" + elem + ">*>(nullptr)";
         continue;
       }
-      Line(indent + 2, "const pto::FusedOperand<" + elem + "> " + names[role] + "[] = {" + list(lists[role]) + "};");
+      Line(indent + 2, "const pto::FusedOperand<" + elem + "> " + names[role] + "[] = {" + CommaList(lists[role]) + "};");
       args += std::string(", ") + names[role];
     }
-    Line(indent + 2, "const pto::FusedOperand<" + elem + "> fused_out[] = {" + list(outs) + "};");
+    Line(indent + 2, "const pto::FusedOperand<" + elem + "> fused_out[] = {" + CommaList(outs) + "};");
     Line(indent + 2, "pto::FusedRows<" + elem + ", " + std::to_string(lists[kWindow].size()) + ", " +
                          std::to_string(lists[kColumn].size()) + ", " + std::to_string(lists[kRow].size()) + ", " +
                          std::to_string(outs.size()) + ">(fr, fc" + args + ", fused_out, [&](const pto::f32x16* t, "

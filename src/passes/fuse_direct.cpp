@@ -36,11 +36,6 @@ namespace {
 
 using namespace ir;
 
-#define PTO_DIRECT_NAME_(name, functor) #name,
-const std::set<std::string_view> kElementwiseOps = {
-    PTO_BINARY_OPS(PTO_DIRECT_NAME_) PTO_SCALAR_OPS(PTO_DIRECT_NAME_) PTO_UNARY_OPS(PTO_DIRECT_NAME_)};
-#undef PTO_DIRECT_NAME_
-
 bool IsLoad(const StmtNode& s) {
   return s.kind == StmtKind::kOp && s.op && (s.op->name == "load" || s.op->name == "load_tile");
 }
@@ -48,7 +43,7 @@ bool IsStore(const StmtNode& s) {
   return s.kind == StmtKind::kOp && s.op && (s.op->name == "store" || s.op->name == "store_tile");
 }
 bool IsElementwise(const StmtNode& s) {
-  return s.kind == StmtKind::kOp && s.op && kElementwiseOps.count(s.op->name) > 0;
+  return s.kind == StmtKind::kOp && s.op && ElementwiseOp(s.op->name);
 }
 
 // Every option of the statement at its default (no order=, atomic=, relu, scale, phase).
@@ -396,6 +391,14 @@ class DirectFuser : public IRMutator {
 };
 
 }  // namespace
+
+bool ElementwiseOp(std::string_view name) {
+#define PTO_DIRECT_NAME_(name, functor) #name,
+  static const std::set<std::string_view> ops = {
+      PTO_BINARY_OPS(PTO_DIRECT_NAME_) PTO_SCALAR_OPS(PTO_DIRECT_NAME_) PTO_UNARY_OPS(PTO_DIRECT_NAME_)};
+#undef PTO_DIRECT_NAME_
+  return ops.count(name) > 0;
+}
 
 bool FusionEligible(const Function& func) {
   bool eligible = true;

@@ -17,7 +17,6 @@
 
 #include "pypto_pro/ir/analysis.h"
 #include "pypto_pro/ir/visitor.h"
-#include "pypto_pro/op_lists.h"
 #include "pypto_pro/passes/pass.h"
 
 namespace pypto_pro::passes {
@@ -26,10 +25,6 @@ namespace {
 
 using namespace ir;
 
-#define PTO_FUSED_NAME_(name, functor) #name,
-const std::set<std::string_view> kElementwiseOps = {
-    PTO_BINARY_OPS(PTO_FUSED_NAME_) PTO_SCALAR_OPS(PTO_FUSED_NAME_) PTO_UNARY_OPS(PTO_FUSED_NAME_)};
-#undef PTO_FUSED_NAME_
 const std::set<std::string_view> kBroadcastOps = {
     "row_expand_add", "row_expand_sub", "row_expand_mul", "row_expand_div", "row_expand_max", "row_expand_min",
     "col_expand_add", "col_expand_sub", "col_expand_mul", "col_expand_div", "col_expand_max", "col_expand_min"};
@@ -54,7 +49,7 @@ bool Joins(Run& run, const StmtNode& s) {
   if (s.kind != StmtKind::kOp || !s.op || !s.attrs.empty()) return false;
   const std::string_view name = s.op->name;
   const bool broadcast_op = kBroadcastOps.count(name) > 0;
-  if (!broadcast_op && !kElementwiseOps.count(name)) return false;
+  if (!broadcast_op && !ElementwiseOp(name)) return false;
   Run next = run;
   for (size_t i = 0; i < s.args.size(); ++i) {
     const Expr& arg = s.args[i];

@@ -6,6 +6,7 @@ import sys
 import threading
 from pathlib import Path
 
+import pypto_pro
 import pypto_pro.language as pl
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -32,6 +33,22 @@ def module_from_source(tmp_path, name, source):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def fused_and_unfused(monkeypatch, fn, name, launch, dump):
+    """`fn` compiled without the fusion passes (PYPTO_PRO_FUSE_ROWS=0) and with them, each launched by
+    `launch(kernel)` on its compiled library (no tier-0): (unfused results, fused results, the fused
+    instance's IR dump `dump` (PYPTO_PRO_DUMP_IR's ir_<n>_<pass>.txt), its kernel.cpp)."""
+    results = []
+    for fuse in ("0", "1"):
+        monkeypatch.setenv("PYPTO_PRO_FUSE_ROWS", fuse)
+        monkeypatch.setenv("PYPTO_PRO_DUMP_IR", "1")
+        monkeypatch.setenv("PYPTO_PRO_TIER0", "0")
+        kernel = pl.jit(fn, name=f"{name}_fuse{fuse}")
+        results.append(launch(kernel))
+        pypto_pro.runtime.synchronize()
+        inst = Path(kernel.instances()[0].dir)
+    return results[0], results[1], (inst / dump).read_text(), (inst / "kernel.cpp").read_text()
 
 
 def pipeline_generated(kernel, tiling_key=None, **jit_options):

@@ -13,7 +13,7 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
-from kernels import module_from_source
+from kernels import fused_and_unfused, module_from_source
 
 ROOT = Path(__file__).resolve().parents[2]
 _LISTS = (ROOT / "device_include" / "pypto_pro" / "op_lists.h").read_text()
@@ -76,16 +76,7 @@ def _reference(op, x, y):
 
 def _both(monkeypatch, fn, name, launch):
     """(unfused results, fused results, the fused instance's fuse_direct IR, its kernel.cpp)."""
-    results = []
-    for fuse in ("0", "1"):
-        monkeypatch.setenv("PYPTO_PRO_FUSE_ROWS", fuse)
-        monkeypatch.setenv("PYPTO_PRO_DUMP_IR", "1")
-        monkeypatch.setenv("PYPTO_PRO_TIER0", "0")  # every launch on the compiled kernel
-        kernel = pl.jit(fn, name=f"{name}_fuse{fuse}")
-        results.append(launch(kernel))
-        pypto_pro.runtime.synchronize()
-        inst = Path(kernel.instances()[0].dir)
-    return results[0], results[1], (inst / "ir_5_fuse_direct.txt").read_text(), (inst / "kernel.cpp").read_text()
+    return fused_and_unfused(monkeypatch, fn, name, launch, "ir_5_fuse_direct.txt")
 
 
 def _same_bits(a, b):

@@ -7,14 +7,11 @@ fused ops. Then the run-time conditions: destinations of different windows and t
 bytes run op by op, with the same results."""
 
 import re
-from pathlib import Path
 
 import pytest
 import torch
 
-import pypto_pro
-import pypto_pro.language as pl
-from kernels import module_from_source
+from kernels import fused_and_unfused, module_from_source
 from test_fuse_direct import BINARY, NO_BF16, POSITIVE, SCALAR, TORCH_DTYPE, UNARY, _reference, _same_bits
 
 ROWS, COLS = 13, 200  # of 16 x 208 tiles: tail rows, and 8 columns past a multiple of 16
@@ -73,16 +70,7 @@ def _broadcast_reference(op, x, col, row):
 
 def _both(monkeypatch, fn, name, launch):
     """(unfused results, fused results, the fused instance's fuse_ops IR, its kernel.cpp)."""
-    results = []
-    for fuse in ("0", "1"):
-        monkeypatch.setenv("PYPTO_PRO_FUSE_ROWS", fuse)
-        monkeypatch.setenv("PYPTO_PRO_DUMP_IR", "1")
-        monkeypatch.setenv("PYPTO_PRO_TIER0", "0")  # every launch on the compiled kernel
-        kernel = pl.jit(fn, name=f"{name}_fuse{fuse}")
-        results.append(launch(kernel))
-        pypto_pro.runtime.synchronize()
-        inst = Path(kernel.instances()[0].dir)
-    return results[0], results[1], (inst / "ir_7_fuse_ops.txt").read_text(), (inst / "kernel.cpp").read_text()
+    return fused_and_unfused(monkeypatch, fn, name, launch, "ir_7_fuse_ops.txt")
 
 
 CASES = [(op, d) for op in BINARY + SCALAR + UNARY + BROADCAST for d in ("DT_FP32", "DT_FP16", "DT_BF16")

@@ -52,6 +52,9 @@ void CvPipeline(ir::Function& func, const PassContext& ctx);
 // of mixed kernels write local memory from the other core), no pl.reinterpret (its views may reach
 // past their tile's declaration).
 bool FusionEligible(const ir::Function& func);
+// Whether `name` is an element-wise op of op_lists.h (binary, scalar forms, unary): what direct runs
+// and fused ops compute in registers.
+bool ElementwiseOp(std::string_view name);
 // Runs of loads -> element-wise ops -> stores on float tiles go from GM through registers to GM, not
 // writing the tiles no later statement reads (fuse_direct.cpp); on with fuse_rows.
 void FuseDirect(ir::Function& func, const PassContext& ctx);
