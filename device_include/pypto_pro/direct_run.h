@@ -9,6 +9,7 @@
 
 #include "pypto_pro/data_movement.h"
 #include "pypto_pro/vector_ops.h"
+#include "pypto_pro/vector_reduce.h"
 
 namespace pto {
 
@@ -261,40 +262,56 @@ inline bool FusedApart(FusedSpan a, FusedSpan b) {
 
 // For every row of the rows x cols window and every 16 columns: the tile operands' lanes (t), the
 // column operands' element of the row as 16 lanes (c: as row_expand reads it), the row operands'
-// lanes (w: as col_expand reads them), `body(t, c, w, out)` (the ops, each result rounded to T), the
-// outputs stored. Columns past a multiple of 16 go through zero-padded lanes, as the ops' tails do.
-template <typename T, int NT, int NC, int NR, int NO, typename Body>
+// lanes (w: as col_expand reads them), `body(t, c, w, out, s)` (the ops, each result rounded to T),
+// the outputs stored, and the lanes each row_sum of the run reads (s) added up; at the row's end
+// each sum goes to its column tile. Columns past a multiple of 16 go through zero-padded lanes, as
+// the ops' tails do. The sums add in SumRun's order (vector_reduce.h: four accumulators over 64
+// columns at a time, then 16 at a time into the first, the zero-padded tail into the second), so
+// each is the bits row_sum gives.
+template <typename T, int NT, int NC, int NR, int NO, int NS, typename Body>
 __attribute__((always_inline)) inline void FusedRows(int64_t rows, int64_t cols, const FusedOperand<T>* tiles,
                                                      const FusedOperand<T>* columns, const FusedOperand<T>* row_ops,
-                                                     const FusedOperand<T>* outs, Body body) {
+                                                     const FusedOperand<T>* outs, const FusedOperand<T>* sums,
+                                                     Body body) {
   static_assert(kIsFloatLike<T>, "fused ops compute on float-like elements");
-  constexpr int kT = NT > 0 ? NT : 1, kC = NC > 0 ? NC : 1, kR = NR > 0 ? NR : 1;
+  constexpr int kT = NT > 0 ? NT : 1, kC = NC > 0 ? NC : 1, kR = NR > 0 ? NR : 1, kO = NO > 0 ? NO : 1,
+                kS = NS > 0 ? NS : 1;
+  const int64_t by_four = cols / 64 * 64;  // SumRun's four-accumulator columns
   for (int64_t r = 0; r < rows; ++r) {
     const T* src[kT];
-    T* dst[NO];
-    f32x16 c[kC];
+    T* dst[kO];
+    f32x16 c[kC], acc[kS][4] = {};
     for (int i = 0; i < NT; ++i) src[i] = tiles[i].at + r * tiles[i].stride;
     for (int i = 0; i < NC; ++i) c[i] = detail::ScalarAs<T>(detail::Exact(columns[i].at[r * columns[i].stride]));
     for (int j = 0; j < NO; ++j) dst[j] = outs[j].at + r * outs[j].stride;
     int64_t k = 0;
     for (; k + 16 <= cols; k += 16) {
-      f32x16 t[kT], w[kR], o[NO];
+      f32x16 t[kT], w[kR], o[kO], s[kS];
       for (int i = 0; i < NT; ++i) t[i] = Load16(src[i] + k);
       for (int i = 0; i < NR; ++i) w[i] = Load16(row_ops[i].at + k);
-      body(t, c, w, o);
+      body(t, c, w, o, s);
       for (int j = 0; j < NO; ++j) Store16(dst[j] + k, o[j]);
+      const int into = k < by_four ? int(k / 16 % 4) : 0;
+      for (int i = 0; i < NS; ++i) acc[i][into] += s[i];
     }
     if (k < cols) {
       const int64_t n = cols - k;
-      f32x16 t[kT], w[kR], o[NO];
+      f32x16 t[kT], w[kR], o[kO], s[kS];
       for (int i = 0; i < NT; ++i) t[i] = Load16(detail::PaddedTail(src[i] + k, n).v);
       for (int i = 0; i < NR; ++i) w[i] = Load16(detail::PaddedTail(row_ops[i].at + k, n).v);
-      body(t, c, w, o);
+      body(t, c, w, o, s);
       for (int j = 0; j < NO; ++j) {
         T tail[16];
         Store16(tail, o[j]);
         detail::CopyTail(dst[j] + k, tail, n);
       }
+      for (int i = 0; i < NS; ++i) {
+        for (int64_t lane = n; lane < 16; ++lane) s[i][lane] = 0.0f;  // as SumRun's zero-padded tail
+        acc[i][1] += s[i];
+      }
+    }
+    for (int i = 0; i < NS; ++i) {
+      sums[i].at[r * sums[i].stride] = FromFloat<T>(detail::SumLanes((acc[i][0] + acc[i][1]) + (acc[i][2] + acc[i][3])));
     }
   }
 }

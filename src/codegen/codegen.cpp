@@ -517,9 +517,31 @@ class KernelWriter {
     std::map<int, Expr> written;
     std::set<std::pair<int, int>> spans;              // (tile id, role) of every operand
     std::map<std::pair<int, int>, Expr> operand_of;
+    std::vector<std::string> sums;  // the row sums' column tiles (written: apart from every other tile)
     const char* lanes[3] = {"t", "c", "w"};
+    auto lanes_of = [&](const Expr& arg) {  // a window operand's current lanes in the body
+      const std::pair<int, int> key{arg->var->id, kWindow};
+      spans.insert(key);
+      operand_of[key] = arg;
+      if (value.count(arg->var->id)) return value.at(arg->var->id);
+      if (!read.count(key)) {
+        read[key] = "t[" + std::to_string(lists[kWindow].size()) + "]";
+        lists[kWindow].push_back("pto::FusedTile(*" + Expr_(arg) + ")");
+      }
+      return read.at(key);
+    };
     for (const StmtNode* op : stmts) {
       const std::string_view name = op->op->name;
+      if (name == "row_sum") {  // row_sum(out, src, tmp): src's lanes summed, out[r] at the row's end
+        const Expr& src = op->args[1];
+        checks.push_back("(*" + Expr_(src) + ").valid_rows == fr && (*" + Expr_(src) + ").valid_cols == fc");
+        body.push_back("s[" + std::to_string(sums.size()) + "] = " + lanes_of(src) + ";  // row_sum, line " +
+                       std::to_string(LineNumber(op->span.line)));
+        spans.insert({op->args[0]->var->id, kColumn});
+        operand_of[{op->args[0]->var->id, kColumn}] = op->args[0];
+        sums.push_back("pto::FusedTile(*" + Expr_(op->args[0]) + ")");
+        continue;
+      }
       const bool broadcast = name.substr(0, 11) == "row_expand_" || name.substr(0, 11) == "col_expand_";
       const std::string functor = broadcast ? ExpandFunctor(name.substr(11)) : ElementwiseFunctor(name);
       std::string call = "<" + elem + ">(pto::detail::" + functor + "{}";
@@ -530,13 +552,13 @@ class KernelWriter {
           continue;
         }
         const int role = broadcast && i == 2 ? (name[0] == 'r' ? kColumn : kRow) : kWindow;
+        if (role == kWindow) {
+          call += ", " + lanes_of(arg);
+          continue;
+        }
         const std::pair<int, int> key{arg->var->id, role};
         spans.insert(key);
         operand_of[key] = arg;
-        if (role == kWindow && value.count(arg->var->id)) {
-          call += ", " + value.at(arg->var->id);
-          continue;
-        }
         if (!read.count(key)) {
           read[key] = std::string(lanes[role]) + "[" + std::to_string(lists[role].size()) + "]";
           lists[role].push_back("pto::FusedTile(*" + Expr_(arg) + ")");
@@ -564,10 +586,17 @@ class KernelWriter {
       if (key.second == kRow) return "pto::FusedRowSpan(" + tile + ", fc)";
       return "pto::FusedWindowSpan(" + tile + ", fr, fc)";
     };
-    for (const auto& [id, tile] : written) {  // each written tile apart from every other tile of the run
+    // Each written tile (an op's destination, a sum's column) apart from every other tile of the run.
+    std::vector<std::pair<int, int>> outputs;
+    for (const auto& [id, tile] : written) outputs.push_back({id, kWindow});
+    for (const StmtNode* op : stmts) {
+      if (op->op->name == "row_sum") outputs.push_back({op->args[0]->var->id, kColumn});
+    }
+    for (size_t a = 0; a < outputs.size(); ++a) {
       for (const auto& key : spans) {
-        if (key.first == id || (written.count(key.first) && key.first < id)) continue;
-        checks.push_back("pto::FusedApart(" + span({id, kWindow}) + ", " + span(key) + ")");
+        const bool earlier_output = std::find(outputs.begin(), outputs.begin() + long(a), key) != outputs.begin() + long(a);
+        if (key.first == outputs[a].first || earlier_output) continue;
+        checks.push_back("pto::FusedApart(" + span(outputs[a]) + ", " + span(key) + ")");
       }
     }
     std::vector<std::string> outs;
@@ -588,11 +617,20 @@ class KernelWriter {
       Line(indent + 2, "const pto::FusedOperand<" + elem + "> " + names[role] + "[] = {" + CommaList(lists[role]) + "};");
       args += std::string(", ") + names[role];
     }
-    Line(indent + 2, "const pto::FusedOperand<" + elem + "> fused_out[] = {" + CommaList(outs) + "};");
+    for (const std::vector<std::string>* list : {&outs, &sums}) {
+      if (list->empty()) {
+        args += ", static_cast<const pto::FusedOperand<" + elem + ">*>(nullptr)";
+        continue;
+      }
+      const std::string name = list == &outs ? "fused_out" : "fused_sums";
+      Line(indent + 2, "const pto::FusedOperand<" + elem + "> " + name + "[] = {" + CommaList(*list) + "};");
+      args += ", " + name;
+    }
     Line(indent + 2, "pto::FusedRows<" + elem + ", " + std::to_string(lists[kWindow].size()) + ", " +
                          std::to_string(lists[kColumn].size()) + ", " + std::to_string(lists[kRow].size()) + ", " +
-                         std::to_string(outs.size()) + ">(fr, fc" + args + ", fused_out, [&](const pto::f32x16* t, "
-                         "const pto::f32x16* c, const pto::f32x16* w, pto::f32x16* out) {");
+                         std::to_string(outs.size()) + ", " + std::to_string(sums.size()) + ">(fr, fc" + args +
+                         ", [&](const pto::f32x16* t, const pto::f32x16* c, const pto::f32x16* w, pto::f32x16* out, "
+                         "pto::f32x16* s) {");
     for (const std::string& line : body) Line(indent + 3, line);
     Line(indent + 2, "});");
     Line(indent + 1, "} else {  // windows differ or overlap: op by op");

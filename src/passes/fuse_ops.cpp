@@ -2,13 +2,15 @@
 // scalar forms, unary) and row / column broadcasts (row_expand_*, col_expand_*) on tiles of one
 // float type run as one pass over their window (16 elements of every operand at a time, in
 // registers) instead of one pass per op, each result rounded to the element type as the tile holds
-// it. fuse_rows' strips fuse too: the pass runs after it.
+// it. Row sums (row_sum) may join a run after its first op: they add up as the pass goes, in
+// row_sum's own order, and no later op of the run reads their column. fuse_rows' strips fuse too: the pass runs after it.
 //
 // Every tile the ops write gets the value op by op would leave. Run-time conditions make that hold,
 // and the generated code checks them before the fused pass and otherwise runs the statements as
-// written: every op's destination has the same valid window (each op computes over its destination's
-// window, reading its sources at the same positions; then so does the fused pass), and every tile
-// an op writes shares no byte with any other tile of the run (another variable, a broadcast operand:
+// written: every op's destination (every sum's source) has the same valid window (each op computes
+// over its destination's window, reading its sources at the same positions, a sum over its source's;
+// then so does the fused pass), and every tile an op or a sum writes shares no byte with any other
+// tile of the run (another variable, a broadcast operand:
 // a tile is then read and written at the same element only, and element by element in program order
 // is op by op). Float ops cannot fault, and scalar operands read no tile element (they are evaluated
 // before the pass, in program order). Sanitizer and profile instances are never fused.
@@ -36,12 +38,14 @@ bool FloatVecTile(const TileType& t) {
 
 // A run being collected: its element type, the columns of its window operands' tiles (all the same:
 // the ops read their sources at their destination's row stride), the tiles it writes and those it
-// reads as broadcast operands (never the same: a broadcast operand must keep its values all run long).
+// reads as broadcast operands (never the same: a broadcast operand must keep its values all run long),
+// and the column tiles its row sums write (no other operand of the run: a sum is whole only at the
+// end of its row).
 struct Run {
   std::vector<Stmt> stmts;
   DataType dtype = DataType::kFP32;
   int64_t cols = -1;
-  std::set<int> written, broadcast;
+  std::set<int> written, broadcast, sums, mentioned;
 };
 
 // Whether `s` continues `run` (then `run` takes its type, columns and tiles; not its statement).
@@ -49,8 +53,34 @@ bool Joins(Run& run, const StmtNode& s) {
   if (s.kind != StmtKind::kOp || !s.op || !s.attrs.empty()) return false;
   const std::string_view name = s.op->name;
   const bool broadcast_op = kBroadcastOps.count(name) > 0;
-  if (!broadcast_op && !ElementwiseOp(name)) return false;
+  const bool row_sum = name == "row_sum";
+  if (!broadcast_op && !row_sum && !ElementwiseOp(name)) return false;
+  if (row_sum && run.stmts.empty()) return false;  // a sum joins a run's ops; it does not start one
   Run next = run;
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    const Expr& arg = s.args[i];
+    if (arg && arg->kind == ExprKind::kVar && next.sums.count(arg->var->id)) return false;  // a sum read
+  }
+  if (row_sum) {  // row_sum(out, src, tmp): out an [R, 1] column tile no other op of the run names
+    const Expr& out = s.args[0];
+    const Expr& src = s.args[1];
+    if (!out || out->kind != ExprKind::kVar || !out->type.IsTile() || !src || src->kind != ExprKind::kVar ||
+        !src->type.IsTile()) {
+      return false;
+    }
+    const TileType& o = *out->type.tile;
+    const TileType& t = *src->type.tile;
+    if (!FloatVecTile(o) || !FloatVecTile(t) || o.dtype != next.dtype || t.dtype != next.dtype ||
+        t.layout != Layout::kND || t.Cols() != next.cols || next.mentioned.count(out->var->id)) {
+      return false;
+    }
+    next.sums.insert(out->var->id);
+    next.mentioned.insert(out->var->id);
+    next.mentioned.insert(src->var->id);
+    next.stmts = std::move(run.stmts);
+    run = std::move(next);
+    return true;
+  }
   for (size_t i = 0; i < s.args.size(); ++i) {
     const Expr& arg = s.args[i];
     if (s.op->operands[i].kind == OperandKind::kScalar) {
@@ -67,6 +97,9 @@ bool Joins(Run& run, const StmtNode& s) {
     }
     if (t.layout != Layout::kND || (next.cols >= 0 && t.Cols() != next.cols)) return false;
     next.cols = t.Cols();
+  }
+  for (size_t i = 0; i < s.args.size(); ++i) {
+    if (s.args[i] && s.args[i]->kind == ExprKind::kVar) next.mentioned.insert(s.args[i]->var->id);
   }
   next.written.insert(s.args[0]->var->id);
   for (int id : next.written) {

@@ -606,6 +606,22 @@ TEST(FuseOps, ElementwiseAndBroadcastOpsOfOneWindowBecomeOnePass) {
             std::string::npos)
       << text;
   EXPECT_EQ(FusedOps(f, false).find("fused ops"), std::string::npos);  // instrumented instances: as written
+
+  // A row sum joins a run's ops (its column is whole only at the end of its row): nothing after it in
+  // the run reads that column, and it names no tile the run used before.
+  auto sum = k.MakeTile("sum", 16, 1);
+  const std::string sums = FusedOps(k.With({Op("mul", {sq, a, a}, 20), Op("row_sum", {sum, sq, o}, 21),
+                                            Op("row_expand_div", {o, a, sum}, 22), Op("exp", {o, o}, 23)}));
+  EXPECT_NE(sums.find("    fused ops:\n"
+                      "      mul(sq, a, a)\n"
+                      "      row_sum(sum, sq, o)\n"
+                      "    fused ops:\n"
+                      "      row_expand_div(o, a, sum)\n"
+                      "      exp(o, o)\n"),
+            std::string::npos)
+      << sums;
+  EXPECT_EQ(FusedOps(k.With({Op("row_sum", {sum, a, o}, 20), Op("exp", {o, o}, 21)})).find("fused ops"),
+            std::string::npos);  // a sum does not start a run
 }
 
 TEST(FuseOps, WhatCouldChangeAResultStaysAsWritten) {

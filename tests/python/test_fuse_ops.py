@@ -154,3 +154,64 @@ def test_windows_that_differ_or_overlap_run_op_by_op(tmp_path, monkeypatch, shif
         ref[shift + r] = ref[r] * 2.0
     ref[shift:shift + 8] += 1.0
     torch.testing.assert_close(out1, ref, rtol=1e-6, atol=1e-6)
+
+
+# Row sums at the end of a run add up in its pass, in row_sum's own order (four accumulators over 64
+# columns, then 16 at a time, then the zero-padded tail): every column count exercises another path.
+SUMS = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[16, 208], pl.{D}], y: pl.Tensor[[16, 208], pl.{D}], mid: pl.Tensor[[16, 208], pl.{D}],
+           sums: pl.Tensor[[16, 1], pl.{D}], plain: pl.Tensor[[16, 1], pl.{D}], rows: pl.DT_INT32,
+           cols: pl.DT_INT32):
+    tt = pl.TileType(shape=[16, 208], dtype=pl.{D}, valid_shape=[-1, -1])
+    ct = pl.TileType(shape=[16, 1], dtype=pl.{D}, layout=pl.DN, valid_shape=[-1, -1])
+    ta = pl.make_tile(tt, addr=0x0)
+    tb = pl.make_tile(tt, addr=0x4000)
+    to = pl.make_tile(tt, addr=0x8000)
+    tp = pl.make_tile(tt, addr=0xC000)
+    ts = pl.make_tile(ct, addr=0x10000)
+    tq = pl.make_tile(ct, addr=0x10200)
+    with pl.section_vector():
+        pl.set_validshape(ta, [rows, cols])
+        pl.set_validshape(tb, [rows, cols])
+        pl.set_validshape(to, [rows, cols])
+        pl.set_validshape(ts, [rows, 1])
+        pl.set_validshape(tq, [rows, 1])
+        pl.load(ta, x, [0, 0])
+        pl.load(tb, y, [0, 0])
+        pl.mul(to, ta, tb)
+        pl.exp(to, to)
+        pl.row_sum(ts, to, tp)
+        pl.row_sum(tq, ta, tp)
+        pl.store(mid, to, [0, 0])
+        pl.store(sums, ts, [0, 0])
+        pl.store(plain, tq, [0, 0])
+'''
+
+
+@pytest.mark.parametrize("dtype", ["DT_FP32", "DT_FP16"])  # (row_sum's registry dtypes: no bf16)
+@pytest.mark.parametrize("cols", [208, 200, 192, 77, 64, 16, 5])
+def test_row_sums_in_the_pass_give_row_sums_bits(tmp_path, monkeypatch, dtype, cols):
+    module = module_from_source(tmp_path, f"fused_sums_{dtype}_{cols}", SUMS.format(D=dtype))
+    g = torch.Generator().manual_seed(cols)
+    cast = TORCH_DTYPE[dtype]
+    x, y = torch.randn(16, 208, generator=g).to(cast), torch.randn(16, 208, generator=g).to(cast)
+
+    def launch(kernel):
+        mid, sums, plain = torch.full_like(x, 7), torch.full((16, 1), 7.0).to(cast), torch.full((16, 1), 7.0).to(cast)
+        kernel[None, 1](x, y, mid, sums, plain, ROWS, cols)
+        return mid, sums, plain
+
+    unfused, fused, ir, code = _both(monkeypatch, module.kernel, f"fused_sums_{cols}", launch)
+    assert re.search(r"fused ops:\n +mul\(to(_rows)?, ta(_rows)?, tb(_rows)?\)\n +exp\(to(_rows)?, to(_rows)?\)\n"
+                     r" +row_sum\(ts(_rows)?, to(_rows)?, tp\)\n +row_sum\(tq(_rows)?, ta(_rows)?, tp\)", ir), ir
+    assert "pto::FusedRows<" in code and "fused_sums[]" in code
+    for a, b in zip(unfused, fused):
+        assert _same_bits(a, b)
+    mid, sums, plain = fused
+    assert (sums[ROWS:] == 7).all() and (mid[:, cols:] == 7).all()
+    tol = {"DT_FP32": 1e-5, "DT_FP16": 2e-2}[dtype]
+    ref = (x.float() * y.float()).to(cast).float().exp().to(cast).float()[:ROWS, :cols]
+    torch.testing.assert_close(sums[:ROWS, 0].float(), ref.sum(1), rtol=tol, atol=tol)
+    torch.testing.assert_close(plain[:ROWS, 0].float(), x.float()[:ROWS, :cols].sum(1), rtol=tol, atol=tol)
