@@ -276,24 +276,33 @@ __attribute__((always_inline)) inline void FusedRows(int64_t rows, int64_t cols,
   static_assert(kIsFloatLike<T>, "fused ops compute on float-like elements");
   constexpr int kT = NT > 0 ? NT : 1, kC = NC > 0 ? NC : 1, kR = NR > 0 ? NR : 1, kO = NO > 0 ? NO : 1,
                 kS = NS > 0 ? NS : 1;
-  const int64_t by_four = cols / 64 * 64;  // SumRun's four-accumulator columns
   for (int64_t r = 0; r < rows; ++r) {
     const T* src[kT];
     T* dst[kO];
-    f32x16 c[kC], acc[kS][4] = {};
+    f32x16 c[kC], a0[kS] = {}, a1[kS] = {}, a2[kS] = {}, a3[kS] = {};  // SumRun's four accumulators
     for (int i = 0; i < NT; ++i) src[i] = tiles[i].at + r * tiles[i].stride;
     for (int i = 0; i < NC; ++i) c[i] = detail::ScalarAs<T>(detail::Exact(columns[i].at[r * columns[i].stride]));
     for (int j = 0; j < NO; ++j) dst[j] = outs[j].at + r * outs[j].stride;
-    int64_t k = 0;
-    for (; k + 16 <= cols; k += 16) {
+    // 16 columns from k: the ops, the outputs stored, the sums' lanes added to `into` (one of a0..a3,
+    // named, not indexed: the accumulators stay in registers).
+    auto step = [&](int64_t k, f32x16 (&into)[kS]) __attribute__((always_inline)) {
       f32x16 t[kT], w[kR], o[kO], s[kS];
       for (int i = 0; i < NT; ++i) t[i] = Load16(src[i] + k);
       for (int i = 0; i < NR; ++i) w[i] = Load16(row_ops[i].at + k);
       body(t, c, w, o, s);
       for (int j = 0; j < NO; ++j) Store16(dst[j] + k, o[j]);
-      const int into = k < by_four ? int(k / 16 % 4) : 0;
-      for (int i = 0; i < NS; ++i) acc[i][into] += s[i];
+      for (int i = 0; i < NS; ++i) into[i] += s[i];
+    };
+    int64_t k = 0;
+    if constexpr (NS > 0) {
+      for (; k + 64 <= cols; k += 64) {
+        step(k, a0);
+        step(k + 16, a1);
+        step(k + 32, a2);
+        step(k + 48, a3);
+      }
     }
+    for (; k + 16 <= cols; k += 16) step(k, a0);
     if (k < cols) {
       const int64_t n = cols - k;
       f32x16 t[kT], w[kR], o[kO], s[kS];
@@ -307,11 +316,11 @@ __attribute__((always_inline)) inline void FusedRows(int64_t rows, int64_t cols,
       }
       for (int i = 0; i < NS; ++i) {
         for (int64_t lane = n; lane < 16; ++lane) s[i][lane] = 0.0f;  // as SumRun's zero-padded tail
-        acc[i][1] += s[i];
+        a1[i] += s[i];
       }
     }
     for (int i = 0; i < NS; ++i) {
-      sums[i].at[r * sums[i].stride] = FromFloat<T>(detail::SumLanes((acc[i][0] + acc[i][1]) + (acc[i][2] + acc[i][3])));
+      sums[i].at[r * sums[i].stride] = FromFloat<T>(detail::SumLanes((a0[i] + a1[i]) + (a2[i] + a3[i])));
     }
   }
 }
