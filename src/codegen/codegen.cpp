@@ -428,8 +428,7 @@ class KernelWriter {
     for (const Expr& arg : stmts.front()->args) {
       if (arg->type.IsTile()) type = &*arg->type.tile;
     }
-    const std::string elem = DeviceType(type->dtype), rows = std::to_string(type->Rows()),
-                      cols = std::to_string(type->Cols());
+    const std::string elem = DeviceType(type->dtype);
     Line(indent, "{  // direct run, lines " + std::to_string(LineNumber(stmts.front()->span.line)) + "-" +
                      std::to_string(LineNumber(stmts.back()->span.line)) + ": GM -> registers -> GM");
     std::vector<std::string> ins, outs, body;
@@ -485,9 +484,30 @@ class KernelWriter {
     }
     Line(indent + 1, "const pto::DirectWindow<" + elem + "> direct_in[] = {" + CommaList(ins) + "};");
     Line(indent + 1, "const pto::DirectWindow<" + elem + "> direct_out[] = {" + CommaList(outs) + "};");
-    Line(indent + 1, "if (pto::DirectDisjoint(" + rows + ", " + cols + ", direct_in, direct_out)) {");
+    // The run's window: every tile's valid window, when they agree (set_validshape may have set them).
+    std::vector<std::string> same_window;
+    std::set<int> seen;
+    std::string first;
+    for (const StmtNode* op : stmts) {
+      for (const Expr& arg : op->args) {
+        if (!arg->type.IsTile() || !seen.insert(arg->var->id).second) continue;
+        const std::string tile = "(*" + Expr_(arg) + ")";
+        if (first.empty()) {
+          first = tile;
+          continue;
+        }
+        same_window.push_back(tile + ".valid_rows == dr && " + tile + ".valid_cols == dc");
+      }
+    }
+    Line(indent + 1, "const int64_t dr = " + first + ".valid_rows, dc = " + first + ".valid_cols;");
+    same_window.push_back("pto::DirectDisjoint(dr, dc, direct_in, direct_out)");
+    std::string condition;
+    for (const std::string& check : same_window) {
+      condition += (condition.empty() ? "" : " &&\n" + std::string(2 * (indent + 3), ' ')) + check;
+    }
+    Line(indent + 1, "if (" + condition + ") {");
     for (const StmtNode* load : kept_loads) EmitOp(*load, indent + 2);
-    Line(indent + 2, "pto::DirectRows(" + rows + ", " + cols +
+    Line(indent + 2, "pto::DirectRows(dr, dc"
                          ", direct_in, direct_out, [&](const pto::f32x16* in, pto::f32x16* out) {");
     for (const std::string& line : body) Line(indent + 3, line);
     Line(indent + 2, "});");

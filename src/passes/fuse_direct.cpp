@@ -1,7 +1,9 @@
 // Direct runs (docs/device.md#direct-runs): in a vector kernel, a straight-line run of loads, then
-// element-wise ops, then stores of the ops' results, over tiles of one float type and one full
-// shape, runs from GM through registers to GM in one pass over the window (16 elements of every
-// operand at a time), instead of staging every tile in local memory. The run's tiles that no later
+// element-wise ops, then stores of the ops' results, over tiles of one float type and one shape,
+// runs from GM through registers to GM in one pass over the window (16 elements of every operand at
+// a time), instead of staging every tile in local memory. The window is the tiles' valid window,
+// which the generated code requires to be the same for every tile of the run (set_validshape may
+// have changed them) before it goes directly. The run's tiles that no later
 // statement can read are not written at all; the others get their values as op by op would.
 //
 // Which tiles need not be written: those of a "staging" declaration, whose tiles are only read in
@@ -55,7 +57,8 @@ bool DefaultOptions(const StmtNode& s) {
   return true;
 }
 
-// A tile a direct run computes on: 2-D ND Vec, float-like, no pad, its whole shape valid.
+// A tile a direct run computes on: 2-D ND Vec, float-like, no pad, no static partial valid window
+// (a run-time one is checked when the run starts).
 bool DirectTile(const TileType& t) {
   if (t.shape.size() != 2 || t.memory != MemorySpace::kVec || t.layout != Layout::kND || t.pad != 0 ||
       t.compact != 0) {
@@ -130,23 +133,8 @@ class Staging {
       decl_of_[id] = *from.begin();
     }
     for (const auto& [id, d] : decl_of_) vars_of_[d].insert(id);
-    // A valid window set at run time (set_validshape) is not the declared full window a run computes
-    // on; through a tile of unknown origin, it may be any declaration's.
-    ForEachStmt(func.body, [&](const StmtNode& s) {
-      if (s.kind != StmtKind::kOp || !s.op || s.op->name != "set_validshape") return;
-      const Expr& tile = s.args[0];
-      const VarNode* decl = tile && tile->kind == ExprKind::kVar ? DeclOf(tile->var) : nullptr;
-      if (decl) {
-        window_set_.insert(decl);
-      } else {
-        any_window_set_ = true;
-      }
-    });
     Block(func.body);
   }
-
-  // Whether the tiles of `decl` keep their declared window all kernel long.
-  bool FixedWindow(const VarNode* decl) const { return !any_window_set_ && decl && !window_set_.count(decl); }
 
   // The declaration a tile variable is selected from (null if not exactly one).
   const VarNode* DeclOf(const Var& var) const {
@@ -260,8 +248,7 @@ class Staging {
     }
   }
 
-  std::set<const VarNode*> staging_, window_set_;
-  bool any_window_set_ = false;
+  std::set<const VarNode*> staging_;
   std::map<int, const VarNode*> decl_of_;
   std::map<const VarNode*, std::set<int>> vars_of_;
 };
@@ -332,7 +319,7 @@ class DirectFuser : public IRMutator {
     if (!DirectTile(t) || (run.type && !(t == *run.type))) return false;
     if (run.tiles.count(arg->var->id)) return true;
     const VarNode* decl = staging_.DeclOf(arg->var);
-    if (!decl || !staging_.FixedWindow(decl)) return false;
+    if (!decl) return false;
     for (const auto& [id, var] : run.tiles) {
       const VarNode* other = staging_.DeclOf(var);
       if (DeclarationsMayOverlap(*other, *decl)) return false;  // (the same declaration too)

@@ -341,7 +341,7 @@ TEST(EndToEnd, InstanceDirectoryHoldsTheArtefacts) {
   // The files are what the code generator produced for the add kernel.
   codegen::GeneratedSources src = GenerateAfterPipeline(MakeAddKernel().func, DefaultArch(), true);
   EXPECT_EQ(ReadFile(inst->dir / "kernel.cpp"), src.kernel_cpp);
-  EXPECT_NE(src.kernel_cpp.find("pto::DirectRows(64, 128, direct_in, direct_out"), std::string::npos);
+  EXPECT_NE(src.kernel_cpp.find("pto::DirectRows(dr, dc, direct_in, direct_out"), std::string::npos);
   EXPECT_EQ(ReadFile(inst->dir / "call_kernel.cpp"), src.call_kernel_cpp);
 }
 

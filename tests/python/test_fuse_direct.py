@@ -110,7 +110,7 @@ def test_each_elementwise_op_gives_the_unfused_bits(tmp_path, monkeypatch, op, d
 
     (out0, mid0), (out1, mid1), ir, code = _both(monkeypatch, module.kernel, f"direct_{op}", launch)
     assert "direct run (tiles not written: ta, tb, to, tp):" in ir, ir
-    assert "pto::DirectRows(16, " in code
+    assert "pto::DirectRows(dr, dc, " in code
     assert _same_bits(out0, out1) and _same_bits(mid0, mid1)
     ref_mid, ref_out = _reference(op, x, y)
     tol = {"DT_FP32": 1e-6, "DT_FP16": 1e-3, "DT_BF16": 8e-3}[dtype]
@@ -270,3 +270,45 @@ def test_large_outputs_written_around_the_caches_are_exact(tmp_path, monkeypatch
     pypto_pro.runtime.synchronize()
     assert z.numel() * z.element_size() >= 4 << 20
     assert torch.equal(z, (x.float() + y.float()).to(x.dtype))
+
+
+# Valid windows set at run time: the run goes directly over the tiles' window when every tile has
+# the same one (tail rows and columns here), and op by op when one differs.
+WINDOWS = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[16, 208], pl.DT_FP32], y: pl.Tensor[[16, 208], pl.DT_FP32],
+           out: pl.Tensor[[16, 208], pl.DT_FP32], rows: pl.DT_INT32, cols: pl.DT_INT32, out_rows: pl.DT_INT32):
+    tt = pl.TileType(shape=[16, 208], dtype=pl.DT_FP32, valid_shape=[-1, -1])
+    a = pl.make_tile(tt, addr=0x0)
+    b = pl.make_tile(tt, addr=0x4000)
+    o = pl.make_tile(tt, addr=0x8000)
+    with pl.section_vector():
+        pl.set_validshape(a, [rows, cols])
+        pl.set_validshape(b, [rows, cols])
+        pl.set_validshape(o, [out_rows, cols])
+        pl.load(a, x, [0, 0])
+        pl.load(b, y, [0, 0])
+        pl.mul(o, a, b)
+        pl.store(out, o, [0, 0])
+'''
+
+
+@pytest.mark.parametrize("rows,cols,out_rows", [(13, 200, 13), (16, 208, 16), (3, 5, 3), (13, 200, 9)])
+def test_run_time_windows_go_directly_when_they_agree(tmp_path, monkeypatch, rows, cols, out_rows):
+    module = module_from_source(tmp_path, f"direct_windows_{rows}_{cols}_{out_rows}", WINDOWS)
+    x, y = torch.randn(16, 208), torch.randn(16, 208)
+
+    def launch(kernel):
+        out = torch.full_like(x, 7)
+        kernel[None, 1](x, y, out, rows, cols, out_rows)
+        return out
+
+    out0, out1, ir, code = _both(monkeypatch, module.kernel, f"direct_windows_{rows}_{out_rows}", launch)
+    assert "direct run (tiles not written: none):" in ir, ir  # set_validshape: no declaration stages
+    assert "(*v_o).valid_rows == dr" in code
+    assert _same_bits(out0, out1)
+    # op by op: the product over o's window, reading a and b there (past their own rows when o's
+    # window is larger is not the case here: o's rows <= theirs)
+    torch.testing.assert_close(out1[:out_rows, :cols], x[:out_rows, :cols] * y[:out_rows, :cols], rtol=0, atol=0)
+    assert (out1[out_rows:] == 7).all() and (out1[:, cols:] == 7).all()
