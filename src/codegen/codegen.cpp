@@ -36,6 +36,18 @@ std::string CommaList(const std::vector<std::string>& items) {
   return out;
 }
 
+// `checks` joined by && (one per line, continued at `indent`), or "true".
+std::string Conjunction(const std::vector<std::string>& checks, int indent) {
+  std::string out;
+  for (const std::string& check : checks) out += (out.empty() ? "" : " &&\n" + std::string(2 * indent, ' ')) + check;
+  return out.empty() ? "true" : out;
+}
+
+// Whether tile `tile` (a C++ expression) has the rows x cols valid window.
+std::string HasWindow(const std::string& tile, const std::string& rows, const std::string& cols) {
+  return tile + ".valid_rows == " + rows + " && " + tile + ".valid_cols == " + cols;
+}
+
 // The functor of row_expand_<op> / col_expand_<op> (vector_broadcast.h).
 std::string ExpandFunctor(std::string_view op) {
   static const std::map<std::string_view, std::string_view> functors = {
@@ -496,16 +508,12 @@ class KernelWriter {
           first = tile;
           continue;
         }
-        same_window.push_back(tile + ".valid_rows == dr && " + tile + ".valid_cols == dc");
+        same_window.push_back(HasWindow(tile, "dr", "dc"));
       }
     }
     Line(indent + 1, "const int64_t dr = " + first + ".valid_rows, dc = " + first + ".valid_cols;");
     same_window.push_back("pto::DirectDisjoint(dr, dc, direct_in, direct_out)");
-    std::string condition;
-    for (const std::string& check : same_window) {
-      condition += (condition.empty() ? "" : " &&\n" + std::string(2 * (indent + 3), ' ')) + check;
-    }
-    Line(indent + 1, "if (" + condition + ") {");
+    Line(indent + 1, "if (" + Conjunction(same_window, indent + 3) + ") {");
     for (const StmtNode* load : kept_loads) EmitOp(*load, indent + 2);
     Line(indent + 2, "pto::DirectRows(dr, dc"
                          ", direct_in, direct_out, [&](const pto::f32x16* in, pto::f32x16* out) {");
@@ -539,14 +547,17 @@ class KernelWriter {
     std::map<std::pair<int, int>, Expr> operand_of;
     std::vector<std::string> sums;  // the row sums' column tiles (written: apart from every other tile)
     const char* lanes[3] = {"t", "c", "w"};
-    auto lanes_of = [&](const Expr& arg) {  // a window operand's current lanes in the body
-      const std::pair<int, int> key{arg->var->id, kWindow};
-      spans.insert(key);
-      operand_of[key] = arg;
-      if (value.count(arg->var->id)) return value.at(arg->var->id);
+    auto note = [&](const Expr& arg, int role) {  // an operand whose bytes the run's checks cover
+      spans.insert({arg->var->id, role});
+      operand_of[{arg->var->id, role}] = arg;
+    };
+    auto lanes_of = [&](const Expr& arg, int role) {  // an operand's current lanes in the body
+      note(arg, role);
+      if (role == kWindow && value.count(arg->var->id)) return value.at(arg->var->id);
+      const std::pair<int, int> key{arg->var->id, role};
       if (!read.count(key)) {
-        read[key] = "t[" + std::to_string(lists[kWindow].size()) + "]";
-        lists[kWindow].push_back("pto::FusedTile(*" + Expr_(arg) + ")");
+        read[key] = std::string(lanes[role]) + "[" + std::to_string(lists[role].size()) + "]";
+        lists[role].push_back("pto::FusedTile(*" + Expr_(arg) + ")");
       }
       return read.at(key);
     };
@@ -554,11 +565,10 @@ class KernelWriter {
       const std::string_view name = op->op->name;
       if (name == "row_sum") {  // row_sum(out, src, tmp): src's lanes summed, out[r] at the row's end
         const Expr& src = op->args[1];
-        checks.push_back("(*" + Expr_(src) + ").valid_rows == fr && (*" + Expr_(src) + ").valid_cols == fc");
-        body.push_back("s[" + std::to_string(sums.size()) + "] = " + lanes_of(src) + ";  // row_sum, line " +
+        checks.push_back(HasWindow("(*" + Expr_(src) + ")", "fr", "fc"));
+        body.push_back("s[" + std::to_string(sums.size()) + "] = " + lanes_of(src, kWindow) + ";  // row_sum, line " +
                        std::to_string(LineNumber(op->span.line)));
-        spans.insert({op->args[0]->var->id, kColumn});
-        operand_of[{op->args[0]->var->id, kColumn}] = op->args[0];
+        note(op->args[0], kColumn);
         sums.push_back("pto::FusedTile(*" + Expr_(op->args[0]) + ")");
         continue;
       }
@@ -572,22 +582,10 @@ class KernelWriter {
           continue;
         }
         const int role = broadcast && i == 2 ? (name[0] == 'r' ? kColumn : kRow) : kWindow;
-        if (role == kWindow) {
-          call += ", " + lanes_of(arg);
-          continue;
-        }
-        const std::pair<int, int> key{arg->var->id, role};
-        spans.insert(key);
-        operand_of[key] = arg;
-        if (!read.count(key)) {
-          read[key] = std::string(lanes[role]) + "[" + std::to_string(lists[role].size()) + "]";
-          lists[role].push_back("pto::FusedTile(*" + Expr_(arg) + ")");
-        }
-        call += ", " + read.at(key);
+        call += ", " + lanes_of(arg, role);
       }
       const Expr& dst = op->args[0];
-      spans.insert({dst->var->id, kWindow});
-      operand_of[{dst->var->id, kWindow}] = dst;
+      note(dst, kWindow);
       const std::string result = "x" + std::to_string(body.size());
       const bool read_later = ReadBeforeWritten(stmts, op, dst->var->id);
       body.push_back("const pto::f32x16 " + result + " = " + (read_later ? "pto::DirectOp" : "pto::DirectOpStored") +
@@ -596,7 +594,7 @@ class KernelWriter {
       if (!written.count(dst->var->id)) {
         written[dst->var->id] = dst;
         if (op != stmts.front()) {
-          checks.push_back("(*" + Expr_(dst) + ").valid_rows == fr && (*" + Expr_(dst) + ").valid_cols == fc");
+          checks.push_back(HasWindow("(*" + Expr_(dst) + ")", "fr", "fc"));
         }
       }
     }
@@ -624,27 +622,18 @@ class KernelWriter {
       body.push_back("out[" + std::to_string(outs.size()) + "] = " + value.at(id) + ";");
       outs.push_back("pto::FusedTile(*" + Expr_(tile) + ")");
     }
-    std::string condition;
-    for (const std::string& check : checks) condition += (condition.empty() ? "" : " &&\n" + std::string(2 * (indent + 3), ' ')) + check;
-    Line(indent + 1, "if (" + (condition.empty() ? std::string("true") : condition) + ") {");
-    const char* names[3] = {"fused_tiles", "fused_columns", "fused_rows"};
-    std::string args;
-    for (int role = 0; role < 3; ++role) {
-      if (lists[role].empty()) {
-        args += ", static_cast<const pto::FusedOperand<" + elem + ">*>(nullptr)";
-        continue;
-      }
-      Line(indent + 2, "const pto::FusedOperand<" + elem + "> " + names[role] + "[] = {" + CommaList(lists[role]) + "};");
-      args += std::string(", ") + names[role];
-    }
-    for (const std::vector<std::string>* list : {&outs, &sums}) {
+    Line(indent + 1, "if (" + Conjunction(checks, indent + 3) + ") {");
+    std::string args;  // FusedRows' operand arrays, in its order (null for an empty one)
+    const std::pair<const char*, const std::vector<std::string>*> arrays[] = {
+        {"fused_tiles", &lists[kWindow]}, {"fused_columns", &lists[kColumn]}, {"fused_rows", &lists[kRow]},
+        {"fused_out", &outs}, {"fused_sums", &sums}};
+    for (const auto& [name, list] : arrays) {
       if (list->empty()) {
         args += ", static_cast<const pto::FusedOperand<" + elem + ">*>(nullptr)";
         continue;
       }
-      const std::string name = list == &outs ? "fused_out" : "fused_sums";
       Line(indent + 2, "const pto::FusedOperand<" + elem + "> " + name + "[] = {" + CommaList(*list) + "};");
-      args += ", " + name;
+      args += std::string(", ") + name;
     }
     Line(indent + 2, "pto::FusedRows<" + elem + ", " + std::to_string(lists[kWindow].size()) + ", " +
                          std::to_string(lists[kColumn].size()) + ", " + std::to_string(lists[kRow].size()) + ", " +
