@@ -70,11 +70,11 @@ def interleaved_medians(fns, repeat=9, rounds=3):
     """{name: median seconds of fn()}: the functions take turns in short blocks (the machine's
     bandwidth and its neighbours drift over seconds, and each gets the same share of both), with a
     pause before each block so the previous block's spinning threads (OpenMP's, the device's) are
-    asleep and do not compete for the two cores, then 5 ms of untimed calls: after a pause of 5 ms or
-    more the cores come back slowly (a launch right after one ran 1.5-2x its steady time on the Intel
-    Xeon guest, back to steady within ~5 ms), and that would time the machine's wake-up, unevenly
-    across functions. A function that returns a float has timed itself (seconds of its own work,
-    without thread start-up): that is its sample."""
+    asleep and do not compete for the two cores, then 25 ms of untimed calls: after a pause of 5 ms or
+    more the cores come back slowly (on the Intel Xeon guest a launch right after one ran 1.5-2x its
+    steady time, and torch's 1.2x, each back to steady after 10-15 ms of calls), and that would time
+    the machine's wake-up, unevenly across functions. A function that returns a float has timed
+    itself (seconds of its own work, without thread start-up): that is its sample."""
     for fn in fns.values():
         fn()
     _steady()
@@ -83,7 +83,7 @@ def interleaved_medians(fns, repeat=9, rounds=3):
     for _ in range(rounds):
         for name, fn in fns.items():
             time.sleep(0.02)
-            warm_until = time.perf_counter() + 0.005
+            warm_until = time.perf_counter() + 0.025
             fn()
             while time.perf_counter() < warm_until:
                 fn()
