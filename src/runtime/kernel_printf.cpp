@@ -22,9 +22,10 @@ void WriteStdout(const std::string& text) {
 }
 
 // The value as C sees an integer of the argument's own width: %d of a uint32 0xffffffff is -1,
-// %u and %x of an int32 -1 are 4294967295 and ffffffff.
+// %u and %x of an int32 -1 are 4294967295 and ffffffff; a bool promotes to the int 0 or 1.
 int64_t AsSigned(const PtoArg& a) {
   if (a.kind == PTO_ARG_FLOAT) return int64_t(a.value.f);
+  if (a.kind == PTO_ARG_BOOL) return a.value.i != 0;
   if (a.bits == 0 || a.bits >= 64) return a.value.i;
   const unsigned shift = 64 - a.bits;
   return int64_t(a.value.u << shift) >> shift;
@@ -32,6 +33,7 @@ int64_t AsSigned(const PtoArg& a) {
 
 uint64_t AsUnsigned(const PtoArg& a) {
   if (a.kind == PTO_ARG_FLOAT) return uint64_t(a.value.f);
+  if (a.kind == PTO_ARG_BOOL) return a.value.i != 0;
   if (a.bits == 0 || a.bits >= 64) return a.value.u;
   return a.value.u & ((uint64_t(1) << a.bits) - 1);
 }

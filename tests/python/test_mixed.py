@@ -319,6 +319,18 @@ def test_printf_lines_are_whole_and_in_order_per_core(capfd, monkeypatch):
             assert texts[3].endswith(loc), texts[3]
 
 
+@pl.jit
+def truths(x: pl.Tensor[[8, 8], pl.DT_FP32], n: pl.Scalar[pl.DT_INT32]):
+    with pl.section_vector():
+        pl.printf("%d %d %u %x|\n", n > 2, n < 2, n > 2, n > 2)
+
+
+def test_printf_prints_a_bool_as_c_does_after_promotion(capfd):
+    truths[None, 1](torch.zeros(8, 8), 5)
+    sync()
+    assert capfd.readouterr().out == "[block 0 AIV] 1 0 1 1|\n"
+
+
 @pytest.mark.parametrize("call, cls, message", [
     ('pl.printf("%s", 1)', errors.ParserValueError, "unsupported conversion '%s'; supported: %d %i %u %x %f"),
     ('pl.printf("%ld", 1)', errors.ParserValueError, "unsupported conversion '%l'"),
