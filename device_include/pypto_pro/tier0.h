@@ -9,7 +9,7 @@
 
 #include "pypto_pro/op_lists.h"
 
-#define PTO_T0_VERSION 1
+#define PTO_T0_VERSION 2
 #define PTO_T0_MAX_RANK 4
 
 /* Element types of tiles and tensors (the routines' PTO_ROUTINE_ELEMS). */
@@ -51,7 +51,14 @@ enum {
   PTO_T0_VUNARY,   /* t[a] = op e of PTO_UNARY_OPS (t[b]) */
   PTO_T0_COMPACT,  /* a fractal tile t[a] without compact=1 must hold its whole shape (op s0, message s1) */
   PTO_T0_MOVE,     /* t[a] <- t[b] (L1 -> L0A/L0B), transposed if c, relu f, scale imm */
-  PTO_T0_MATMUL,   /* t[a] = t[b] x t[c], phase d */
+  PTO_T0_MATMUL,   /* t[a] = t[b] x t[c] (+ t[f] of e: 0 nothing, 1 matmul_acc's acc, 2 matmul_bias's bias), phase d, op s0 */
+  PTO_T0_VALIDSHAPE, /* t[a]'s valid window = r[b] rows x r[c] cols (a 1-D shape: b < 0, one row) */
+  PTO_T0_ROWREDUCE,  /* t[a] = row_sum (e=0), row_max (1), row_min (2) of t[b] */
+  PTO_T0_ROWEXPAND,  /* t[a] = op e of PTO_BINARY_OPS (t[b], column tile t[c] broadcast along the rows) */
+  PTO_T0_COLEXPAND,  /* t[a] = op e of PTO_BINARY_OPS (t[b], row tile t[c] broadcast down the columns) */
+  PTO_T0_PRINT,      /* pl.printf(s0, r[b..b+d)): argument k of kind (imm >> 2k) & 3, f: loc */
+  PTO_T0_ASSERT,     /* pl.pto_assert(r[c], s0, r[b..b+d)) as PRINT, condition text s1 */
+  PTO_T0_TRAP,       /* pl.trap() */
 };
 
 /* Binary operators of PTO_T0_BIN (the IR's). */

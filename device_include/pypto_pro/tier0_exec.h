@@ -333,16 +333,18 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         });
         break;
       }
-      case PTO_T0_MATMUL: {  // matmul()
+      case PTO_T0_MATMUL: {  // matmul() / matmul_acc() / matmul_bias()
         const PtoT0Slot &l = p.slots[t[in.b]], &rt = p.slots[t[in.c]], &d = p.slots[t[in.a]];
         const SlotState &dst = s[t[in.a]], &lhs = s[t[in.b]], &rhs = s[t[in.c]];
-        UnitFlagWait(ctx, in.line, "matmul", in.d, 0);
-        detail::CheckMatmulWindowOf(ctx, in.line, "matmul", lhs.valid_rows, lhs.valid_cols, rhs.valid_cols, l.rows,
+        UnitFlagWait(ctx, in.line, in.s0, in.d, 0);
+        detail::CheckMatmulWindowOf(ctx, in.line, in.s0, lhs.valid_rows, lhs.valid_cols, rhs.valid_cols, l.rows,
                                     l.cols, rt.cols);
+        const uint8_t* init = in.e ? s[t[in.f]].data : nullptr;
+        const int64_t init_stride = in.e == 1 ? p.slots[t[in.f]].cols : 0;
         auto gemm = [&]<typename TIn, typename TC>() {
           gemm::Gemm(lhs.valid_rows, rhs.valid_cols, lhs.valid_cols, reinterpret_cast<const TIn*>(lhs.data), l.cols,
                      reinterpret_cast<const TIn*>(rhs.data), rt.cols, reinterpret_cast<TC*>(dst.data), d.cols,
-                     gemm::Init<TC>{});
+                     gemm::Init<TC>{reinterpret_cast<const TC*>(init), init_stride});
         };
         switch (l.elem) {
           case PTO_T0_F16: gemm.template operator()<half, float>(); break;
@@ -353,6 +355,60 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         UnitFlagDone(ctx, in.d, 1);
         break;
       }
+      case PTO_T0_VALIDSHAPE: {  // set_validshape()
+        const PtoT0Slot& d = p.slots[t[in.a]];
+        SlotState& st = s[t[in.a]];
+        const int64_t rows = in.b < 0 ? 1 : r[in.b], cols = r[in.c];
+        detail::CheckValidShape(ctx, in.line, rows, cols, d.rows, d.cols);
+        st.valid_rows = int32_t(rows);
+        st.valid_cols = int32_t(cols);
+        break;
+      }
+      case PTO_T0_ROWREDUCE: {  // row_sum() / row_max() / row_min(): RowReduce's routine
+        const PtoT0Slot &d = p.slots[t[in.a]], &sd = p.slots[t[in.b]];
+        const SlotState &out = s[t[in.a]], &src = s[t[in.b]];
+        ByElem(d.elem, [&]<typename T>() {
+          T* o = reinterpret_cast<T*>(out.data);
+          const T* x = reinterpret_cast<const T*>(src.data);
+          if (in.e == 0) detail::RowReduceBody<detail::RowSumOf>(o, d.cols, x, sd.cols, src.valid_rows, src.valid_cols);
+          else if (in.e == 1) detail::RowReduceBody<detail::RowExtremeOf<detail::MaxF>>(o, d.cols, x, sd.cols, src.valid_rows, src.valid_cols);
+          else detail::RowReduceBody<detail::RowExtremeOf<detail::MinF>>(o, d.cols, x, sd.cols, src.valid_rows, src.valid_cols);
+        });
+        break;
+      }
+      case PTO_T0_ROWEXPAND:
+      case PTO_T0_COLEXPAND: {  // row_expand_*() / col_expand_*(): RowExpand's and ColExpand's routines
+        const PtoT0Slot &d = p.slots[t[in.a]], &sd = p.slots[t[in.b]], &bd = p.slots[t[in.c]];
+        const SlotState &dst = s[t[in.a]], &src = s[t[in.b]], &b = s[t[in.c]];
+        ByElem(d.elem, [&]<typename T>() {
+          ByBinaryOp(in.e, [&]<typename F>() {
+            T* o = reinterpret_cast<T*>(dst.data);
+            const T* x = reinterpret_cast<const T*>(src.data);
+            const T* y = reinterpret_cast<const T*>(b.data);
+            if (in.code == PTO_T0_ROWEXPAND) {
+              detail::RowExpandBody<F>(ctx, in.line, o, d.cols, x, sd.cols, y, bd.cols, dst.valid_rows, dst.valid_cols);
+            } else {
+              detail::ColExpandBody<F>(ctx, in.line, o, d.cols, x, sd.cols, y, dst.valid_rows, dst.valid_cols);
+            }
+          });
+        });
+        break;
+      }
+      case PTO_T0_PRINT:
+      case PTO_T0_ASSERT: {  // printf() / pto_assert(): DebugArg of each argument as the generated code holds it
+        if (in.code == PTO_T0_ASSERT && r[in.c] != 0) break;
+        PtoArg list[33] = {};
+        for (int k = 0; k < in.d; ++k) {
+          list[k] = WithScalar(r[in.b + k], int((in.imm >> (2 * k)) & 3), [](auto v) { return detail::DebugArg(v); });
+        }
+        if (in.code == PTO_T0_PRINT) {
+          ctx.api->print(&ctx, in.line, in.s0, list, in.d, in.f ? PTO_PRINT_LOC : 0);
+        } else {
+          ctx.api->assert_fail(&ctx, in.line, in.s1, in.s0, list, in.d, in.f ? PTO_PRINT_LOC : 0);
+        }
+        break;
+      }
+      case PTO_T0_TRAP: trap(ctx, in.line);
       default: Fault(ctx, in.line, "tier-0", "unknown tier-0 instruction (a pypto_pro bug)");
     }
   }

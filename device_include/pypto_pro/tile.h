@@ -426,21 +426,26 @@ namespace pto {
 
 // ---- tile descriptors and single elements (scalar pipe S) ----
 
-template <typename TileT>
-inline void set_validshape(CoreCtx& ctx, int line, TileT& tile, Idx<2> shape) {
-  if (shape.v[0] < 0 || shape.v[0] > TileT::kRows || shape.v[1] < 0 || shape.v[1] > TileT::kCols) {
+namespace detail {
+// set_validshape's check of a rows x cols window against a tile_rows x tile_cols tile.
+inline void CheckValidShape(CoreCtx& ctx, int line, int64_t rows, int64_t cols, int64_t tile_rows, int64_t tile_cols) {
+  if (rows < 0 || rows > tile_rows || cols < 0 || cols > tile_cols) {
     PtoFaultDetail d{};
     d.op = "set_validshape";
     d.message = "valid shape outside the tile's shape";
     d.rank = 2;
-    for (int i = 0; i < 2; ++i) {
-      d.offsets[i] = 0;
-      d.extent[i] = shape.v[i];
-    }
-    d.shape[0] = TileT::kRows;
-    d.shape[1] = TileT::kCols;
+    d.extent[0] = rows;
+    d.extent[1] = cols;
+    d.shape[0] = tile_rows;
+    d.shape[1] = tile_cols;
     Fault(ctx, line, d);
   }
+}
+}  // namespace detail
+
+template <typename TileT>
+inline void set_validshape(CoreCtx& ctx, int line, TileT& tile, Idx<2> shape) {
+  detail::CheckValidShape(ctx, line, shape.v[0], shape.v[1], TileT::kRows, TileT::kCols);
   tile.valid_rows = int32_t(shape.v[0]);
   tile.valid_cols = int32_t(shape.v[1]);
 }

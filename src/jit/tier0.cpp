@@ -4,6 +4,7 @@
 // Whatever it does not know makes the kernel wait for its compiled library instead.
 #include "pypto_pro/jit/tier0.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -81,6 +82,11 @@ const std::map<std::string_view, int> kBinaryOps = Positions({PTO_BINARY_OPS(PTO
 const std::map<std::string_view, int> kScalarOps = Positions({PTO_SCALAR_OPS(PTO_T0_NAME_)});
 const std::map<std::string_view, int> kUnaryOps = Positions({PTO_UNARY_OPS(PTO_T0_NAME_)});
 #undef PTO_T0_NAME_
+// row_expand_* / col_expand_*: their functors are PTO_BINARY_OPS' (vector_broadcast.h), by position.
+const std::map<std::string_view, int> kExpandOps = {
+    {"row_expand_add", 0}, {"row_expand_sub", 1}, {"row_expand_mul", 2}, {"row_expand_div", 3},
+    {"row_expand_max", 4}, {"row_expand_min", 5}, {"col_expand_add", 0}, {"col_expand_sub", 1},
+    {"col_expand_mul", 2}, {"col_expand_div", 3}, {"col_expand_max", 4}, {"col_expand_min", 5}};
 
 // The ops that do nothing in a plain kernel (the simulator runs each core's ops in program order;
 // the sanitizer, which checks them, never runs tier-0).
@@ -186,8 +192,9 @@ class Compiler {
     return TileVarOf(e->var);
   }
 
-  // PtoCoreCtx::mem's index of the tile's memory: Vec tiles in ND layout, and the cube's L1, L0A, L0B
-  // and L0C tiles in ND, NZ or ZN (the simulator keeps every layout in logical row-major order).
+  // PtoCoreCtx::mem's index of the tile's memory: Vec tiles in ND or DN layout, and the cube's L1, L0A,
+  // L0B, L0C and bias tiles in ND, NZ or ZN (the simulator keeps every layout in logical row-major order; the
+  // element reads that see the layout are refused).
   static int MemoryIndex(const TileType& t) {
     static const char* const kNames[] = {
 #define PTO_T0_MEM_(name) #name,
@@ -195,8 +202,9 @@ class Compiler {
 #undef PTO_T0_MEM_
     };
     const std::string name(Name(t.memory));
-    const bool cube = name == "Mat" || name == "Left" || name == "Right" || name == "Acc";
-    const bool layout_ok = t.layout == Layout::kND || (cube && (t.layout == Layout::kNZ || t.layout == Layout::kZN));
+    const bool cube = name == "Mat" || name == "Left" || name == "Right" || name == "Acc" || name == "Bias";
+    const bool layout_ok = t.layout == Layout::kND || (cube && (t.layout == Layout::kNZ || t.layout == Layout::kZN)) ||
+                           (name == "Vec" && t.layout == Layout::kDN);
     if (!(name == "Vec" || cube) || !layout_ok) Refuse("a tile of memory " + name + " in layout " + std::string(Name(t.layout)));
     for (size_t i = 0; i < sizeof kNames / sizeof kNames[0]; ++i) {
       if (name == kNames[i]) return int(i);
@@ -541,11 +549,12 @@ class Compiler {
       Options(s);
       Emit(PTO_T0_VUNARY, line, TileOf(s.args[0]), TileOf(s.args[1]), 0, 0, u->second);
     } else if (name == "move") {
-      // L1 -> L0A / L0B of one dtype: the other data paths (Acc -> Vec, Vec -> Mat) cross cores.
+      // L1 -> L0A / L0B / the bias table of one dtype: the other data paths (Acc -> Vec, Vec -> Mat)
+      // cross cores.
       const TileType &dst = *s.args[0]->type.tile, &src = *s.args[1]->type.tile;
-      if (std::string(Name(src.memory)) != "Mat" ||
-          (std::string(Name(dst.memory)) != "Left" && std::string(Name(dst.memory)) != "Right")) {
-        Refuse("a move other than L1 -> L0A/L0B");
+      const std::string to(Name(dst.memory));
+      if (std::string(Name(src.memory)) != "Mat" || (to != "Left" && to != "Right" && to != "Bias")) {
+        Refuse("a move other than L1 -> L0A/L0B/Bias");
       }
       SameElem(s, {1});
       const auto options = Options(s);
@@ -556,15 +565,43 @@ class Compiler {
       const int at = Emit(PTO_T0_MOVE, line, TileOf(s.args[0]), TileOf(s.args[1]), transposes, 0, 0,
                           options.at("scale"));
       out_->insns[size_t(at)].f = int32_t(options.at("relu_pre_mode"));
-    } else if (name == "matmul") {
-      const DataType in = s.args[1]->type.dtype, acc = s.args[0]->type.dtype;
+    } else if (name == "matmul" || name == "matmul_acc" || name == "matmul_bias") {
+      // matmul_acc(dst, acc, lhs, rhs); matmul_bias(dst, lhs, rhs, bias)
+      const size_t lhs = name == "matmul_acc" ? 2 : 1;
+      const DataType in = s.args[lhs]->type.dtype, acc = s.args[0]->type.dtype;
       const bool float_in = in == DataType::kFP16 || in == DataType::kBF16 || in == DataType::kFP32;
-      if (s.args[2]->type.dtype != in || !((float_in && acc == DataType::kFP32) ||
-                                           (in == DataType::kInt8 && acc == DataType::kInt32))) {
+      if (s.args[lhs + 1]->type.dtype != in || !((float_in && acc == DataType::kFP32) ||
+                                                 (in == DataType::kInt8 && acc == DataType::kInt32))) {
         Refuse("a matmul of these dtypes");
       }
       const auto options = Options(s);
-      Emit(PTO_T0_MATMUL, line, TileOf(s.args[0]), TileOf(s.args[1]), TileOf(s.args[2]), int(options.at("phase")));
+      const int at = Emit(PTO_T0_MATMUL, line, TileOf(s.args[0]), TileOf(s.args[lhs]), TileOf(s.args[lhs + 1]),
+                          int(options.at("phase")), name == "matmul" ? 0 : name == "matmul_acc" ? 1 : 2);
+      PtoT0Insn& insn = out_->insns[size_t(at)];
+      if (name == "matmul_acc") insn.f = TileOf(s.args[1]);
+      if (name == "matmul_bias") insn.f = TileOf(s.args[3]);
+      if (insn.e && s.args[size_t(name == "matmul_acc" ? 1 : 3)]->type.dtype != acc) Refuse("a matmul of these dtypes");
+      // matmul_bias checks its windows as "matmul" (cube_ops.h)
+      insn.s0 = out_->names.emplace_back(name == "matmul_acc" ? "matmul_acc" : "matmul").c_str();
+    } else if (name == "set_validshape") {
+      const TileType& tile = *s.args[0]->type.tile;
+      const int rank = int(tile.shape.size());
+      if (rank != 1 && rank != 2) Refuse("a tile of rank " + std::to_string(rank));
+      const int shape = Offsets(s.args[1], rank);
+      Emit(PTO_T0_VALIDSHAPE, line, TileOf(s.args[0]), rank == 1 ? -1 : shape, rank == 1 ? shape : shape + 1);
+    } else if (name == "row_sum" || name == "row_max" || name == "row_min") {
+      SameElem(s, {1});
+      TileOf(s.args[2]);  // the unused tmp: a tile the executor could place
+      Emit(PTO_T0_ROWREDUCE, line, TileOf(s.args[0]), TileOf(s.args[1]), 0, 0,
+           name == "row_sum" ? 0 : name == "row_max" ? 1 : 2);
+    } else if (auto ex = kExpandOps.find(name); ex != kExpandOps.end()) {
+      SameElem(s, {1, 2});
+      Emit(name[0] == 'r' ? PTO_T0_ROWEXPAND : PTO_T0_COLEXPAND, line, TileOf(s.args[0]), TileOf(s.args[1]),
+           TileOf(s.args[2]), 0, ex->second);
+    } else if (name == "printf" || name == "pto_assert") {
+      Debug(s);
+    } else if (name == "trap") {
+      Emit(PTO_T0_TRAP, line);
     } else if (DoesNothingInPlainKernels(s.op->device_fn)) {
       for (const Expr& arg : s.args) {
         const bool tiles = arg->type.IsTile() || (arg->kind == ExprKind::kTuple && [&] {
@@ -578,6 +615,49 @@ class Compiler {
     } else {
       Refuse("pl." + std::string(s.op->PublicName()));
     }
+  }
+
+  // pto::printf(ctx, line, fmt, loc, args...) / pto::pto_assert(ctx, line, fmt, loc, text, condition, args...):
+  // the arguments as the generated code holds them, in consecutive registers, their kinds in imm.
+  void Debug(const StmtNode& s) {
+    const bool assertion = s.op->name == "pto_assert";
+    std::vector<Expr> values;
+    if (assertion) values.push_back(s.args[0]);
+    for (const Expr& item : s.args[assertion ? 1 : 0]->operands) values.push_back(item);
+    // C++ leaves the order of a call's arguments open: two that may fault could fault either way.
+    if (std::count_if(values.begin(), values.end(), [](const Expr& e) { return MayFault(e); }) > 1) {
+      Refuse("pl." + std::string(s.op->name) + " with several arguments that may fault");
+    }
+    if (values.size() - assertion > 32) Refuse("pl." + std::string(s.op->name) + " with more than 32 arguments");
+    const int condition = assertion ? Conv(Expr_(values[0]), values[0]->type.dtype, DataType::kBool, s.span.line) : 0;
+    std::vector<int> regs;
+    int64_t kinds = 0;
+    for (size_t k = assertion; k < values.size(); ++k) {
+      kinds |= int64_t(ScalarKind(values[k]->type.dtype)) << (2 * (k - assertion));
+      regs.push_back(Expr_(values[k]));
+    }
+    const int first = num_regs_;
+    for (int reg : regs) Emit(PTO_T0_MOV, s.span.line, NewReg(), reg);
+    const int at = Emit(assertion ? PTO_T0_ASSERT : PTO_T0_PRINT, s.span.line, 0, first, condition, int(regs.size()),
+                        0, kinds);
+    PtoT0Insn& insn = out_->insns[size_t(at)];
+    for (const auto& [spec, attr] : codegen::OpOptions(s)) {  // fmt, loc and the condition's text
+      if (spec->name == "loc") insn.f = int32_t(attr.value);
+      if (spec->name == "fmt") insn.s0 = out_->names.emplace_back(attr.text).c_str();
+      if (spec->name == "cond") insn.s1 = out_->names.emplace_back(attr.text).c_str();
+    }
+    if (!insn.s0 || (assertion && !insn.s1)) Refuse("pl." + std::string(s.op->name) + " without its texts");
+  }
+  // Whether evaluating `e` may fault: integer division or modulo by a run-time value, or a shift.
+  static bool MayFault(const Expr& e) {
+    if (e->kind == ExprKind::kBinary) {
+      const bool divides = e->binary == BinaryOp::kDiv || e->binary == BinaryOp::kFloorDiv || e->binary == BinaryOp::kMod;
+      if ((divides && !IsFloat(e->type.dtype) && !e->operands[1]->IsIntConst()) || e->binary == BinaryOp::kShl ||
+          e->binary == BinaryOp::kShr) {
+        return true;
+      }
+    }
+    return std::any_of(e->operands.begin(), e->operands.end(), [](const Expr& o) { return MayFault(o); });
   }
 
   const Function& func_;

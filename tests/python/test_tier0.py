@@ -258,23 +258,169 @@ def test_a_bad_mode_is_a_value_error_naming_the_variable(monkeypatch):
 
 
 def test_a_kernel_beyond_the_executor_waits_for_its_library(monkeypatch):
-    def row_sums(x: pl.Tensor[[16, 64], pl.DT_FP32], out: pl.Tensor[[16, 1], pl.DT_FP32]):
+    def col_sums(x: pl.Tensor[[16, 64], pl.DT_FP32], out: pl.Tensor[[1, 64], pl.DT_FP32]):
         a = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32), addr=0)
-        s = pl.make_tile(pl.TileType(shape=[16, 1], dtype=pl.DT_FP32, layout=pl.DN), addr=0x1000)
+        s = pl.make_tile(pl.TileType(shape=[1, 64], dtype=pl.DT_FP32), addr=0x1000)
         tmp = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32), addr=0x2000)
         with pl.section_vector():
             pl.load(a, x, [0, 0])
-            pl.row_sum(s, a, tmp)
+            pl.col_sum(s, a, tmp)
             pl.store(out, s, [0, 0])
 
     monkeypatch.setenv("PYPTO_PRO_TIER0", "always")
-    kernel = pl.jit(row_sums, name="t0_row_sums")
+    kernel = pl.jit(col_sums, name="t0_col_sums")
     x = torch.rand(16, 64)
-    out = torch.zeros(16, 1)
+    out = torch.zeros(1, 64)
     kernel[None, 1](x, out)
     sync()
-    torch.testing.assert_close(out, x.sum(1, keepdim=True))
+    torch.testing.assert_close(out, x.sum(0, keepdim=True))
     assert not kernel.compile_stats()[0]["tier0"]
+
+
+# ---- row reductions, broadcasts, valid windows and the debug ops ----
+
+def _rows(dtype):
+    def rows(x: pl.Tensor[[32, 48], dtype], col: pl.Tensor[[32, 1], dtype], row: pl.Tensor[[1, 48], dtype],
+             out: pl.Tensor[[12 * 32, 48], dtype], sums: pl.Tensor[[3 * 32, 1], dtype], r: pl.Scalar[pl.DT_INT32],
+             c: pl.Scalar[pl.DT_INT32]):
+        tt = pl.TileType(shape=[32, 48], dtype=dtype, valid_shape=[-1, -1])
+        ct = pl.TileType(shape=[32, 1], dtype=dtype, layout=pl.DN, valid_shape=[-1, -1])
+        a = pl.make_tile(tt, addr=0x0)
+        o = pl.make_tile(tt, addr=0x4000)
+        tmp = pl.make_tile(tt, addr=0x8000)
+        k = pl.make_tile(ct, addr=0xC000)
+        s = pl.make_tile(ct, addr=0xC100)
+        w = pl.make_tile(pl.TileType(shape=[1, 48], dtype=dtype, valid_shape=[-1, -1]), addr=0xC200)
+        with pl.section_vector():
+            pl.load(a, x, [0, 0])
+            pl.load(k, col, [0, 0])
+            pl.load(w, row, [0, 0])
+            pl.set_validshape(a, [r, c])   # a partial window: only its rows and columns are read
+            pl.set_validshape(o, [r, c])
+            pl.set_validshape(s, [r, 1])
+            pl.row_sum(s, a, tmp)
+            pl.store(sums, s, [0, 0])
+            pl.row_max(s, a, tmp)
+            pl.store(sums, s, [32, 0])
+            pl.row_min(s, a, tmp)
+            pl.store(sums, s, [64, 0])
+            pl.row_expand_add(o, a, k)
+            pl.store(out, o, [0, 0])
+            pl.row_expand_sub(o, a, k)
+            pl.store(out, o, [32, 0])
+            pl.row_expand_mul(o, a, k)
+            pl.store(out, o, [64, 0])
+            pl.row_expand_div(o, a, k)
+            pl.store(out, o, [96, 0])
+            pl.row_expand_max(o, a, k)
+            pl.store(out, o, [128, 0])
+            pl.row_expand_min(o, a, k)
+            pl.store(out, o, [160, 0])
+            pl.col_expand_add(o, a, w)
+            pl.store(out, o, [192, 0])
+            pl.col_expand_sub(o, a, w)
+            pl.store(out, o, [224, 0])
+            pl.col_expand_mul(o, a, w)
+            pl.store(out, o, [256, 0])
+            pl.col_expand_div(o, a, w)
+            pl.store(out, o, [288, 0])
+            pl.col_expand_max(o, a, w)
+            pl.store(out, o, [320, 0])
+            pl.col_expand_min(o, a, w)
+            pl.store(out, o, [352, 0])
+    return rows
+
+
+@pytest.mark.parametrize("dtype, torch_dtype", [(pl.DT_FP32, torch.float32), (pl.DT_FP16, torch.float16),
+                                                (pl.DT_INT16, torch.int16), (pl.DT_INT32, torch.int32)])
+def test_row_reductions_and_broadcasts_match_the_compiled_kernel_bit_for_bit(dtype, torch_dtype, monkeypatch):
+    both = _twins(_rows(dtype), f"t0_rows_{torch_dtype}".replace("torch.", ""), monkeypatch)
+    g = torch.Generator().manual_seed(11)
+    x = (torch.rand(32, 48, generator=g) * 20 - 10).to(torch_dtype)
+    col = (torch.rand(32, 1, generator=g) * 8 + 1).to(torch_dtype)   # no zero divisors
+    row = (torch.rand(1, 48, generator=g) * 8 + 1).to(torch_dtype)
+    out = torch.full((12 * 32, 48), 7).to(torch_dtype)
+    sums = torch.full((3 * 32, 1), 7).to(torch_dtype)
+    r, c = 29, 45  # tails of rows and columns
+    (_, _, _, t0_out, t0_sums, _, _), (_, _, _, compiled_out, compiled_sums, _, _) = both(1, x, col, row, out, sums,
+                                                                                      r, c)
+    assert torch.equal(t0_out, compiled_out) and torch.equal(t0_sums, compiled_sums)
+    # The documented results inside the window; the stores write only the window.
+    xs = x[:r, :c].double()
+    tol = dict(rtol=1e-2, atol=1e-1) if torch_dtype == torch.float16 else dict(rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(t0_sums[:r, 0].double(), xs.sum(1), **tol)
+    torch.testing.assert_close(t0_sums[32:32 + r, 0].double(), xs.amax(1))
+    torch.testing.assert_close(t0_sums[64:64 + r, 0].double(), xs.amin(1))
+    torch.testing.assert_close(t0_out[32:32 + r, :c].double(), xs - col[:r].double(), **tol)
+    torch.testing.assert_close(t0_out[352:352 + r, :c].double(), torch.minimum(xs, row[:, :c].double()))
+    assert torch.all(t0_out[:32, c:] == 7) and torch.all(t0_out[r:32] == 7)
+
+
+def test_the_softmax_and_layernorm_examples_run_at_once_with_the_librarys_bits(monkeypatch):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    from softmax import softmax_kernel
+    from layernorm import layernorm_kernel
+    g = torch.Generator().manual_seed(5)
+    for rows, cols in [(100, 512), (37, 300), (16, 1)]:
+        x = torch.randn(rows, cols, generator=g) * 3
+        gamma, beta = torch.randn(1, cols, generator=g), torch.randn(1, cols, generator=g)
+        softmax = _twins(softmax_kernel.fn, f"t0_softmax_{rows}", monkeypatch)
+        (_, t0_y), (_, compiled_y) = softmax(8, x, torch.zeros(rows, cols))
+        assert torch.equal(t0_y, compiled_y)
+        torch.testing.assert_close(t0_y, torch.softmax(x, -1), rtol=1e-5, atol=1e-6)
+        layernorm = _twins(layernorm_kernel.fn, f"t0_layernorm_{rows}", monkeypatch)
+        (*_, t0_y, _), (*_, compiled_y, _) = layernorm(8, x, gamma, beta, torch.zeros(rows, cols), 1e-5)
+        assert torch.equal(t0_y, compiled_y)
+        ref = torch.nn.functional.layer_norm(x, (cols,), gamma[0], beta[0])
+        torch.testing.assert_close(t0_y, ref, rtol=1e-4, atol=1e-4)
+
+
+def chatty(x: pl.Tensor[[8, 16], pl.DT_FP32], n: pl.Scalar[pl.DT_INT32], f: pl.Scalar[pl.DT_FP32],
+           big: pl.Scalar[pl.DT_INT64]):
+    with pl.section_vector():
+        pl.printf("n=%d f=%f big=%d ok=%d\n", n, f * 2.0, big + 1, n > 2)
+        pl.printf("no arguments\n")
+        pl.pto_assert(n < 2, "n was %d, f %f", n, f)
+        pl.pto_assert(n > 2, "never printed %d", n)
+        if n > 10:
+            pl.trap()
+
+
+def test_printf_assert_and_trap_match_the_compiled_kernel(monkeypatch, capfd):
+    texts = []
+    for mode in ("always", "0"):
+        monkeypatch.setenv("PYPTO_PRO_TIER0", mode)
+        kernel = pl.jit(chatty, name=f"t0_chatty_{mode}")
+        kernel[None, 1](torch.zeros(8, 16), 5, 1.25, 2 ** 40)
+        sync()
+        assert kernel.compile_stats()[0]["tier0"] == (mode == "always")
+        texts.append(capfd.readouterr().out.replace(f"t0_chatty_{mode}", "K"))
+        with pytest.raises(pypto_pro.KernelFault, match=r"pl.trap\(\) stopped the kernel") as info:
+            kernel[None, 1](torch.zeros(8, 16), 11, 0.5, 3)
+            sync()
+        capfd.readouterr()
+        texts.append((str(info.value).replace(f"t0_chatty_{mode}", "K"), info.value.line))
+    assert texts[0] == texts[2] and texts[1] == texts[3]
+    assert "n=5 f=2.500000 big=1099511627777 ok=1" in texts[0] and "no arguments" in texts[0]
+    assert "n < 2" in texts[0] and "n was 5, f 1.250000" in texts[0] and "never printed" not in texts[0]
+
+
+def test_a_valid_shape_fault_is_the_compiled_kernels(monkeypatch):
+    def too_wide(x: pl.Tensor[[16, 64], pl.DT_FP32], c: pl.Scalar[pl.DT_INT32]):
+        t = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32, valid_shape=[-1, -1]), addr=0)
+        with pl.section_vector():
+            pl.set_validshape(t, [16, c])
+
+    messages = []
+    for mode in ("always", "0"):
+        monkeypatch.setenv("PYPTO_PRO_TIER0", mode)
+        kernel = pl.jit(too_wide, name=f"t0_too_wide_{mode}")
+        with pytest.raises(pypto_pro.KernelFault, match=r"valid shape outside the tile's shape") as info:
+            kernel[None, 1](torch.zeros(16, 64), 65)
+            sync()
+        assert kernel.compile_stats()[0]["tier0"] == (mode == "always")
+        messages.append((str(info.value).replace(f"t0_too_wide_{mode}", "K"), info.value.line))
+    assert messages[0] == messages[1]
 
 
 # ---- faults: the same error, at the same line ----
@@ -456,6 +602,49 @@ def test_cube_kernels_match_the_compiled_kernel_bit_for_bit(dtype, acc_dtype, to
         assert torch.equal(t0_c.long(), a.long() @ b.long())
     else:
         torch.testing.assert_close(t0_c, a.float() @ b.float(), rtol=1e-4, atol=1e-3)
+
+
+def k_loop_with_bias(a: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16],
+                     b: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16], bias: pl.Tensor[[1, pl.DYNAMIC], pl.DT_FP32],
+                     c: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP32]):
+    """C = A @ B + bias over k slices of 32: matmul_bias for the first, matmul_acc for the others."""
+    a_mat = pl.make_tile(pl.TileType(shape=[32, 32], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Mat), addr=0x0)
+    b_mat = pl.make_tile(pl.TileType(shape=[32, 32], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Mat),
+                         addr=0x1000)
+    bias_mat = pl.make_tile(pl.TileType(shape=[1, 32], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Mat),
+                            addr=0x2000)
+    left = pl.make_tile(pl.TileType(shape=[32, 32], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Left), addr=0x0)
+    right = pl.make_tile(pl.TileType(shape=[32, 32], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Right), addr=0x0)
+    bias_t = pl.make_tile(pl.TileType(shape=[1, 32], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Bias), addr=0x0)
+    acc = pl.make_tile(pl.TileType(shape=[32, 32], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Acc), addr=0x0)
+    with pl.section_cube():
+        col_tiles = c.shape[1] // 32
+        for t in pl.range(pl.get_block_idx(), c.shape[0] // 32 * col_tiles, pl.get_block_num()):
+            i = t // col_tiles
+            j = t % col_tiles
+            pl.load_tile(bias_mat, bias, [0, j])
+            pl.move(bias_t, bias_mat)
+            for kk in pl.range(a.shape[1] // 32):
+                pl.load_tile(a_mat, a, [i, kk])
+                pl.load_tile(b_mat, b, [kk, j])
+                pl.move(left, a_mat)
+                pl.move(right, b_mat)
+                if kk == 0:
+                    pl.matmul(acc, left, right, bias=bias_t)
+                else:
+                    pl.matmul_acc(acc, acc, left, right)
+            pl.store_tile(c, acc, [i, j])
+
+
+def test_matmul_acc_and_matmul_bias_match_the_compiled_kernel_bit_for_bit(monkeypatch):
+    both = _twins(k_loop_with_bias, "t0_k_loop_bias", monkeypatch)
+    g = torch.Generator().manual_seed(9)
+    a = torch.randn(64, 96, generator=g).half()
+    b = torch.randn(96, 64, generator=g).half()
+    bias = torch.randn(1, 64, generator=g)
+    (*_, t0_c), (*_, compiled_c) = both(3, a, b, bias, torch.zeros(64, 64))
+    assert torch.equal(t0_c, compiled_c)
+    torch.testing.assert_close(t0_c, a.float() @ b.float() + bias, rtol=1e-4, atol=1e-3)
 
 
 def test_the_matmul_examples_first_launch_runs_at_once(monkeypatch):
