@@ -467,6 +467,41 @@ void AddTransferOps(std::vector<OpDef>& ops) {
     rows.doc = "the rows of one strip of a fused run's load (fuse_rows)";
     ops.push_back(rows);
   }
+  // fuse_rows' form of a store at the tail of a fused run with one head load: the rows of one strip,
+  // stored as the strip is computed when the store's GM window and the load's allow it (else the
+  // whole window on the last strip). The whole tile, the strip's first row and the strips' rows, then
+  // the head load's tensor, offsets and whole tile follow (data_movement.h, StoreRows).
+  struct StoreRowsName {
+    const OpDef& base;
+    bool after_tile;
+    std::string_view name, device_fn;
+  };
+  for (const StoreRowsName& n : {StoreRowsName{store, false, "store_rows", "pto::store_rows"},
+                                 StoreRowsName{store, true, "store_rows_after_tile", "pto::store_rows_after_tile"},
+                                 StoreRowsName{store_tile, false, "store_tile_rows", "pto::store_tile_rows"},
+                                 StoreRowsName{store_tile, true, "store_tile_rows_after_tile",
+                                               "pto::store_tile_rows_after_tile"}}) {
+    {
+      const OpDef& base = n.base;
+      const bool after_tile = n.after_tile;
+      OpDef rows = base;
+      rows.name = n.name;
+      rows.public_name = base.name;
+      rows.device_fn = n.device_fn;
+      rows.internal = true;
+      rows.kwargs.clear();  // Vec -> GM: no fixpipe, no atomics, the last two axes
+      rows.operands.push_back({"whole_tile", OperandKind::kTile, Access::kRead, kStoreSrc});
+      rows.operands.push_back({"strip_row", OperandKind::kScalar, Access::kRead});
+      rows.operands.push_back({"strip_rows", OperandKind::kScalar, Access::kRead});
+      // The load's own dtype, which may differ from the store's.
+      rows.operands.push_back({"load_tensor", OperandKind::kTensor, Access::kRead, 0, kAllSupportedDTypes});
+      rows.operands.push_back({after_tile ? "load_tile_idx" : "load_offsets", OperandKind::kOffsets, Access::kRead});
+      rows.operands.push_back({"load_tile", OperandKind::kTile, Access::kRead, kLoadDst, kAllSupportedDTypes});
+      if (after_tile) rows.operands.back().unit = OffsetUnit::kTiles;
+      rows.doc = "the rows of one strip of a fused run's store (fuse_rows)";
+      ops.push_back(rows);
+    }
+  }
   ops.push_back(PerChannelStore(store, "store_fp", "pto::store_fp"));
   ops.push_back(PerChannelStore(store_tile, "store_tile_fp", "pto::store_tile_fp"));
   ops.push_back(RuntimeScaledStore(store, "store_scaled", "pto::store_scaled"));

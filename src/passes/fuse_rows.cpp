@@ -10,10 +10,15 @@
 //     come from tile declarations whose bytes do not overlap (one tile per declaration in the run);
 //   - scalar operands read no tile element;
 //   - loads (load / load_tile along the tensor's last two axes into such an ND tile) may head a run,
-//     before its first op: a load's row r comes from one row of GM that the run never writes. Each
+//     before its first op: a load's row r comes from one row of GM that no earlier strip wrote. Each
 //     strip loads its rows, and the first strip checks the load's whole window as the load does, so a
 //     load that faults faults before any op of the run, as it would unfused (a fault leaves only tiles
 //     half-written, and a faulted launch's tiles are never seen).
+//   - a store of a tile the run writes may end a run with one head load whose ops are all on float
+//     tiles (none can fault on a later strip): store_rows stores each strip's rows as they are
+//     computed when its GM window and the load's leave later strips' rows alone (apart, or the same
+//     rows), else the whole window on the last strip; it checks its whole window on the first strip,
+//     before it writes anything.
 // Row r of every result then depends on row r of the operands only, so running the ops strip by strip
 // gives each row the values op by op would. Sanitizer and profile instances are never fused: their
 // hooks see each op as written.
@@ -129,6 +134,26 @@ bool HeadLoadParts(const StmtNode& s, std::vector<Part>& parts) {
   return true;
 }
 
+// A store a run with one head load may end with: a tile of the run that the run writes, to GM along
+// the last two axes of a tensor of its dtype, without the fixpipe's or atomic options.
+bool TailStore(const StmtNode& s) {
+  if (s.kind != StmtKind::kOp || !s.op || (s.op->name != "store" && s.op->name != "store_tile")) return false;
+  for (const Attr& attr : s.attrs) {
+    const bool plain = attr.name == "order" || attr.name == "scale" ? attr.value == -1 : attr.value == 0;
+    if (!plain) return false;
+  }
+  const Expr &tensor = s.args[0], &tile = s.args[1], &offsets = s.args[2];
+  if (!tile || tile->kind != ExprKind::kVar || !tile->type.IsTile()) return false;
+  const TileType& t = *tile->type.tile;
+  return Sliceable(t) && t.layout == Layout::kND && tensor->type.tensor && tensor->type.tensor->dims.size() >= 2 &&
+         tensor->type.dtype == t.dtype && !ReadsTileElement(tensor) && !ReadsTileElement(offsets);
+}
+
+bool IsFloatTile(const Var& var) {
+  const DataType d = var->type.tile->dtype;
+  return d == DataType::kFP32 || d == DataType::kFP16 || d == DataType::kBF16;
+}
+
 // A run being collected: its ops and the tiles they slice.
 struct Run {
   std::vector<Stmt> ops;
@@ -166,6 +191,11 @@ class RowFuser : public IRMutator {
       run.Clear();
     };
     for (const Stmt& child : mutated->stmts) {
+      if (EndsWithStore(run, *child)) {
+        run.ops.push_back(child);
+        flush();
+        continue;
+      }
       std::vector<Part> parts;
       const bool load = HeadLoadParts(*child, parts);
       if (!load && !RowLocalParts(*child, parts)) {
@@ -229,6 +259,20 @@ class RowFuser : public IRMutator {
     return true;
   }
 
+  // Whether `s` may end `run` as its tail store (TailStore): the run has one head load and ops on
+  // float tiles only (they cannot fault, so a strip's rows may reach GM before the next strip's ops
+  // run), and it writes the stored tile.
+  static bool EndsWithStore(const Run& run, const StmtNode& s) {
+    if (run.op_count < 2 || !TailStore(s)) return false;
+    int loads = 0;
+    for (const Stmt& op : run.ops) loads += op->op->name == "load" || op->op->name == "load_tile";
+    if (loads != 1 || !run.written.count(s.args[1]->var->id)) return false;
+    for (const auto& [id, var] : run.sliced) {
+      if (!IsFloatTile(var)) return false;
+    }
+    return true;
+  }
+
   // for strip in range(0, rows, step): each sliced tile's subview of the strip, then the ops on them.
   Stmt Fuse(const Run& run) {
     int64_t row_bytes = 0;
@@ -249,7 +293,23 @@ class RowFuser : public IRMutator {
                              {VarRef(strip, at), end, IntConst(0, at), IntConst(var->type.tile->Cols(), at)}, at));
       view_of[id] = view;
     }
+    const StmtNode* head_load = nullptr;
     for (const Stmt& op : run.ops) {
+      if (op->op->name == "load" || op->op->name == "load_tile") head_load = op.get();
+    }
+    for (const Stmt& op : run.ops) {
+      if (op == run.ops.back() && TailStore(*op)) {  // store_rows: the strip's rows, then what decides when
+        auto node = CopyNode(op);
+        const bool tiles = op->op->name == "store_tile", after_tile = head_load->op->name == "load_tile";
+        node->op = FindOp(tiles ? (after_tile ? "store_tile_rows_after_tile" : "store_tile_rows")
+                                : (after_tile ? "store_rows_after_tile" : "store_rows"));
+        node->attrs.clear();
+        node->args[1] = VarRef(view_of.at(op->args[1]->var->id), op->args[1]->span);
+        node->args.insert(node->args.end(), {op->args[1], VarRef(strip, at), IntConst(step, at), head_load->args[1],
+                                             head_load->args[2], head_load->args[0]});
+        body.push_back(node);
+        continue;
+      }
       std::vector<Part> parts;
       const bool load = HeadLoadParts(*op, parts);
       if (!load) RowLocalParts(*op, parts);

@@ -471,6 +471,40 @@ TEST(FuseRows, LoadsMayHeadARun) {
             std::string::npos);
 }
 
+TEST(FuseRows, AStoreOfTheRunsResultMayEndARunWithOneLoad) {
+  TileKernel k;
+  ir::Var x = k.Tensor("x", ir::DataType::kFP32, {test_util::DynamicDim(), test_util::DynamicDim()});
+  ir::Var y = k.Tensor("y", ir::DataType::kFP32, {test_util::DynamicDim(), test_util::DynamicDim()});
+  auto a = k.MakeTile("a", 64, 128), o = k.MakeTile("o", 64, 128), col = k.MakeTile("col", 64, 1);
+  ir::Expr at = ir::Tuple({ir::IntConst(1), ir::IntConst(0)});
+  auto load = test_util::Op("load_tile", {a, ir::VarRef(x), at}, 20);
+  auto max = test_util::Op("row_max", {col, a, o}, 21), sub = test_util::Op("row_expand_sub", {o, a, col}, 22);
+  const std::string text = Fused(k.With({load, max, sub, test_util::Op("store", {ir::VarRef(y), o, at}, 23)}));
+  // The strip's rows, the whole tile, the strip's first row and the strips' rows, then the load's window.
+  EXPECT_NE(text.find("      row_expand_sub(o_rows, a_rows, col_rows)\n"
+                      "      store_rows_after_tile(y, o_rows, [1, 0], o, row_strip, 15, x, [1, 0], a)\n"),
+            std::string::npos)
+      << text;
+  // A store of a tile the run does not write, one with an option, or after a run of integer tiles
+  // (whose division may fault on a later strip) stays after the run.
+  auto other = k.MakeTile("other", 64, 128);
+  const std::string unwritten = Fused(k.With({load, max, sub, test_util::Op("store", {ir::VarRef(y), other, at}, 23)}));
+  EXPECT_NE(unwritten.find("\n    store(y, other, [1, 0])"), std::string::npos) << unwritten;
+  auto atomic = ir::OpCall(ir::FindOp("store"), {ir::VarRef(y), o, at}, {ir::Attr{"atomic", 1, "", false}},
+                           test_util::At(23, 8));
+  EXPECT_EQ(Fused(k.With({load, max, sub, atomic})).find("store_rows"), std::string::npos);
+  ir::Var xi = k.Tensor("xi", ir::DataType::kInt32, {test_util::DynamicDim(), test_util::DynamicDim()});
+  ir::Var yi = k.Tensor("yi", ir::DataType::kInt32, {test_util::DynamicDim(), test_util::DynamicDim()});
+  auto ai = k.MakeTile("ai", 64, 128, ir::DataType::kInt32), oi = k.MakeTile("oi", 64, 128, ir::DataType::kInt32);
+  auto ci = k.MakeTile("ci", 64, 1, ir::DataType::kInt32);
+  const std::string ints = Fused(k.With({test_util::Op("load_tile", {ai, ir::VarRef(xi), at}, 20),
+                                         test_util::Op("row_max", {ci, ai, oi}, 21),
+                                         test_util::Op("row_expand_div", {oi, ai, ci}, 22),
+                                         test_util::Op("store", {ir::VarRef(yi), oi, at}, 23)}));
+  EXPECT_NE(ints.find("row_strip"), std::string::npos) << ints;
+  EXPECT_EQ(ints.find("store_rows"), std::string::npos) << ints;
+}
+
 TEST(FuseRows, WhatCouldChangeAResultStaysOpByOp) {
   TileKernel k;
   auto a = k.MakeTile("a", 16, 512), b = k.MakeTile("b", 16, 512), o = k.MakeTile("o", 16, 512);

@@ -299,6 +299,90 @@ def test_a_fused_load_faults_like_the_load(tmp_path, monkeypatch):
     assert "GM access out of bounds: tensor 'x' of shape [40, 256], offsets [32, 0], window [16, 256]" in str(faults[1])
 
 
+TAIL_STORE = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[64, 256], pl.DT_FP32], y: pl.Tensor[[64, 256], pl.DT_FP32], rows: pl.DT_INT32,
+           shift: pl.DT_INT32):
+    t = pl.make_tile(pl.TileType(shape=[16, 256], dtype=pl.DT_FP32, valid_shape=[-1, -1]), addr=0x0)
+    o = pl.make_tile(pl.TileType(shape=[16, 256], dtype=pl.DT_FP32, valid_shape=[-1, -1]), addr=0x8000)
+    c = pl.make_tile(pl.TileType(shape=[16, 1], dtype=pl.DT_FP32, layout=pl.DN, valid_shape=[-1, -1]), addr=0x10000)
+    with pl.section_vector():
+        pl.set_validshape(t, [rows, 256])
+        pl.set_validshape(o, [rows, 256])
+        pl.set_validshape(c, [rows, 1])
+        for i in pl.range(0, 3):
+            {LOAD}
+            pl.row_max(c, t, o)
+            pl.row_expand_sub(o, t, c)
+            pl.muls(o, o, 2.0)
+            {STORE}
+'''
+TAIL_FORMS = {
+    "load/store": ("pl.load(t, x, [i * 16, 0])", "pl.store(y, o, [i * 16 + shift, 0])"),
+    "load_tile/store_tile": ("pl.load_tile(t, x, [i, 0])", "pl.store_tile(y, o, [i + shift // 16, 0])"),
+    "load/store_tile": ("pl.load(t, x, [i * 16, 0])", "pl.store_tile(y, o, [i + shift // 16, 0])"),
+    "load_tile/store": ("pl.load_tile(t, x, [i, 0])", "pl.store(y, o, [i * 16 + shift, 0])"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(TAIL_FORMS))
+@pytest.mark.parametrize("in_place, shift, rows", [(False, 0, 16), (False, 0, 13), (True, 0, 16), (True, 0, 13),
+                                                   (True, 4, 16), (True, 16, 13), (True, 1, 16), (False, 16, 9)])
+def test_a_run_ending_in_a_store_stores_strip_by_strip_with_the_unfused_bits(tmp_path, monkeypatch, form, in_place,
+                                                                           shift, rows):
+    """The store after a run stores each strip as it is computed (store_rows) when its GM window and
+    the run's load leave later strips' rows alone: separate tensors, or in place on the same rows. A
+    store into rows a later strip still loads (in place, shifted) waits for the last strip. Either
+    way every byte of GM is the unfused kernel's."""
+    load, store = TAIL_FORMS[form]
+    if "store_tile" in store and shift % 16:
+        pytest.skip("a tile index moves by whole tiles")
+    name = f"tail_{form.replace('/', '_')}_{int(in_place)}_{shift}_{rows}"
+    module = module_from_source(tmp_path, name, TAIL_STORE.replace("{LOAD}", load).replace("{STORE}", store))
+    x = torch.randn(64, 256)
+
+    def launch(kernel):
+        a = x.clone()
+        b = a if in_place else torch.full((64, 256), 7.0)
+        kernel[None, 1](a, b, rows, shift)
+        pypto_pro.runtime.synchronize()
+        return b.clone()
+
+    unfused, fused, ir = _both(monkeypatch, module.kernel, name, launch)
+    assert "store_rows" in ir or "store_tile_rows" in ir, ir
+    assert torch.equal(unfused, fused)
+    if not in_place:  # the documented result: each tile's valid rows, 2 (x - its row's max), at its rows
+        for i in range(3):
+            tile = x[i * 16:i * 16 + rows]
+            torch.testing.assert_close(fused[i * 16 + shift:i * 16 + shift + rows],
+                                       (tile - tile.amax(1, keepdim=True)) * 2)
+
+
+def test_a_fused_store_faults_like_the_store_before_it_writes(tmp_path, monkeypatch):
+    """The first tile's store reaches past y's 64 rows: the fused store checks its whole window on the
+    first strip and faults with the store's line and message, leaving y as the unfused kernel leaves
+    it (untouched)."""
+    module = module_from_source(tmp_path, "tail_fault", TAIL_STORE.replace("{LOAD}", TAIL_FORMS["load/store"][0])
+                                .replace("{STORE}", TAIL_FORMS["load/store"][1]))
+    x = torch.randn(64, 256)
+    faults = []
+
+    def launch(kernel):
+        y = torch.full((64, 256), 7.0)
+        kernel[None, 1](x, y, 16, 50)
+        with pytest.raises(pypto_pro.KernelFault) as info:
+            pypto_pro.runtime.synchronize()
+        faults.append(info.value)
+        return y
+
+    unfused, fused, ir = _both(monkeypatch, module.kernel, "tail_fault", launch)
+    assert "store_rows(y, o_rows" in ir, ir
+    assert torch.equal(unfused, fused) and torch.all(fused == 7.0)
+    assert [(f.op, f.line) for f in faults] == [("store", 18)] * 2
+    assert str(faults[0]).split("\n")[0].replace("_fuse0", "") == str(faults[1]).split("\n")[0].replace("_fuse1", "")
+
+
 def _out(launch, like):
     y = torch.empty_like(like)
     launch(y)
