@@ -51,7 +51,8 @@ enum {
   PTO_T0_VUNARY,   /* t[a] = op e of PTO_UNARY_OPS (t[b]) */
   PTO_T0_COMPACT,  /* a fractal tile t[a] without compact=1 must hold its whole shape (op s0, message s1) */
   PTO_T0_MOVE,     /* t[a] <- t[b] (L1 -> L0A/L0B), transposed if c, relu f, scale imm */
-  PTO_T0_MATMUL,   /* t[a] = t[b] x t[c] (+ t[f] of e: 0 nothing, 1 matmul_acc's acc, 2 matmul_bias's bias), phase d, op s0 */
+  PTO_T0_MATMUL,   /* t[a] = t[b] x t[c] + t[f] by e (0: nothing, 1: matmul_acc's acc, 2: the bias row), phase d,
+                      op name s0 */
   PTO_T0_VALIDSHAPE, /* t[a]'s valid window = r[b] rows x r[c] cols (a 1-D shape: b < 0, one row) */
   PTO_T0_ROWREDUCE,  /* t[a] = row_sum (e=0), row_max (1), row_min (2) of t[b] */
   PTO_T0_ROWEXPAND,  /* t[a] = op e of PTO_BINARY_OPS (t[b], column tile t[c] broadcast along the rows) */

@@ -368,11 +368,13 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         const PtoT0Slot &d = p.slots[t[in.a]], &sd = p.slots[t[in.b]];
         const SlotState &out = s[t[in.a]], &src = s[t[in.b]];
         ByElem(d.elem, [&]<typename T>() {
-          T* o = reinterpret_cast<T*>(out.data);
-          const T* x = reinterpret_cast<const T*>(src.data);
-          if (in.e == 0) detail::RowReduceBody<detail::RowSumOf>(o, d.cols, x, sd.cols, src.valid_rows, src.valid_cols);
-          else if (in.e == 1) detail::RowReduceBody<detail::RowExtremeOf<detail::MaxF>>(o, d.cols, x, sd.cols, src.valid_rows, src.valid_cols);
-          else detail::RowReduceBody<detail::RowExtremeOf<detail::MinF>>(o, d.cols, x, sd.cols, src.valid_rows, src.valid_cols);
+          auto reduce = [&]<typename Fold>() {
+            detail::RowReduceBody<Fold>(reinterpret_cast<T*>(out.data), d.cols, reinterpret_cast<const T*>(src.data),
+                                        sd.cols, src.valid_rows, src.valid_cols);
+          };
+          if (in.e == 0) reduce.template operator()<detail::RowSumOf>();
+          else if (in.e == 1) reduce.template operator()<detail::RowExtremeOf<detail::MaxF>>();
+          else reduce.template operator()<detail::RowExtremeOf<detail::MinF>>();
         });
         break;
       }

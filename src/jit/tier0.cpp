@@ -651,7 +651,8 @@ class Compiler {
   // Whether evaluating `e` may fault: integer division or modulo by a run-time value, or a shift.
   static bool MayFault(const Expr& e) {
     if (e->kind == ExprKind::kBinary) {
-      const bool divides = e->binary == BinaryOp::kDiv || e->binary == BinaryOp::kFloorDiv || e->binary == BinaryOp::kMod;
+      const bool divides =
+          e->binary == BinaryOp::kDiv || e->binary == BinaryOp::kFloorDiv || e->binary == BinaryOp::kMod;
       if ((divides && !IsFloat(e->type.dtype) && !e->operands[1]->IsIntConst()) || e->binary == BinaryOp::kShl ||
           e->binary == BinaryOp::kShr) {
         return true;
