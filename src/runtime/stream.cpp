@@ -41,8 +41,13 @@ int64_t SubmitThunk(void* stream, const PtoKernelDesc* desc, const void* args, u
                      uint32_t block_dim);
 
 // call_kernel only submits; the callbacks of running cores come with PtoCoreCtx::api.
-const PtoRuntimeApi kStreamApi = {PTO_ABI_VERSION, &SubmitThunk, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                  nullptr,         nullptr,      nullptr, nullptr};
+// (Every callback after submit stays null: value-initialised, whatever the ABI adds.)
+const PtoRuntimeApi kStreamApi = [] {
+  PtoRuntimeApi api{};
+  api.abi_version = PTO_ABI_VERSION;
+  api.submit = &SubmitThunk;
+  return api;
+}();
 
 int64_t SubmitThunk(void* stream, const PtoKernelDesc* desc, const void* args, uint32_t args_size,
                     uint32_t block_dim) {
