@@ -546,6 +546,7 @@ class KernelWriter {
     std::set<std::pair<int, int>> spans;              // (tile id, role) of every operand
     std::map<std::pair<int, int>, Expr> operand_of;
     std::vector<std::string> sums;  // the row sums' column tiles (written: apart from every other tile)
+    std::vector<std::pair<int, int>> sum_columns;  // their (tile id, role)
     const char* lanes[3] = {"t", "c", "w"};
     auto note = [&](const Expr& arg, int role) {  // an operand whose bytes the run's checks cover
       spans.insert({arg->var->id, role});
@@ -570,6 +571,7 @@ class KernelWriter {
                        std::to_string(LineNumber(op->span.line)));
         note(op->args[0], kColumn);
         sums.push_back("pto::FusedTile(*" + Expr_(op->args[0]) + ")");
+        sum_columns.push_back({op->args[0]->var->id, kColumn});
         continue;
       }
       const bool broadcast = name.substr(0, 11) == "row_expand_" || name.substr(0, 11) == "col_expand_";
@@ -607,12 +609,11 @@ class KernelWriter {
     // Each written tile (an op's destination, a sum's column) apart from every other tile of the run.
     std::vector<std::pair<int, int>> outputs;
     for (const auto& [id, tile] : written) outputs.push_back({id, kWindow});
-    for (const StmtNode* op : stmts) {
-      if (op->op->name == "row_sum") outputs.push_back({op->args[0]->var->id, kColumn});
-    }
+    outputs.insert(outputs.end(), sum_columns.begin(), sum_columns.end());
     for (size_t a = 0; a < outputs.size(); ++a) {
+      const auto earlier = outputs.begin() + long(a);
       for (const auto& key : spans) {
-        const bool earlier_output = std::find(outputs.begin(), outputs.begin() + long(a), key) != outputs.begin() + long(a);
+        const bool earlier_output = std::find(outputs.begin(), earlier, key) != earlier;
         if (key.first == outputs[a].first || earlier_output) continue;
         checks.push_back("pto::FusedApart(" + span(outputs[a]) + ", " + span(key) + ")");
       }

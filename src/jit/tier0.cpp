@@ -82,11 +82,14 @@ const std::map<std::string_view, int> kBinaryOps = Positions({PTO_BINARY_OPS(PTO
 const std::map<std::string_view, int> kScalarOps = Positions({PTO_SCALAR_OPS(PTO_T0_NAME_)});
 const std::map<std::string_view, int> kUnaryOps = Positions({PTO_UNARY_OPS(PTO_T0_NAME_)});
 #undef PTO_T0_NAME_
-// row_expand_* / col_expand_*: their functors are PTO_BINARY_OPS' (vector_broadcast.h), by position.
-const std::map<std::string_view, int> kExpandOps = {
-    {"row_expand_add", 0}, {"row_expand_sub", 1}, {"row_expand_mul", 2}, {"row_expand_div", 3},
-    {"row_expand_max", 4}, {"row_expand_min", 5}, {"col_expand_add", 0}, {"col_expand_sub", 1},
-    {"col_expand_mul", 2}, {"col_expand_div", 3}, {"col_expand_max", 4}, {"col_expand_min", 5}};
+// row_expand_<op> / col_expand_<op>: the functor of binary op <op> (max, min: maximum, minimum;
+// vector_broadcast.h), by its position in PTO_BINARY_OPS; -1 for any other op.
+int ExpandOp(std::string_view name) {
+  if (name.substr(0, 11) != "row_expand_" && name.substr(0, 11) != "col_expand_") return -1;
+  const std::string_view op = name.substr(11);
+  auto found = kBinaryOps.find(op == "max" ? "maximum" : op == "min" ? "minimum" : op);
+  return found == kBinaryOps.end() ? -1 : found->second;
+}
 
 // The ops that do nothing in a plain kernel (the simulator runs each core's ops in program order;
 // the sanitizer, which checks them, never runs tier-0).
@@ -594,10 +597,10 @@ class Compiler {
       TileOf(s.args[2]);  // the unused tmp: a tile the executor could place
       Emit(PTO_T0_ROWREDUCE, line, TileOf(s.args[0]), TileOf(s.args[1]), 0, 0,
            name == "row_sum" ? 0 : name == "row_max" ? 1 : 2);
-    } else if (auto ex = kExpandOps.find(name); ex != kExpandOps.end()) {
+    } else if (const int expand = ExpandOp(name); expand >= 0) {
       SameElem(s, {1, 2});
       Emit(name[0] == 'r' ? PTO_T0_ROWEXPAND : PTO_T0_COLEXPAND, line, TileOf(s.args[0]), TileOf(s.args[1]),
-           TileOf(s.args[2]), 0, ex->second);
+           TileOf(s.args[2]), 0, expand);
     } else if (name == "printf" || name == "pto_assert") {
       Debug(s);
     } else if (name == "trap") {

@@ -263,10 +263,8 @@ class RowFuser : public IRMutator {
   // float tiles only (they cannot fault, so a strip's rows may reach GM before the next strip's ops
   // run), and it writes the stored tile.
   static bool EndsWithStore(const Run& run, const StmtNode& s) {
-    if (run.op_count < 2 || !TailStore(s)) return false;
-    int loads = 0;
-    for (const Stmt& op : run.ops) loads += op->op->name == "load" || op->op->name == "load_tile";
-    if (loads != 1 || !run.written.count(s.args[1]->var->id)) return false;
+    const size_t loads = run.ops.size() - size_t(run.op_count);
+    if (run.op_count < 2 || loads != 1 || !TailStore(s) || !run.written.count(s.args[1]->var->id)) return false;
     for (const auto& [id, var] : run.sliced) {
       if (!IsFloatTile(var)) return false;
     }
@@ -293,10 +291,7 @@ class RowFuser : public IRMutator {
                              {VarRef(strip, at), end, IntConst(0, at), IntConst(var->type.tile->Cols(), at)}, at));
       view_of[id] = view;
     }
-    const StmtNode* head_load = nullptr;
-    for (const Stmt& op : run.ops) {
-      if (op->op->name == "load" || op->op->name == "load_tile") head_load = op.get();
-    }
+    const StmtNode* head_load = run.ops.front().get();  // loads head a run: with a tail store, its one load
     for (const Stmt& op : run.ops) {
       if (op == run.ops.back() && TailStore(*op)) {  // store_rows: the strip's rows, then what decides when
         auto node = CopyNode(op);
