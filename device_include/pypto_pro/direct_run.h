@@ -123,6 +123,33 @@ inline DirectWindow<T> direct_store_tile(CoreCtx& ctx, int line, const GmTensor<
   return detail::DirectGm(ctx, line, "store_tile", true, tile, dst, tile_idx);
 }
 
+// A direct loop's window of one load / store (`tile_units`: load_tile / store_tile) (docs/device.md#
+// direct-loops): the windows of its iterations side by side, rows x cols from the first iteration's
+// offsets `first` (`tile` gives the tile type). `at` is null when the window leaves the tensor's shape
+// or buffer, which is when some iteration's window would fault: the loop then runs as written and
+// faults there.
+template <typename TileT, typename T, int N>
+inline DirectWindow<T> direct_loop_window(const TileT&, const GmTensor<T, N>& gm, bool tile_units, Idx<N> first,
+                                          int64_t rows, int64_t cols) {
+  static_assert(N >= 2, "direct loops move windows along the tensor's last two axes");
+  const detail::Axes axes = detail::DecodeOrder<N>(-1);
+  const Idx<N> off = tile_units ? detail::TileOffsets<TileT>(first, axes) : first;
+  int64_t extent[N];
+  bool inside = rows >= 0 && cols >= 0;
+  for (int i = 0; i < N; ++i) {
+    extent[i] = detail::WindowExtent<N>(axes, i, rows, cols);
+    inside = inside && off.v[i] >= 0 && off.v[i] <= gm.shape[i] - extent[i];
+  }
+  int64_t begin, end;
+  bool overflow;
+  if (!inside || !detail::InBuffer(gm, off.v, extent, begin, end, overflow)) return {nullptr, 0, false, false};
+  int64_t linear = 0;
+  for (int i = 0; i < N; ++i) linear += off.v[i] * gm.stride[i];
+  const bool stream = gm.shape[0] * gm.stride[0] * int64_t(sizeof(T)) >= detail::kStreamingStoreBytes &&
+                      cols * int64_t(sizeof(T)) >= 64;
+  return {gm.data + linear, gm.stride[N - 2], gm.stride[N - 1] == 1, stream};
+}
+
 // A tile the run reads or writes in local memory (the whole tile: direct runs take full windows).
 template <typename TileT>
 inline DirectWindow<typename TileT::Elem> DirectTile(TileT& tile) {
@@ -151,9 +178,12 @@ inline bool DirectDisjoint(int64_t rows, int64_t cols, const DirectWindow<T> (&i
 // The run itself: for every row of the rows x cols window and every 16 columns, the inputs as fp32
 // lanes, `body(in, out)` (the ops, each result rounded to T), the outputs stored. Columns past a
 // multiple of 16 go through zero-padded lanes, as the tile ops' tails do; fp16 / bf16 go 32 at a time.
-// Each input row prefetches the row kAheadRows down (past the window's end: the next window's first
-// rows, which a tile loop reads next) into L1: short strided rows defeat the CPU's stream prefetchers.
-constexpr int64_t kAheadRows = 8;
+// Every 64 bytes an input walks, it prefetches the line kAheadLines further along its walk into L1 (the
+// rows of the window, then the first rows of the next window along the row, which a tile loop reads
+// next): rows of a few lines at a tensor's row stride defeat the CPU's stream prefetchers, and a
+// prefetch distance in lines, not rows, keeps long rows (direct loops) from flooding the line fill
+// buffers. 32 lines: measured best for 256 B to 8 KiB rows (fp16 and fp32 adds, Intel Xeon).
+constexpr int64_t kAheadLines = 32;
 
 template <typename T, int NI, int NO, typename Body>
 __attribute__((always_inline)) inline void DirectRows(int64_t rows, int64_t cols, const DirectWindow<T> (&in)[NI],
@@ -162,21 +192,26 @@ __attribute__((always_inline)) inline void DirectRows(int64_t rows, int64_t cols
   const int64_t bytes = cols * int64_t(sizeof(T));
   bool streamed = false;
   for (int j = 0; j < NO; ++j) streamed = streamed || out[j].stream;
+  // The prefetch cursor: row ahead_row of the window (past its end: of the next window), byte ahead_col.
+  int64_t ahead_row = bytes > 0 ? kAheadLines * 64 / bytes : 0, ahead_col = bytes > 0 ? kAheadLines * 64 % bytes : 0;
+  auto prefetch = [&]() __attribute__((always_inline)) {
+    const bool next = ahead_row >= rows;
+    const int64_t row = next ? ahead_row - rows : ahead_row, col = next ? ahead_col + bytes : ahead_col;
+    for (int i = 0; i < NI; ++i) {
+      __builtin_prefetch(reinterpret_cast<const char*>(in[i].at + row * in[i].row_stride) + col, 0, 3);
+    }
+    ahead_col += 64;
+    if (ahead_col >= bytes) ahead_col = 0, ++ahead_row;
+  };
   for (int64_t r = 0; r < rows; ++r) {
     const T* src[NI];
     T* dst[NO];
-    for (int i = 0; i < NI; ++i) {
-      src[i] = in[i].at + r * in[i].row_stride;
-      // kAheadRows rows down this window, then the first rows of the next window along the row.
-      const int64_t ahead = r + kAheadRows < rows ? r + kAheadRows : r + kAheadRows - rows;
-      const char* next = reinterpret_cast<const char*>(in[i].at + ahead * in[i].row_stride) +
-                         (r + kAheadRows < rows ? 0 : bytes);
-      for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(next + b, 0, 3);  // into L1: measured best
-    }
+    for (int i = 0; i < NI; ++i) src[i] = in[i].at + r * in[i].row_stride;
     for (int j = 0; j < NO; ++j) dst[j] = out[j].at + r * out[j].row_stride;
     int64_t c = 0;
     if constexpr (kIsNarrowFloat<T>) {  // 32 at a time: whole 64-byte lines to the outputs
       for (; c + 32 <= cols; c += 32) {
+        prefetch();
         f32x16 v[NI], o[NO], v2[NI], o2[NO];
         for (int i = 0; i < NI; ++i) v[i] = Load16(src[i] + c), v2[i] = Load16(src[i] + c + 16);
         body(v, o);
@@ -185,12 +220,14 @@ __attribute__((always_inline)) inline void DirectRows(int64_t rows, int64_t cols
       }
     }
     for (; c + 16 <= cols; c += 16) {
+      prefetch();  // (fp32: 64 bytes; fp16 / bf16: a row's last half line)
       f32x16 v[NI], o[NO];
       for (int i = 0; i < NI; ++i) v[i] = Load16(src[i] + c);
       body(v, o);
       for (int j = 0; j < NO; ++j) detail::Put16(dst[j] + c, o[j], out[j].stream);
     }
     if (c < cols) {
+      prefetch();
       const int64_t n = cols - c;
       f32x16 v[NI], o[NO];
       for (int i = 0; i < NI; ++i) v[i] = Load16(detail::PaddedTail(src[i] + c, n).v);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -366,6 +367,7 @@ class KernelWriter {
         Line(indent, VarName(s->var) + " = &" + ViewName(s->var) + ";");
         break;
       case StmtKind::kDirectRun: EmitDirectRun(*s, indent); break;
+      case StmtKind::kDirectLoop: EmitDirectLoop(*s, indent); break;
       case StmtKind::kFusedOps: EmitFusedOps(*s, indent); break;
       case StmtKind::kStage:
         Line(indent, "{  // pipeline stage " + s->attrs.at(0).text);
@@ -426,101 +428,219 @@ class KernelWriter {
     return local;
   }
 
-  // A direct run (fuse_direct; docs/device.md#direct-runs): the loads' and stores' windows checked and
-  // the ops' scalar operands evaluated in program order, then one pass over the window from GM through
-  // registers to GM; the statements as written when a store's window overlaps another of the run.
-  void EmitDirectRun(const StmtNode& s, int indent) {
+  // What a direct run computes: its element type, its windows (C++ expressions: in and out), the
+  // lines of its body (in[] -> out[]), the loads of tiles a later statement reads, and its tiles in
+  // order of first mention. `window(op, load, tensor, tile, offsets)` declares a load's or store's
+  // window and names it; `scalar(step, i, arg)` evaluates an op's scalar operand and names it; both in
+  // program order.
+  struct DirectPlan {
+    std::string elem;
+    std::vector<std::string> ins, outs, body;
+    std::vector<const StmtNode*> kept_loads;
+    std::vector<Expr> tiles;
+  };
+  using WindowFn = std::function<std::string(const StmtNode&, bool, const Expr&, const Expr&, const Expr&)>;
+  using ScalarFn = std::function<std::string(size_t, size_t, const Expr&, const std::string&)>;
+  // The op statements of a direct run, without auto_mutex's brackets (no-ops in a plain kernel).
+  static std::vector<const StmtNode*> RunOps(const StmtNode& run) {
+    std::vector<const StmtNode*> ops;
+    for (const Stmt& child : run.body->stmts) {
+      if (child->kind == StmtKind::kOp && !child->op->internal) ops.push_back(child.get());
+    }
+    return ops;
+  }
+  // The tiles of a direct run, in order of first mention.
+  static std::vector<Expr> RunTiles(const StmtNode& run) {
+    std::vector<Expr> tiles;
+    std::set<int> seen;
+    for (const StmtNode* op : RunOps(run)) {
+      for (const Expr& arg : op->args) {
+        if (arg->type.IsTile() && seen.insert(arg->var->id).second) tiles.push_back(arg);
+      }
+    }
+    return tiles;
+  }
+  DirectPlan PlanDirectRun(const StmtNode& s, const WindowFn& window, const ScalarFn& scalar) {
     std::set<int> unwritten;
     for (const Attr& attr : s.attrs) unwritten.insert(int(attr.value));
-    std::vector<const StmtNode*> stmts;  // without auto_mutex's brackets: no-ops in a plain kernel
-    for (const Stmt& child : s.body->stmts) {
-      if (child->kind == StmtKind::kOp && !child->op->internal) stmts.push_back(child.get());
-    }
-    const TileType* type = nullptr;
-    for (const Expr& arg : stmts.front()->args) {
-      if (arg->type.IsTile()) type = &*arg->type.tile;
-    }
-    const std::string elem = DeviceType(type->dtype);
-    Line(indent, "{  // direct run, lines " + std::to_string(LineNumber(stmts.front()->span.line)) + "-" +
-                     std::to_string(LineNumber(stmts.back()->span.line)) + ": GM -> registers -> GM");
-    std::vector<std::string> ins, outs, body;
+    const std::vector<const StmtNode*> stmts = RunOps(s);
+    DirectPlan plan;
+    plan.tiles = RunTiles(s);
+    plan.elem = DeviceType(plan.tiles.front()->type.tile->dtype);
     std::map<int, std::string> value;  // a tile's current value in the body
     std::map<int, Expr> computed;      // tiles an op writes
-    std::vector<const StmtNode*> kept_loads;  // loads of tiles a later statement reads
-    auto window = [&](const StmtNode& op, bool load, const Expr& tensor, const Expr& tile, const Expr& offsets) {
-      const std::string name = "dw" + std::to_string(ins.size() + outs.size());
-      Line(indent + 1, "const auto " + name + " = pto::direct_" + std::string(op.op->name) + "(ctx, " +
-                           std::to_string(op.span.line) + (load ? ", *" + Expr_(tile) + ", " + Expr_(tensor)
-                                                                : ", " + Expr_(tensor) + ", *" + Expr_(tile)) +
-                           ", " + Expr_(offsets) + ");");
-      return name;
-    };
     for (const StmtNode* op : stmts) {
       const std::string_view name = op->op->name;
       if (name == "load" || name == "load_tile") {
         const Expr& tile = op->args[0];
-        value[tile->var->id] = "in[" + std::to_string(ins.size()) + "]";
-        ins.push_back(window(*op, true, op->args[1], tile, op->args[2]));
-        if (!unwritten.count(tile->var->id)) kept_loads.push_back(op);
+        value[tile->var->id] = "in[" + std::to_string(plan.ins.size()) + "]";
+        plan.ins.push_back(window(*op, true, op->args[1], tile, op->args[2]));
+        if (!unwritten.count(tile->var->id)) plan.kept_loads.push_back(op);
       } else if (name == "store" || name == "store_tile") {
         const Expr& tile = op->args[1];
         const std::string w = window(*op, false, op->args[0], tile, op->args[2]);
-        body.push_back("out[" + std::to_string(outs.size()) + "] = " + value.at(tile->var->id) + ";");
-        outs.push_back(w);
+        plan.body.push_back("out[" + std::to_string(plan.outs.size()) + "] = " + value.at(tile->var->id) + ";");
+        plan.outs.push_back(w);
       } else {
-        std::string call = "<" + elem + ">(pto::detail::" + ElementwiseFunctor(name) + "{}";
+        std::string call = "<" + plan.elem + ">(pto::detail::" + ElementwiseFunctor(name) + "{}";
         for (size_t i = 1; i < op->args.size(); ++i) {
           const Expr& arg = op->args[i];
           if (op->op->operands[i].kind == OperandKind::kScalar) {
-            call += ", " + HoistedScalar("ds", body.size(), i, arg, elem, indent + 1);
+            call += ", " + scalar(plan.body.size(), i, arg, plan.elem);
             continue;
           }
           if (!value.count(arg->var->id)) {  // a tile the run reads before writing it: from local memory
-            value[arg->var->id] = "in[" + std::to_string(ins.size()) + "]";
-            ins.push_back("pto::DirectTile(*" + Expr_(arg) + ")");
+            value[arg->var->id] = "in[" + std::to_string(plan.ins.size()) + "]";
+            plan.ins.push_back("pto::DirectTile(*" + Expr_(arg) + ")");
           }
           call += ", " + value.at(arg->var->id);
         }
-        const std::string result = "x" + std::to_string(body.size());
+        const std::string result = "x" + std::to_string(plan.body.size());
         const bool read_later = ReadBeforeWritten(stmts, op, op->args[0]->var->id);
-        body.push_back("const pto::f32x16 " + result + " = " + (read_later ? "pto::DirectOp" : "pto::DirectOpStored") +
-                       call + ");  // " + std::string(name) + ", line " + std::to_string(LineNumber(op->span.line)));
+        plan.body.push_back("const pto::f32x16 " + result + " = " +
+                            (read_later ? "pto::DirectOp" : "pto::DirectOpStored") + call + ");  // " +
+                            std::string(name) + ", line " + std::to_string(LineNumber(op->span.line)));
         value[op->args[0]->var->id] = result;
         computed[op->args[0]->var->id] = op->args[0];
       }
     }
     for (const auto& [id, tile] : computed) {  // tiles a later statement reads get their values
       if (unwritten.count(id)) continue;
-      body.push_back("out[" + std::to_string(outs.size()) + "] = " + value.at(id) + ";");
-      outs.push_back("pto::DirectTile(*" + Expr_(tile) + ")");
+      plan.body.push_back("out[" + std::to_string(plan.outs.size()) + "] = " + value.at(id) + ";");
+      plan.outs.push_back("pto::DirectTile(*" + Expr_(tile) + ")");
     }
-    Line(indent + 1, "const pto::DirectWindow<" + elem + "> direct_in[] = {" + CommaList(ins) + "};");
-    Line(indent + 1, "const pto::DirectWindow<" + elem + "> direct_out[] = {" + CommaList(outs) + "};");
+    return plan;
+  }
+
+  // The window arrays of a plan and the pass over rows x cols with its body.
+  void EmitDirectRows(const DirectPlan& plan, const std::string& rows, const std::string& cols, int indent) {
+    Line(indent, "pto::DirectRows(" + rows + ", " + cols +
+                     ", direct_in, direct_out, [&](const pto::f32x16* in, pto::f32x16* out) {");
+    for (const std::string& line : plan.body) Line(indent + 1, line);
+    Line(indent, "});");
+  }
+  void EmitDirectWindows(const DirectPlan& plan, int indent) {
+    Line(indent, "const pto::DirectWindow<" + plan.elem + "> direct_in[] = {" + CommaList(plan.ins) + "};");
+    Line(indent, "const pto::DirectWindow<" + plan.elem + "> direct_out[] = {" + CommaList(plan.outs) + "};");
+  }
+
+  // A direct run (fuse_direct; docs/device.md#direct-runs): the loads' and stores' windows checked and
+  // the ops' scalar operands evaluated in program order, then one pass over the window from GM through
+  // registers to GM; the statements as written when a store's window overlaps another of the run.
+  void EmitDirectRun(const StmtNode& s, int indent) {
+    const std::vector<const StmtNode*> ops = RunOps(s);
+    const StmtNode& first_op = *ops.front();
+    const StmtNode& last_op = *ops.back();
+    Line(indent, "{  // direct run, lines " + std::to_string(LineNumber(first_op.span.line)) + "-" +
+                     std::to_string(LineNumber(last_op.span.line)) + ": GM -> registers -> GM");
+    size_t windows = 0;
+    const DirectPlan plan = PlanDirectRun(
+        s,
+        [&](const StmtNode& op, bool load, const Expr& tensor, const Expr& tile, const Expr& offsets) {
+          const std::string name = "dw" + std::to_string(windows++);
+          Line(indent + 1, "const auto " + name + " = pto::direct_" + std::string(op.op->name) + "(ctx, " +
+                               std::to_string(op.span.line) +
+                               (load ? ", *" + Expr_(tile) + ", " + Expr_(tensor) : ", " + Expr_(tensor) + ", *" + Expr_(tile)) +
+                               ", " + Expr_(offsets) + ");");
+          return name;
+        },
+        [&](size_t step, size_t i, const Expr& arg, const std::string& elem) {
+          return HoistedScalar("ds", step, i, arg, elem, indent + 1);
+        });
+    EmitDirectWindows(plan, indent + 1);
     // The run's window: every tile's valid window, when they agree (set_validshape may have set them).
+    const std::string first = "(*" + Expr_(plan.tiles.front()) + ")";
     std::vector<std::string> same_window;
-    std::set<int> seen;
-    std::string first;
-    for (const StmtNode* op : stmts) {
-      for (const Expr& arg : op->args) {
-        if (!arg->type.IsTile() || !seen.insert(arg->var->id).second) continue;
-        const std::string tile = "(*" + Expr_(arg) + ")";
-        if (first.empty()) {
-          first = tile;
-          continue;
-        }
-        same_window.push_back(HasWindow(tile, "dr", "dc"));
-      }
-    }
+    for (size_t i = 1; i < plan.tiles.size(); ++i) same_window.push_back(HasWindow("(*" + Expr_(plan.tiles[i]) + ")", "dr", "dc"));
     Line(indent + 1, "const int64_t dr = " + first + ".valid_rows, dc = " + first + ".valid_cols;");
     same_window.push_back("pto::DirectDisjoint(dr, dc, direct_in, direct_out)");
     Line(indent + 1, "if (" + Conjunction(same_window, indent + 3) + ") {");
-    for (const StmtNode* load : kept_loads) EmitOp(*load, indent + 2);
-    Line(indent + 2, "pto::DirectRows(dr, dc"
-                         ", direct_in, direct_out, [&](const pto::f32x16* in, pto::f32x16* out) {");
-    for (const std::string& line : body) Line(indent + 3, line);
-    Line(indent + 2, "});");
+    for (const StmtNode* load : plan.kept_loads) EmitOp(*load, indent + 2);
+    EmitDirectRows(plan, "dr", "dc", indent + 2);
     Line(indent + 1, "} else {  // windows overlap: op by op");
     Stmt_(s.body, indent + 2);
+    Line(indent + 1, "}");
+    Line(indent, "}");
+  }
+
+  // A direct loop (fuse_direct_loops; docs/device.md#direct-loops): when the loop runs two or more
+  // iterations, every slot its run may use has the same valid rows and all its columns, every
+  // iteration's windows fit (checked together, without faulting) and no store's merged window partly
+  // shares bytes with another, its iterations' runs go as one run over their windows side by side and
+  // its tile selections replay in order; otherwise the loop runs as written.
+  void EmitDirectLoop(const StmtNode& s, int indent) {
+    const StmtNode& loop = *s.body;
+    std::vector<Stmt> single{loop.body};
+    const std::vector<Stmt>& body = loop.body->kind == StmtKind::kSeq ? loop.body->stmts : single;
+    const StmtNode* run = nullptr;
+    std::map<int, Var> group_of;  // tile variable -> the group the loop selects it from
+    for (const Stmt& child : body) {
+      if (child->kind == StmtKind::kDirectRun) run = child.get();
+      if (child->kind == StmtKind::kSelectTile) group_of[child->var->id] = child->group;
+    }
+    // A tile of the run as its slots show it: slot 0 of the group the loop selects it from, or itself.
+    auto witness = [&](const Expr& tile) {
+      auto it = group_of.find(tile->var->id);
+      return it != group_of.end() ? GroupName(it->second) + "[0]" : "(*" + Expr_(tile) + ")";
+    };
+    const std::string n = std::to_string(loop_counter_++);
+    const std::string lo = "dlo" + n, hi = "dhi" + n, done = "dl" + n + "_done";
+    Line(indent, "{  // direct loop, line " + std::to_string(LineNumber(loop.span.line)) +
+                     ": the iterations' direct runs as one run over their windows side by side");
+    Line(indent + 1, "const int64_t " + lo + " = " + Expr_(loop.start) + ", " + hi + " = " + Expr_(loop.stop) + ";");
+    Line(indent + 1, "bool " + done + " = false;");
+    Line(indent + 1, "if (" + hi + " - " + lo + " >= 2) {");
+    const int in = indent + 2;
+    std::vector<std::string> checks, scalars;
+    // Every slot the run may use: the first one's valid rows, all columns valid.
+    const std::vector<Expr> tiles = RunTiles(*run);
+    const TileType& type = *tiles.front()->type.tile;
+    const std::string cols = std::to_string(type.Cols());
+    Line(in, "const int64_t dr = " + witness(tiles.front()) + ".valid_rows, dc = (" + hi + " - " + lo + ") * " + cols + ";");
+    for (const Expr& tile : tiles) {
+      auto it = group_of.find(tile->var->id);
+      if (it == group_of.end()) {
+        checks.push_back(HasWindow("(*" + Expr_(tile) + ")", "dr", cols));
+        continue;
+      }
+      for (int k = 0; k < it->second->group->depth; ++k) {
+        checks.push_back(HasWindow(GroupName(it->second) + "[" + std::to_string(k) + "]", "dr", cols));
+      }
+    }
+    Line(in, VarName(loop.var) + " = " + ScalarCType(loop.var->type.dtype) + "(" + lo + ");  // the first iteration's windows");
+    size_t windows = 0;
+    const DirectPlan plan = PlanDirectRun(
+        *run,
+        [&](const StmtNode& op, bool, const Expr& tensor, const Expr& tile, const Expr& offsets) {
+          const std::string name = "dw" + std::to_string(windows++);
+          const bool tile_units = op.op->name == "load_tile" || op.op->name == "store_tile";
+          Line(in, "const auto " + name + " = pto::direct_loop_window(" + witness(tile) + ", " + Expr_(tensor) + ", " +
+                       (tile_units ? "true, " : "false, ") + Expr_(offsets) + ", dr, dc);");
+          checks.push_back(name + ".at");
+          return name;
+        },
+        [&](size_t step, size_t i, const Expr& arg, const std::string& elem) {
+          const std::string local = "ds" + std::to_string(step) + "_" + std::to_string(i);
+          scalars.push_back("const auto " + local + " = pto::detail::ScalarAs<" + elem + ">(" + Expr_(arg) + ");");
+          return local;
+        });
+    EmitDirectWindows(plan, in);
+    checks.push_back("pto::DirectDisjoint(dr, dc, direct_in, direct_out)");
+    Line(in, "if (" + Conjunction(checks, in + 2) + ") {");
+    Line(in + 1, "pto::Poll(ctx, " + std::to_string(loop.span.line) + ");");
+    for (const std::string& line : scalars) Line(in + 1, line);
+    EmitDirectRows(plan, "dr", "dc", in + 1);
+    Line(in + 1, "for (int64_t it = " + lo + "; it < " + hi + "; ++it) {  // the iterations' tile selections");
+    Line(in + 2, VarName(loop.var) + " = " + ScalarCType(loop.var->type.dtype) + "(it);");
+    for (const Stmt& child : body) {
+      if (child->kind == StmtKind::kSelectTile) EmitSelect(*child, in + 2);
+    }
+    Line(in + 1, "}");
+    Line(in + 1, done + " = true;");
+    Line(in, "}");
+    Line(indent + 1, "}");
+    Line(indent + 1, "if (!" + done + ") {");
+    EmitFor(loop, indent + 2);
     Line(indent + 1, "}");
     Line(indent, "}");
   }

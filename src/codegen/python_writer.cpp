@@ -435,6 +435,7 @@ class Writer {
         break;
       }
       case StmtKind::kDirectRun:  // (written before fusion: never met)
+      case StmtKind::kDirectLoop:
       case StmtKind::kFusedOps: Stmt_(s->body, indent, os); break;
       case StmtKind::kStage: {
         std::ostringstream body;

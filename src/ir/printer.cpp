@@ -182,6 +182,7 @@ std::string Print(const Stmt& s, int indent) {
          << Print(s->body, indent + 1);
       break;
     }
+    case StmtKind::kDirectLoop: os << pad << "direct loop:\n" << Print(s->body, indent + 1); break;
     case StmtKind::kFusedOps: os << pad << "fused ops:\n" << Print(s->body, indent + 1); break;
     case StmtKind::kReinterpret:
       os << pad << s->var->name << " = reinterpret(" << Print(s->value) << ") as " << s->var->type.ToString() << "\n";

@@ -138,6 +138,12 @@ Stmt FusedOps(Stmt body, Span span) {
   return node;
 }
 
+Stmt DirectLoop(Stmt loop, Span span) {
+  auto node = New(StmtKind::kDirectLoop, span);
+  node->body = std::move(loop);
+  return node;
+}
+
 Stmt DirectRun(Stmt body, const std::vector<Var>& unwritten, Span span) {
   auto node = New(StmtKind::kDirectRun, span);
   for (const Var& var : unwritten) {

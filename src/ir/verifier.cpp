@@ -149,6 +149,7 @@ class Verifier : public IRVisitor {
       case StmtKind::kReinterpret: VisitReinterpret(*s); break;
       case StmtKind::kStage:
       case StmtKind::kDirectRun:
+      case StmtKind::kDirectLoop:
       case StmtKind::kFusedOps: Visit(s->body); break;
       case StmtKind::kSection:
         if (in_section_) Fail(ErrorKind::kSyntax, s->span, "sections cannot be nested");

@@ -404,6 +404,7 @@ class Compiler {
       }
       case StmtKind::kStage:
       case StmtKind::kDirectRun:
+      case StmtKind::kDirectLoop:
       case StmtKind::kFusedOps: Stmt_(s->body); break;
       case StmtKind::kSubview: Refuse("a tile subview");
       case StmtKind::kReinterpret: Refuse("pl.reinterpret");

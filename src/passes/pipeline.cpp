@@ -10,6 +10,7 @@ const std::vector<Pass>& Pipeline() {
       {"check_data_paths", &CheckDataPaths},
       {"cv_pipeline", &CvPipeline},
       {"fuse_direct", &FuseDirect},
+      {"fuse_direct_loops", &FuseDirectLoops},
       {"fuse_rows", &FuseRows},
       {"fuse_ops", &FuseOps},
       {"auto_mutex", &AutoMutex},

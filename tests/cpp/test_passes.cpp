@@ -610,6 +610,86 @@ TEST(FuseDirect, WhatCouldChangeAResultStaysAsWritten) {
                                test_util::At(22, 16))}));
 }
 
+// fuse_direct, then fuse_direct_loops, printed.
+std::string DirectLoops(ir::Function f, bool fuse = true) {
+  passes::PassContext ctx;
+  ctx.fuse_rows = fuse;
+  passes::FuseDirect(f, ctx);
+  passes::FuseDirectLoops(f, ctx);
+  ir::Verify(f);
+  return ir::Print(f);
+}
+
+TEST(FuseDirectLoops, TheAddExamplesTileLoopIsMarked) {
+  test_util::AddKernel k = test_util::MakeAddKernel();
+  const std::string text = DirectLoops(k.func);
+  EXPECT_NE(text.find("      direct loop:\n"
+                      "        for j in range(0, x.shape[1] // 128, 1):\n"
+                      "          ta = a.next()\n"
+                      "          tb = b.next()\n"
+                      "          tc = c.next()\n"
+                      "          direct run (tiles not written: ta, tb, tc):\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(DirectLoops(k.func, false).find("direct loop"), std::string::npos);  // instrumented: as written
+}
+
+TEST(FuseDirectLoops, LoopsWhoseIterationsDifferOtherwiseStayAsWritten) {
+  test_util::AddKernel k = test_util::MakeAddKernel();
+  using test_util::Idx;
+  using test_util::Ref;
+  auto marked = [&](std::vector<ir::Stmt> inner) {
+    return DirectLoops(k.With(k.Body(std::move(inner)))).find("direct loop") != std::string::npos;
+  };
+  std::vector<ir::Stmt> inner = k.InnerStmts();
+  ASSERT_TRUE(marked(inner));
+  // The loop variable in another index than the last (windows down the rows, not side by side).
+  std::vector<ir::Stmt> rows = inner;
+  rows[3] = Op("load_tile", {Ref(k.ta), Ref(k.x), Idx(k.j, k.i)}, test_util::kLineLoadX);
+  EXPECT_FALSE(marked(rows));
+  // A scalar operand that changes between iterations.
+  std::vector<ir::Stmt> scalar = inner;
+  scalar[5] = Op("adds", {Ref(k.tc), Ref(k.ta), ir::Cast(Ref(k.j), ir::DataType::kFP32)}, test_util::kLineAdd);
+  scalar.erase(scalar.begin() + 4);  // (tb unused)
+  EXPECT_FALSE(marked(scalar));
+  // A statement besides the selections and the run, and a selection by a run-time slot index.
+  std::vector<ir::Stmt> extra = inner;
+  extra.push_back(Op("adds", {Ref(k.ta), Ref(k.ta), ir::FloatConst(1)}, test_util::kLineStore + 1));
+  EXPECT_FALSE(marked(extra));
+  std::vector<ir::Stmt> indexed = inner;
+  indexed[0] = ir::SelectTile(k.ta, k.a, ir::SelectMode::kIndex, ir::Binary(ir::BinaryOp::kMod, Ref(k.j), ir::IntConst(2)),
+                              test_util::At(test_util::kLineNext, 16));
+  EXPECT_FALSE(marked(indexed));
+  std::vector<ir::Stmt> constant = inner;
+  constant[0] = ir::SelectTile(k.ta, k.a, ir::SelectMode::kIndex, ir::IntConst(1), test_util::At(test_util::kLineNext, 16));
+  EXPECT_TRUE(marked(constant));
+}
+
+TEST(FuseDirectLoops, AStepOtherThanOneTileStaysAsWritten) {
+  test_util::AddKernel k = test_util::MakeAddKernel();
+  using test_util::Ref;
+  ir::Stmt loop = k.Loops(k.InnerStmts());
+  const ir::StmtNode& inner_loop = *loop->body->stmts[0];
+  auto stepped = ir::For(k.j, inner_loop.start, inner_loop.stop, ir::IntConst(2), inner_loop.body, inner_loop.span);
+  auto outer = ir::For(k.i, loop->start, loop->stop, loop->step, ir::Seq({stepped}), loop->span);
+  std::vector<ir::Stmt> stmts = k.Decls();
+  stmts.push_back(k.InSection(outer));
+  EXPECT_EQ(DirectLoops(k.With(ir::Seq(stmts))).find("direct loop"), std::string::npos);
+  // A store by element offsets steps like store_tile at j * <the tile's 128 columns>, not at j * 64.
+  auto store_at = [&](int64_t step) {
+    std::vector<ir::Stmt> inner = k.InnerStmts();
+    inner[6] = Op("store", {Ref(k.z), Ref(k.tc),
+                            ir::Tuple({ir::Binary(ir::BinaryOp::kMul, Ref(k.i), ir::IntConst(64)),
+                                       ir::Binary(ir::BinaryOp::kMul, Ref(k.j), ir::IntConst(step))})},
+                  test_util::kLineStore);
+    return DirectLoops(k.With(k.Body(inner)));
+  };
+  EXPECT_NE(store_at(128).find("direct loop"), std::string::npos) << store_at(128);
+  const std::string half = store_at(64);
+  EXPECT_NE(half.find("direct run"), std::string::npos) << half;
+  EXPECT_EQ(half.find("direct loop"), std::string::npos) << half;
+}
+
 }  // namespace
 }  // namespace pypto_pro
 

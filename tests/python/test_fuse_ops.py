@@ -70,7 +70,7 @@ def _broadcast_reference(op, x, col, row):
 
 def _both(monkeypatch, fn, name, launch):
     """(unfused results, fused results, the fused instance's fuse_ops IR, its kernel.cpp)."""
-    return fused_and_unfused(monkeypatch, fn, name, launch, "ir_7_fuse_ops.txt")
+    return fused_and_unfused(monkeypatch, fn, name, launch, "ir_8_fuse_ops.txt")
 
 
 CASES = [(op, d) for op in BINARY + SCALAR + UNARY + BROADCAST for d in ("DT_FP32", "DT_FP16", "DT_BF16")

@@ -135,7 +135,7 @@ def _both(monkeypatch, fn, name, launch):
         kernel = pl.jit(fn, name=f"{name}_fuse{fuse}")
         results.append(launch(kernel))
         pypto_pro.runtime.synchronize()
-        ir = (Path(kernel.instances()[0].dir) / "ir_6_fuse_rows.txt").read_text()
+        ir = (Path(kernel.instances()[0].dir) / "ir_7_fuse_rows.txt").read_text()
     return results[0], results[1], ir
 
 
@@ -398,5 +398,5 @@ def test_instrumented_instances_are_never_fused(monkeypatch, tmp_path):
     x = torch.randn(64, 300)
     checked[None, 2](x, torch.empty_like(x))
     pypto_pro.runtime.synchronize()
-    ir = (Path(checked.instances()[0].dir) / "ir_6_fuse_rows.txt").read_text()
+    ir = (Path(checked.instances()[0].dir) / "ir_7_fuse_rows.txt").read_text()
     assert "row_strip" not in ir

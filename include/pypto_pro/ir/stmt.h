@@ -31,6 +31,8 @@ enum class StmtKind : uint8_t {
                 // pl.jit(pipeline=...) schedules the stages
   kDirectRun,   // body: loads -> element-wise ops -> stores the fuse_direct pass runs from GM through
                 // registers to GM (docs/device.md#direct-runs); attrs name the tiles it need not write
+  kDirectLoop,  // body: a kFor whose iterations' direct runs may run as one (fuse_direct_loops;
+                // docs/device.md#direct-loops), else the loop as written
   kFusedOps,    // body: element-wise and broadcast ops over one window of local memory the fuse_ops pass
                 // runs in one pass over it (docs/device.md#fused-ops), else as written
 };
@@ -90,6 +92,8 @@ Stmt Stage(const std::string& name, Stmt body, Span span = {});
 // A direct run over `body` (a Seq of its statements, also what runs when its GM windows overlap):
 // `unwritten` are the tiles whose values no later statement reads (attrs "unwritten", id and name).
 Stmt DirectRun(Stmt body, const std::vector<Var>& unwritten, Span span = {});
+// A loop (kFor) the generated code may run as one direct run over its iterations' windows.
+Stmt DirectLoop(Stmt loop, Span span = {});
 // Fused ops over `body` (a Seq of the op statements, also what runs when their windows differ or overlap).
 Stmt FusedOps(Stmt body, Span span = {});
 

@@ -58,6 +58,9 @@ bool ElementwiseOp(std::string_view name);
 // Runs of loads -> element-wise ops -> stores on float tiles go from GM through registers to GM, not
 // writing the tiles no later statement reads (fuse_direct.cpp); on with fuse_rows.
 void FuseDirect(ir::Function& func, const PassContext& ctx);
+// Loops whose body is one direct run stepping along its tensors' rows may run as one direct run over
+// the iterations' windows side by side (fuse_direct_loops.cpp); on with fuse_rows.
+void FuseDirectLoops(ir::Function& func, const PassContext& ctx);
 // Runs of row-local vector ops over the same tiles become one loop over row strips (fuse_rows.cpp).
 void FuseRows(ir::Function& func, const PassContext& ctx);
 // Runs of element-wise and broadcast ops on float tiles of one window become one pass over it
