@@ -431,8 +431,8 @@ class KernelWriter {
   // What a direct run computes: its element type, its windows (C++ expressions: in and out), the
   // lines of its body (in[] -> out[]), the loads of tiles a later statement reads, and its tiles in
   // order of first mention. `window(op, load, tensor, tile, offsets)` declares a load's or store's
-  // window and names it; `scalar(step, i, arg)` evaluates an op's scalar operand and names it; both in
-  // program order.
+  // window and names it; `scalar(step, i, arg, elem)` evaluates an op's scalar operand as the element
+  // type and names it; both in program order.
   struct DirectPlan {
     std::string elem;
     std::vector<std::string> ins, outs, body;
