@@ -9,7 +9,7 @@
 
 #include "pypto_pro/op_lists.h"
 
-#define PTO_T0_VERSION 2
+#define PTO_T0_VERSION 3
 #define PTO_T0_MAX_RANK 4
 
 /* Element types of tiles and tensors (the routines' PTO_ROUTINE_ELEMS). */
@@ -60,6 +60,9 @@ enum {
   PTO_T0_PRINT,      /* pl.printf(s0, r[b..b+d)): argument k of kind (imm >> 2k) & 3, f: loc */
   PTO_T0_ASSERT,     /* pl.pto_assert(r[c], s0, r[b..b+d)) as PRINT, condition text s1 */
   PTO_T0_TRAP,       /* pl.trap() */
+  PTO_T0_EXPANDS,    /* t[a]'s window = r[c] of kind d as the element type */
+  PTO_T0_COLREDUCE,  /* t[a] = col_sum (e=0), col_max (1), col_min (2) of t[b] */
+  PTO_T0_CAST,       /* t[a] = t[b] converted, round mode e (pto::RoundMode) */
 };
 
 /* Binary operators of PTO_T0_BIN (the IR's). */

@@ -41,6 +41,17 @@ inline Idx<N> Offsets(const int64_t* r) {
   return idx;
 }
 
+// fn.template operator()<T>() for the element types pl.cast runs on here (the compiler admits no other).
+template <typename Fn>
+inline void ByCastElem(int elem, Fn&& fn) {
+  switch (elem) {
+    case PTO_T0_I32: fn.template operator()<int32_t>(); break;
+    case PTO_T0_F16: fn.template operator()<half>(); break;
+    case PTO_T0_BF16: fn.template operator()<bfloat16>(); break;
+    default: fn.template operator()<float>(); break;
+  }
+}
+
 // fn.template operator()<T>() for the element type `elem`.
 template <typename Fn>
 inline void ByElem(int elem, Fn&& fn) {
@@ -375,6 +386,38 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
           if (in.e == 0) reduce.template operator()<detail::RowSumOf>();
           else if (in.e == 1) reduce.template operator()<detail::RowExtremeOf<detail::MaxF>>();
           else reduce.template operator()<detail::RowExtremeOf<detail::MinF>>();
+        });
+        break;
+      }
+      case PTO_T0_EXPANDS: {  // expands(): the scalar as the element type (AsElem) over the window
+        const PtoT0Slot& d = p.slots[t[in.a]];
+        const SlotState& sd = s[t[in.a]];
+        ByElem(d.elem, [&]<typename T>() {
+          const T e = WithScalar(r[in.c], in.d, [](auto v) { return detail::AsElem<T>(v); });
+          detail::ExpandsBody(reinterpret_cast<T*>(sd.data), d.cols, sd.valid_rows, sd.valid_cols, e);
+        });
+        break;
+      }
+      case PTO_T0_COLREDUCE: {  // col_sum() / col_max() / col_min(): ColumnReduce
+        const PtoT0Slot& sd = p.slots[t[in.b]];
+        const SlotState &out = s[t[in.a]], &src = s[t[in.b]];
+        ByElem(sd.elem, [&]<typename T>() {
+          T* o = reinterpret_cast<T*>(out.data);
+          const T* x = reinterpret_cast<const T*>(src.data);
+          if (in.e == 0) detail::ColumnReduceBody<detail::AddF>(o, x, sd.cols, src.valid_rows, src.valid_cols);
+          else if (in.e == 1) detail::ColumnReduceBody<detail::MaxF>(o, x, sd.cols, src.valid_rows, src.valid_cols);
+          else detail::ColumnReduceBody<detail::MinF>(o, x, sd.cols, src.valid_rows, src.valid_cols);
+        });
+        break;
+      }
+      case PTO_T0_CAST: {  // cast()
+        const PtoT0Slot &d = p.slots[t[in.a]], &sd = p.slots[t[in.b]];
+        const SlotState &dst = s[t[in.a]], &src = s[t[in.b]];
+        ByCastElem(d.elem, [&]<typename TD>() {
+          ByCastElem(sd.elem, [&]<typename TS>() {
+            detail::CastBody(ctx, in.line, RoundMode(in.e), reinterpret_cast<TD*>(dst.data),
+                             reinterpret_cast<const TS*>(src.data), d.cols, dst.valid_rows, dst.valid_cols);
+          });
         });
         break;
       }

@@ -231,29 +231,32 @@ inline void CastRun(TD* d, const TS* s, int64_t n) {
   }
 }
 
-template <RoundMode M, typename TD, typename TS>
-inline void Cast(TD& dst, const TS& src) {
-  ForWindow(dst, [&](int64_t off, int64_t n) { CastRun<M>(dst.data + off, src.data + off, n); });
+// The rows x cols window of tiles of `tile_cols` columns (source and destination alike), converted.
+template <typename TD, typename TS>
+inline void CastBody(CoreCtx& ctx, int line, RoundMode mode, TD* d, const TS* s, int64_t tile_cols, int64_t rows,
+                     int64_t cols) {
+  auto run = [&]<RoundMode M>() {
+    ForWindowOf(tile_cols, rows, cols, [&](int64_t off, int64_t n) { CastRun<M>(d + off, s + off, n); });
+  };
+  switch (mode) {
+    case RoundMode::CAST_RINT: return run.template operator()<RoundMode::CAST_RINT>();
+    case RoundMode::CAST_ROUND: return run.template operator()<RoundMode::CAST_ROUND>();
+    case RoundMode::CAST_FLOOR: return run.template operator()<RoundMode::CAST_FLOOR>();
+    case RoundMode::CAST_CEIL: return run.template operator()<RoundMode::CAST_CEIL>();
+    case RoundMode::CAST_TRUNC: return run.template operator()<RoundMode::CAST_TRUNC>();
+    case RoundMode::CAST_NONE: return run.template operator()<RoundMode::CAST_NONE>();
+    case RoundMode::CAST_ODD:
+      if constexpr (__is_same(TD, half) && __is_same(TS, float)) return run.template operator()<RoundMode::CAST_ODD>();
+      break;
+  }
+  Fault(ctx, line, "cast", "CAST_ODD is only defined for fp32 -> fp16");
 }
 
 }  // namespace detail
 
 template <typename TD, typename TS>
 inline void cast(CoreCtx& ctx, int line, RoundMode mode, TD& dst, const TS& src) {
-  switch (mode) {
-    case RoundMode::CAST_RINT: return detail::Cast<RoundMode::CAST_RINT>(dst, src);
-    case RoundMode::CAST_ROUND: return detail::Cast<RoundMode::CAST_ROUND>(dst, src);
-    case RoundMode::CAST_FLOOR: return detail::Cast<RoundMode::CAST_FLOOR>(dst, src);
-    case RoundMode::CAST_CEIL: return detail::Cast<RoundMode::CAST_CEIL>(dst, src);
-    case RoundMode::CAST_TRUNC: return detail::Cast<RoundMode::CAST_TRUNC>(dst, src);
-    case RoundMode::CAST_NONE: return detail::Cast<RoundMode::CAST_NONE>(dst, src);
-    case RoundMode::CAST_ODD:
-      if constexpr (__is_same(typename TD::Elem, half) && __is_same(typename TS::Elem, float)) {
-        return detail::Cast<RoundMode::CAST_ODD>(dst, src);
-      }
-      break;
-  }
-  Fault(ctx, line, "cast", "CAST_ODD is only defined for fp32 -> fp16");
+  detail::CastBody(ctx, line, mode, dst.data, src.data, TD::kCols, dst.valid_rows, dst.valid_cols);
 }
 
 // add_relu_cast / sub_relu_cast / mul_cast (public pages): the backend issues the binary op into lhs,

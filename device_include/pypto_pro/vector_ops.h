@@ -371,12 +371,18 @@ PTO_UNARY_OPS(PTO_UNARY_OP)
 #undef PTO_UNARY_OP
 
 // expands: every element of the window becomes `s` (as the element type).
+namespace detail {
+template <typename T>
+inline void ExpandsBody(T* d, int64_t tile_cols, int64_t rows, int64_t cols, T v) {
+  ForWindowOf(tile_cols, rows, cols, [&](int64_t off, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) d[off + i] = v;
+  });
+}
+}  // namespace detail
+
 template <typename TD, typename S>
 inline void expands(CoreCtx&, int, TD& dst, S s) {
-  const auto v = detail::AsElem<typename TD::Elem>(s);
-  detail::ForWindow(dst, [&](int64_t off, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) dst.data[off + i] = v;
-  });
+  detail::ExpandsBody(dst.data, TD::kCols, dst.valid_rows, dst.valid_cols, detail::AsElem<typename TD::Elem>(s));
 }
 
 // fill_index: start, start + 1, ... (wrapping in the element type) along the valid columns of the

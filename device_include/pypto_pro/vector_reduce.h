@@ -94,16 +94,16 @@ inline void ForEachRow(TO& out, const TS& src, RowFn row_fn) {
   for (int64_t r = 0; r < rows; ++r) out.data[r * TO::kCols] = row_fn(src.data + r * TS::kCols, cols);
 }
 
-// Column sums of float-like tiles: fp32 accumulators for 256 columns at a time.
-template <typename TO, typename TS>
-inline void ColumnSumsFloat(TO& out, const TS& src, int64_t rows, int64_t cols) {
-  using T = typename TS::Elem;
+// Column sums of float-like tiles: fp32 accumulators for 256 columns at a time (`src_cols`: the
+// source tile's columns).
+template <typename T>
+inline void ColumnSumsFloat(T* out, const T* src, int64_t src_cols, int64_t rows, int64_t cols) {
   constexpr int64_t kChunk = 256;
   for (int64_t c0 = 0; c0 < cols; c0 += kChunk) {
     const int64_t n = cols - c0 < kChunk ? cols - c0 : kChunk;
     f32x16 acc[kChunk / 16] = {};
     for (int64_t r = 0; r < rows; ++r) {
-      const T* row = src.data + r * TS::kCols + c0;
+      const T* row = src + r * src_cols + c0;
       int64_t j = 0;
       for (; j + 16 <= n; j += 16) acc[j / 16] += Load16(row + j);
       if (j < n) acc[j / 16] += Load16(PaddedTail(row + j, n - j).v);
@@ -111,24 +111,30 @@ inline void ColumnSumsFloat(TO& out, const TS& src, int64_t rows, int64_t cols) 
     for (int64_t j = 0; j < n; j += 16) {
       T rounded[16];
       Store16(rounded, acc[j / 16]);
-      __builtin_memcpy(out.data + c0 + j, rounded, size_t(n - j < 16 ? n - j : 16) * sizeof(T));
+      __builtin_memcpy(out + c0 + j, rounded, size_t(n - j < 16 ? n - j : 16) * sizeof(T));
     }
   }
 }
 
 // out[c] = F(out[c], row[c]) over the rows, starting from row 0.
-template <typename F, typename TO, typename TS>
-inline void ColumnFold(TO& out, const TS& src, int64_t rows, int64_t cols) {
-  __builtin_memmove(out.data, src.data, size_t(cols) * sizeof(typename TS::Elem));
-  for (int64_t r = 1; r < rows; ++r) Map(out.data, cols, F{}, out.data, src.data + r * TS::kCols);
+template <typename F, typename T>
+inline void ColumnFold(T* out, const T* src, int64_t src_cols, int64_t rows, int64_t cols) {
+  __builtin_memmove(out, src, size_t(cols) * sizeof(T));
+  for (int64_t r = 1; r < rows; ++r) Map(out, cols, F{}, out, src + r * src_cols);
+}
+
+// out[c] = F over column c of the rows x cols window of a tile of `src_cols` columns.
+template <typename F, typename T>
+inline void ColumnReduceBody(T* out, const T* src, int64_t src_cols, int64_t rows, int64_t cols) {
+  if (rows <= 0 || cols <= 0) return;
+  if constexpr (__is_same(F, AddF) && kIsFloatLike<T>) ColumnSumsFloat(out, src, src_cols, rows, cols);
+  else ColumnFold<F>(out, src, src_cols, rows, cols);
 }
 
 template <typename F, typename TO, typename TS>
 inline void ColumnReduce(TO& out, const TS& src) {
-  const int64_t rows = src.valid_rows, cols = src.valid_cols;
-  if (rows <= 0 || cols <= 0) return;
-  if constexpr (__is_same(F, AddF) && kIsFloatLike<typename TS::Elem>) ColumnSumsFloat(out, src, rows, cols);
-  else ColumnFold<F>(out, src, rows, cols);
+  static_assert(__is_same(typename TO::Elem, typename TS::Elem), "column reductions keep the dtype");
+  ColumnReduceBody<F>(out.data, src.data, TS::kCols, src.valid_rows, src.valid_cols);
 }
 
 // Index of the first greatest (F = GtF-like `better`) element of each row.

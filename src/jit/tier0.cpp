@@ -602,6 +602,29 @@ class Compiler {
       SameElem(s, {1, 2});
       Emit(name[0] == 'r' ? PTO_T0_ROWEXPAND : PTO_T0_COLEXPAND, line, TileOf(s.args[0]), TileOf(s.args[1]),
            TileOf(s.args[2]), 0, expand);
+    } else if (name == "expands") {
+      Options(s);
+      ElemCode(s.args[0]->type.dtype);
+      const int scalar = Expr_(s.args[1]);
+      Emit(PTO_T0_EXPANDS, line, TileOf(s.args[0]), 0, scalar, ScalarKind(s.args[1]->type.dtype));
+    } else if (name == "col_sum" || name == "col_max" || name == "col_min") {
+      SameElem(s, {1});
+      TileOf(s.args[2]);  // the unused tmp: a tile the executor could place
+      Emit(PTO_T0_COLREDUCE, line, TileOf(s.args[0]), TileOf(s.args[1]), 0, 0,
+           name == "col_sum" ? 0 : name == "col_max" ? 1 : 2);
+    } else if (name == "cast") {
+      // Between fp16, bf16, fp32 and int32 (the executor's instantiations; others wait for the library).
+      for (size_t i : {0, 1}) {
+        const DataType d = s.args[i]->type.dtype;
+        if (d != DataType::kFP16 && d != DataType::kBF16 && d != DataType::kFP32 && d != DataType::kInt32) {
+          Refuse("pl.cast of " + std::string(Name(d)));
+        }
+      }
+      int64_t mode = 0;
+      for (const auto& [spec, attr] : codegen::OpOptions(s)) {
+        if (spec->name == "mode") mode = attr.value;
+      }
+      Emit(PTO_T0_CAST, line, TileOf(s.args[0]), TileOf(s.args[1]), 0, 0, int(mode));
     } else if (name == "printf" || name == "pto_assert") {
       Debug(s);
     } else if (name == "trap") {

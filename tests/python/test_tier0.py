@@ -258,23 +258,106 @@ def test_a_bad_mode_is_a_value_error_naming_the_variable(monkeypatch):
 
 
 def test_a_kernel_beyond_the_executor_waits_for_its_library(monkeypatch):
-    def col_sums(x: pl.Tensor[[16, 64], pl.DT_FP32], out: pl.Tensor[[1, 64], pl.DT_FP32]):
-        a = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32), addr=0)
-        s = pl.make_tile(pl.TileType(shape=[1, 64], dtype=pl.DT_FP32), addr=0x1000)
-        tmp = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32), addr=0x2000)
+    def transposed(x: pl.Tensor[[16, 16], pl.DT_FP32], out: pl.Tensor[[16, 16], pl.DT_FP32]):
+        a = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0)
+        t = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0x1000)
         with pl.section_vector():
             pl.load(a, x, [0, 0])
-            pl.col_sum(s, a, tmp)
-            pl.store(out, s, [0, 0])
+            pl.transpose(t, a)
+            pl.store(out, t, [0, 0])
 
     monkeypatch.setenv("PYPTO_PRO_TIER0", "always")
-    kernel = pl.jit(col_sums, name="t0_col_sums")
-    x = torch.rand(16, 64)
-    out = torch.zeros(1, 64)
+    kernel = pl.jit(transposed, name="t0_transposed")
+    x = torch.rand(16, 16)
+    out = torch.zeros(16, 16)
     kernel[None, 1](x, out)
     sync()
-    torch.testing.assert_close(out, x.sum(0, keepdim=True))
+    assert torch.equal(out, x.t())
     assert not kernel.compile_stats()[0]["tier0"]
+
+
+# ---- fills, column reductions and conversions ----
+
+def _columns(dtype):
+    def columns(x: pl.Tensor[[32, 48], dtype], out: pl.Tensor[[4, 48], dtype], r: pl.Scalar[pl.DT_INT32],
+                c: pl.Scalar[pl.DT_INT32], s: pl.Scalar[pl.DT_FP32]):
+        tt = pl.TileType(shape=[32, 48], dtype=dtype, valid_shape=[-1, -1])
+        rt = pl.TileType(shape=[1, 48], dtype=dtype, valid_shape=[-1, -1])
+        a = pl.make_tile(tt, addr=0x0)
+        tmp = pl.make_tile(tt, addr=0x4000)
+        w = pl.make_tile(rt, addr=0x8000)
+        with pl.section_vector():
+            pl.load(a, x, [0, 0])
+            pl.set_validshape(a, [r, c])   # a partial window: only its rows and columns are read
+            pl.expands(w, s * 2)
+            pl.store(out, w, [0, 0])
+            pl.col_sum(w, a, tmp)
+            pl.store(out, w, [1, 0])
+            pl.col_max(w, a, tmp)
+            pl.store(out, w, [2, 0])
+            pl.col_min(w, a, tmp)
+            pl.store(out, w, [3, 0])
+    return columns
+
+
+@pytest.mark.parametrize("dtype, torch_dtype", [(pl.DT_FP32, torch.float32), (pl.DT_BF16, torch.bfloat16),
+                                                (pl.DT_INT16, torch.int16), (pl.DT_INT32, torch.int32)])
+def test_fills_and_column_reductions_match_the_compiled_kernel_bit_for_bit(dtype, torch_dtype, monkeypatch):
+    both = _twins(_columns(dtype), f"t0_columns_{torch_dtype}".replace("torch.", ""), monkeypatch)
+    g = torch.Generator().manual_seed(12)
+    x = (torch.rand(32, 48, generator=g) * 20 - 10).to(torch_dtype)
+    out = torch.full((4, 48), 7).to(torch_dtype)
+    r, c = 29, 45
+    (_, t0_out, *_), (_, compiled_out, *_) = both(1, x, out, r, c, 1.25)
+    assert torch.equal(t0_out, compiled_out)
+    xs = x[:r, :c].double()
+    assert torch.all(t0_out[0] == torch.tensor(2.5).to(torch_dtype))  # the fill covers the row tile
+    tol = dict(rtol=1e-2, atol=1e-1) if torch_dtype == torch.bfloat16 else dict(rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(t0_out[1, :c].double(), xs.sum(0), **tol)
+    torch.testing.assert_close(t0_out[2, :c].double(), xs.amax(0))
+    torch.testing.assert_close(t0_out[3, :c].double(), xs.amin(0))
+
+
+def _casts(src, dst, mode):
+    def casts(x: pl.Tensor[[16, 64], src], out: pl.Tensor[[16, 64], dst], r: pl.Scalar[pl.DT_INT32]):
+        a = pl.make_tile(pl.TileType(shape=[16, 64], dtype=src, valid_shape=[-1, -1]), addr=0x0)
+        o = pl.make_tile(pl.TileType(shape=[16, 64], dtype=dst, valid_shape=[-1, -1]), addr=0x4000)
+        with pl.section_vector():
+            pl.load(a, x, [0, 0])
+            pl.set_validshape(a, [r, 64])
+            pl.set_validshape(o, [r, 64])
+            pl.cast(o, a, mode=mode)
+            pl.store(out, o, [0, 0])
+    return casts
+
+
+CASTS = [(pl.DT_FP32, pl.DT_FP16, torch.float32, torch.float16),
+         (pl.DT_FP32, pl.DT_BF16, torch.float32, torch.bfloat16),
+         (pl.DT_FP16, pl.DT_FP32, torch.float16, torch.float32),
+         (pl.DT_FP32, pl.DT_INT32, torch.float32, torch.int32),
+         (pl.DT_INT32, pl.DT_FP16, torch.int32, torch.float16),
+         (pl.DT_BF16, pl.DT_FP16, torch.bfloat16, torch.float16)]
+
+
+@pytest.mark.parametrize("mode", ["CAST_RINT", "CAST_FLOOR", "CAST_TRUNC", "CAST_ODD"])
+@pytest.mark.parametrize("src, dst, torch_src, torch_dst", CASTS)
+def test_casts_match_the_compiled_kernel_bit_for_bit(src, dst, torch_src, torch_dst, mode, monkeypatch):
+    if mode == "CAST_ODD" and (src, dst) != (pl.DT_FP32, pl.DT_FP16):
+        pytest.skip("CAST_ODD is fp32 -> fp16 only (the compiler says so)")
+    both = _twins(_casts(src, dst, getattr(pl.RoundMode, mode)),
+                  f"t0_cast_{torch_src}_{torch_dst}_{mode}".replace("torch.", ""), monkeypatch)
+    g = torch.Generator().manual_seed(13)
+    x = ((torch.rand(16, 64, generator=g) - 0.5) * (70000 if torch_src == torch.int32 else 300)).to(torch_src)
+    if torch_src == torch.float32:
+        x[0, :6] = torch.tensor([float("inf"), float("-inf"), float("nan"), 1e30, -2.5, 65520.0])
+    out = torch.zeros(16, 64, dtype=torch_dst)
+    (_, t0_out, _), (_, compiled_out, _) = both(1, x, out, 13)
+    assert torch.equal(t0_out.view(torch.int16 if t0_out.element_size() == 2 else torch.int32),
+                       compiled_out.view(torch.int16 if compiled_out.element_size() == 2 else torch.int32))
+    assert not t0_out[13:].any()  # rows past the window are not converted
+    if mode == "CAST_RINT" and torch_dst != torch.int32:
+        expected = x[1:13].to(torch.float64).to(torch_dst) if torch_src != torch.int32 else x[1:13].to(torch_dst)
+        assert torch.equal(t0_out[1:13], expected)
 
 
 # ---- row reductions, broadcasts, valid windows and the debug ops ----
