@@ -245,3 +245,33 @@ def test_element_offsets_that_step_one_tile_width(tmp_path, monkeypatch, step):
     assert _same_bits(z0, z1)
     if step == 128:
         assert _same_bits(z1, (x.float() + 0.5).bfloat16())
+
+
+def test_every_element_wise_op_in_a_direct_loop_gives_the_unfused_bits(tmp_path, monkeypatch):
+    """All element-wise ops of the direct set, one kernel per op on fp16 (the dtypes' arithmetic is
+    test_fuse_direct.py's): each loop is marked and its bits are the loop's."""
+    from test_fuse_direct import BINARY, POSITIVE, SCALAR, UNARY, _call, _reference
+
+    source = TEMPLATE.replace("pl.load_tile(tb, y, [i, j])\n                {OP}",
+                              "pl.load_tile(tb, y, [i, j])\n                {OP}\n                pl.add(tc, to, tb)")
+    source = source.replace("ta, tb, tc = a.next(), b.next(), c.next()",
+                            "ta, tb, tc, to = a.next(), b.next(), c.next(), o.next()")
+    source = source.replace("    with pl.section_vector():",
+                            "    o = pl.make_tile_group(type=tt, addrs=0x30000, mutex_ids=[6, 7])\n"
+                            "    with pl.section_vector():", 1)
+    g = torch.Generator().manual_seed(5)
+    x, y = (torch.randn(64, 512, generator=g) * 3).half(), torch.randn(64, 512, generator=g).half()
+    for op in BINARY + SCALAR + UNARY:
+        xs, ys = (x.abs() + 0.5, y.abs() + 0.5) if op in POSITIVE else (x, y)
+        fn = module_from_source(tmp_path, f"dloop_all_{op}", source.format(D="DT_FP16", OP=_call(op))).kernel
+
+        def launch(kernel):
+            z, last = torch.full_like(xs, 7), torch.full_like(xs[:, :128], 7)
+            kernel[None, 2](xs, ys, z, last, 4)
+            return z
+
+        z0, z1, ir, _ = _both(monkeypatch, fn, f"dloop_all_{op}", launch)
+        assert "direct loop:" in ir, (op, ir)
+        assert _same_bits(z0, z1), op
+        _, ref_out = _reference(op, xs, ys)
+        torch.testing.assert_close(z1.float(), ref_out.float(), rtol=1e-3, atol=1e-3, msg=op)
