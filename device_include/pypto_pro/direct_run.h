@@ -25,17 +25,24 @@ struct DirectWindow {
 
 namespace detail {
 
+// The row stride of a window along the tensor's last two axes; a 1-D tensor's windows are one row
+// (its length: no second row to reach).
+template <typename T, int N>
+inline int64_t RowStride(const GmTensor<T, N>& gm) {
+  if constexpr (N >= 2) return gm.stride[N - 2];
+  else return gm.shape[0];
+}
+
 template <typename TileT, typename T, int N>
 inline DirectWindow<T> DirectGm(CoreCtx& ctx, int line, const char* op, bool tile_units, const TileT& tile,
                                 const GmTensor<T, N>& gm, Idx<N> index) {
-  static_assert(N >= 2, "direct runs move windows along the tensor's last two axes");
   const Axes axes = DecodeOrder<N>(-1);
   const Idx<N> offsets = tile_units ? TileOffsets<TileT>(index, axes) : index;
   T* at = CheckedWindow(ctx, line, op, tile, gm, offsets, axes);
   // As StoreWindowOf: tensors of kStreamingStoreBytes or more are written around the caches.
   const bool stream = gm.shape[0] * gm.stride[0] * int64_t(sizeof(T)) >= kStreamingStoreBytes &&
                       tile.valid_cols * int64_t(sizeof(T)) >= 64;
-  return {at, gm.stride[N - 2], gm.stride[N - 1] == 1, stream};
+  return {at, RowStride(gm), gm.stride[N - 1] == 1, stream};
 }
 
 // Whether two rows x cols windows share bytes without being the same window.
@@ -131,7 +138,6 @@ inline DirectWindow<T> direct_store_tile(CoreCtx& ctx, int line, const GmTensor<
 template <typename TileT, typename T, int N>
 inline DirectWindow<T> direct_loop_window(const TileT&, const GmTensor<T, N>& gm, bool tile_units, Idx<N> first,
                                           int64_t rows, int64_t cols) {
-  static_assert(N >= 2, "direct loops move windows along the tensor's last two axes");
   const detail::Axes axes = detail::DecodeOrder<N>(-1);
   const Idx<N> off = tile_units ? detail::TileOffsets<TileT>(first, axes) : first;
   int64_t extent[N];
@@ -147,7 +153,7 @@ inline DirectWindow<T> direct_loop_window(const TileT&, const GmTensor<T, N>& gm
   for (int i = 0; i < N; ++i) linear += off.v[i] * gm.stride[i];
   const bool stream = gm.shape[0] * gm.stride[0] * int64_t(sizeof(T)) >= detail::kStreamingStoreBytes &&
                       cols * int64_t(sizeof(T)) >= 64;
-  return {gm.data + linear, gm.stride[N - 2], gm.stride[N - 1] == 1, stream};
+  return {gm.data + linear, detail::RowStride(gm), gm.stride[N - 1] == 1, stream};
 }
 
 // A tile the run reads or writes in local memory (the whole tile: direct runs take full windows).

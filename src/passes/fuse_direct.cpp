@@ -57,10 +57,10 @@ bool DefaultOptions(const StmtNode& s) {
   return true;
 }
 
-// A tile a direct run computes on: 2-D ND Vec, float-like, no pad, no static partial valid window
-// (a run-time one is checked when the run starts).
+// A tile a direct run computes on: 1-D or 2-D ND Vec, float-like, no pad, no static partial valid
+// window (a run-time one is checked when the run starts).
 bool DirectTile(const TileType& t) {
-  if (t.shape.size() != 2 || t.memory != MemorySpace::kVec || t.layout != Layout::kND || t.pad != 0 ||
+  if ((t.shape.size() != 1 && t.shape.size() != 2) || t.memory != MemorySpace::kVec || t.layout != Layout::kND || t.pad != 0 ||
       t.compact != 0) {
     return false;
   }
@@ -329,9 +329,10 @@ class DirectFuser : public IRMutator {
     return true;
   }
 
-  // A GM operand: a tensor of rank 2 or more of the run's dtype; the tensor and offsets read no tile.
+  // A GM operand: a tensor of the run's dtype (a 1-D one: its windows are one row); the tensor and
+  // offsets read no tile.
   static bool GmOperand(const Run& run, const Expr& tensor, const Expr& offsets) {
-    if (!tensor->type.IsTensor() || tensor->type.tensor->dims.size() < 2) return false;
+    if (!tensor->type.IsTensor() || tensor->type.tensor->dims.empty()) return false;
     if (tensor->type.tensor->dtype != run.type->dtype) return false;
     return !ReadsTileElement(tensor) && !ReadsTileElement(offsets);
   }

@@ -50,7 +50,7 @@ bool Invariant(const Expr& e, const Var& loop_var) { return !MentionsVar(e, loop
 // [<invariant>..., loop_var], or load / store at [<invariant>..., loop_var * <the tile's columns>], on a
 // tensor variable.
 bool SteppedWindow(const StmtNode& s, const Expr& tensor, const Expr& tile, const Expr& offsets, const Var& loop_var) {
-  if (tensor->kind != ExprKind::kVar || offsets->kind != ExprKind::kTuple || offsets->operands.size() < 2) return false;
+  if (tensor->kind != ExprKind::kVar || offsets->kind != ExprKind::kTuple || offsets->operands.empty()) return false;
   for (size_t i = 0; i + 1 < offsets->operands.size(); ++i) {
     if (!Invariant(offsets->operands[i], loop_var)) return false;
   }

@@ -275,3 +275,62 @@ def test_every_element_wise_op_in_a_direct_loop_gives_the_unfused_bits(tmp_path,
         assert _same_bits(z0, z1), op
         _, ref_out = _reference(op, xs, ys)
         torch.testing.assert_close(z1.float(), ref_out.float(), rtol=1e-3, atol=1e-3, msg=op)
+
+
+ONE_D = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[pl.DYNAMIC], pl.DT_FP16], y: pl.Tensor[[pl.DYNAMIC], pl.DT_FP16],
+           z: pl.Tensor[[pl.DYNAMIC], pl.DT_FP16], per_block: pl.DT_INT32):
+    tt = pl.TileType(shape=[1024], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Vec)
+    a = pl.make_tile_group(type=tt, addrs=0x0, mutex_ids=[0, 1])
+    b = pl.make_tile_group(type=tt, addrs=0x10000, mutex_ids=[2, 3])
+    c = pl.make_tile_group(type=tt, addrs=0x20000, mutex_ids=[4, 5])
+    with pl.section_vector():
+        first = pl.get_block_idx() * per_block
+        for j in pl.range(first, first + per_block):
+            ta, tb, tc = a.next(), b.next(), c.next()
+            pl.load_tile(ta, x, [j])
+            pl.load_tile(tb, y, [j])
+            pl.mul(tc, ta, tb)
+            pl.store_tile(z, tc, [j])
+        for k in pl.range(first + per_block - 1, first - 1, -1):
+            ta, tb, tc = a.next(), b.next(), c.next()
+            pl.load_tile(ta, x, [k])
+            pl.load_tile(tb, z, [k])
+            pl.add(tc, ta, tb)
+            pl.store_tile(z, tc, [k])
+'''
+
+
+@pytest.mark.parametrize("length", [8 * 1024, 7 * 1024])
+def test_one_dimensional_tensors_run_directly(tmp_path, monkeypatch, length):
+    """1-D tiles over 1-D tensors: each block's contiguous chunk in a direct loop (z = x * y), then the
+    same chunk backwards in direct runs (z = x + z, in place). 7 tiles for one block of 8: the last tile
+    leaves the tensors and faults, after every tile before it."""
+    module = module_from_source(tmp_path, f"dloop_1d_{length}", ONE_D)
+    g = torch.Generator().manual_seed(9)
+    x, y = (torch.randn(length, generator=g).half() for _ in range(2))
+    faults = []
+
+    def launch(kernel):
+        z = torch.zeros(length).half()
+        if length % 4096:
+            kernel[None, 1](x, y, z, 8)
+        else:
+            kernel[None, 2](x, y, z, 4)
+        if length % 4096:
+            with pytest.raises(pypto_pro.KernelFault) as info:
+                pypto_pro.runtime.synchronize()
+            faults.append(info.value)
+        return z
+
+    z0, z1, ir, code = _both(monkeypatch, module.kernel, f"dloop_1d_{length}", launch)
+    assert ir.count("direct loop:") == 1 and ir.count("direct run") == 2, ir
+    assert _same_bits(z0, z1)
+    if length % 4096 == 0:
+        assert _same_bits(z1, (x.float() + (x.float() * y.float()).half().float()).half())
+    else:
+        line = 1 + next(n for n, text in enumerate(ONE_D.split("\n")) if "load_tile(ta, x, [j])" in text)
+        assert [(f.op, f.line) for f in faults] == [("load_tile", line)] * 2
+        assert _same_bits(z1, x * y)  # (the add loop never ran)
