@@ -8,6 +8,7 @@
 #pragma once
 
 #include "pypto_pro/data_movement.h"
+#include "pypto_pro/vector_cast.h"
 #include "pypto_pro/vector_ops.h"
 #include "pypto_pro/vector_reduce.h"
 
@@ -45,13 +46,16 @@ inline DirectWindow<T> DirectGm(CoreCtx& ctx, int line, const char* op, bool til
   return {at, RowStride(gm), gm.stride[N - 1] == 1, stream};
 }
 
-// Whether two rows x cols windows share bytes without being the same window.
-template <typename T>
-inline bool WindowsPartlyShared(const DirectWindow<T>& a, const DirectWindow<T>& b, int64_t rows, int64_t cols) {
-  if (a.at == b.at && a.row_stride == b.row_stride) return false;
+// Whether two rows x cols windows share bytes without being the same window (the same first
+// element, row stride and element type).
+template <typename A, typename B>
+inline bool WindowsPartlyShared(const DirectWindow<A>& a, const DirectWindow<B>& b, int64_t rows, int64_t cols) {
+  if constexpr (__is_same(A, B)) {
+    if (a.at == b.at && a.row_stride == b.row_stride) return false;
+  }
   const uintptr_t a0 = uintptr_t(a.at), b0 = uintptr_t(b.at);
-  const uintptr_t a1 = a0 + uintptr_t(((rows - 1) * a.row_stride + cols) * int64_t(sizeof(T)));
-  const uintptr_t b1 = b0 + uintptr_t(((rows - 1) * b.row_stride + cols) * int64_t(sizeof(T)));
+  const uintptr_t a1 = a0 + uintptr_t(((rows - 1) * a.row_stride + cols) * int64_t(sizeof(A)));
+  const uintptr_t b1 = b0 + uintptr_t(((rows - 1) * b.row_stride + cols) * int64_t(sizeof(B)));
   return a0 < b1 && b0 < a1;
 }
 
@@ -166,9 +170,9 @@ inline DirectWindow<typename TileT::Elem> DirectTile(TileT& tile) {
 // with an input or another output unless it is the very same window (then each element's operands
 // are read before anything the run writes could change them, and the last store of an element wins,
 // as op by op).
-template <typename T, int NI, int NO>
-inline bool DirectDisjoint(int64_t rows, int64_t cols, const DirectWindow<T> (&in)[NI],
-                           const DirectWindow<T> (&out)[NO]) {
+template <typename TI, typename TO, int NI, int NO>
+inline bool DirectDisjoint(int64_t rows, int64_t cols, const DirectWindow<TI> (&in)[NI],
+                           const DirectWindow<TO> (&out)[NO]) {
   for (int j = 0; j < NO; ++j) {
     if (!out[j].contiguous || out[j].row_stride < cols) return false;
     for (int i = 0; i < NI; ++i) {
@@ -191,33 +195,37 @@ inline bool DirectDisjoint(int64_t rows, int64_t cols, const DirectWindow<T> (&i
 // buffers. 32 lines: measured best for 256 B to 8 KiB rows (fp16 and fp32 adds, Intel Xeon).
 constexpr int64_t kAheadLines = 32;
 
-template <typename T, int NI, int NO, typename Body>
-__attribute__((always_inline)) inline void DirectRows(int64_t rows, int64_t cols, const DirectWindow<T> (&in)[NI],
-                                                      const DirectWindow<T> (&out)[NO], Body body) {
-  static_assert(kIsFloatLike<T>, "direct runs compute on float-like elements");
-  const int64_t bytes = cols * int64_t(sizeof(T));
+template <typename TI, typename TO, int NI, int NO, typename Body>
+__attribute__((always_inline)) inline void DirectRows(int64_t rows, int64_t cols, const DirectWindow<TI> (&in)[NI],
+                                                      const DirectWindow<TO> (&out)[NO], Body body) {
+  static_assert(kIsFloatLike<TI> && kIsFloatLike<TO>, "direct runs compute on float-like elements");
+  const int64_t bytes = cols * int64_t(sizeof(TI));
   bool streamed = false;
   for (int j = 0; j < NO; ++j) streamed = streamed || out[j].stream;
-  // The prefetch cursor: row ahead_row of the window (past its end: of the next window), byte ahead_col.
+  // The prefetch cursor: row ahead_row of the window (past its end: of the next window), byte ahead_col;
+  // one prefetch per 64 bytes the inputs walk (`walked`: the bytes not yet prefetched for).
   int64_t ahead_row = bytes > 0 ? kAheadLines * 64 / bytes : 0, ahead_col = bytes > 0 ? kAheadLines * 64 % bytes : 0;
-  auto prefetch = [&]() __attribute__((always_inline)) {
-    const bool next = ahead_row >= rows;
-    const int64_t row = next ? ahead_row - rows : ahead_row, col = next ? ahead_col + bytes : ahead_col;
-    for (int i = 0; i < NI; ++i) {
-      __builtin_prefetch(reinterpret_cast<const char*>(in[i].at + row * in[i].row_stride) + col, 0, 3);
+  int64_t walked = 0;
+  auto prefetch = [&](int64_t elements) __attribute__((always_inline)) {
+    for (walked += elements * int64_t(sizeof(TI)); walked >= 64; walked -= 64) {
+      const bool next = ahead_row >= rows;
+      const int64_t row = next ? ahead_row - rows : ahead_row, col = next ? ahead_col + bytes : ahead_col;
+      for (int i = 0; i < NI; ++i) {
+        __builtin_prefetch(reinterpret_cast<const char*>(in[i].at + row * in[i].row_stride) + col, 0, 3);
+      }
+      ahead_col += 64;
+      if (ahead_col >= bytes) ahead_col = 0, ++ahead_row;
     }
-    ahead_col += 64;
-    if (ahead_col >= bytes) ahead_col = 0, ++ahead_row;
   };
   for (int64_t r = 0; r < rows; ++r) {
-    const T* src[NI];
-    T* dst[NO];
+    const TI* src[NI];
+    TO* dst[NO];
     for (int i = 0; i < NI; ++i) src[i] = in[i].at + r * in[i].row_stride;
     for (int j = 0; j < NO; ++j) dst[j] = out[j].at + r * out[j].row_stride;
     int64_t c = 0;
-    if constexpr (kIsNarrowFloat<T>) {  // 32 at a time: whole 64-byte lines to the outputs
+    if constexpr (kIsNarrowFloat<TO>) {  // 32 at a time: whole 64-byte lines to the outputs
       for (; c + 32 <= cols; c += 32) {
-        prefetch();
+        prefetch(32);
         f32x16 v[NI], o[NO], v2[NI], o2[NO];
         for (int i = 0; i < NI; ++i) v[i] = Load16(src[i] + c), v2[i] = Load16(src[i] + c + 16);
         body(v, o);
@@ -226,20 +234,20 @@ __attribute__((always_inline)) inline void DirectRows(int64_t rows, int64_t cols
       }
     }
     for (; c + 16 <= cols; c += 16) {
-      prefetch();  // (fp32: 64 bytes; fp16 / bf16: a row's last half line)
+      prefetch(16);
       f32x16 v[NI], o[NO];
       for (int i = 0; i < NI; ++i) v[i] = Load16(src[i] + c);
       body(v, o);
       for (int j = 0; j < NO; ++j) detail::Put16(dst[j] + c, o[j], out[j].stream);
     }
     if (c < cols) {
-      prefetch();
+      prefetch(cols - c);
       const int64_t n = cols - c;
       f32x16 v[NI], o[NO];
       for (int i = 0; i < NI; ++i) v[i] = Load16(detail::PaddedTail(src[i] + c, n).v);
       body(v, o);
       for (int j = 0; j < NO; ++j) {
-        T tail[16];
+        TO tail[16];
         Store16(tail, o[j]);
         detail::CopyTail(dst[j] + c, tail, n);
       }
@@ -261,6 +269,19 @@ template <typename T, typename F, typename... V>
 __attribute__((always_inline)) inline f32x16 DirectOpStored(F f, V... v) {
   if constexpr (__is_same(T, float)) return RoundTo<T>(f(v...));  // keeps fp32 ops unfused (no FMA)
   else return f(v...);
+}
+
+// A pl.cast in a direct run: the lanes rounded to TD by mode M as pl.cast rounds (a narrower float's
+// value is exact in the lanes; fp32 -> fp32 leaves them as they are).
+template <typename TD, RoundMode M>
+__attribute__((always_inline)) inline f32x16 DirectCast(f32x16 v) {
+  if constexpr (__is_same(TD, float)) {
+    return v;
+  } else {
+    TD rounded[16];
+    detail::StoreRounded16<TD, M>(rounded, v);
+    return Load16(rounded);
+  }
 }
 
 // ---- Fused ops (docs/device.md#fused-ops) ----

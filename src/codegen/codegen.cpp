@@ -428,13 +428,13 @@ class KernelWriter {
     return local;
   }
 
-  // What a direct run computes: its element type, its windows (C++ expressions: in and out), the
+  // What a direct run computes: its windows' element types, its windows (C++ expressions: in and out), the
   // lines of its body (in[] -> out[]), the loads of tiles a later statement reads, and its tiles in
   // order of first mention. `window(op, load, tensor, tile, offsets)` declares a load's or store's
   // window and names it; `scalar(step, i, arg, elem)` evaluates an op's scalar operand as the element
   // type and names it; both in program order.
   struct DirectPlan {
-    std::string elem;
+    std::string in_elem, out_elem;  // the element types of the input and output windows
     std::vector<std::string> ins, outs, body;
     std::vector<const StmtNode*> kept_loads;
     std::vector<Expr> tiles;
@@ -466,7 +466,11 @@ class KernelWriter {
     const std::vector<const StmtNode*> stmts = RunOps(s);
     DirectPlan plan;
     plan.tiles = RunTiles(s);
-    plan.elem = DeviceType(plan.tiles.front()->type.tile->dtype);
+    for (const StmtNode* op : stmts) {
+      const std::string_view name = op->op->name;
+      if (name == "load" || name == "load_tile") plan.in_elem = DeviceType(op->args[0]->type.dtype);
+      if (name == "store" || name == "store_tile") plan.out_elem = DeviceType(op->args[1]->type.dtype);
+    }
     std::map<int, std::string> value;  // a tile's current value in the body
     std::map<int, Expr> computed;      // tiles an op writes
     for (const StmtNode* op : stmts) {
@@ -481,12 +485,25 @@ class KernelWriter {
         const std::string w = window(*op, false, op->args[0], tile, op->args[2]);
         plan.body.push_back("out[" + std::to_string(plan.outs.size()) + "] = " + value.at(tile->var->id) + ";");
         plan.outs.push_back(w);
+      } else if (name == "cast") {  // its source is the run's (fuse_direct): rounded to the target by its mode
+        std::string mode;
+        for (const auto& [spec, attr] : OpOptions(*op)) {
+          if (spec->name == "mode") mode = std::string(spec->cpp_prefix) + std::string(spec->choices[size_t(attr.value)]);
+        }
+        const std::string result = "x" + std::to_string(plan.body.size());
+        plan.body.push_back("const pto::f32x16 " + result + " = pto::DirectCast<" +
+                            DeviceType(op->args[0]->type.dtype) + ", " + mode + ">(" +
+                            value.at(op->args[1]->var->id) + ");  // cast, line " +
+                            std::to_string(LineNumber(op->span.line)));
+        value[op->args[0]->var->id] = result;
+        computed[op->args[0]->var->id] = op->args[0];
       } else {
-        std::string call = "<" + plan.elem + ">(pto::detail::" + ElementwiseFunctor(name) + "{}";
+        const std::string elem = DeviceType(op->args[0]->type.dtype);
+        std::string call = "<" + elem + ">(pto::detail::" + ElementwiseFunctor(name) + "{}";
         for (size_t i = 1; i < op->args.size(); ++i) {
           const Expr& arg = op->args[i];
           if (op->op->operands[i].kind == OperandKind::kScalar) {
-            call += ", " + scalar(plan.body.size(), i, arg, plan.elem);
+            call += ", " + scalar(plan.body.size(), i, arg, elem);
             continue;
           }
           if (!value.count(arg->var->id)) {  // a tile the run reads before writing it: from local memory
@@ -520,8 +537,8 @@ class KernelWriter {
     Line(indent, "});");
   }
   void EmitDirectWindows(const DirectPlan& plan, int indent) {
-    Line(indent, "const pto::DirectWindow<" + plan.elem + "> direct_in[] = {" + CommaList(plan.ins) + "};");
-    Line(indent, "const pto::DirectWindow<" + plan.elem + "> direct_out[] = {" + CommaList(plan.outs) + "};");
+    Line(indent, "const pto::DirectWindow<" + plan.in_elem + "> direct_in[] = {" + CommaList(plan.ins) + "};");
+    Line(indent, "const pto::DirectWindow<" + plan.out_elem + "> direct_out[] = {" + CommaList(plan.outs) + "};");
   }
 
   // A direct run (fuse_direct; docs/device.md#direct-runs): the loads' and stores' windows checked and

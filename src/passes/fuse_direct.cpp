@@ -1,5 +1,6 @@
 // Direct runs (docs/device.md#direct-runs): in a vector kernel, a straight-line run of loads, then
-// element-wise ops, then stores of the ops' results, over tiles of one float type and one shape,
+// element-wise ops and casts, then stores of the ops' results, over float tiles of one shape (the
+// loads of one dtype, the stores of one, pl.cast between them),
 // runs from GM through registers to GM in one pass over the window (16 elements of every operand at
 // a time), instead of staging every tile in local memory. The window is the tiles' valid window,
 // which the generated code requires to be the same for every tile of the run (set_validshape may
@@ -44,6 +45,7 @@ bool IsLoad(const StmtNode& s) {
 bool IsStore(const StmtNode& s) {
   return s.kind == StmtKind::kOp && s.op && (s.op->name == "store" || s.op->name == "store_tile");
 }
+bool IsCast(const StmtNode& s) { return s.kind == StmtKind::kOp && s.op && s.op->name == "cast"; }
 bool IsElementwise(const StmtNode& s) {
   return s.kind == StmtKind::kOp && s.op && ElementwiseOp(s.op->name);
 }
@@ -169,7 +171,7 @@ class Staging {
 
  private:
   // The ops whose tile accesses the analysis follows.
-  static bool Followed(const StmtNode& s) { return IsLoad(s) || IsStore(s) || IsElementwise(s); }
+  static bool Followed(const StmtNode& s) { return IsLoad(s) || IsStore(s) || IsElementwise(s) || IsCast(s); }
 
   std::set<int> StagingVarsOf(const Stmt& s) const {
     std::set<int> vars;
@@ -253,11 +255,13 @@ class Staging {
   std::map<const VarNode*, std::set<int>> vars_of_;
 };
 
-// A run being collected: loads, then element-wise ops, then stores.
+// A run being collected: loads, then element-wise ops and casts, then stores. Its tiles have one shape
+// (`type`'s); its loads one float dtype and its stores one (casts between them).
 struct Run {
   std::vector<Stmt> stmts;
   int loads = 0, ops = 0, stores = 0;
   const TileType* type = nullptr;
+  DataType load_dtype = DataType::kFP32, store_dtype = DataType::kFP32;
   std::map<int, Var> tiles;        // every tile of the run, by id
   std::set<int> loaded, computed;  // tiles a load / an op of the run writes
 };
@@ -277,13 +281,21 @@ class DirectFuser : public IRMutator {
     auto flush = [&](size_t end) {  // the run ends before block[end]
       if (run.loads > 0 && run.ops > 0 && run.stores > 0) {
         std::vector<Var> unwritten;
+        bool written_as_outputs = true;  // the computed tiles it writes are output windows: the stores' dtype
         for (const auto& [id, var] : run.tiles) {
-          if ((run.loaded.count(id) || run.computed.count(id)) && !staging_.ReadAfter(block, end - 1, var)) {
+          if (!run.loaded.count(id) && !run.computed.count(id)) continue;
+          if (!staging_.ReadAfter(block, end - 1, var)) {
             unwritten.push_back(var);
+          } else if (!run.loaded.count(id) && var->type.dtype != run.store_dtype) {
+            written_as_outputs = false;
           }
         }
-        out.push_back(DirectRun(Seq(run.stmts, run.stmts.front()->span), unwritten, run.stmts.front()->span));
-        changed = true;
+        if (written_as_outputs) {
+          out.push_back(DirectRun(Seq(run.stmts, run.stmts.front()->span), unwritten, run.stmts.front()->span));
+          changed = true;
+        } else {
+          out.insert(out.end(), run.stmts.begin(), run.stmts.end());
+        }
       } else {
         out.insert(out.end(), run.stmts.begin(), run.stmts.end());
       }
@@ -316,7 +328,12 @@ class DirectFuser : public IRMutator {
   bool AddTile(Run& run, const Expr& arg) const {
     if (!arg || arg->kind != ExprKind::kVar || !arg->type.IsTile()) return false;
     const TileType& t = *arg->type.tile;
-    if (!DirectTile(t) || (run.type && !(t == *run.type))) return false;
+    if (!DirectTile(t)) return false;
+    if (run.type) {  // the run's shape, any float dtype
+      TileType same = t;
+      same.dtype = run.type->dtype;
+      if (!(same == *run.type)) return false;
+    }
     if (run.tiles.count(arg->var->id)) return true;
     const VarNode* decl = staging_.DeclOf(arg->var);
     if (!decl) return false;
@@ -329,33 +346,38 @@ class DirectFuser : public IRMutator {
     return true;
   }
 
-  // A GM operand: a tensor of the run's dtype (a 1-D one: its windows are one row); the tensor and
+  // A GM operand: a tensor of its tile's dtype (a 1-D one: its windows are one row); the tensor and
   // offsets read no tile.
-  static bool GmOperand(const Run& run, const Expr& tensor, const Expr& offsets) {
+  static bool GmOperand(const Expr& tile, const Expr& tensor, const Expr& offsets) {
     if (!tensor->type.IsTensor() || tensor->type.tensor->dims.empty()) return false;
-    if (tensor->type.tensor->dtype != run.type->dtype) return false;
+    if (tensor->type.tensor->dtype != tile->type.dtype) return false;
     return !ReadsTileElement(tensor) && !ReadsTileElement(offsets);
   }
 
   // Adds `s` to `run` if it continues it (the run is left unchanged otherwise).
   bool Joins(Run& run, const StmtNode& s) const {
-    if (s.kind != StmtKind::kOp || !s.op || !DefaultOptions(s)) return false;
+    if (s.kind != StmtKind::kOp || !s.op || (!IsCast(s) && !DefaultOptions(s))) return false;
     Run next = run;
     if (IsLoad(s)) {
       if (run.ops > 0 || run.stores > 0) return false;
       const Expr& tile = s.args[0];
-      if (!AddTile(next, tile) || next.loaded.count(tile->var->id) || !GmOperand(next, s.args[1], s.args[2])) {
+      if (!AddTile(next, tile) || next.loaded.count(tile->var->id) || !GmOperand(tile, s.args[1], s.args[2])) {
         return false;
       }
+      if (run.loads > 0 && tile->type.dtype != run.load_dtype) return false;  // one input window type
+      next.load_dtype = tile->type.dtype;
       next.loaded.insert(tile->var->id);
       ++next.loads;
-    } else if (IsElementwise(s)) {
-      if (run.loads == 0 || run.stores > 0 || !s.attrs.empty()) return false;
+    } else if (IsElementwise(s) || IsCast(s)) {
+      if (run.loads == 0 || run.stores > 0 || (!IsCast(s) && !s.attrs.empty())) return false;
       for (size_t i = 0; i < s.args.size(); ++i) {
         if (s.op->operands[i].kind == OperandKind::kScalar) {
           if (ReadsTileElement(s.args[i])) return false;
         } else if (!AddTile(next, s.args[i])) {
           return false;
+        } else if (i > 0 && !next.loaded.count(s.args[i]->var->id) && !next.computed.count(s.args[i]->var->id) &&
+                   (IsCast(s) || s.args[i]->type.dtype != next.load_dtype)) {
+          return false;  // a tile read from local memory is an input window: the loads' dtype
         }
       }
       next.computed.insert(s.args[0]->var->id);
@@ -364,9 +386,11 @@ class DirectFuser : public IRMutator {
       // A store of an op's result (a loaded tile stored as is keeps its bits: the staged copy does that).
       const Expr& tile = s.args[1];
       if (run.ops == 0 || !AddTile(next, tile) || !next.computed.count(tile->var->id) ||
-          !GmOperand(next, s.args[0], s.args[2])) {
+          !GmOperand(tile, s.args[0], s.args[2])) {
         return false;
       }
+      if (run.stores > 0 && tile->type.dtype != run.store_dtype) return false;  // one output window type
+      next.store_dtype = tile->type.dtype;
       ++next.stores;
     } else {
       return false;

@@ -582,6 +582,28 @@ TEST(FuseDirect, TilesALaterStatementReadsAreWritten) {
   EXPECT_NE(dead.find("direct run (tiles not written: a, o):"), std::string::npos) << dead;
 }
 
+TEST(FuseDirect, CastsJoinARunWhoseLoadsAndStoresEachHaveOneDtype) {
+  TileKernel k;
+  ir::Var x = k.Tensor("x", ir::DataType::kFP16, {test_util::DynamicDim(), test_util::DynamicDim()});
+  ir::Var z = k.Tensor("z", ir::DataType::kFP16, {test_util::DynamicDim(), test_util::DynamicDim()});
+  ir::Var w = k.Tensor("w", ir::DataType::kFP32, {test_util::DynamicDim(), test_util::DynamicDim()});
+  auto a = k.MakeTile("a", 16, 256, ir::DataType::kFP16), o = k.MakeTile("o", 16, 256, ir::DataType::kFP16);
+  auto a32 = k.MakeTile("a32", 16, 256, ir::DataType::kFP32), m = k.MakeTile("m", 16, 256, ir::DataType::kFP32);
+  ir::Expr at = ir::Tuple({ir::IntConst(0), ir::IntConst(0)});
+  std::vector<ir::Stmt> run = {Op("load", {a, ir::VarRef(x), at}, 20), Op("cast", {a32, a}, 21),
+                               Op("muls", {m, a32, ir::FloatConst(2)}, 22), Op("cast", {o, m}, 23),
+                               Op("store", {ir::VarRef(z), o, at}, 24)};
+  const std::string text = Direct(k.With(run));
+  EXPECT_NE(text.find("direct run (tiles not written: a, o, a32, m):\n      load(a, x, [0, 0])\n      cast(a32, a"),
+            std::string::npos)
+      << text;
+  // A store of the fp32 tile too: two output dtypes, so the run ends before it and keeps writing m,
+  // which is not of the stores' dtype: as written.
+  std::vector<ir::Stmt> two = run;
+  two.push_back(Op("store", {ir::VarRef(w), m, at}, 25));
+  EXPECT_EQ(Direct(k.With(two)).find("direct run"), std::string::npos) << Direct(k.With(two));
+}
+
 TEST(FuseDirect, WhatCouldChangeAResultStaysAsWritten) {
   TileKernel k;
   ir::Var x = k.Tensor("x", ir::DataType::kFP32, {test_util::DynamicDim(), test_util::DynamicDim()});

@@ -334,3 +334,46 @@ def test_one_dimensional_tensors_run_directly(tmp_path, monkeypatch, length):
         line = 1 + next(n for n, text in enumerate(ONE_D.split("\n")) if "load_tile(ta, x, [j])" in text)
         assert [(f.op, f.line) for f in faults] == [("load_tile", line)] * 2
         assert _same_bits(z1, x * y)  # (the add loop never ran)
+
+
+MIXED_LOOP = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16], y: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16],
+           z: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP16]):
+    t16 = pl.TileType(shape=[32, 128], dtype=pl.DT_FP16)
+    t32 = pl.TileType(shape=[32, 128], dtype=pl.DT_FP32)
+    a = pl.make_tile_group(type=t16, addrs=0x0, mutex_ids=[0, 1])
+    b = pl.make_tile_group(type=t16, addrs=0x4000, mutex_ids=[2, 3])
+    a32 = pl.make_tile(t32, addr=0x8000)
+    b32 = pl.make_tile(t32, addr=0xC000)
+    o32 = pl.make_tile(t32, addr=0x10000)
+    o = pl.make_tile_group(type=t16, addrs=0x14000, mutex_ids=[4, 5])
+    with pl.section_vector():
+        for i in pl.range(pl.get_block_idx(), x.shape[0] // 32, pl.get_block_num()):
+            for j in pl.range(x.shape[1] // 128):
+                ta, tb, to = a.next(), b.next(), o.next()
+                pl.load_tile(ta, x, [i, j])
+                pl.load_tile(tb, y, [i, j])
+                pl.cast(a32, ta, mode=pl.RoundMode.CAST_NONE)
+                pl.cast(b32, tb, mode=pl.RoundMode.CAST_NONE)
+                pl.mul(o32, a32, b32)
+                pl.adds(o32, o32, 0.5)
+                pl.cast(to, o32, mode=pl.RoundMode.CAST_RINT)
+                pl.store_tile(z, to, [i, j])
+'''
+
+
+def test_a_mixed_precision_tile_loop_runs_as_one_run(tmp_path, monkeypatch):
+    """fp16 in and out, computed in fp32 through pl.cast: one run with casts, one loop."""
+    module = module_from_source(tmp_path, "dloop_mixed", MIXED_LOOP)
+    x, y = (torch.randn(96, 512).half() for _ in range(2))
+
+    def launch(kernel):
+        z = torch.zeros(96, 512).half()
+        kernel[None, 2](x, y, z)
+        return z
+
+    z0, z1, ir, code = _both(monkeypatch, module.kernel, "dloop_mixed", launch)
+    assert "direct loop:" in ir and "pto::DirectCast<pto::half, pto::RoundMode::CAST_RINT>" in code
+    assert _same_bits(z0, z1) and _same_bits(z1, (x.float() * y.float() + 0.5).half())

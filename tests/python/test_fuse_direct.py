@@ -312,3 +312,86 @@ def test_run_time_windows_go_directly_when_they_agree(tmp_path, monkeypatch, row
     # window is larger is not the case here: o's rows <= theirs)
     torch.testing.assert_close(out1[:out_rows, :cols], x[:out_rows, :cols] * y[:out_rows, :cols], rtol=0, atol=0)
     assert (out1[out_rows:] == 7).all() and (out1[:, cols:] == 7).all()
+
+
+# Runs that change dtype with pl.cast: loads of one float dtype, stores of one, casts between them.
+MIXED = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[64, 256], pl.{IN}], y: pl.Tensor[[64, 256], pl.{IN}], out: pl.Tensor[[64, 256], pl.{OUT}],
+           after: pl.Tensor[[64, 256], pl.{MID}]):
+    tin = pl.TileType(shape=[16, 256], dtype=pl.{IN})
+    tmid = pl.TileType(shape=[16, 256], dtype=pl.{MID})
+    tout = pl.TileType(shape=[16, 256], dtype=pl.{OUT})
+    a = pl.make_tile_group(type=tin, addrs=0x0, mutex_ids=[0, 1])          # 16 KiB slots: room for fp32
+    b = pl.make_tile_group(type=tin, addrs=0x8000, mutex_ids=[2, 3])
+    a2 = pl.make_tile(tmid, addr=0x10000)
+    b2 = pl.make_tile(tmid, addr=0x14000)
+    m = pl.make_tile(tmid, addr=0x18000)
+    o = pl.make_tile_group(type=tout, addrs=0x1C000, mutex_ids=[4, 5])
+    with pl.section_vector():
+        for i in pl.range(4):
+            ta, tb, to = a.next(), b.next(), o.next()
+            pl.load(ta, x, [i * 16, 0])
+            pl.load(tb, y, [i * 16, 0])
+            pl.cast(a2, ta, mode=pl.RoundMode.CAST_NONE)
+            pl.cast(b2, tb, mode=pl.RoundMode.CAST_NONE)
+            pl.mul(m, a2, b2)
+            pl.adds(m, m, 0.25)
+            pl.cast(to, m, mode=pl.RoundMode.{MODE})
+            pl.store(out, to, [i * 16, 0])
+            {AFTER}
+'''
+
+MIXED_CASES = [("DT_FP16", "DT_FP32", "DT_FP16", "CAST_RINT"), ("DT_FP16", "DT_FP32", "DT_FP16", "CAST_ODD"),
+               ("DT_BF16", "DT_FP32", "DT_BF16", "CAST_FLOOR"), ("DT_FP32", "DT_BF16", "DT_FP32", "CAST_NONE"),
+               ("DT_FP16", "DT_FP32", "DT_FP32", "CAST_NONE"), ("DT_FP32", "DT_FP32", "DT_FP16", "CAST_TRUNC"),
+               ("DT_FP16", "DT_FP16", "DT_BF16", "CAST_CEIL")]
+
+
+@pytest.mark.parametrize("din, dmid, dout, mode", MIXED_CASES)
+@pytest.mark.parametrize("after", [False, True])
+def test_runs_that_cast_give_the_unfused_bits(tmp_path, monkeypatch, din, dmid, dout, mode, after):
+    """fp16 / bf16 computed in fp32 and cast back with each round mode, and the other ways round. With a
+    store of the fp32 intermediate after the run (`after`), the run must write that tile, whose dtype
+    is not the stores': it runs as written."""
+    name = f"direct_mixed_{din}_{dmid}_{dout}_{mode}_{after}"
+    source = MIXED.format(IN=din, MID=dmid, OUT=dout, MODE=mode,
+                          AFTER="pl.store(after, m, [i * 16, 0])" if after else "pass")
+    module = module_from_source(tmp_path, name, source)
+    g = torch.Generator().manual_seed(len(name))
+    x, y = ((torch.randn(64, 256, generator=g) * 40).to(TORCH_DTYPE[din]) for _ in range(2))
+
+    def launch(kernel):
+        out, later = torch.full((64, 256), 7).to(TORCH_DTYPE[dout]), torch.full((64, 256), 7).to(TORCH_DTYPE[dmid])
+        kernel[None, 1](x, y, out, later)
+        return out, later
+
+    (out0, later0), (out1, later1), ir, _ = _both(monkeypatch, module.kernel, name, launch)
+    fused = dmid == dout or not after  # a written intermediate of another dtype than the stores' stays as written
+    assert ("direct run" in ir) == fused, ir
+    assert _same_bits(out0, out1) and _same_bits(later0, later1)
+    if mode in ("CAST_RINT", "CAST_NONE"):
+        mid = (x.to(TORCH_DTYPE[dmid]).float() * y.to(TORCH_DTYPE[dmid]).float()).to(TORCH_DTYPE[dmid])
+        mid = (mid.float() + 0.25).to(TORCH_DTYPE[dmid])
+        assert _same_bits(out1, mid.to(TORCH_DTYPE[dout]))
+
+
+def test_a_run_reading_a_tile_of_another_dtype_from_local_memory_stays_as_written(tmp_path, monkeypatch):
+    source = MIXED.format(IN="DT_FP16", MID="DT_FP32", OUT="DT_FP16", MODE="CAST_RINT", AFTER="pass")
+    source = source.replace("pl.mul(m, a2, b2)", "pl.mul(m, a2, b2)\n            pl.add(m, m, bias)")
+    source = source.replace("    with pl.section_vector():\n",
+                            "    bias = pl.make_tile(tmid, addr=0x24000)\n    with pl.section_vector():\n"
+                            "        pl.expands(bias, 1.5)\n")
+    module = module_from_source(tmp_path, "direct_mixed_bias", source)
+    x, y = (torch.randn(64, 256).half() for _ in range(2))
+
+    def launch(kernel):
+        out = torch.zeros(64, 256).half()
+        kernel[None, 1](x, y, out, torch.zeros(64, 256))
+        return out
+
+    out0, out1, ir, _ = _both(monkeypatch, module.kernel, "direct_mixed_bias", launch)
+    assert "direct run" not in ir, ir
+    assert _same_bits(out0, out1)
+    assert _same_bits(out1, ((x.float() * y.float()) + 1.5 + 0.25).half())
