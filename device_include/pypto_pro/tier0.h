@@ -63,6 +63,10 @@ enum {
   PTO_T0_EXPANDS,    /* t[a]'s window = r[c] of kind d as the element type */
   PTO_T0_COLREDUCE,  /* t[a] = col_sum (e=0), col_max (1), col_min (2) of t[b] */
   PTO_T0_CAST,       /* t[a] = t[b] converted, round mode e (pto::RoundMode) */
+  PTO_T0_COMPARE,    /* mask t[a] = eq (e=0), ne, lt, le, gt, ge (5) of t[b] and t[c] */
+  PTO_T0_COMPARES,   /* mask t[a] = the compare e of t[b] and r[c] of kind d */
+  PTO_T0_VSELECT,    /* t[a] = mask t[b] ? t[c] : t[f] */
+  PTO_T0_VSELECTS,   /* t[a] = mask t[b] ? t[c] : r[d] of kind e */
 };
 
 /* Binary operators of PTO_T0_BIN (the IR's). */

@@ -52,6 +52,19 @@ inline void ByCastElem(int elem, Fn&& fn) {
   }
 }
 
+// fn.template operator()<F>() for the compare `op` of PTO_T0_COMPARE.
+template <typename Fn>
+inline void ByCompare(int op, Fn&& fn) {
+  switch (op) {
+    case 0: fn.template operator()<detail::EqF>(); break;
+    case 1: fn.template operator()<detail::NeF>(); break;
+    case 2: fn.template operator()<detail::LtF>(); break;
+    case 3: fn.template operator()<detail::LeF>(); break;
+    case 4: fn.template operator()<detail::GtF>(); break;
+    default: fn.template operator()<detail::GeF>(); break;
+  }
+}
+
 // fn.template operator()<T>() for the element type `elem`.
 template <typename Fn>
 inline void ByElem(int elem, Fn&& fn) {
@@ -418,6 +431,46 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
             detail::CastBody(ctx, in.line, RoundMode(in.e), reinterpret_cast<TD*>(dst.data),
                              reinterpret_cast<const TS*>(src.data), d.cols, dst.valid_rows, dst.valid_cols);
           });
+        });
+        break;
+      }
+      case PTO_T0_COMPARE:
+      case PTO_T0_COMPARES: {  // eq() ... ge() and their _scalar forms: Compare
+        const PtoT0Slot &m = p.slots[t[in.a]], &sa = p.slots[t[in.b]];
+        const SlotState &mask = s[t[in.a]], &lhs = s[t[in.b]];
+        ByElem(sa.elem, [&]<typename T>() {
+          ByCompare(in.e, [&]<typename F>() {
+            uint8_t* out = reinterpret_cast<uint8_t*>(mask.data);
+            const T* a = reinterpret_cast<const T*>(lhs.data);
+            if (in.code == PTO_T0_COMPARE) {
+              const T* b = reinterpret_cast<const T*>(s[t[in.c]].data);
+              detail::CompareBody<F>(out, m.cols, a, sa.cols, mask.valid_rows, mask.valid_cols,
+                                     [&](int64_t i) { return detail::Exact(b[i]); });
+            } else {
+              const auto v = WithScalar(r[in.c], in.d, [](auto x) { return detail::Exact(detail::AsElem<T>(x)); });
+              detail::CompareBody<F>(out, m.cols, a, sa.cols, mask.valid_rows, mask.valid_cols,
+                                     [&](int64_t) { return v; });
+            }
+          });
+        });
+        break;
+      }
+      case PTO_T0_VSELECT:
+      case PTO_T0_VSELECTS: {  // select() / select_scalar(): Select
+        const PtoT0Slot &d = p.slots[t[in.a]], &m = p.slots[t[in.b]];
+        const SlotState &dst = s[t[in.a]], &mask = s[t[in.b]], &lhs = s[t[in.c]];
+        ByElem(d.elem, [&]<typename T>() {
+          T* o = reinterpret_cast<T*>(dst.data);
+          const uint8_t* bits = reinterpret_cast<const uint8_t*>(mask.data);
+          const T* a = reinterpret_cast<const T*>(lhs.data);
+          if (in.code == PTO_T0_VSELECT) {
+            const T* b = reinterpret_cast<const T*>(s[t[in.f]].data);
+            detail::SelectBody(o, d.cols, bits, m.cols, a, dst.valid_rows, dst.valid_cols,
+                               [&](int64_t i) { return b[i]; });
+          } else {
+            const T v = WithScalar(r[in.d], in.e, [](auto x) { return detail::AsElem<T>(x); });
+            detail::SelectBody(o, d.cols, bits, m.cols, a, dst.valid_rows, dst.valid_cols, [&](int64_t) { return v; });
+          }
         });
         break;
       }

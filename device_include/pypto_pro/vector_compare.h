@@ -33,14 +33,21 @@ inline void PackRow(uint8_t* mask, int64_t cols, Pred pred) {
   }
 }
 
-template <typename F, typename TM, typename TA, typename RhsAt>
-inline void Compare(TM& mask, const TA& lhs, RhsAt rhs_at) {
-  const int64_t rows = mask.valid_rows, cols = mask.valid_cols;
+// The mask's rows x cols window (`mask_cols`, `cols_of`: the mask's and the operands' tile columns);
+// rhs_at(i): the right operand of element i of lhs's tile.
+template <typename F, typename EA, typename RhsAt>
+inline void CompareBody(uint8_t* mask, int64_t mask_cols, const EA* lhs, int64_t cols_of, int64_t rows, int64_t cols,
+                        RhsAt rhs_at) {
   if (rows <= 0 || cols <= 0) return;
   for (int64_t r = 0; r < rows; ++r) {
-    const auto* a = lhs.data + r * TA::kCols;
-    PackRow(mask.data + r * TM::kCols, cols, [&](int64_t c) { return F{}(Exact(a[c]), rhs_at(r * TA::kCols + c)); });
+    const EA* a = lhs + r * cols_of;
+    PackRow(mask + r * mask_cols, cols, [&](int64_t c) { return F{}(Exact(a[c]), rhs_at(r * cols_of + c)); });
   }
+}
+
+template <typename F, typename TM, typename TA, typename RhsAt>
+inline void Compare(TM& mask, const TA& lhs, RhsAt rhs_at) {
+  CompareBody<F>(mask.data, TM::kCols, lhs.data, TA::kCols, mask.valid_rows, mask.valid_cols, rhs_at);
 }
 
 }  // namespace detail
@@ -67,16 +74,21 @@ PTO_COMPARE_OP(ge, GeF)
 
 namespace detail {
 
+// dst's rows x cols window (`cols_of`: the tiles' columns, `mask_cols`: the mask's).
+template <typename ED, typename RhsAt>
+inline void SelectBody(ED* dst, int64_t cols_of, const uint8_t* mask, int64_t mask_cols, const ED* lhs, int64_t rows,
+                       int64_t cols, RhsAt rhs_at) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* m = mask + r * mask_cols;
+    const int64_t row = r * cols_of;
+    for (int64_t c = 0; c < cols; ++c) dst[row + c] = (m[c >> 3] >> (c & 7)) & 1 ? lhs[row + c] : rhs_at(row + c);
+  }
+}
+
 template <typename TD, typename TM, typename TA, typename RhsAt>
 inline void Select(TD& dst, const TM& mask, const TA& lhs, RhsAt rhs_at) {
-  const int64_t rows = dst.valid_rows, cols = dst.valid_cols;
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint8_t* m = mask.data + r * TM::kCols;
-    const int64_t row = r * TD::kCols;
-    for (int64_t c = 0; c < cols; ++c) {
-      dst.data[row + c] = (m[c >> 3] >> (c & 7)) & 1 ? lhs.data[row + c] : rhs_at(row + c);
-    }
-  }
+  static_assert(__is_same(typename TD::Elem, typename TA::Elem), "select keeps the dtype");
+  SelectBody(dst.data, TD::kCols, mask.data, TM::kCols, lhs.data, dst.valid_rows, dst.valid_cols, rhs_at);
 }
 
 }  // namespace detail

@@ -91,6 +91,18 @@ int ExpandOp(std::string_view name) {
   return found == kBinaryOps.end() ? -1 : found->second;
 }
 
+// eq (0), ne, lt, le, gt, ge (5) and their _scalar forms (PTO_T0_COMPARE's op); -1 for other ops.
+int CompareOp(std::string_view name) {
+  static const std::string_view kNames[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  const std::string_view base = name.size() > 7 && name.substr(name.size() - 7) == "_scalar"
+                                    ? name.substr(0, name.size() - 7)
+                                    : name;
+  for (int i = 0; i < 6; ++i) {
+    if (base == kNames[i]) return i;
+  }
+  return -1;
+}
+
 // The ops that do nothing in a plain kernel (the simulator runs each core's ops in program order;
 // the sanitizer, which checks them, never runs tier-0).
 bool DoesNothingInPlainKernels(std::string_view device_fn) {
@@ -625,6 +637,29 @@ class Compiler {
         if (spec->name == "mode") mode = attr.value;
       }
       Emit(PTO_T0_CAST, line, TileOf(s.args[0]), TileOf(s.args[1]), 0, 0, int(mode));
+    } else if (const int compare = CompareOp(name); compare >= 0) {
+      SameElem(s, {});
+      if (s.args[2]->type.IsTile()) {
+        if (s.args[2]->type.dtype != s.args[1]->type.dtype) Refuse("a compare of tiles of different dtypes");
+        Emit(PTO_T0_COMPARE, line, TileOf(s.args[0]), TileOf(s.args[1]), TileOf(s.args[2]), 0, compare);
+      } else {
+        const int scalar = Expr_(s.args[2]);
+        Emit(PTO_T0_COMPARES, line, TileOf(s.args[0]), TileOf(s.args[1]), scalar, ScalarKind(s.args[2]->type.dtype),
+             compare);
+      }
+      ElemCode(s.args[1]->type.dtype);
+    } else if (name == "select" || name == "select_scalar") {
+      SameElem(s, {2});
+      TileOf(s.args[4]);  // the unused tmp: a tile the executor could place
+      if (name == "select") {
+        if (s.args[3]->type.dtype != s.args[0]->type.dtype) Refuse("a select of tiles of different dtypes");
+        const int at = Emit(PTO_T0_VSELECT, line, TileOf(s.args[0]), TileOf(s.args[1]), TileOf(s.args[2]));
+        out_->insns[size_t(at)].f = TileOf(s.args[3]);
+      } else {
+        const int scalar = Expr_(s.args[3]);
+        Emit(PTO_T0_VSELECTS, line, TileOf(s.args[0]), TileOf(s.args[1]), TileOf(s.args[2]), scalar,
+             ScalarKind(s.args[3]->type.dtype));
+      }
     } else if (name == "printf" || name == "pto_assert") {
       Debug(s);
     } else if (name == "trap") {

@@ -360,6 +360,77 @@ def test_casts_match_the_compiled_kernel_bit_for_bit(src, dst, torch_src, torch_
         assert torch.equal(t0_out[1:13], expected)
 
 
+# ---- compares and selects ----
+
+def _masks(dtype):
+    def masks(x: pl.Tensor[[16, 64], dtype], y: pl.Tensor[[16, 64], dtype], bits: pl.Tensor[[12 * 16, 64], pl.DT_UINT8],
+              out: pl.Tensor[[2 * 16, 64], dtype], s: pl.Scalar[pl.DT_FP32], c: pl.Scalar[pl.DT_INT32]):
+        tt = pl.TileType(shape=[16, 64], dtype=dtype, valid_shape=[-1, -1])
+        mt = pl.TileType(shape=[16, 64], dtype=pl.DT_UINT8, valid_shape=[-1, -1])  # bit-packed: 8 bytes a row
+        a = pl.make_tile(tt, addr=0x0)
+        b = pl.make_tile(tt, addr=0x1000)
+        o = pl.make_tile(tt, addr=0x2000)
+        tmp = pl.make_tile(tt, addr=0x3000)
+        m = pl.make_tile(mt, addr=0x4000)
+        with pl.section_vector():
+            pl.load(a, x, [0, 0])
+            pl.load(b, y, [0, 0])
+            pl.expands(m, 0)
+            pl.set_validshape(m, [16, c])   # the mask's window: c predicates a row
+            pl.eq(m, a, b)
+            pl.store(bits, m, [0, 0])
+            pl.ne(m, a, b)
+            pl.store(bits, m, [16, 0])
+            pl.lt(m, a, b)
+            pl.store(bits, m, [32, 0])
+            pl.le(m, a, b)
+            pl.store(bits, m, [48, 0])
+            pl.gt(m, a, b)
+            pl.store(bits, m, [64, 0])
+            pl.ge(m, a, b)
+            pl.store(bits, m, [80, 0])
+            pl.eq(m, a, s)
+            pl.store(bits, m, [96, 0])
+            pl.ne(m, a, s)
+            pl.store(bits, m, [112, 0])
+            pl.lt(m, a, s)
+            pl.store(bits, m, [128, 0])
+            pl.le(m, a, s)
+            pl.store(bits, m, [144, 0])
+            pl.gt(m, a, s)
+            pl.store(bits, m, [160, 0])
+            pl.ge(m, a, s)
+            pl.store(bits, m, [176, 0])
+            pl.set_validshape(o, [16, c])
+            pl.select(o, m, a, b, tmp)
+            pl.store(out, o, [0, 0])
+            pl.select(o, m, a, 3, tmp)
+            pl.store(out, o, [16, 0])
+    return masks
+
+
+@pytest.mark.parametrize("dtype, torch_dtype", [(pl.DT_FP32, torch.float32), (pl.DT_FP16, torch.float16),
+                                                (pl.DT_INT32, torch.int32)])
+def test_compares_and_selects_match_the_compiled_kernel_bit_for_bit(dtype, torch_dtype, monkeypatch):
+    both = _twins(_masks(dtype), f"t0_masks_{torch_dtype}".replace("torch.", ""), monkeypatch)
+    g = torch.Generator().manual_seed(14)
+    x = (torch.rand(16, 64, generator=g) * 8 - 4).round().to(torch_dtype)  # small integers: ties happen
+    y = (torch.rand(16, 64, generator=g) * 8 - 4).round().to(torch_dtype)
+    bits = torch.full((12 * 16, 64), 0xA5, dtype=torch.uint8)
+    out = torch.full((32, 64), 7).to(torch_dtype)
+    c = 61  # a partial last byte: its bits past the window are the compare's, the bytes after untouched
+    (_, _, t0_bits, t0_out, _, _), (_, _, compiled_bits, compiled_out, _, _) = both(1, x, y, bits, out, 1.0, c)
+    assert torch.equal(t0_bits, compiled_bits) and torch.equal(t0_out, compiled_out)
+    unpacked = ((t0_bits[:, :8, None].int() >> torch.arange(8)) & 1).reshape(12 * 16, 64)[:, :c].bool()
+    xs, ys = x[:, :c].double(), y[:, :c].double()
+    for k, expected in enumerate([xs == ys, xs != ys, xs < ys, xs <= ys, xs > ys, xs >= ys,
+                                  xs == 1, xs != 1, xs < 1, xs <= 1, xs > 1, xs >= 1]):
+        assert torch.equal(unpacked[16 * k:16 * k + 16], expected), k
+    assert torch.equal(t0_out[:16, :c], torch.where(xs >= 1, x[:, :c], y[:, :c]))  # m holds ge(a, 1.0)
+    assert torch.equal(t0_out[16:, :c], torch.where(xs >= 1, x[:, :c], torch.tensor(3).to(torch_dtype)))
+    assert torch.all(t0_out[:, c:] == 7)
+
+
 # ---- row reductions, broadcasts, valid windows and the debug ops ----
 
 def _rows(dtype):
