@@ -1,10 +1,9 @@
 // Direct loops (docs/device.md#direct-loops): a loop `for j in pl.range(start, stop)` (step 1) whose
 // body selects its tiles and makes one direct run (fuse_direct) that reads and writes tile [.., j] of
 // each of its tensors (load_tile / store_tile along the tensors' last two axes, or load / store at
-// [..., j * <the tile's columns>]) may run as one direct
-// run over the iterations' windows side by side: a few long rows instead of many short ones, which
-// the CPU streams from memory at its full bandwidth (a 128 x 128 fp16 tile's rows are 256 bytes,
-// each at another page of a wide tensor).
+// [..., j * <the tile's columns>]) may run as one direct run over the iterations' windows side by
+// side: a few long rows instead of many short ones, which the CPU streams from memory at its full
+// bandwidth (a 128 x 128 fp16 tile's rows are 256 bytes, each at another page of a wide tensor).
 //
 // The pass only marks such loops (kDirectLoop around the loop); the generated code decides at run
 // time and runs the loop as written unless every one of these holds, so every observable result is
