@@ -34,16 +34,21 @@ inline int64_t RowStride(const GmTensor<T, N>& gm) {
   else return gm.shape[0];
 }
 
+// The window of `cols` columns of `gm` from `at`. As StoreWindowOf: tensors of kStreamingStoreBytes
+// or more are written around the caches.
+template <typename T, int N>
+inline DirectWindow<T> WindowAt(const GmTensor<T, N>& gm, T* at, int64_t cols) {
+  const bool stream = gm.shape[0] * gm.stride[0] * int64_t(sizeof(T)) >= kStreamingStoreBytes &&
+                      cols * int64_t(sizeof(T)) >= 64;
+  return {at, RowStride(gm), gm.stride[N - 1] == 1, stream};
+}
+
 template <typename TileT, typename T, int N>
 inline DirectWindow<T> DirectGm(CoreCtx& ctx, int line, const char* op, bool tile_units, const TileT& tile,
                                 const GmTensor<T, N>& gm, Idx<N> index) {
   const Axes axes = DecodeOrder<N>(-1);
   const Idx<N> offsets = tile_units ? TileOffsets<TileT>(index, axes) : index;
-  T* at = CheckedWindow(ctx, line, op, tile, gm, offsets, axes);
-  // As StoreWindowOf: tensors of kStreamingStoreBytes or more are written around the caches.
-  const bool stream = gm.shape[0] * gm.stride[0] * int64_t(sizeof(T)) >= kStreamingStoreBytes &&
-                      tile.valid_cols * int64_t(sizeof(T)) >= 64;
-  return {at, RowStride(gm), gm.stride[N - 1] == 1, stream};
+  return WindowAt(gm, CheckedWindow(ctx, line, op, tile, gm, offsets, axes), tile.valid_cols);
 }
 
 // Whether two rows x cols windows share bytes without being the same window (the same first
@@ -155,9 +160,7 @@ inline DirectWindow<T> direct_loop_window(const TileT&, const GmTensor<T, N>& gm
   if (!inside || !detail::InBuffer(gm, off.v, extent, begin, end, overflow)) return {nullptr, 0, false, false};
   int64_t linear = 0;
   for (int i = 0; i < N; ++i) linear += off.v[i] * gm.stride[i];
-  const bool stream = gm.shape[0] * gm.stride[0] * int64_t(sizeof(T)) >= detail::kStreamingStoreBytes &&
-                      cols * int64_t(sizeof(T)) >= 64;
-  return {gm.data + linear, detail::RowStride(gm), gm.stride[N - 1] == 1, stream};
+  return detail::WindowAt(gm, gm.data + linear, cols);
 }
 
 // A tile the run reads or writes in local memory (the whole tile: direct runs take full windows).

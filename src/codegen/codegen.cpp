@@ -424,8 +424,12 @@ class KernelWriter {
   std::string HoistedScalar(const std::string& prefix, size_t step, size_t i, const Expr& arg,
                             const std::string& elem, int indent) {
     const std::string local = prefix + std::to_string(step) + "_" + std::to_string(i);
-    Line(indent, "const auto " + local + " = pto::detail::ScalarAs<" + elem + ">(" + Expr_(arg) + ");");
+    Line(indent, ScalarDecl(local, arg, elem));
     return local;
+  }
+  // The declaration of such a local.
+  std::string ScalarDecl(const std::string& local, const Expr& arg, const std::string& elem) {
+    return "const auto " + local + " = pto::detail::ScalarAs<" + elem + ">(" + Expr_(arg) + ");";
   }
 
   // What a direct run computes: its windows' element types, its windows (C++ expressions: in and out), the
@@ -638,7 +642,7 @@ class KernelWriter {
         },
         [&](size_t step, size_t i, const Expr& arg, const std::string& elem) {
           const std::string local = "ds" + std::to_string(step) + "_" + std::to_string(i);
-          scalars.push_back("const auto " + local + " = pto::detail::ScalarAs<" + elem + ">(" + Expr_(arg) + ");");
+          scalars.push_back(ScalarDecl(local, arg, elem));  // evaluated once the run goes directly
           return local;
         });
     EmitDirectWindows(plan, in);

@@ -30,20 +30,15 @@ namespace {
 
 using namespace ir;
 
-bool MentionsVar(const Expr& e, const Var& var) {
-  bool found = false;
-  ForEachExpr(e, [&](const ExprNode& node) { found = found || (node.var && node.var->id == var->id); });
-  return found;
+// An expression every iteration evaluates to the same value without reading memory: it names no
+// loop variable and reads no element.
+bool Invariant(const Expr& e, const Var& loop_var) {
+  bool invariant = true;
+  ForEachExpr(e, [&](const ExprNode& node) {
+    invariant = invariant && node.kind != ExprKind::kElement && !(node.var && node.var->id == loop_var->id);
+  });
+  return invariant;
 }
-
-bool ReadsElement(const Expr& e) {
-  bool found = false;
-  ForEachExpr(e, [&](const ExprNode& node) { found = found || node.kind == ExprKind::kElement; });
-  return found;
-}
-
-// An expression every iteration evaluates to the same value without reading memory.
-bool Invariant(const Expr& e, const Var& loop_var) { return !MentionsVar(e, loop_var) && !ReadsElement(e); }
 
 // A window that steps one tile along its tensor's last axis per iteration: load_tile / store_tile at
 // [<invariant>..., loop_var], or load / store at [<invariant>..., loop_var * <the tile's columns>], on a
