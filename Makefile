@@ -5,7 +5,7 @@ PYTHON ?= /usr/bin/python3
 BUILD ?= cmake-build
 export PYTHONPATH := $(CURDIR)/python$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-.PHONY: all deps build demo test test-cpp test-python test-parallel bench clean
+.PHONY: all deps build demo test test-cpp test-python test-serial bench clean
 
 all: build
 
@@ -24,12 +24,13 @@ demo: build
 test-cpp: build
 	ctest --test-dir $(BUILD) --output-on-failure -j2
 
+# The Python tests on two worker processes (pytest-xdist, installed by deps): each worker has its
+# own artefact tree. `make test-serial` runs them in one process (easier to debug, twice as long).
 test-python: build
-	$(PYTHON) -m pytest -q tests/python
-
-# The Python tests on two worker processes (pytest-xdist): each worker its own artefact tree.
-test-parallel: build
 	$(PYTHON) -m pytest -q -n 2 tests/python
+
+test-serial: build
+	$(PYTHON) -m pytest -q tests/python
 
 test: test-cpp test-python
 
