@@ -13,6 +13,7 @@
 #include "arena.h"
 #include "core.h"
 #include "launch_control.h"
+#include "long_launches.h"
 #include "mixed_block.h"
 #include "resident_launch.h"
 #include "pypto_pro/runtime/spin.h"
@@ -35,30 +36,6 @@ constexpr auto kHelperWaitSpin = std::chrono::microseconds(20);
 // any other thread that wants it). A sleeping helper's CPU may be halted: on virtual machines waking
 // it has been seen to take over a millisecond, so a loop of launches would run on one thread.
 constexpr auto kHelperLinger = std::chrono::milliseconds(2);
-
-// Kernels whose last launch outlasted kInlineBudget: their next launch shares its blocks from the
-// start. Without it a kernel of few long blocks (block_dim = the cores, each block looping over its
-// share, as NPU kernels are often written) would run its first block alone, and with two blocks all
-// of them. A direct-mapped table of descriptors: a collision costs speed, never a result.
-class LongLaunches {
- public:
-  bool Contains(const PtoKernelDesc* desc) const { return Slot(desc).load(std::memory_order_relaxed) == desc; }
-  void Note(const PtoKernelDesc* desc, bool long_launch) {
-    std::atomic<const PtoKernelDesc*>& slot = Slot(desc);
-    if (long_launch) {
-      slot.store(desc, std::memory_order_relaxed);
-    } else if (slot.load(std::memory_order_relaxed) == desc) {
-      slot.store(nullptr, std::memory_order_relaxed);
-    }
-  }
-
- private:
-  std::atomic<const PtoKernelDesc*>& Slot(const PtoKernelDesc* desc) const {
-    return slots_[(reinterpret_cast<uintptr_t>(desc) >> 4) % kSlots];
-  }
-  static constexpr size_t kSlots = 64;
-  mutable std::atomic<const PtoKernelDesc*> slots_[kSlots] = {};
-};
 
 LongLaunches& RecentLongLaunches() {
   static LongLaunches table;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ir_test_util.h"
@@ -226,6 +227,7 @@ struct OverlapArgs {
   std::atomic<int> started{0};
   std::atomic<bool> overlapped{false};
   std::chrono::milliseconds patience{0};
+  std::chrono::milliseconds hold{0};  // how long block 0 still runs once it has seen block 1 start
 };
 
 void WaitForTheOtherBlock(PtoCoreCtx* ctx, const void* raw) {
@@ -236,6 +238,7 @@ void WaitForTheOtherBlock(PtoCoreCtx* ctx, const void* raw) {
   while (std::chrono::steady_clock::now() < until) {
     if (args.started.load() == 2) {
       args.overlapped = true;
+      std::this_thread::sleep_for(args.hold);
       return;
     }
   }
@@ -256,6 +259,67 @@ TEST(DeviceThreads, AKernelWhoseLastLaunchWasLongSharesItsBlocksFromTheStart) {
   second.patience = std::chrono::seconds(30);
   ASSERT_FALSE(device.Run(desc, &second, 2));
   EXPECT_TRUE(second.overlapped);
+}
+
+// Each kernel's descriptor sits at the same offset of its own page-aligned .so: two such kernels
+// launched in turn must both keep their long-launch mark (a table indexed by the pointer's low bits
+// made each evict the other, and every launch ran at one thread's speed).
+TEST(DeviceThreads, TwoLongKernelsLaunchedInTurnBothShareTheirBlocks) {
+  runtime::Device& device = runtime::Device::Get();
+  if (device.num_threads() < 2) GTEST_SKIP() << "one host thread: nothing to share";
+  alignas(4096) static const PtoKernelDesc first{PTO_ABI_VERSION, PTO_KERNEL_VECTOR, "long_a", "synthetic.py", "a5",
+                                                 &WaitForTheOtherBlock};
+  alignas(4096) static const PtoKernelDesc second{PTO_ABI_VERSION, PTO_KERNEL_VECTOR, "long_b", "synthetic.py",
+                                                  "a5", &WaitForTheOtherBlock};
+  for (const PtoKernelDesc* desc : {&first, &second}) {  // each launch long once
+    OverlapArgs args;
+    args.patience = std::chrono::milliseconds(50);
+    ASSERT_FALSE(device.Run(*desc, &args, 2));
+  }
+  for (int round = 0; round < 2; ++round) {
+    for (const PtoKernelDesc* desc : {&first, &second}) {
+      OverlapArgs args;
+      args.patience = std::chrono::seconds(30);
+      args.hold = std::chrono::milliseconds(5);  // stays a long launch
+      ASSERT_FALSE(device.Run(*desc, &args, 2));
+      EXPECT_TRUE(args.overlapped) << desc->name << " in round " << round;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pypto_pro
+
+#include "runtime/long_launches.h"
+
+namespace pypto_pro {
+namespace {
+
+TEST(LongLaunches, RemembersEveryKernelOfAPageAlignedFamily) {
+  auto table = std::make_unique<runtime::LongLaunches>();
+  // Addresses 4 KiB apart, as descriptors of different kernel .so files are.
+  alignas(4096) static PtoKernelDesc descs[16 * 4096 / sizeof(PtoKernelDesc)];
+  auto desc = [](int i) { return &descs[size_t(i) * 4096 / sizeof(PtoKernelDesc)]; };
+  for (int i = 0; i < 16; ++i) EXPECT_FALSE(table->Contains(desc(i)));
+  for (int i = 0; i < 16; ++i) table->Note(desc(i), true);
+  for (int i = 0; i < 16; ++i) EXPECT_TRUE(table->Contains(desc(i))) << i;
+  table->Note(desc(3), false);  // a short launch clears the mark, and only its own
+  EXPECT_FALSE(table->Contains(desc(3)));
+  EXPECT_TRUE(table->Contains(desc(4)));
+  table->Note(desc(3), true);
+  EXPECT_TRUE(table->Contains(desc(3)));
+}
+
+TEST(LongLaunches, AFullTableForgetsSomeKernelsButNeverInventsOne) {
+  auto table = std::make_unique<runtime::LongLaunches>();
+  static PtoKernelDesc descs[3 * runtime::LongLaunches::kSlots];
+  for (auto& d : descs) table->Note(&d, true);
+  int remembered = 0;
+  for (auto& d : descs) remembered += table->Contains(&d);
+  EXPECT_GE(remembered, int(runtime::LongLaunches::kSlots) / 2);
+  EXPECT_LE(remembered, int(runtime::LongLaunches::kSlots));
+  PtoKernelDesc stranger{};
+  EXPECT_FALSE(table->Contains(&stranger));
 }
 
 }  // namespace
