@@ -7,11 +7,12 @@
 
 #include "pypto_pro/hw_tables.h"
 
-#define PTO_ABI_VERSION 12
+#define PTO_ABI_VERSION 13
 #define PTO_MEM_ONE_(name) +1
 #define PTO_MEM_COUNT (0 PTO_HW_MEMORIES(PTO_MEM_ONE_)) /* memories indexed as in hw_tables.h, DDR first */
 #define PTO_MEM_SSBUF PTO_MEM_COUNT /* sanitizer accesses of the block's SSBUF (shared like GM) */
 #define PTO_FAULT_MAX_RANK 8
+#define PTO_LOAD_HISTORY 8
 
 #ifdef __cplusplus
 extern "C" {
@@ -236,6 +237,12 @@ typedef struct PtoCoreCtx {
   /* The block's SuperScalar buffer (PTO_SSBUF_BYTES, shared by the cores of a mixed block, zero when
    * the block starts): pl.ssbuf_store / ssbuf_load. */
   uint8_t* ssbuf;
+  /* Where the last window of each GM load statement started (slot: source line % PTO_LOAD_HISTORY):
+   * a load prefetches the window one step further along its own walk, as a hardware stride
+   * prefetcher would. Hints only (a stale or shared slot costs speed, never a result); zero when a
+   * block starts. */
+  int32_t load_line[PTO_LOAD_HISTORY];
+  const void* load_from[PTO_LOAD_HISTORY];
 } PtoCoreCtx;
 
 /* The special registers as a block starts: a bit-mode mask of all ones, CTRL at its hardware

@@ -128,12 +128,13 @@ inline void Copy2D(T* dst, int64_t dst_stride, const T* src, int64_t src_stride,
   for (int64_t r = 0; r < rows; ++r) __builtin_memcpy(dst + r * dst_stride, src + r * src_stride, size_t(cols) * sizeof(T));
 }
 
-// A row-strided window of GM: copy it and prefetch the same rows' next window, which is what a
-// kernel walking tiles along a row reads next. Many short strided rows defeat the CPU's stream
-// prefetchers (the NPU's DMA engines do not care), so without this a tile loop runs at a fraction
-// of memory bandwidth.
+// A row-strided window of GM: copy it and prefetch the window at `next` (same row stride), the one
+// this load statement will probably read next (PredictNextWindow). Many short strided rows defeat
+// the CPU's stream prefetchers (the NPU's DMA engines do not care), so without this a tile loop runs
+// at a fraction of memory bandwidth.
 template <typename T>
-inline void CopyFromGm(T* dst, int64_t dst_stride, const T* src, int64_t src_stride, int64_t rows, int64_t cols) {
+inline void CopyFromGm(T* dst, int64_t dst_stride, const T* src, int64_t src_stride, int64_t rows, int64_t cols,
+                       const T* next) {
   if (rows <= 0 || cols <= 0) return;
   if (cols == dst_stride && cols == src_stride) {
     __builtin_memcpy(dst, src, size_t(rows * cols) * sizeof(T));
@@ -141,10 +142,26 @@ inline void CopyFromGm(T* dst, int64_t dst_stride, const T* src, int64_t src_str
   }
   const int64_t bytes = cols * int64_t(sizeof(T));
   for (int64_t r = 0; r < rows; ++r) {
-    const char* next = reinterpret_cast<const char*>(src + r * src_stride) + bytes;
-    for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(next + b, 0, 1);  // into L2: measured best
+    const char* ahead = reinterpret_cast<const char*>(next + r * src_stride);
+    for (int64_t b = 0; b < bytes; b += 64) __builtin_prefetch(ahead + b, 0, 1);  // into L2: measured best
     __builtin_memcpy(dst + r * dst_stride, src + r * src_stride, size_t(bytes));
   }
+}
+
+// Where the window a load statement reads next probably starts: one step further along its own
+// walk (the step between its last two windows, from ctx's history), or, on its first load, the
+// next window along the rows (what a kernel walking tiles along a row reads next). A matmul's B
+// tiles walk down the columns: prefetching to the right fetched a tile read much later.
+template <typename T>
+inline const T* PredictNextWindow(CoreCtx& ctx, int line, const T* from, int64_t cols) {
+  const int slot = (line < 0 ? -line : line) % PTO_LOAD_HISTORY;
+  const T* last = static_cast<const T*>(ctx.load_from[slot]);
+  const bool known = ctx.load_line[slot] == line && last != nullptr && last != from;
+  ctx.load_line[slot] = line;
+  ctx.load_from[slot] = from;
+  // (integer arithmetic: the prediction may point outside every allocation; it is only prefetched)
+  return known ? reinterpret_cast<const T*>(reinterpret_cast<uintptr_t>(from) * 2 - reinterpret_cast<uintptr_t>(last))
+               : from + cols;
 }
 
 // A window whose columns are not contiguous in GM (order= picking a non-last axis for the columns,
@@ -166,10 +183,12 @@ inline void GatherFromGm(T* dst, int64_t dst_stride, const T* src, int64_t row_s
 // GM -> tile for a load along `axes`; a tile with a pad value (TileType(pad=)) gets it everywhere
 // outside the window.
 template <typename T, int N>
-inline void LoadWindowOf(const TileRef<T>& dst, const T* from, const GmTensor<T, N>& src, Axes axes) {
+inline void LoadWindowOf(const TileRef<T>& dst, const T* from, const GmTensor<T, N>& src, Axes axes,
+                         const T* next = nullptr) {
   const int64_t row_step = axes.rows >= 0 ? src.stride[axes.rows] : 0, col_step = src.stride[axes.cols];
   if (col_step == 1) {
-    CopyFromGm(dst.data, dst.cols, from, row_step, dst.valid_rows, dst.valid_cols);
+    CopyFromGm(dst.data, dst.cols, from, row_step, dst.valid_rows, dst.valid_cols,
+               next ? next : from + dst.valid_cols);
   } else {
     GatherFromGm(dst.data, dst.cols, from, row_step, col_step, dst.valid_rows, dst.valid_cols);
   }
@@ -282,7 +301,7 @@ inline void LoadBody(CoreCtx& ctx, int line, const char* op, int order, bool til
   const Idx<N> offsets = tile_units ? TileOffsetsOf(index, dst.rows, dst.cols, axes) : index;
   const T* from =
       CheckedWindowOf(ctx, line, op, dst.valid_rows, dst.valid_cols, dst.rows, dst.cols, src, offsets, axes);
-  LoadWindowOf(dst, from, src, axes);
+  LoadWindowOf(dst, from, src, axes, PredictNextWindow(ctx, line, from, dst.valid_cols));
 }
 
 template <typename E, typename T, int N>

@@ -762,5 +762,19 @@ TEST(VectorDevice, SumLanesIsTheScalarTreeBitForBit) {
   }
 }
 
+// A GM load prefetches the window its own statement reads next: one step along its walk once it has
+// one (a matmul's B tiles walk down the columns), else the next window along the rows.
+TEST(GmLoads, EachLoadStatementPrefetchesAlongItsOwnWalk) {
+  using pto::detail::PredictNextWindow;
+  PtoCoreCtx ctx{};
+  static float data[64 * 64];
+  EXPECT_EQ(PredictNextWindow(ctx, 10, data, 16), data + 16);                // no history: along the rows
+  EXPECT_EQ(PredictNextWindow(ctx, 10, data + 16 * 64, 16), data + 32 * 64);  // down 16 rows, and again
+  EXPECT_EQ(PredictNextWindow(ctx, 11, data + 5, 16), data + 21);            // another statement: its own
+  EXPECT_EQ(PredictNextWindow(ctx, 10, data + 32 * 64, 16), data + 48 * 64);
+  EXPECT_EQ(PredictNextWindow(ctx, 10, data + 32 * 64, 16), data + 32 * 64 + 16);  // in place: along the rows
+  EXPECT_EQ(PredictNextWindow(ctx, 10 + PTO_LOAD_HISTORY, data, 16), data + 16);  // its slot's line differs
+}
+
 }  // namespace
 }  // namespace pypto_pro
