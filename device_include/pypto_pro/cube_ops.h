@@ -152,6 +152,9 @@ inline void CopyWindowBody(TD* out, int64_t out_stride, const TS* in, int64_t in
 template <typename TD, typename TS>
 inline void TransposeWindowBody(TD* out, int64_t out_stride, const TS* in, int64_t in_stride, int32_t rows,
                                 int32_t cols, const Fixpipe& f) {
+  if constexpr (__is_same(TD, TS)) {
+    if (!kFixpipeSource<TS> || f.Plain()) return Transpose2D(out, out_stride, in, in_stride, rows, cols);
+  }
   constexpr int32_t kBlock = 16;
   for (int32_t r0 = 0; r0 < rows; r0 += kBlock) {
     for (int32_t c0 = 0; c0 < cols; c0 += kBlock) {

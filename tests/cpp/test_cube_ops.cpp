@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ir_test_util.h"
+#include "transpose_check.h"
 #include "pypto_pro/device.h"
 #include "pypto_pro/ir/analysis.h"
 #include "pypto_pro/ir/verifier.h"
@@ -577,6 +578,8 @@ TEST(CubeDevice, AtomicAddIsIndivisibleAcrossThreads) {
   EXPECT_EQ(f, 1000.0f);
   EXPECT_EQ(n, 6000);
 }
+
+TEST(Transpose2D, MatchesAnElementwiseTransposeWithTheHostsVectorUnit) { test_util::ExpectTransposesMatchElementwise(); }
 
 }  // namespace
 }  // namespace pypto_pro

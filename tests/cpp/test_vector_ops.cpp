@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir_test_util.h"
+#include "transpose_check.h"
 #include "pypto_pro/ir/verifier.h"
 
 #include "pypto_pro/device.h"
@@ -775,6 +776,8 @@ TEST(GmLoads, EachLoadStatementPrefetchesAlongItsOwnWalk) {
   EXPECT_EQ(PredictNextWindow(ctx, 10, data + 32 * 64, 16), data + 32 * 64 + 16);  // in place: along the rows
   EXPECT_EQ(PredictNextWindow(ctx, 10 + PTO_LOAD_HISTORY, data, 16), data + 16);  // its slot's line differs
 }
+
+TEST(Transpose2D, MatchesAnElementwiseTransposePortably) { test_util::ExpectTransposesMatchElementwise(); }
 
 }  // namespace
 }  // namespace pypto_pro
