@@ -9,7 +9,7 @@
 
 #include "pypto_pro/op_lists.h"
 
-#define PTO_T0_VERSION 3
+#define PTO_T0_VERSION 4
 #define PTO_T0_MAX_RANK 4
 
 /* Element types of tiles and tensors (the routines' PTO_ROUTINE_ELEMS). */
@@ -67,6 +67,7 @@ enum {
   PTO_T0_COMPARES,   /* mask t[a] = the compare e of t[b] and r[c] of kind d */
   PTO_T0_VSELECT,    /* t[a] = mask t[b] ? t[c] : t[f] */
   PTO_T0_VSELECTS,   /* t[a] = mask t[b] ? t[c] : r[d] of kind e */
+  PTO_T0_TRANSPOSE,  /* t[a] = t[b] transposed (src's valid window) */
 };
 
 /* Binary operators of PTO_T0_BIN (the IR's). */

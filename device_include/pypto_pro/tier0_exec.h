@@ -423,6 +423,15 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         });
         break;
       }
+      case PTO_T0_TRANSPOSE: {  // transpose()
+        const PtoT0Slot &d = p.slots[t[in.a]], &sd = p.slots[t[in.b]];
+        const SlotState &dst = s[t[in.a]], &src = s[t[in.b]];
+        ByElem(d.elem, [&]<typename T>() {
+          detail::TransposeBody(ctx, in.line, reinterpret_cast<T*>(dst.data), d.cols,
+                                reinterpret_cast<const T*>(src.data), sd.cols, src.valid_rows, src.valid_cols);
+        });
+        break;
+      }
       case PTO_T0_CAST: {  // cast()
         const PtoT0Slot &d = p.slots[t[in.a]], &sd = p.slots[t[in.b]];
         const SlotState &dst = s[t[in.a]], &src = s[t[in.b]];

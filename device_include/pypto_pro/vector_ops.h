@@ -197,15 +197,21 @@ struct WrapMulF {
 };
 
 // The bytes a tile's rows x cols window spans from its first element (with the rows between).
+template <typename TA, typename TB>
+inline bool WindowsOverlapAt(const TA* a, int64_t a_tile_cols, int64_t a_rows, int64_t a_cols, const TB* b,
+                             int64_t b_tile_cols, int64_t b_rows, int64_t b_cols) {
+  if (a_rows <= 0 || a_cols <= 0 || b_rows <= 0 || b_cols <= 0) return false;
+  const uintptr_t a0 = uintptr_t(a), b0 = uintptr_t(b);
+  const uintptr_t a1 = a0 + uintptr_t(((a_rows - 1) * a_tile_cols + a_cols) * int64_t(sizeof(TA)));
+  const uintptr_t b1 = b0 + uintptr_t(((b_rows - 1) * b_tile_cols + b_cols) * int64_t(sizeof(TB)));
+  return a0 < b1 && b0 < a1;
+}
+
 template <typename TileT>
 inline bool WindowsOverlap(const TileT& a, int64_t a_rows, int64_t a_cols, const auto& b, int64_t b_rows,
                            int64_t b_cols) {
   using TB = __typeof__(b);
-  if (a_rows <= 0 || a_cols <= 0 || b_rows <= 0 || b_cols <= 0) return false;
-  const uintptr_t a0 = uintptr_t(a.data), b0 = uintptr_t(b.data);
-  const uintptr_t a1 = a0 + uintptr_t(((a_rows - 1) * TileT::kCols + a_cols) * int64_t(sizeof(*a.data)));
-  const uintptr_t b1 = b0 + uintptr_t(((b_rows - 1) * TB::kCols + b_cols) * int64_t(sizeof(*b.data)));
-  return a0 < b1 && b0 < a1;
+  return WindowsOverlapAt(a.data, TileT::kCols, a_rows, a_cols, b.data, TB::kCols, b_rows, b_cols);
 }
 
 // A fault at element (row, col) of a tile window ([rows, cols] the tile's shape).

@@ -624,6 +624,10 @@ class Compiler {
       TileOf(s.args[2]);  // the unused tmp: a tile the executor could place
       Emit(PTO_T0_COLREDUCE, line, TileOf(s.args[0]), TileOf(s.args[1]), 0, 0,
            name == "col_sum" ? 0 : name == "col_max" ? 1 : 2);
+    } else if (name == "transpose") {
+      SameElem(s, {1});
+      Options(s);
+      Emit(PTO_T0_TRANSPOSE, line, TileOf(s.args[0]), TileOf(s.args[1]));
     } else if (name == "cast") {
       // Between fp16, bf16, fp32 and int32 (the executor's instantiations; others wait for the library).
       for (size_t i : {0, 1}) {

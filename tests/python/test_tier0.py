@@ -258,22 +258,72 @@ def test_a_bad_mode_is_a_value_error_naming_the_variable(monkeypatch):
 
 
 def test_a_kernel_beyond_the_executor_waits_for_its_library(monkeypatch):
-    def transposed(x: pl.Tensor[[16, 16], pl.DT_FP32], out: pl.Tensor[[16, 16], pl.DT_FP32]):
+    def scaled(x: pl.Tensor[[16, 16], pl.DT_FP32], out: pl.Tensor[[16, 16], pl.DT_FP32]):
         a = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0)
         t = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0x1000)
         with pl.section_vector():
             pl.load(a, x, [0, 0])
-            pl.transpose(t, a)
+            pl.load(t, x, [0, 0])
+            pl.axpy(t, a, 2.0)
             pl.store(out, t, [0, 0])
 
     monkeypatch.setenv("PYPTO_PRO_TIER0", "always")
-    kernel = pl.jit(transposed, name="t0_transposed")
+    kernel = pl.jit(scaled, name="t0_axpy")
     x = torch.rand(16, 16)
     out = torch.zeros(16, 16)
     kernel[None, 1](x, out)
     sync()
-    assert torch.equal(out, x.t())
+    assert torch.equal(out, x * 3)
     assert not kernel.compile_stats()[0]["tier0"]
+
+
+def _transposes(dtype):
+    def transposes(x: pl.Tensor[[48, 32], dtype], out: pl.Tensor[[32, 48], dtype], r: pl.Scalar[pl.DT_INT32],
+                   c: pl.Scalar[pl.DT_INT32]):
+        a = pl.make_tile(pl.TileType(shape=[48, 32], dtype=dtype, valid_shape=[-1, -1]), addr=0x0)
+        t = pl.make_tile(pl.TileType(shape=[32, 48], dtype=dtype), addr=0x4000)
+        with pl.section_vector():
+            pl.load(t, out, [0, 0])       # what the transpose leaves alone keeps the output's values
+            pl.load(a, x, [0, 0])
+            pl.set_validshape(a, [r, c])  # a partial window: 16 x 16 blocks and edges
+            pl.transpose(t, a)
+            pl.store(out, t, [0, 0])
+    return transposes
+
+
+@pytest.mark.parametrize("dtype, torch_dtype", [(pl.DT_FP32, torch.float32), (pl.DT_FP16, torch.float16),
+                                                (pl.DT_INT16, torch.int16)])
+def test_transposes_match_the_compiled_kernel_bit_for_bit(dtype, torch_dtype, monkeypatch):
+    both = _twins(_transposes(dtype), f"t0_transposes_{torch_dtype}".replace("torch.", ""), monkeypatch)
+    g = torch.Generator().manual_seed(5)
+    x = (torch.rand(48, 32, generator=g) * 100 - 50).to(torch_dtype)
+    out = torch.full((32, 48), 3).to(torch_dtype)
+    r, c = 45, 29
+    (_, t0_out, *_), (_, compiled_out, *_) = both(1, x, out, r, c)
+    assert torch.equal(t0_out, compiled_out)
+    expected = out.clone()
+    expected[:c, :r] = x[:r, :c].t()
+    assert torch.equal(t0_out, expected)
+
+
+def test_a_transpose_into_an_overlapping_tile_faults_as_compiled(monkeypatch):
+    def in_place(x: pl.Tensor[[16, 16], pl.DT_FP32], out: pl.Tensor[[16, 16], pl.DT_FP32]):
+        a = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0)
+        b = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0x200)  # a's second half
+        with pl.section_vector():
+            pl.load(a, x, [0, 0])
+            pl.transpose(b, a)
+            pl.store(out, b, [0, 0])
+
+    line = in_place.__code__.co_firstlineno + 5
+    for mode in ("always", "0"):
+        monkeypatch.setenv("PYPTO_PRO_TIER0", mode)
+        kernel = pl.jit(in_place, name=f"t0_transpose_in_place_{mode}")
+        with pytest.warns(pypto_pro.TileOverlapWarning), \
+                pytest.raises(pypto_pro.KernelFault, match=rf"{line}.*'out' overlaps 'src'"):
+            kernel[None, 1](torch.rand(16, 16), torch.zeros(16, 16))
+            sync()
+        assert kernel.compile_stats()[0]["tier0"] == (mode == "always")
 
 
 # ---- fills, column reductions and conversions ----
