@@ -50,6 +50,18 @@ def median_time(fn, repeat=7, number=1, warmup=1):
     return statistics.median(samples)
 
 
+def machine_fma(threads):
+    """(a function running one FMA-peak loop on `threads` threads and returning its seconds, its flops):
+    the machine's FMA limit sampled in the same rounds as the matmul kernels (a figure taken once at
+    the start of a run on a shared host has put kernels at 117% of it)."""
+    import ctypes
+    lib = ctypes.CDLL(str(ROOT / "cmake-build" / "libpypto_pro_stream_add.so"))
+    lib.pto_bench_fma.restype = ctypes.c_double
+    lib.pto_bench_fma.argtypes = [ctypes.c_int]
+    lib.pto_bench_fma_flops_per_thread.restype = ctypes.c_double
+    return (lambda: lib.pto_bench_fma(threads)), lib.pto_bench_fma_flops_per_thread() * threads
+
+
 def same_array_stream_add(x, y, z, threads):
     """A function running one STREAM-style add over the bytes of z = x + y themselves (as 32-bit
     integer lanes, with non-temporal stores, on `threads` threads) and returning its seconds (from the
@@ -407,15 +419,17 @@ def section_matmul():
         assert torch.allclose(c, ref, rtol=1e-3, atol=1e-2), (c - ref).abs().max()
         # Peers of the same input dtype only: bf16 against torch's oneDNN; fp16, which torch has no fast
         # CPU matmul for, against the machine's FMA limit alone (the last column), not a slower dtype.
-        fns = {"ours": ours}
+        fma, fma_flops = machine_fma(threads)
+        fns = {"ours": ours, "FMA": fma}
         if dtype == torch.bfloat16:
             cb = torch.empty(m, n, dtype=torch.bfloat16)
             fns["torch bf16 matmul (oneDNN)"] = lambda: torch.mm(a, b, out=cb)
         times = interleaved_medians(fns, repeat=9)
         ours_time = times.pop("ours")
+        limit_gflops = fma_flops / times.pop("FMA") / 1e9
         targets = {"ratio_target": 1.0} if dtype == torch.bfloat16 else {"flops_target": 0.7}
         rows.append({"name": label, "ours": ours_time, "peers": times, "unit": "ms", "flops": 2 * m * n * k,
-                     **targets})
+                     "limit_gflops": limit_gflops, **targets})
     return {"rows": rows}
 
 
@@ -719,7 +733,7 @@ def render(results):
                     targets.insert(0, f"target {100 * row['limit_target']:.0f}%: {'met' if met else 'not met'}")
             elif row.get("flops"):
                 gflops = row["flops"] / ours / 1e9
-                peak = machine.get("fma_gflops", {}).get(threads)
+                peak = row.get("limit_gflops") or machine.get("fma_gflops", {}).get(threads)
                 limit = f"{gflops:.0f} GFLOP/s" + (f" = {100 * gflops / peak:.0f}% of {peak:.0f}" if peak else "")
                 if peak and row.get("flops_target"):
                     met = gflops >= row["flops_target"] * peak

@@ -2,7 +2,8 @@
 // (a[i] = b[i] + c[i]) and the fp32 FMA peak of a register-blocked loop, on 1 and N threads.
 // Prints JSON: {"add_gbps": {"1": x, "2": y}, "fma_gflops": {"1": x, "2": y}}. Built as a library
 // too (PTO_MACHINE_LIMITS_LIBRARY): pto_bench_stream_add times one STREAM add over the caller's own
-// arrays, which the bench interleaves with the kernels it judges against it.
+// arrays and pto_bench_fma one FMA-peak run, which the bench interleaves with the kernels it judges
+// against them.
 #include <algorithm>
 #include <atomic>
 #include <barrier>
@@ -151,6 +152,17 @@ double FmaPeak(int threads) {
 extern "C" __attribute__((visibility("default"))) double pto_bench_stream_add(void* a, const void* b, const void* c,
                                                                              size_t n, int threads) {
   return StreamAddOnce(a, b, c, n, threads);
+}
+
+// Seconds of one FMA-peak run on `threads` threads (kFmaSampleFlops per thread), for the bench to
+// sample in the same rounds as the matmul kernels it judges against it.
+constexpr long kFmaSampleIterations = 4'000'000;
+extern "C" __attribute__((visibility("default"))) double pto_bench_fma(int threads) {
+  std::atomic<float> sink{0};
+  return TimeParallel(threads, 1, [&](int t) { sink = sink + FmaLoop(kFmaSampleIterations, float(t + 1)); });
+}
+extern "C" __attribute__((visibility("default"))) double pto_bench_fma_flops_per_thread() {
+  return 2.0 * 16 * 12 * double(kFmaSampleIterations);
 }
 
 #if !defined(PTO_MACHINE_LIMITS_LIBRARY)
