@@ -52,6 +52,19 @@ inline void ByCastElem(int elem, Fn&& fn) {
   }
 }
 
+// fn.template operator()<T>() for the integer element types of the bitwise ops (8 to 32 bits).
+template <typename Fn>
+inline void ByBitwiseElem(int elem, Fn&& fn) {
+  switch (elem) {
+    case PTO_T0_I8: fn.template operator()<int8_t>(); break;
+    case PTO_T0_I16: fn.template operator()<int16_t>(); break;
+    case PTO_T0_U8: fn.template operator()<uint8_t>(); break;
+    case PTO_T0_U16: fn.template operator()<uint16_t>(); break;
+    case PTO_T0_U32: fn.template operator()<uint32_t>(); break;
+    default: fn.template operator()<int32_t>(); break;
+  }
+}
+
 // fn.template operator()<F>() for the compare `op` of PTO_T0_COMPARE.
 template <typename Fn>
 inline void ByCompare(int op, Fn&& fn) {
@@ -429,6 +442,34 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         ByElem(d.elem, [&]<typename T>() {
           detail::TransposeBody(ctx, in.line, reinterpret_cast<T*>(dst.data), d.cols,
                                 reinterpret_cast<const T*>(src.data), sd.cols, src.valid_rows, src.valid_cols);
+        });
+        break;
+      }
+      case PTO_T0_BITWISE: {  // and_() / or_() / not_()
+        const PtoT0Slot& d = p.slots[t[in.a]];
+        const SlotState &sd = s[t[in.a]], &sa = s[t[in.b]];
+        ByBitwiseElem(d.elem, [&]<typename T>() {
+          T* o = reinterpret_cast<T*>(sd.data);
+          const T* a = reinterpret_cast<const T*>(sa.data);
+          if (in.e == 2) {
+            detail::MapIntWindowOf(o, d.cols, sd.valid_rows, sd.valid_cols, detail::NotF{}, a);
+          } else {
+            const T* b = reinterpret_cast<const T*>(s[t[in.c]].data);
+            if (in.e == 0) detail::MapIntWindowOf(o, d.cols, sd.valid_rows, sd.valid_cols, detail::AndF{}, a, b);
+            else detail::MapIntWindowOf(o, d.cols, sd.valid_rows, sd.valid_cols, detail::OrF{}, a, b);
+          }
+        });
+        break;
+      }
+      case PTO_T0_BITWISES: {  // ands() / ors()
+        const PtoT0Slot& d = p.slots[t[in.a]];
+        const SlotState &sd = s[t[in.a]], &sa = s[t[in.b]];
+        ByBitwiseElem(d.elem, [&]<typename T>() {
+          const T v = WithScalar(r[in.c], in.d, [](auto x) { return T(x); });
+          T* o = reinterpret_cast<T*>(sd.data);
+          const T* a = reinterpret_cast<const T*>(sa.data);
+          if (in.e == 0) detail::BitwiseScalarOf<detail::AndF>(o, a, d.cols, sd.valid_rows, sd.valid_cols, v);
+          else detail::BitwiseScalarOf<detail::OrF>(o, a, d.cols, sd.valid_rows, sd.valid_cols, v);
         });
         break;
       }

@@ -19,9 +19,16 @@ struct OrF { template <typename V> V operator()(V a, V b) const { return a | b; 
 struct XorF { template <typename V> V operator()(V a, V b) const { return a ^ b; } };
 struct NotF { template <typename V> V operator()(V a) const { return ~a; } };
 
+// f over the rows x cols window of tiles tile_cols wide (every operand at the destination's offsets),
+// on pointers: the compiled kernel and the tier-0 executor share it.
+template <typename T, typename F, typename... TS>
+inline void MapIntWindowOf(T* d, int64_t tile_cols, int64_t rows, int64_t cols, F f, const TS*... srcs) {
+  ForWindowOf(tile_cols, rows, cols, [&](int64_t off, int64_t n) { MapInt(d + off, n, f, srcs + off...); });
+}
+
 template <typename TD, typename F, typename... TS>
 inline void MapIntWindow(TD& dst, F f, const TS&... srcs) {
-  ForWindow(dst, [&](int64_t off, int64_t n) { MapInt(dst.data + off, n, f, srcs.data + off...); });
+  MapIntWindowOf(dst.data, TD::kCols, dst.valid_rows, dst.valid_cols, f, srcs.data...);
 }
 
 // A scalar operand as every lane of x's type (a 64-byte vector or one element).
@@ -30,11 +37,17 @@ inline V SplatLike(T v) {
   return V(V{} + v);
 }
 
+// lhs op v over the window (v: the scalar's bits at the element's width; the compiler refuses
+// constants that do not fit).
+template <typename F, typename T>
+inline void BitwiseScalarOf(T* d, const T* lhs, int64_t tile_cols, int64_t rows, int64_t cols, T v) {
+  MapIntWindowOf(d, tile_cols, rows, cols, [v](auto x) { return F{}(x, SplatLike<T, decltype(x)>(v)); }, lhs);
+}
+
 template <typename F, typename TD, typename TA, typename S>
 inline void BitwiseScalar(TD& dst, const TA& lhs, S s) {
   using T = typename TD::Elem;
-  const T v = T(s);  // the scalar's bits at the element's width (the compiler refuses constants that do not fit)
-  MapIntWindow(dst, [v](auto x) { return F{}(x, SplatLike<T, decltype(x)>(v)); }, lhs);
+  BitwiseScalarOf<F>(dst.data, lhs.data, TD::kCols, dst.valid_rows, dst.valid_cols, T(s));
 }
 
 template <typename T>

@@ -624,6 +624,18 @@ class Compiler {
       TileOf(s.args[2]);  // the unused tmp: a tile the executor could place
       Emit(PTO_T0_COLREDUCE, line, TileOf(s.args[0]), TileOf(s.args[1]), 0, 0,
            name == "col_sum" ? 0 : name == "col_max" ? 1 : 2);
+    } else if (name == "and_" || name == "or_" || name == "not_") {
+      SameElem(s, name == "not_" ? std::initializer_list<size_t>{1} : std::initializer_list<size_t>{1, 2});
+      Options(s);
+      const bool unary = name == "not_";
+      Emit(PTO_T0_BITWISE, line, TileOf(s.args[0]), TileOf(s.args[1]), unary ? 0 : TileOf(s.args[2]), 0,
+           name == "and_" ? 0 : name == "or_" ? 1 : 2);
+    } else if (name == "ands" || name == "ors") {
+      SameElem(s, {1});
+      Options(s);
+      const int scalar = Expr_(s.args[2]);
+      Emit(PTO_T0_BITWISES, line, TileOf(s.args[0]), TileOf(s.args[1]), scalar, ScalarKind(s.args[2]->type.dtype),
+           name == "ands" ? 0 : 1);
     } else if (name == "transpose") {
       SameElem(s, {1});
       Options(s);

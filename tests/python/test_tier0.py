@@ -306,6 +306,48 @@ def test_transposes_match_the_compiled_kernel_bit_for_bit(dtype, torch_dtype, mo
     assert torch.equal(t0_out, expected)
 
 
+def _bitwise(dtype):
+    def bitwise(x: pl.Tensor[[16, 64], dtype], y: pl.Tensor[[16, 64], dtype], out: pl.Tensor[[5 * 16, 64], dtype],
+                r: pl.Scalar[pl.DT_INT32], c: pl.Scalar[pl.DT_INT32], k: pl.Scalar[pl.DT_INT32]):
+        tt = pl.TileType(shape=[16, 64], dtype=dtype, valid_shape=[-1, -1])
+        a = pl.make_tile(tt, addr=0x0)
+        b = pl.make_tile(tt, addr=0x1000)
+        o = pl.make_tile(tt, addr=0x2000)
+        with pl.section_vector():
+            pl.load(a, x, [0, 0])
+            pl.load(b, y, [0, 0])
+            pl.load(o, out, [0, 0])        # what a partial window leaves alone keeps the output's values
+            pl.set_validshape(o, [r, c])
+            pl.and_(o, a, b)
+            pl.store(out, o, [0, 0])
+            pl.or_(o, a, b)
+            pl.store(out, o, [16, 0])
+            pl.not_(o, a)
+            pl.store(out, o, [32, 0])
+            pl.and_(o, a, k)
+            pl.store(out, o, [48, 0])
+            pl.or_(o, a, 6)
+            pl.store(out, o, [64, 0])
+    return bitwise
+
+
+@pytest.mark.parametrize("dtype, torch_dtype", [(pl.DT_INT8, torch.int8), (pl.DT_INT16, torch.int16),
+                                                (pl.DT_INT32, torch.int32), (pl.DT_UINT8, torch.uint8)])
+def test_bitwise_ops_match_the_compiled_kernel_bit_for_bit(dtype, torch_dtype, monkeypatch):
+    both = _twins(_bitwise(dtype), f"t0_bitwise_{torch_dtype}".replace("torch.", ""), monkeypatch)
+    g = torch.Generator().manual_seed(9)
+    x = torch.randint(0, 120, (16, 64), generator=g).to(torch_dtype)
+    y = torch.randint(0, 120, (16, 64), generator=g).to(torch_dtype)
+    out = torch.full((5 * 16, 64), 1).to(torch_dtype)
+    r, c, k = 13, 37, 0x55
+    (_, _, t0_out, *_), (_, _, compiled_out, *_) = both(1, x, y, out, r, c, k)
+    assert torch.equal(t0_out, compiled_out)
+    expected = out.clone()
+    for i, value in enumerate([x & y, x | y, ~x, x & k, x | 6]):
+        expected[16 * i:16 * i + r, :c] = value[:r, :c]
+    assert torch.equal(t0_out, expected)
+
+
 def test_a_transpose_into_an_overlapping_tile_faults_as_compiled(monkeypatch):
     def in_place(x: pl.Tensor[[16, 16], pl.DT_FP32], out: pl.Tensor[[16, 16], pl.DT_FP32]):
         a = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0)
