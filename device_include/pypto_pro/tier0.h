@@ -9,7 +9,7 @@
 
 #include "pypto_pro/op_lists.h"
 
-#define PTO_T0_VERSION 5
+#define PTO_T0_VERSION 6
 #define PTO_T0_MAX_RANK 4
 
 /* Element types of tiles and tensors (the routines' PTO_ROUTINE_ELEMS). */
@@ -68,7 +68,8 @@ enum {
   PTO_T0_VSELECT,    /* t[a] = mask t[b] ? t[c] : t[f] */
   PTO_T0_VSELECTS,   /* t[a] = mask t[b] ? t[c] : r[d] of kind e */
   PTO_T0_TRANSPOSE,  /* t[a] = t[b] transposed (src's valid window) */
-  PTO_T0_BITWISE,    /* t[a] = t[b] & t[c] (e=0), t[b] | t[c] (1), ~t[b] (2) */
+  PTO_T0_BITWISE,    /* t[a] = t[b] & t[c] (e=0), t[b] | t[c] (1), ~t[b] (2), t[b] ^ t[c] with scratch t[f] (3),
+                        t[b] << t[c] (4), t[b] >> t[c] (5) */
   PTO_T0_BITWISES,   /* t[a] = t[b] & (e=0) or | (1) r[c] of kind d as the element type */
 };
 

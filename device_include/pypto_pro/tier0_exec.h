@@ -52,15 +52,18 @@ inline void ByCastElem(int elem, Fn&& fn) {
   }
 }
 
-// fn.template operator()<T>() for the integer element types of the bitwise ops (8 to 32 bits).
+// fn.template operator()<T>() for the integer element types of the bitwise ops and shifts (the 8- to
+// 32-bit ones take every op; 64-bit ones only shifts, which the compiler checks).
 template <typename Fn>
-inline void ByBitwiseElem(int elem, Fn&& fn) {
+inline void ByIntElem(int elem, Fn&& fn) {
   switch (elem) {
     case PTO_T0_I8: fn.template operator()<int8_t>(); break;
     case PTO_T0_I16: fn.template operator()<int16_t>(); break;
+    case PTO_T0_I64: fn.template operator()<int64_t>(); break;
     case PTO_T0_U8: fn.template operator()<uint8_t>(); break;
     case PTO_T0_U16: fn.template operator()<uint16_t>(); break;
     case PTO_T0_U32: fn.template operator()<uint32_t>(); break;
+    case PTO_T0_U64: fn.template operator()<uint64_t>(); break;
     default: fn.template operator()<int32_t>(); break;
   }
 }
@@ -445,18 +448,24 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         });
         break;
       }
-      case PTO_T0_BITWISE: {  // and_() / or_() / not_()
+      case PTO_T0_BITWISE: {  // and_() / or_() / not_() / xor() / shl() / shr()
         const PtoT0Slot& d = p.slots[t[in.a]];
         const SlotState &sd = s[t[in.a]], &sa = s[t[in.b]];
-        ByBitwiseElem(d.elem, [&]<typename T>() {
+        ByIntElem(d.elem, [&]<typename T>() {
           T* o = reinterpret_cast<T*>(sd.data);
           const T* a = reinterpret_cast<const T*>(sa.data);
-          if (in.e == 2) {
-            detail::MapIntWindowOf(o, d.cols, sd.valid_rows, sd.valid_cols, detail::NotF{}, a);
-          } else {
-            const T* b = reinterpret_cast<const T*>(s[t[in.c]].data);
-            if (in.e == 0) detail::MapIntWindowOf(o, d.cols, sd.valid_rows, sd.valid_cols, detail::AndF{}, a, b);
-            else detail::MapIntWindowOf(o, d.cols, sd.valid_rows, sd.valid_cols, detail::OrF{}, a, b);
+          const T* b = in.e == 2 ? nullptr : reinterpret_cast<const T*>(s[t[in.c]].data);
+          const int64_t rows = sd.valid_rows, cols = sd.valid_cols;
+          switch (in.e) {
+            case 0: detail::MapIntWindowOf(o, d.cols, rows, cols, detail::AndF{}, a, b); break;
+            case 1: detail::MapIntWindowOf(o, d.cols, rows, cols, detail::OrF{}, a, b); break;
+            case 2: detail::MapIntWindowOf(o, d.cols, rows, cols, detail::NotF{}, a); break;
+            case 3:
+              detail::XorBody(ctx, in.line, o, a, b, reinterpret_cast<const T*>(s[t[in.f]].data), d.cols,
+                              p.slots[t[in.f]].cols, rows, cols);
+              break;
+            case 4: detail::ShiftBody<true>(ctx, in.line, o, a, b, p.slots[t[in.c]].rows, d.cols, rows, cols); break;
+            default: detail::ShiftBody<false>(ctx, in.line, o, a, b, p.slots[t[in.c]].rows, d.cols, rows, cols); break;
           }
         });
         break;
@@ -464,7 +473,7 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
       case PTO_T0_BITWISES: {  // ands() / ors()
         const PtoT0Slot& d = p.slots[t[in.a]];
         const SlotState &sd = s[t[in.a]], &sa = s[t[in.b]];
-        ByBitwiseElem(d.elem, [&]<typename T>() {
+        ByIntElem(d.elem, [&]<typename T>() {
           const T v = WithScalar(r[in.c], in.d, [](auto x) { return T(x); });
           T* o = reinterpret_cast<T*>(sd.data);
           const T* a = reinterpret_cast<const T*>(sa.data);

@@ -53,16 +53,17 @@ inline void BitwiseScalar(TD& dst, const TA& lhs, S s) {
 template <typename T>
 constexpr int kBitsOf = int(8 * sizeof(T));
 
-// Every amount of `rhs` in dst's window lies in [0, bits), or the op faults at the first that does not.
-template <typename TD, typename TB>
-inline void CheckShiftAmounts(CoreCtx& ctx, int line, const char* op, TD& dst, const TB& rhs) {
-  using T = typename TB::Elem;
+// Every amount of `rhs` (a tile of tile_rows x tile_cols) in the rows x cols window lies in [0, bits),
+// or the op faults at the first that does not.
+template <typename T>
+inline void CheckShiftAmountsOf(CoreCtx& ctx, int line, const char* op, const T* rhs, int64_t tile_rows,
+                                int64_t tile_cols, int64_t rows, int64_t cols) {
   using U = typename UnsignedOf<T>::type;
   using UV = typename Lanes64<U>::type;
   constexpr int64_t kLanes = int64_t(64 / sizeof(T));
   constexpr U kBits = U(kBitsOf<T>);
-  ForWindow(dst, [&](int64_t off, int64_t n) {
-    const T* p = rhs.data + off;
+  ForWindowOf(tile_cols, rows, cols, [&](int64_t off, int64_t n) {
+    const T* p = rhs + off;
     bool bad = false;
     int64_t i = 0;
     if (n >= kLanes) {  // kBits is a power of two: an amount in range has no bit above kBits - 1
@@ -81,7 +82,7 @@ inline void CheckShiftAmounts(CoreCtx& ctx, int line, const char* op, TD& dst, c
       FaultText text;
       text << "shift amount " << p[i] << " in 'rhs' is outside [0, " << kBitsOf<T>
            << "): the amount must be at least 0 and less than the element's bit width";
-      ElementFaultAt(ctx, line, op, text.text, (off + i) / TB::kCols, (off + i) % TB::kCols, TB::kRows, TB::kCols);
+      ElementFaultAt(ctx, line, op, text.text, (off + i) / tile_cols, (off + i) % tile_cols, tile_rows, tile_cols);
     }
   });
 }
@@ -130,17 +131,37 @@ inline void ors(CoreCtx&, int, TD& dst, const TA& lhs, S s) {
   detail::BitwiseScalar<detail::OrF>(dst, lhs, s);
 }
 
-// xor(out, lhs, rhs, tmp): tmp is the hardware's scratch (public page: of out's shape and dtype, not
-// overlapping the other operands); the computation here does not need it and leaves it as it is.
-template <typename TD, typename TA, typename TB, typename TT>
-inline void xor_(CoreCtx& ctx, int line, TD& dst, const TA& lhs, const TB& rhs, TT& tmp) {
-  const int64_t rows = dst.valid_rows, cols = dst.valid_cols;
-  if (detail::WindowsOverlap(tmp, rows, cols, dst, rows, cols) ||
-      detail::WindowsOverlap(tmp, rows, cols, lhs, rows, cols) ||
-      detail::WindowsOverlap(tmp, rows, cols, rhs, rows, cols)) {
+namespace detail {
+
+// xor(out, lhs, rhs, tmp) on pointers (out, lhs and rhs tile_cols wide, tmp tmp_cols): tmp is the hardware's scratch
+// (public page: of out's shape and dtype, not overlapping the other operands); the computation here
+// does not need it and leaves it as it is.
+template <typename T>
+inline void XorBody(CoreCtx& ctx, int line, T* d, const T* lhs, const T* rhs, const T* tmp, int64_t tile_cols,
+                    int64_t tmp_cols, int64_t rows, int64_t cols) {
+  if (WindowsOverlapAt(tmp, tmp_cols, rows, cols, d, tile_cols, rows, cols) ||
+      WindowsOverlapAt(tmp, tmp_cols, rows, cols, lhs, tile_cols, rows, cols) ||
+      WindowsOverlapAt(tmp, tmp_cols, rows, cols, rhs, tile_cols, rows, cols)) {
     Fault(ctx, line, "xor", "'tmp' overlaps 'out', 'lhs' or 'rhs'; the scratch tile must lie apart from them");
   }
-  detail::MapIntWindow(dst, detail::XorF{}, lhs, rhs);
+  MapIntWindowOf(d, tile_cols, rows, cols, XorF{}, lhs, rhs);
+}
+
+// shl / shr on pointers (every operand a tile of tile_rows x tile_cols): the amounts checked first.
+template <bool kLeft, typename T>
+inline void ShiftBody(CoreCtx& ctx, int line, T* d, const T* lhs, const T* rhs, int64_t tile_rows, int64_t tile_cols,
+                      int64_t rows, int64_t cols) {
+  CheckShiftAmountsOf(ctx, line, kLeft ? "shl" : "shr", rhs, tile_rows, tile_cols, rows, cols);
+  if constexpr (kLeft) MapIntWindowOf(d, tile_cols, rows, cols, ShlF<T>{}, lhs, rhs);
+  else MapIntWindowOf(d, tile_cols, rows, cols, ShrF<T>{}, lhs, rhs);
+}
+
+}  // namespace detail
+
+template <typename TD, typename TA, typename TB, typename TT>
+inline void xor_(CoreCtx& ctx, int line, TD& dst, const TA& lhs, const TB& rhs, TT& tmp) {
+  detail::XorBody(ctx, line, dst.data, lhs.data, rhs.data, tmp.data, TD::kCols, TT::kCols, dst.valid_rows,
+                  dst.valid_cols);
 }
 
 template <typename TD, typename TS>
@@ -150,13 +171,13 @@ inline void not_(CoreCtx&, int, TD& dst, const TS& src) {
 
 template <typename TD, typename TA, typename TB>
 inline void shl(CoreCtx& ctx, int line, TD& dst, const TA& lhs, const TB& rhs) {
-  detail::CheckShiftAmounts(ctx, line, "shl", dst, rhs);
-  detail::MapIntWindow(dst, detail::ShlF<typename TD::Elem>{}, lhs, rhs);
+  detail::ShiftBody<true>(ctx, line, dst.data, lhs.data, rhs.data, TB::kRows, TD::kCols, dst.valid_rows,
+                          dst.valid_cols);
 }
 template <typename TD, typename TA, typename TB>
 inline void shr(CoreCtx& ctx, int line, TD& dst, const TA& lhs, const TB& rhs) {
-  detail::CheckShiftAmounts(ctx, line, "shr", dst, rhs);
-  detail::MapIntWindow(dst, detail::ShrF<typename TD::Elem>{}, lhs, rhs);
+  detail::ShiftBody<false>(ctx, line, dst.data, lhs.data, rhs.data, TB::kRows, TD::kCols, dst.valid_rows,
+                           dst.valid_cols);
 }
 
 }  // namespace pto

@@ -81,6 +81,9 @@ std::map<std::string_view, int> Positions(std::initializer_list<std::string_view
 const std::map<std::string_view, int> kBinaryOps = Positions({PTO_BINARY_OPS(PTO_T0_NAME_)});
 const std::map<std::string_view, int> kScalarOps = Positions({PTO_SCALAR_OPS(PTO_T0_NAME_)});
 const std::map<std::string_view, int> kUnaryOps = Positions({PTO_UNARY_OPS(PTO_T0_NAME_)});
+// PTO_T0_BITWISE's op codes.
+const std::map<std::string_view, int> kBitwiseOps = {{"and_", 0}, {"or_", 1}, {"not_", 2},
+                                                     {"xor", 3},  {"shl", 4}, {"shr", 5}};
 #undef PTO_T0_NAME_
 // row_expand_<op> / col_expand_<op>: the functor of binary op <op> (max, min: maximum, minimum;
 // vector_broadcast.h), by its position in PTO_BINARY_OPS; -1 for any other op.
@@ -624,12 +627,16 @@ class Compiler {
       TileOf(s.args[2]);  // the unused tmp: a tile the executor could place
       Emit(PTO_T0_COLREDUCE, line, TileOf(s.args[0]), TileOf(s.args[1]), 0, 0,
            name == "col_sum" ? 0 : name == "col_max" ? 1 : 2);
-    } else if (name == "and_" || name == "or_" || name == "not_") {
-      SameElem(s, name == "not_" ? std::initializer_list<size_t>{1} : std::initializer_list<size_t>{1, 2});
-      Options(s);
+    } else if (auto bw = kBitwiseOps.find(name); bw != kBitwiseOps.end()) {
       const bool unary = name == "not_";
-      Emit(PTO_T0_BITWISE, line, TileOf(s.args[0]), TileOf(s.args[1]), unary ? 0 : TileOf(s.args[2]), 0,
-           name == "and_" ? 0 : name == "or_" ? 1 : 2);
+      SameElem(s, unary ? std::initializer_list<size_t>{1} : std::initializer_list<size_t>{1, 2});
+      Options(s);
+      const int at = Emit(PTO_T0_BITWISE, line, TileOf(s.args[0]), TileOf(s.args[1]), unary ? 0 : TileOf(s.args[2]),
+                          0, bw->second);
+      if (name == "xor") {
+        SameElem(s, {3});
+        out_->insns[size_t(at)].f = TileOf(s.args[3]);
+      }
     } else if (name == "ands" || name == "ors") {
       SameElem(s, {1});
       Options(s);

@@ -307,12 +307,14 @@ def test_transposes_match_the_compiled_kernel_bit_for_bit(dtype, torch_dtype, mo
 
 
 def _bitwise(dtype):
-    def bitwise(x: pl.Tensor[[16, 64], dtype], y: pl.Tensor[[16, 64], dtype], out: pl.Tensor[[5 * 16, 64], dtype],
+    def bitwise(x: pl.Tensor[[16, 64], dtype], y: pl.Tensor[[16, 64], dtype], out: pl.Tensor[[8 * 16, 64], dtype],
                 r: pl.Scalar[pl.DT_INT32], c: pl.Scalar[pl.DT_INT32], k: pl.Scalar[pl.DT_INT32]):
         tt = pl.TileType(shape=[16, 64], dtype=dtype, valid_shape=[-1, -1])
         a = pl.make_tile(tt, addr=0x0)
         b = pl.make_tile(tt, addr=0x1000)
         o = pl.make_tile(tt, addr=0x2000)
+        tmp = pl.make_tile(tt, addr=0x3000)
+        n = pl.make_tile(tt, addr=0x4000)
         with pl.section_vector():
             pl.load(a, x, [0, 0])
             pl.load(b, y, [0, 0])
@@ -328,6 +330,13 @@ def _bitwise(dtype):
             pl.store(out, o, [48, 0])
             pl.or_(o, a, 6)
             pl.store(out, o, [64, 0])
+            pl.xor(o, a, b, tmp)
+            pl.store(out, o, [80, 0])
+            pl.and_(n, b, 7)               # shift amounts in [0, 8)
+            pl.shl(o, a, n)
+            pl.store(out, o, [96, 0])
+            pl.shr(o, a, n)
+            pl.store(out, o, [112, 0])
     return bitwise
 
 
@@ -338,14 +347,43 @@ def test_bitwise_ops_match_the_compiled_kernel_bit_for_bit(dtype, torch_dtype, m
     g = torch.Generator().manual_seed(9)
     x = torch.randint(0, 120, (16, 64), generator=g).to(torch_dtype)
     y = torch.randint(0, 120, (16, 64), generator=g).to(torch_dtype)
-    out = torch.full((5 * 16, 64), 1).to(torch_dtype)
+    out = torch.full((8 * 16, 64), 1).to(torch_dtype)
     r, c, k = 13, 37, 0x55
     (_, _, t0_out, *_), (_, _, compiled_out, *_) = both(1, x, y, out, r, c, k)
     assert torch.equal(t0_out, compiled_out)
     expected = out.clone()
-    for i, value in enumerate([x & y, x | y, ~x, x & k, x | 6]):
+    n = y & 7
+    shifted = (x.long() << n.long()).to(torch_dtype) if torch_dtype != torch.uint8 else ((x.long() << n.long()) & 0xff).to(torch.uint8)
+    for i, value in enumerate([x & y, x | y, ~x, x & k, x | 6, x ^ y, shifted, x >> n]):
         expected[16 * i:16 * i + r, :c] = value[:r, :c]
     assert torch.equal(t0_out, expected)
+
+
+def _shift_fault():
+    def shift_fault(x: pl.Tensor[[16, 64], pl.DT_INT16], out: pl.Tensor[[16, 64], pl.DT_INT16]):
+        tt = pl.TileType(shape=[16, 64], dtype=pl.DT_INT16)
+        a = pl.make_tile(tt, addr=0x0)
+        o = pl.make_tile(tt, addr=0x1000)
+        with pl.section_vector():
+            pl.load(a, x, [0, 0])
+            pl.shl(o, a, a)
+            pl.store(out, o, [0, 0])
+    return shift_fault
+
+
+def test_a_shift_amount_fault_is_the_compiled_kernels(monkeypatch):
+    x = torch.ones(16, 64, dtype=torch.int16)
+    x[3, 5] = 16
+    messages = []
+    for mode in ("always", "0"):
+        monkeypatch.setenv("PYPTO_PRO_TIER0", mode)
+        kernel = pl.jit(_shift_fault(), name=f"t0_shift_fault_{mode}")
+        with pytest.raises(pypto_pro.KernelFault, match=r"shift amount 16 in 'rhs' is outside \[0, 16\)") as info:
+            kernel[None, 1](x, torch.zeros(16, 64, dtype=torch.int16))
+            sync()
+        assert kernel.compile_stats()[0]["tier0"] == (mode == "always")
+        messages.append(str(info.value))
+    assert messages[0].replace("t0_shift_fault_always", "K") == messages[1].replace("t0_shift_fault_0", "K")
 
 
 def test_a_transpose_into_an_overlapping_tile_faults_as_compiled(monkeypatch):
