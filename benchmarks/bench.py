@@ -12,6 +12,7 @@ Timings never decide a test: this is how we know, not what we assert.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -50,15 +51,25 @@ def median_time(fn, repeat=7, number=1, warmup=1):
     return statistics.median(samples)
 
 
+@functools.cache
+def limits_lib():
+    """The bench's library of machine_limits.cpp (ctypes), its functions' signatures declared once."""
+    import ctypes
+    lib = ctypes.CDLL(str(ROOT / "cmake-build" / "libpypto_pro_stream_add.so"))
+    lib.pto_bench_stream_add.restype = ctypes.c_double
+    lib.pto_bench_stream_add.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                                         ctypes.c_int]
+    lib.pto_bench_fma.restype = ctypes.c_double
+    lib.pto_bench_fma.argtypes = [ctypes.c_int]
+    lib.pto_bench_fma_flops_per_thread.restype = ctypes.c_double
+    return lib
+
+
 def machine_fma(threads):
     """(a function running one FMA-peak loop on `threads` threads and returning its seconds, its flops):
     the machine's FMA limit sampled in the same rounds as the matmul kernels (a figure taken once at
     the start of a run on a shared host has put kernels at 117% of it)."""
-    import ctypes
-    lib = ctypes.CDLL(str(ROOT / "cmake-build" / "libpypto_pro_stream_add.so"))
-    lib.pto_bench_fma.restype = ctypes.c_double
-    lib.pto_bench_fma.argtypes = [ctypes.c_int]
-    lib.pto_bench_fma_flops_per_thread.restype = ctypes.c_double
+    lib = limits_lib()
     return (lambda: lib.pto_bench_fma(threads)), lib.pto_bench_fma_flops_per_thread() * threads
 
 
@@ -68,11 +79,7 @@ def same_array_stream_add(x, y, z, threads):
     first thread's start to the last one's end): the machine's limit for this very row, sampled in the
     same rounds as the kernels (the bandwidth a process gets drifts by tens of percent within seconds
     on a shared host, and differs between allocations)."""
-    import ctypes
-    lib = ctypes.CDLL(str(ROOT / "cmake-build" / "libpypto_pro_stream_add.so"))
-    lib.pto_bench_stream_add.restype = ctypes.c_double
-    lib.pto_bench_stream_add.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
-                                         ctypes.c_int]
+    lib = limits_lib()
     nbytes = z.numel() * z.element_size()
     assert all(t.data_ptr() % 64 == 0 for t in (x, y, z)) and nbytes % 64 == 0
     return lambda: lib.pto_bench_stream_add(z.data_ptr(), x.data_ptr(), y.data_ptr(), nbytes // 4, threads)

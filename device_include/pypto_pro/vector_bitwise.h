@@ -133,9 +133,9 @@ inline void ors(CoreCtx&, int, TD& dst, const TA& lhs, S s) {
 
 namespace detail {
 
-// xor(out, lhs, rhs, tmp) on pointers (out, lhs and rhs tile_cols wide, tmp tmp_cols): tmp is the hardware's scratch
-// (public page: of out's shape and dtype, not overlapping the other operands); the computation here
-// does not need it and leaves it as it is.
+// xor(out, lhs, rhs, tmp) on pointers (out, lhs and rhs tile_cols wide, tmp tmp_cols): tmp is the
+// hardware's scratch (public page: of out's shape and dtype, not overlapping the other operands); the
+// computation here does not need it and leaves it as it is.
 template <typename T>
 inline void XorBody(CoreCtx& ctx, int line, T* d, const T* lhs, const T* rhs, const T* tmp, int64_t tile_cols,
                     int64_t tmp_cols, int64_t rows, int64_t cols) {
