@@ -396,6 +396,17 @@ def section_add():
     return {"rows": rows}
 
 
+def onednn_int8_linear(a, b):
+    """torch's int8 GEMM for a @ b: a quantized linear layer (uint8 activations, int8 weights,
+    requantized output) on the oneDNN engine, the int8 peer of the K-loop matmul."""
+    import torch
+    torch.backends.quantized.engine = "onednn"
+    x = torch.quantize_per_tensor(a.float(), 1.0, 128, torch.quint8)
+    w = torch.ops.quantized.linear_prepack(torch.quantize_per_tensor(b.t().contiguous().float(), 1.0, 0, torch.qint8),
+                                           None)
+    return lambda: torch.ops.quantized.linear(x, w, 1.0, 0)
+
+
 def section_matmul():
     import torch
     import pypto_pro
@@ -410,11 +421,18 @@ def section_matmul():
     cases = [("matmul example fp16->fp32, 2048x128x2048", matmul_kernel, 2048, 128, 2048, torch.float16),
              ("K-loop matmul fp16->fp32, 1024x1024x1024", kernels.matmul_k_loop, 1024, 1024, 1024, torch.float16),
              ("K-loop matmul bf16->fp32, 1024x1024x1024", kernels.matmul_k_loop_bf16, 1024, 1024, 1024,
-              torch.bfloat16)]
+              torch.bfloat16),
+             ("K-loop matmul int8->int32, 1024x1024x1024", kernels.matmul_k_loop_int8, 1024, 1024, 1024,
+              torch.int8)]
     for label, kernel, m, k, n, dtype in cases:
-        a = torch.randn(m, k).to(dtype)
-        b = torch.randn(k, n).to(dtype)
-        c = torch.empty(m, n)
+        if dtype == torch.int8:
+            a = torch.randint(-128, 128, (m, k), dtype=dtype)
+            b = torch.randint(-128, 128, (k, n), dtype=dtype)
+            c = torch.empty(m, n, dtype=torch.int32)
+        else:
+            a = torch.randn(m, k).to(dtype)
+            b = torch.randn(k, n).to(dtype)
+            c = torch.empty(m, n)
         launch = kernel[stream, 32]
 
         def ours():
@@ -422,10 +440,19 @@ def section_matmul():
             stream.synchronize()
 
         ours()
-        ref = a.float() @ b.float()
-        assert torch.allclose(c, ref, rtol=1e-3, atol=1e-2), (c - ref).abs().max()
+        if dtype == torch.int8:
+            assert torch.equal(c.long(), a.long() @ b.long())  # exact int32 sums
+        else:
+            ref = a.float() @ b.float()
+            assert torch.allclose(c, ref, rtol=1e-3, atol=1e-2), (c - ref).abs().max()
         # Peers of the same input dtype only: bf16 against torch's oneDNN; fp16, which torch has no fast
         # CPU matmul for, against the machine's FMA limit alone (the last column), not a slower dtype.
+        if dtype == torch.int8:  # integer work: its peer is oneDNN's int8 GEMM, not the fp32 FMA limit
+            times = interleaved_medians({"ours": ours, "torch int8 linear (oneDNN)": onednn_int8_linear(a, b)},
+                                        repeat=9)
+            rows.append({"name": label, "ours": times.pop("ours"), "peers": times, "unit": "ms",
+                         "int_ops": 2 * m * n * k, "ratio_target": 1.0})
+            continue
         fma, fma_flops = machine_fma(threads)
         fns = {"ours": ours, "FMA": fma}
         if dtype == torch.bfloat16:
@@ -745,6 +772,8 @@ def render(results):
                 if peak and row.get("flops_target"):
                     met = gflops >= row["flops_target"] * peak
                     targets.insert(0, f"target {100 * row['flops_target']:.0f}%: {'met' if met else 'not met'}")
+            elif row.get("int_ops"):
+                limit = f"{row['int_ops'] / ours / 1e9:.0f} GOP/s"
             elif row.get("scaling_of"):
                 limits = machine.get(row["scaling_of"], {})
                 if limits.get("1") and limits.get("2"):

@@ -47,9 +47,9 @@ def narrow_kernel(a: pl.Tensor[[64, 64], pl.DT_FP32], b: pl.Tensor[[64, 64], pl.
         pl.store(h, t, [0, 0])
 
 
-def _matmul_k_loop(dtype):
+def _matmul_k_loop(dtype, acc_dtype=pl.DT_FP32):
     def matmul_k_loop(a: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], dtype], b: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], dtype],
-                      c: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], pl.DT_FP32]):
+                      c: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], acc_dtype]):
         """C = A @ B for any K (a multiple of 128): one 128x128 output tile per step, accumulated over
         128-deep k slices with matmul_acc in L0C."""
         t128 = 128
@@ -62,7 +62,7 @@ def _matmul_k_loop(dtype):
         right = pl.make_tile_group(type=pl.TileType(shape=[t128, t128], dtype=dtype,
                                                     target_memory=pl.MemorySpace.Right),
                                    addrs=0x0, mutex_ids=[6, 7])
-        acc = pl.make_tile(pl.TileType(shape=[t128, t128], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Acc),
+        acc = pl.make_tile(pl.TileType(shape=[t128, t128], dtype=acc_dtype, target_memory=pl.MemorySpace.Acc),
                            addr=0)
         with pl.section_cube():
             col_tiles = c.shape[1] // t128
@@ -86,6 +86,7 @@ def _matmul_k_loop(dtype):
 
 matmul_k_loop = pl.jit(_matmul_k_loop(pl.DT_FP16), name="bench_matmul_k_loop_fp16")
 matmul_k_loop_bf16 = pl.jit(_matmul_k_loop(pl.DT_BF16), name="bench_matmul_k_loop_bf16")
+matmul_k_loop_int8 = pl.jit(_matmul_k_loop(pl.DT_INT8, pl.DT_INT32), name="bench_matmul_k_loop_int8")
 
 
 class EightModes:

@@ -5,8 +5,10 @@
 // packed (and converted to fp32) into thread-local buffers, and a kMR x kNR tile of C lives in
 // registers while k runs. bf16 inputs use the native bf16 dot product (vdpbf16ps: two products per
 // lane and instruction, exact like an FMA since bf16 x bf16 fits fp32) when the host has it.
-// int8 products are exact in fp32 and so are sums of up to 2^24 / 2^14 = 1024 of them, so int8 runs
-// on the fp32 path in k blocks of kKC (<= 1024) whose sums are added in int32.
+// int8 uses the byte dot product (vpdpbusd: four products per lane and instruction, exact int32
+// sums) when the host has AVX-512 VNNI. Elsewhere int8 products are exact in fp32 and so are sums of
+// up to 2^24 / 2^14 = 1024 of them, so int8 runs on the fp32 path in k blocks of kKC (<= 1024) whose
+// sums are added in int32.
 // No <immintrin.h>: it costs ~250 ms per kernel compile; the builtins below do not.
 #pragma once
 
@@ -24,6 +26,7 @@ namespace pto::gemm {
 
 typedef int32_t i32x16 __attribute__((vector_size(64)));
 typedef int8_t i8x16 __attribute__((vector_size(16)));
+typedef uint8_t u8x16 __attribute__((vector_size(16)));
 typedef short i16x32 __attribute__((vector_size(64)));
 
 // A 4 x 64 register tile: 16 accumulators, and per k 4 broadcasts and 4 loads for 16 FMAs (an 8 x 32
@@ -38,6 +41,10 @@ static_assert(kKC % 2 == 0 && kKC <= 1024, "int8 sums of kKC products must stay 
 // The builtin's name and operand types differ between compilers (and clang 17 changed them again).
 #if defined(__AVX512BF16__) && (!defined(__clang__) || __clang_major__ < 17)
 #define PTO_GEMM_BF16_DOT 1
+#endif
+
+#if defined(__AVX512VNNI__)
+#define PTO_GEMM_INT8_DOT 1
 #endif
 
 // AMX (Sapphire Rapids and later): bf16 and int8 matmuls on the tile unit (16 x 16 x 32 bf16 or
@@ -253,10 +260,151 @@ inline Tile KernelBf16Dot(int kc, const uint32_t* __restrict ap, const uint32_t*
 }
 #endif
 
+#if PTO_GEMM_INT8_DOT
+// acc[l] += sum over r < 4 of u.ubyte[4l + r] * s.sbyte[4l + r] (int32, wrapping)
+inline i32x16 DotU8S8(i32x16 acc, i32x16 u, i32x16 s) {
+#if defined(__clang__)
+  return __builtin_ia32_vpdpbusd512(acc, u, s);
+#else
+  return __builtin_ia32_vpdpbusd_v16si(acc, u, s);
+#endif
+}
+
+// vpmovzxbd (GCC turns the generic conversion into sixteen scalar inserts).
+inline u32x16 ZeroExtend(u8x16 bytes) {
+#if defined(__clang__)
+  return __builtin_convertvector(bytes, u32x16);
+#else
+  typedef char c8x16 __attribute__((vector_size(16)));
+  return (u32x16)__builtin_ia32_pmovzxbd512_mask((c8x16)bytes, i32x16{}, (unsigned short)0xffff);
+#endif
+}
+
+// The byte dot product multiplies unsigned by signed bytes: A is packed offset to unsigned (a + 128)
+// and B stays signed, so a lane sums a * b + 128 * b, and each column's 128 * sum(b) is taken off at
+// the end. Both sides wrap in int32, so the result is exact modulo 2^32 like the device's accumulator.
+// k runs in quads (one 32-bit word, low byte = lowest k). A is packed as kMR rows of `quads` words
+// (padding: 0x80, the offset zero); B as bp[q * kNR + j] (padding: 0), with col_sums[j] = the sum of
+// column j over the block's kc rows.
+inline void PackQuadsA(uint8_t* __restrict ap, const int8_t* a, int64_t lda, int mr, int kc) {
+  typedef uint8_t u8x64 __attribute__((vector_size(64)));
+  const int width = (kc + 3) / 4 * 4;
+  for (int i = 0; i < kMR; ++i) {
+    uint8_t* out = ap + i * width;
+    const int8_t* row = a + i * lda;
+    const int copied = i < mr ? kc : 0;
+    int p = 0;
+    for (; p + 64 <= copied; p += 64) {
+      u8x64 bytes;
+      __builtin_memcpy(&bytes, row + p, sizeof bytes);
+      bytes ^= 0x80;
+      __builtin_memcpy(out + p, &bytes, sizeof bytes);
+    }
+    for (; p < copied; ++p) out[p] = uint8_t(row[p]) ^ 0x80;
+    for (; p < width; ++p) out[p] = 0x80;
+  }
+}
+
+inline void PackQuadsB(uint32_t* __restrict bp, int32_t* col_sums, const int8_t* b, int64_t ldb, int kc, int nc) {
+  constexpr int32_t kOnes = 0x01010101;
+  const i32x16 ones = {kOnes, kOnes, kOnes, kOnes, kOnes, kOnes, kOnes, kOnes,
+                       kOnes, kOnes, kOnes, kOnes, kOnes, kOnes, kOnes, kOnes};
+  const int quads = (kc + 3) / 4;
+  for (int j0 = 0; j0 < nc; j0 += kNR) {
+    const int w = nc - j0 < kNR ? nc - j0 : kNR;
+    uint32_t* panel = bp + int64_t(j0) * quads;
+    i32x16 sums[kNV] = {};
+    for (int q = 0; q < quads; ++q) {
+      uint32_t* out = panel + q * kNR;
+      if (w == kNR && 4 * q + 4 <= kc) {
+        const int8_t* row = b + 4 * q * ldb + j0;
+#pragma GCC unroll 4
+        for (int v = 0; v < kNV; ++v) {
+          u32x16 word = {};
+#pragma GCC unroll 4
+          for (int r = 0; r < 4; ++r) {
+            u8x16 bytes;
+            __builtin_memcpy(&bytes, row + r * ldb + 16 * v, sizeof bytes);
+            word |= ZeroExtend(bytes) << (8 * r);
+          }
+          __builtin_memcpy(out + 16 * v, &word, sizeof word);
+          sums[v] = DotU8S8(sums[v], ones, (i32x16)word);  // 1 x each signed byte
+        }
+      } else {
+        for (int j = 0; j < kNR; ++j) {
+          uint32_t word = 0;
+          for (int r = 0; r < 4 && j < w && 4 * q + r < kc; ++r) {
+            word |= uint32_t(uint8_t(b[(4 * q + r) * ldb + j0 + j])) << (8 * r);
+          }
+          out[j] = word;
+        }
+#pragma GCC unroll 4
+        for (int v = 0; v < kNV; ++v) {
+          i32x16 word;
+          __builtin_memcpy(&word, out + 16 * v, sizeof word);
+          sums[v] = DotU8S8(sums[v], ones, word);
+        }
+      }
+    }
+    __builtin_memcpy(col_sums + j0, sums, sizeof sums);
+  }
+}
+
+// The int32 sums of a kMR x (16 NV) register tile, as lanes of Tile (whose vectors hold their bits).
+template <int NV>
+inline Tile KernelInt8Dot(int kc, const uint8_t* ap, const uint32_t* __restrict bp, const int32_t* col_sums) {
+  const int quads = (kc + 3) / 4;
+  const uint8_t* rows[kMR];
+#pragma GCC unroll 8
+  for (int i = 0; i < kMR; ++i) rows[i] = ap + i * quads * 4;
+  i32x16 acc[kMR][kNV];
+#pragma GCC unroll 8
+  for (int i = 0; i < kMR; ++i) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kNV; ++v) acc[i][v] = i32x16{};
+  }
+#pragma GCC unroll 2
+  for (int q = 0; q < quads; ++q) {
+    i32x16 b[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) __builtin_memcpy(&b[v], bp + 16 * v, sizeof(i32x16));
+#pragma GCC unroll 8
+    for (int i = 0; i < kMR; ++i) {
+      int32_t w;
+      __builtin_memcpy(&w, rows[i] + 4 * q, sizeof w);
+      const i32x16 quad = {w, w, w, w, w, w, w, w, w, w, w, w, w, w, w, w};
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[i][v] = DotU8S8(acc[i][v], quad, b[v]);
+    }
+    bp += kNR;
+  }
+  Tile t;
+#pragma GCC unroll 4
+  for (int v = 0; v < kNV; ++v) {
+    u32x16 offset;
+    __builtin_memcpy(&offset, col_sums + 16 * v, sizeof offset);
+    offset <<= 7;
+#pragma GCC unroll 8
+    for (int i = 0; i < kMR; ++i) t.v[i][v] = (f32x16)((u32x16)acc[i][v] - offset);
+  }
+  return t;
+}
+
+inline Tile KernelInt8DotOf(int width, int kc, const uint8_t* ap, const uint32_t* bp, const int32_t* col_sums) {
+  switch ((width + 15) / 16) {
+    case 1: return KernelInt8Dot<1>(kc, ap, bp, col_sums);
+    case 2: return KernelInt8Dot<2>(kc, ap, bp, col_sums);
+    case 3: return KernelInt8Dot<3>(kc, ap, bp, col_sums);
+    default: return KernelInt8Dot<4>(kc, ap, bp, col_sums);
+  }
+}
+#endif
+
 // Writes rows [0, mr) x cols [0, nr) of the register tile to C: the first k block adds `init`, the
 // others add what C already holds. int32 results add in unsigned arithmetic: they wrap like the
 // device's accumulator instead of being undefined.
-template <typename TC>
+// kIntBits: the tile's lanes hold int32 sums as bits (KernelInt8Dot), not fp32 values.
+template <typename TC, bool kIntBits = false>
 inline void StoreTile(const Tile& t, TC* c, int64_t ldc, int mr, int nr, bool first, const Init<TC>& init,
                       int64_t row0, int64_t col0) {
   for (int i = 0; i < mr; ++i) {
@@ -270,7 +418,7 @@ inline void StoreTile(const Tile& t, TC* c, int64_t ldc, int mr, int nr, bool fi
           if (base) sum += Load16(base + 16 * v);
           Store16(out + 16 * v, sum);
         } else {
-          u32x16 sum = (u32x16)__builtin_convertvector(t.v[i][v], i32x16);
+          u32x16 sum = kIntBits ? (u32x16)t.v[i][v] : (u32x16)__builtin_convertvector(t.v[i][v], i32x16);
           if (base) {
             u32x16 prior;
             __builtin_memcpy(&prior, base + 16 * v, sizeof prior);
@@ -285,7 +433,8 @@ inline void StoreTile(const Tile& t, TC* c, int64_t ldc, int mr, int nr, bool fi
         if constexpr (__is_same(TC, float)) {
           out[j] = base ? base[j] + x : x;
         } else {
-          out[j] = TC(uint32_t(int32_t(x)) + (base ? uint32_t(base[j]) : 0u));
+          const uint32_t sum = kIntBits ? ((u32x16)t.v[i][j / 16])[j % 16] : uint32_t(int32_t(x));
+          out[j] = TC(sum + (base ? uint32_t(base[j]) : 0u));
         }
       }
     }
@@ -296,11 +445,22 @@ inline void StoreTile(const Tile& t, TC* c, int64_t ldc, int mr, int nr, bool fi
 struct Scratch {
   alignas(64) float a[kMR * kKC];
   alignas(64) float b[kKC * kNC];
+  alignas(64) int32_t b_sums[kNC];  // int8 dot product: the packed B block's column sums
 };
 
 inline Scratch& ThreadScratch() {
   static thread_local Scratch scratch;
   return scratch;
+}
+
+// A thread_local's address taken once: GCC otherwise re-derives it at uses inside the loops, which in
+// a shared library (the routines, the kernels) is a __tls_get_addr call each time (13% of an int8
+// matmul's time before this).
+template <typename T>
+inline T& Pinned(T& object) {
+  T* p = &object;
+  __asm__("" : "+r"(p));
+  return *p;
 }
 
 }  // namespace detail
@@ -392,7 +552,7 @@ inline void Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
                  const Init<TC>& init) {
   constexpr int kPer = Traits<TIn>::kPerWord;
   constexpr int kTileK = 64 / int(sizeof(TIn));  // k of one A tile row (64 bytes)
-  Scratch& s = ThreadScratch();
+  Scratch& s = detail::Pinned(ThreadScratch());
   TC* acc_base = reinterpret_cast<TC*>(s.acc);
   TIn* a_pack = reinterpret_cast<TIn*>(s.a);
   const Config config;
@@ -530,40 +690,62 @@ inline void GemmBody(int m, int n, int k, const TIn* a, int64_t lda, const TIn* 
     if (amx::Fits(m, n) && amx::Enabled()) return amx::Gemm(m, n, k, a, lda, b, ldb, c, ldc, init);
   }
 #endif
-  Scratch& s = ThreadScratch();
+  Scratch& s = Pinned(ThreadScratch());
+#if PTO_GEMM_BF16_DOT
+  constexpr bool kBf16Dot = __is_same(TIn, bfloat16);
+#else
+  constexpr bool kBf16Dot = false;
+#endif
+#if PTO_GEMM_INT8_DOT
+  constexpr bool kInt8Dot = __is_same(TIn, int8_t);
+#else
+  constexpr bool kInt8Dot = false;
+#endif
+  [[maybe_unused]] uint32_t* const a_words = reinterpret_cast<uint32_t*>(s.a);
+  [[maybe_unused]] uint32_t* const b_words = reinterpret_cast<uint32_t*>(s.b);
   for (int j0 = 0; j0 < n; j0 += kNC) {
     const int nc = n - j0 < kNC ? n - j0 : kNC;
     for (int k0 = 0; k0 < k; k0 += kKC) {
       const int kc = k - k0 < kKC ? k - k0 : kKC;
+      // B's panels of kNR columns: fp32 rows of k, or words of k pairs (bf16) or quads (int8).
+      const int64_t panel_stride = int64_t(kNR) * (kBf16Dot ? (kc + 1) / 2 : kInt8Dot ? (kc + 3) / 4 : kc);
 #if PTO_GEMM_BF16_DOT
-      constexpr bool kDot = __is_same(TIn, bfloat16);
-#else
-      constexpr bool kDot = false;
+      if constexpr (kBf16Dot) PackPairsB(b_words, b + k0 * ldb + j0, ldb, kc, nc);
 #endif
-      if constexpr (kDot) {
-        PackPairsB(reinterpret_cast<uint32_t*>(s.b), b + k0 * ldb + j0, ldb, kc, nc);
-      } else {
-        PackB(s.b, b + k0 * ldb + j0, ldb, kc, nc);
-      }
-      const int64_t panel_stride = kDot ? int64_t(kNR) * ((kc + 1) / 2) : int64_t(kNR) * kc;
+#if PTO_GEMM_INT8_DOT
+      if constexpr (kInt8Dot) PackQuadsB(b_words, s.b_sums, b + k0 * ldb + j0, ldb, kc, nc);
+#endif
+      if constexpr (!kBf16Dot && !kInt8Dot) PackB(s.b, b + k0 * ldb + j0, ldb, kc, nc);
       for (int i0 = 0; i0 < m; i0 += kMR) {
         const int mr = m - i0 < kMR ? m - i0 : kMR;
         const TIn* a_block = a + i0 * lda + k0;
 #if PTO_GEMM_BF16_DOT
-        if constexpr (kDot) PackPairsA(reinterpret_cast<uint32_t*>(s.a), a_block, lda, mr, kc);
+        if constexpr (kBf16Dot) PackPairsA(a_words, a_block, lda, mr, kc);
 #endif
-        if constexpr (!kDot) PackA(s.a, a_block, lda, mr, kc);
+#if PTO_GEMM_INT8_DOT
+        if constexpr (kInt8Dot) PackQuadsA(reinterpret_cast<uint8_t*>(s.a), a_block, lda, mr, kc);
+#endif
+        if constexpr (!kBf16Dot && !kInt8Dot) PackA(s.a, a_block, lda, mr, kc);
         for (int jr = 0; jr < nc; jr += kNR) {
-          const float* panel = s.b + (jr / kNR) * panel_stride;
-          Tile t;
+          const int width = nc - jr < kNR ? nc - jr : kNR;
+          TC* out = c + i0 * ldc + j0 + jr;
 #if PTO_GEMM_BF16_DOT
-          if constexpr (kDot) {
-            t = KernelBf16Dot(kc, reinterpret_cast<const uint32_t*>(s.a), reinterpret_cast<const uint32_t*>(panel));
+          if constexpr (kBf16Dot) {
+            const Tile t = KernelBf16Dot(kc, a_words, b_words + (jr / kNR) * panel_stride);
+            StoreTile(t, out, ldc, mr, width, k0 == 0, init, i0, j0 + jr);
           }
 #endif
-          const int width = nc - jr < kNR ? nc - jr : kNR;
-          if constexpr (!kDot) t = KernelFmaOf(width, kc, s.a, panel);
-          StoreTile(t, c + i0 * ldc + j0 + jr, ldc, mr, width, k0 == 0, init, i0, j0 + jr);
+#if PTO_GEMM_INT8_DOT
+          if constexpr (kInt8Dot) {
+            const Tile t = KernelInt8DotOf(width, kc, reinterpret_cast<const uint8_t*>(s.a),
+                                           b_words + (jr / kNR) * panel_stride, s.b_sums + jr);
+            StoreTile<TC, true>(t, out, ldc, mr, width, k0 == 0, init, i0, j0 + jr);
+          }
+#endif
+          if constexpr (!kBf16Dot && !kInt8Dot) {
+            const Tile t = KernelFmaOf(width, kc, s.a, s.b + (jr / kNR) * panel_stride);
+            StoreTile(t, out, ldc, mr, width, k0 == 0, init, i0, j0 + jr);
+          }
         }
       }
     }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ir_test_util.h"
+#include "gemm_check.h"
 #include "transpose_check.h"
 #include "pypto_pro/device.h"
 #include "pypto_pro/ir/analysis.h"
@@ -256,132 +257,24 @@ TEST(CubeVerifier, StoresFromAccConvertOnlyLikeTheFixpipe) {
 
 // ---------------------------------------------------------------- the GEMM routine
 
-template <typename T>
-T Convert(float x) {
-  if constexpr (__is_same(T, int8_t)) return T(x);
-  else return pto::FromFloat<T>(x);
-}
-
-template <typename T>
-double AsDouble(T x) {
-  if constexpr (__is_same(T, int8_t) || __is_same(T, int32_t)) return double(x);
-  else return double(pto::ToFloat(x));
-}
-
-// C = init + A x B in double (exact for int8), on row-major arrays with leading dimensions.
-template <typename TIn, typename TC>
-std::vector<double> NaiveGemm(int m, int n, int k, const std::vector<TIn>& a, int lda, const std::vector<TIn>& b,
-                              int ldb, const TC* init, int64_t init_stride) {
-  std::vector<double> c(size_t(m) * n);
-  for (int i = 0; i < m; ++i) {
-    for (int j = 0; j < n; ++j) {
-      double sum = init ? double(init[i * init_stride + j]) : 0.0;
-      for (int p = 0; p < k; ++p) sum += AsDouble(a[size_t(i) * lda + p]) * AsDouble(b[size_t(p) * ldb + j]);
-      c[size_t(i) * n + j] = sum;
-    }
-  }
-  return c;
-}
-
-enum class InitKind { kZero, kBias, kMatrixInPlace };
-
-// Runs Gemm on m x k x n windows of padded arrays (leading dimensions larger than the window) and
-// checks the window against NaiveGemm and that nothing outside it was written.
-template <typename TIn, typename TC>
-void CheckGemm(int m, int n, int k, InitKind init_kind, unsigned seed) {
-  SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k) + " init " +
-               std::to_string(int(init_kind)));
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> small(-128, 127);
-  std::normal_distribution<float> normal;
-  auto value = [&]() { return __is_same(TIn, int8_t) ? float(small(rng)) : normal(rng); };
-  const int lda = k + 3, ldb = n + 5, ldc = n + 7;
-  std::vector<TIn> a(size_t(m) * lda), b(size_t(k + 1) * ldb);
-  for (TIn& x : a) x = Convert<TIn>(value());
-  for (TIn& x : b) x = Convert<TIn>(value());
-  const TC kSentinel = TC(-12345);
-  std::vector<TC> c(size_t(m + 1) * ldc, kSentinel);
-  std::vector<TC> bias(static_cast<size_t>(n));
-  for (TC& x : bias) x = TC(__is_same(TC, int32_t) ? small(rng) * 1000 : normal(rng));
-  pto::gemm::Init<TC> init;
-  const TC* ref_init = nullptr;
-  int64_t ref_stride = 0;
-  if (init_kind == InitKind::kBias) {
-    init = {bias.data(), 0};
-    ref_init = bias.data();
-  } else if (init_kind == InitKind::kMatrixInPlace) {
-    for (int i = 0; i < m; ++i) {
-      for (int j = 0; j < n; ++j) c[size_t(i) * ldc + j] = TC(__is_same(TC, int32_t) ? small(rng) * 77 : normal(rng));
-    }
-    init = {c.data(), ldc};
-    ref_init = c.data();
-    ref_stride = ldc;
-  }
-  std::vector<double> ref = NaiveGemm(m, n, k, a, lda, b, ldb, ref_init, ref_stride);  // before C is overwritten
-  pto::gemm::Gemm(m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc, init);
-  double worst = 0;
-  for (int i = 0; i <= m; ++i) {
-    for (int j = 0; j < ldc; ++j) {
-      TC got = c[size_t(i) * ldc + j];
-      if (i == m || j >= n) {
-        ASSERT_EQ(got, kSentinel) << "written outside the window at " << i << ", " << j;
-        continue;
-      }
-      double want = ref[size_t(i) * n + j];
-      if constexpr (__is_same(TC, int32_t)) {
-        ASSERT_EQ(double(got), want) << "at " << i << ", " << j;
-      } else {
-        worst = std::max(worst, std::fabs(double(got) - want) / (1.0 + std::fabs(want)));
-      }
-    }
-  }
-  // fp32 accumulation of k products: relative error within a few k * 2^-24.
-  EXPECT_LT(worst, 1e-6 * (k + 16)) << "fp32 accumulation error";
-}
-
-struct GemmShape {
-  int m, n, k;
-};
-// Odd sizes around the register tile (8 x 32) and the packing blocks (k 256, n 128).
-const GemmShape kShapes[] = {{1, 1, 1}, {7, 31, 3}, {8, 32, 16}, {9, 33, 17}, {37, 71, 50}, {128, 128, 128},
-                             {13, 300, 600}, {130, 129, 257}};
-
-TEST(CubeGemm, Fp16MatchesNaive) {
-  for (const GemmShape& s : kShapes) CheckGemm<pto::half, float>(s.m, s.n, s.k, InitKind::kZero, 1);
-}
-
+// Each GEMM check (gemm_check.h) runs here compiled for the host's vector unit (its dot-product
+// paths: bf16, int8 VNNI, AMX) and in test_vector_ops.cpp compiled portably (the fp32 paths).
+TEST(CubeGemm, Fp16MatchesNaive) { test_util::ExpectMatchesNaiveOnEveryShape<pto::half, float>(test_util::InitKind::kZero, 1); }
 TEST(CubeGemm, Bf16MatchesNaive) {
-  for (const GemmShape& s : kShapes) CheckGemm<pto::bfloat16, float>(s.m, s.n, s.k, InitKind::kZero, 2);
+  test_util::ExpectMatchesNaiveOnEveryShape<pto::bfloat16, float>(test_util::InitKind::kZero, 2);
 }
-
-TEST(CubeGemm, Fp32MatchesNaive) {
-  for (const GemmShape& s : kShapes) CheckGemm<float, float>(s.m, s.n, s.k, InitKind::kZero, 3);
-}
-
+TEST(CubeGemm, Fp32MatchesNaive) { test_util::ExpectMatchesNaiveOnEveryShape<float, float>(test_util::InitKind::kZero, 3); }
 TEST(CubeGemm, Int8IsExactInInt32) {
-  for (const GemmShape& s : kShapes) CheckGemm<int8_t, int32_t>(s.m, s.n, s.k, InitKind::kZero, 4);
-  // Sums of k = 2000 products of -128 are 2^25 - ...: past fp32's exact integers, still exact here.
-  std::vector<int8_t> a(2000, -128), b(2000 * 3, -127);
-  a[0] = 3;
-  std::vector<int32_t> c(3);
-  pto::gemm::Gemm(1, 3, 2000, a.data(), 2000, b.data(), 3, c.data(), 3);
-  EXPECT_EQ(c[0], 1999 * 128 * 127 - 3 * 127);
+  test_util::ExpectMatchesNaiveOnEveryShape<int8_t, int32_t>(test_util::InitKind::kZero, 4);
+  test_util::ExpectInt8SumsExactAndWrapping();
 }
-
 TEST(CubeGemm, BiasAndInPlaceAccumulation) {
-  for (const GemmShape& s : kShapes) {
-    CheckGemm<pto::half, float>(s.m, s.n, s.k, InitKind::kBias, 5);
-    CheckGemm<pto::bfloat16, float>(s.m, s.n, s.k, InitKind::kMatrixInPlace, 6);
-    CheckGemm<int8_t, int32_t>(s.m, s.n, s.k, InitKind::kMatrixInPlace, 7);
-  }
+  test_util::ExpectMatchesNaiveOnEveryShape<pto::half, float>(test_util::InitKind::kBias, 5);
+  test_util::ExpectMatchesNaiveOnEveryShape<pto::bfloat16, float>(test_util::InitKind::kMatrixInPlace, 6);
+  test_util::ExpectMatchesNaiveOnEveryShape<int8_t, int32_t>(test_util::InitKind::kMatrixInPlace, 7);
+  test_util::ExpectMatchesNaiveOnEveryShape<int8_t, int32_t>(test_util::InitKind::kBias, 8);
 }
-
-TEST(CubeGemm, EmptyKGivesTheInit) {
-  std::vector<pto::half> a(4), b(4);
-  std::vector<float> c(6, 1.0f), bias = {0.5f, -2.0f, 4.0f};
-  pto::gemm::Gemm(2, 3, 0, a.data(), 1, b.data(), 3, c.data(), 3, pto::gemm::Init<float>{bias.data(), 0});
-  EXPECT_EQ(c, (std::vector<float>{0.5f, -2.0f, 4.0f, 0.5f, -2.0f, 4.0f}));
-}
+TEST(CubeGemm, EmptyKGivesTheInit) { test_util::ExpectEmptyKGivesTheInit(); }
 
 // ---------------------------------------------------------------- device ops on tiles
 

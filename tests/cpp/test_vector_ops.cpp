@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir_test_util.h"
+#include "gemm_check.h"
 #include "transpose_check.h"
 #include "pypto_pro/ir/verifier.h"
 
@@ -778,6 +779,21 @@ TEST(GmLoads, EachLoadStatementPrefetchesAlongItsOwnWalk) {
 }
 
 TEST(Transpose2D, MatchesAnElementwiseTransposePortably) { test_util::ExpectTransposesMatchElementwise(); }
+
+// The GEMM's fp32 paths, which hosts without the bf16 / int8 dot products (or AMX) run; the native
+// binary (test_cube_ops.cpp) runs the same checks on this host's own paths.
+TEST(PortableGemm, Fp16AndFp32MatchNaive) {
+  test_util::ExpectMatchesNaiveOnEveryShape<pto::half, float>(test_util::InitKind::kZero, 1);
+  test_util::ExpectMatchesNaiveOnEveryShape<float, float>(test_util::InitKind::kBias, 3);
+}
+TEST(PortableGemm, Bf16MatchesNaive) {
+  test_util::ExpectMatchesNaiveOnEveryShape<pto::bfloat16, float>(test_util::InitKind::kMatrixInPlace, 6);
+}
+TEST(PortableGemm, Int8IsExactInInt32) {
+  test_util::ExpectMatchesNaiveOnEveryShape<int8_t, int32_t>(test_util::InitKind::kMatrixInPlace, 7);
+  test_util::ExpectInt8SumsExactAndWrapping();
+}
+TEST(PortableGemm, EmptyKGivesTheInit) { test_util::ExpectEmptyKGivesTheInit(); }
 
 }  // namespace
 }  // namespace pypto_pro

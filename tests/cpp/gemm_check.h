@@ -1,0 +1,140 @@
+// The GEMM routine (gemm.h) against a naive product in double, shared by a test compiled for the
+// host's vector unit (test_cube_ops.cpp: the dot-product paths the host has) and one compiled
+// portably (test_vector_ops.cpp: the fp32 paths every host has).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "pypto_pro/device.h"
+
+namespace pypto_pro::test_util {
+
+template <typename T>
+T Convert(float x) {
+  if constexpr (__is_same(T, int8_t)) return T(x);
+  else return pto::FromFloat<T>(x);
+}
+
+template <typename T>
+double AsDouble(T x) {
+  if constexpr (__is_same(T, int8_t) || __is_same(T, int32_t)) return double(x);
+  else return double(pto::ToFloat(x));
+}
+
+// C = init + A x B in double (exact for int8), on row-major arrays with leading dimensions.
+template <typename TIn, typename TC>
+std::vector<double> NaiveGemm(int m, int n, int k, const std::vector<TIn>& a, int lda, const std::vector<TIn>& b,
+                              int ldb, const TC* init, int64_t init_stride) {
+  std::vector<double> c(size_t(m) * n);
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double sum = init ? double(init[i * init_stride + j]) : 0.0;
+      for (int p = 0; p < k; ++p) sum += AsDouble(a[size_t(i) * lda + p]) * AsDouble(b[size_t(p) * ldb + j]);
+      c[size_t(i) * n + j] = sum;
+    }
+  }
+  return c;
+}
+
+enum class InitKind { kZero, kBias, kMatrixInPlace };
+
+// Runs Gemm on m x k x n windows of padded arrays (leading dimensions larger than the window) and
+// checks the window against NaiveGemm and that nothing outside it was written.
+template <typename TIn, typename TC>
+void CheckGemm(int m, int n, int k, InitKind init_kind, unsigned seed) {
+  SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k) + " init " +
+               std::to_string(int(init_kind)));
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> small(-128, 127);
+  std::normal_distribution<float> normal;
+  auto value = [&]() { return __is_same(TIn, int8_t) ? float(small(rng)) : normal(rng); };
+  const int lda = k + 3, ldb = n + 5, ldc = n + 7;
+  std::vector<TIn> a(size_t(m) * lda), b(size_t(k + 1) * ldb);
+  for (TIn& x : a) x = Convert<TIn>(value());
+  for (TIn& x : b) x = Convert<TIn>(value());
+  const TC kSentinel = TC(-12345);
+  std::vector<TC> c(size_t(m + 1) * ldc, kSentinel);
+  std::vector<TC> bias(static_cast<size_t>(n));
+  for (TC& x : bias) x = TC(__is_same(TC, int32_t) ? small(rng) * 1000 : normal(rng));
+  pto::gemm::Init<TC> init;
+  const TC* ref_init = nullptr;
+  int64_t ref_stride = 0;
+  if (init_kind == InitKind::kBias) {
+    init = {bias.data(), 0};
+    ref_init = bias.data();
+  } else if (init_kind == InitKind::kMatrixInPlace) {
+    for (int i = 0; i < m; ++i) {
+      for (int j = 0; j < n; ++j) c[size_t(i) * ldc + j] = TC(__is_same(TC, int32_t) ? small(rng) * 77 : normal(rng));
+    }
+    init = {c.data(), ldc};
+    ref_init = c.data();
+    ref_stride = ldc;
+  }
+  std::vector<double> ref = NaiveGemm(m, n, k, a, lda, b, ldb, ref_init, ref_stride);  // before C is overwritten
+  pto::gemm::Gemm(m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc, init);
+  double worst = 0;
+  for (int i = 0; i <= m; ++i) {
+    for (int j = 0; j < ldc; ++j) {
+      TC got = c[size_t(i) * ldc + j];
+      if (i == m || j >= n) {
+        ASSERT_EQ(got, kSentinel) << "written outside the window at " << i << ", " << j;
+        continue;
+      }
+      double want = ref[size_t(i) * n + j];
+      if constexpr (__is_same(TC, int32_t)) {
+        ASSERT_EQ(double(got), want) << "at " << i << ", " << j;
+      } else {
+        worst = std::max(worst, std::fabs(double(got) - want) / (1.0 + std::fabs(want)));
+      }
+    }
+  }
+  // fp32 accumulation of k products: relative error within a few k * 2^-24.
+  EXPECT_LT(worst, 1e-6 * (k + 16)) << "fp32 accumulation error";
+}
+
+struct GemmShape {
+  int m, n, k;
+};
+// Odd sizes around the register tile (4 x 64), the int8 dot product's quads of k and the packing
+// blocks (k 256, n 128).
+const GemmShape kShapes[] = {{1, 1, 1}, {7, 31, 3}, {8, 32, 16}, {9, 33, 17}, {37, 71, 50}, {128, 128, 128},
+                             {13, 300, 600}, {130, 129, 257}};
+
+template <typename TIn, typename TC>
+void ExpectMatchesNaiveOnEveryShape(InitKind init_kind, unsigned seed) {
+  for (const GemmShape& s : kShapes) CheckGemm<TIn, TC>(s.m, s.n, s.k, init_kind, seed);
+}
+
+inline void ExpectInt8SumsExactAndWrapping() {
+  // Sums of k = 2000 products of -128 are 2^25 - ...: past fp32's exact integers, still exact here.
+  std::vector<int8_t> a(2000, -128), b(2000 * 3, -127);
+  a[0] = 3;
+  std::vector<int32_t> c(3);
+  pto::gemm::Gemm(1, 3, 2000, a.data(), 2000, b.data(), 3, c.data(), 3);
+  EXPECT_EQ(c[0], 1999 * 128 * 127 - 3 * 127);
+  // int32 sums wrap like the device's accumulator: INT32_MAX - 5 + 4 * 127 * 127 (k = 4) and
+  // INT32_MIN - 5 * 128 * 127 (k = 5: a partial quad of k).
+  std::vector<int8_t> highs(5, 127), lows(5, -128);
+  std::vector<int32_t> acc = {2147483647 - 5, -2147483647 - 1};
+  pto::gemm::Gemm(1, 1, 4, highs.data(), 4, highs.data(), 1, acc.data(), 1, pto::gemm::Init<int32_t>{acc.data(), 1});
+  pto::gemm::Gemm(1, 1, 5, lows.data(), 5, highs.data(), 1, acc.data() + 1, 1,
+                  pto::gemm::Init<int32_t>{acc.data() + 1, 1});
+  EXPECT_EQ(uint32_t(acc[0]), 2147483647u - 5u + 4u * 127u * 127u);
+  EXPECT_EQ(uint32_t(acc[1]), 2147483648u - 5u * 128u * 127u);
+}
+
+inline void ExpectEmptyKGivesTheInit() {
+  std::vector<pto::half> a(4), b(4);
+  std::vector<float> c(6, 1.0f), bias = {0.5f, -2.0f, 4.0f};
+  pto::gemm::Gemm(2, 3, 0, a.data(), 1, b.data(), 3, c.data(), 3, pto::gemm::Init<float>{bias.data(), 0});
+  EXPECT_EQ(c, (std::vector<float>{0.5f, -2.0f, 4.0f, 0.5f, -2.0f, 4.0f}));
+}
+
+}  // namespace pypto_pro::test_util
