@@ -127,3 +127,36 @@ def test_matmul_inner_loop_uses_packed_fma_or_bf16_dot_products():
         assert re.search(rf"\bvdpbf16ps\s+.*%{reg}", text), "bf16 matmul does not use vdpbf16ps"
     else:
         assert re.search(rf"\bv(fmadd|mul)\w*ps\s+.*%{reg}", text), f"matmul is not packed on {reg} registers"
+
+
+
+@pl.jit
+def cube_mm_int8(a: pl.Tensor[[64, 128], pl.DT_INT8], b: pl.Tensor[[128, 64], pl.DT_INT8],
+                 c: pl.Tensor[[64, 64], pl.DT_INT32]):
+    ta = pl.make_tile(pl.TileType(shape=[64, 128], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Mat), addr=0x0)
+    tb = pl.make_tile(pl.TileType(shape=[128, 64], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Mat), addr=0x2000)
+    tl = pl.make_tile(pl.TileType(shape=[64, 128], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Left), addr=0x0)
+    tr = pl.make_tile(pl.TileType(shape=[128, 64], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Right), addr=0x0)
+    tc = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_INT32, target_memory=pl.MemorySpace.Acc), addr=0x0)
+    with pl.section_cube():
+        pl.load(ta, a, [0, 0])
+        pl.load(tb, b, [0, 0])
+        pl.move(tl, ta)
+        pl.move(tr, tb)
+        pl.matmul(tc, tl, tr)
+        pl.store(c, tc, [0, 0])
+
+
+def test_int8_matmul_uses_the_byte_dot_product_where_the_host_has_it():
+    a = torch.randint(-128, 128, (64, 128), dtype=torch.int8)
+    b = torch.randint(-128, 128, (128, 64), dtype=torch.int8)
+    a[0, :] = -128  # the extremes: a row of -128 against a column of -128 and one of 127
+    b[:, 0] = -128
+    b[:, 1] = 127
+    c = torch.empty(64, 64, dtype=torch.int32)
+    cube_mm_int8[None, 1](a, b, c)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(c.long(), a.long() @ b.long())
+    assert c[0, 0] == 128 * 128 * 128 and c[0, 1] == -128 * 127 * 128
+    if "avx512_vnni" in cpu_flags():
+        assert re.search(r"\bvpdpbusd\s+.*%zmm", disassemble(cube_mm_int8)), "int8 matmul does not use vpdpbusd"
