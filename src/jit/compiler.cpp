@@ -16,8 +16,37 @@ extern char** environ;
 
 namespace pypto_pro::jit {
 
+Environment CaptureEnvironment() {
+  auto copy = std::make_shared<std::vector<std::string>>();
+  for (char** entry = environ; entry && *entry; ++entry) copy->emplace_back(*entry);
+  return copy;
+}
+
+namespace {
+
+// argv0 as execvp would find it on `environment`'s PATH (unset: the default search path).
+std::string FindOnPath(const std::string& argv0, const std::vector<std::string>& environment) {
+  if (argv0.find('/') != std::string::npos) return argv0;
+  std::string path = "/bin:/usr/bin";
+  for (const std::string& entry : environment) {
+    if (entry.rfind("PATH=", 0) == 0) path = entry.substr(5);
+  }
+  size_t begin = 0;
+  while (begin <= path.size()) {
+    size_t end = path.find(':', begin);
+    if (end == std::string::npos) end = path.size();
+    const std::string dir = end > begin ? path.substr(begin, end - begin) : ".";
+    const std::string candidate = dir + "/" + argv0;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    begin = end + 1;
+  }
+  return argv0;  // not found: posix_spawn reports ENOENT
+}
+
+}  // namespace
+
 ProcessResult RunProcess(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
-                         double timeout_seconds, bool (*interrupted)()) {
+                         double timeout_seconds, bool (*interrupted)(), const Environment& environment) {
   ProcessResult result;
   auto start = std::chrono::steady_clock::now();
   int pipe_fds[2];
@@ -46,7 +75,16 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, const std::filesy
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = -1;
-  int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  int rc;
+  if (environment) {
+    std::vector<char*> envp;
+    for (const std::string& entry : *environment) envp.push_back(const_cast<char*>(entry.c_str()));
+    envp.push_back(nullptr);
+    const std::string program = FindOnPath(argv[0], *environment);
+    rc = posix_spawn(&pid, program.c_str(), &actions, &attr, args.data(), envp.data());
+  } else {
+    rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  }
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(pipe_fds[1]);

@@ -106,7 +106,8 @@ class CompileSlots {
 };
 
 ProcessResult RunCompilerBounded(const std::vector<std::string>& cmd, const fs::path& dir, double timeout,
-                                 bool (*interrupted)()) {
+                                 const CompileOptions& options) {
+  bool (*interrupted)() = options.interrupted;
   static CompileSlots* slots = new CompileSlots();
   if (!slots->Acquire(interrupted)) {
     ProcessResult result;
@@ -116,7 +117,7 @@ ProcessResult RunCompilerBounded(const std::vector<std::string>& cmd, const fs::
   struct Release {
     ~Release() { slots->Release(); }
   } release;
-  return RunProcess(cmd, dir, timeout, interrupted);
+  return RunProcess(cmd, dir, timeout, interrupted, options.environment);
 }
 
 // The files one compile leaves in an instance directory; a published set replaces all of them.
@@ -384,7 +385,7 @@ bool EnsurePrecompiled(const fs::path& target, std::vector<std::string> argv, co
   if (ec) return false;
   const fs::path temp = target.parent_path() / (".tmp" + TempSuffix() + target.extension().string());
   argv.insert(argv.end(), {"-o", temp.string()});
-  run = RunCompilerBounded(argv, target.parent_path(), seconds_left, options.interrupted);
+  run = RunCompilerBounded(argv, target.parent_path(), seconds_left, options);
   if (run.started && !run.timed_out && !run.interrupted && run.exit_code == 0 && fs::is_regular_file(temp, ec)) {
     fs::rename(temp, target, ec);
     if (!ec) return true;
@@ -450,7 +451,7 @@ void CompileLibrary(const ir::Function& func, const std::shared_ptr<Instance>& i
                     const std::string& so_name, std::vector<std::string>& published, const CompileOptions& options,
                     std::chrono::steady_clock::time_point start) {
   auto compile = [&](const std::vector<std::string>& argv) {
-    return RunCompilerBounded(argv, build.path(), SecondsLeft(options, start), options.interrupted);
+    return RunCompilerBounded(argv, build.path(), SecondsLeft(options, start), options);
   };
   ProcessResult run;
   const bool with_header =

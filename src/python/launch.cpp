@@ -390,6 +390,7 @@ class Kernel {
     options.dump_ir = GetEnvFlag("PYPTO_PRO_DUMP_IR");
     if (!binding.datatype.empty()) options.extra_files.emplace_back("../datatype.json", binding.DatatypeFile());
     options.interrupted = interrupted;
+    options.environment = jit::CaptureEnvironment();  // with the GIL, which Python's setenv holds too
     std::shared_ptr<jit::Instance> inst;
     {
       CompileProgress progress(name_, options.instance_dir);  // cleared before anything else is printed

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "pypto_pro/jit/compiler.h"
 #include "pypto_pro/support/arch.h"
 #include "pypto_pro/support/config.h"
 #include "pypto_pro/support/sha256.h"
@@ -49,6 +50,26 @@ TEST(Arch, ModelsMatchTheSpec) {
   EXPECT_EQ(TileAlignment(hw::MemorySpace::kVec), 32u);
   EXPECT_EQ(TileAlignment(hw::MemorySpace::kLeft), 512u);
   EXPECT_EQ(TileAlignment(hw::MemorySpace::kAcc), 64u);
+}
+
+// A compile in the background runs the compiler with the environment captured when the compile was
+// asked for, and finds it on that environment's PATH: a later setenv (another thread's) does not reach it.
+TEST(RunProcess, UsesTheCapturedEnvironmentAndItsPath) {
+  ASSERT_EQ(setenv("PYPTO_PRO_TEST_CAPTURED", "before", 1), 0);
+  const jit::Environment captured = jit::CaptureEnvironment();
+  ASSERT_EQ(setenv("PYPTO_PRO_TEST_CAPTURED", "after", 1), 0);
+  jit::ProcessResult run = jit::RunProcess({"sh", "-c", "echo $PYPTO_PRO_TEST_CAPTURED"}, "/", 30, nullptr, captured);
+  EXPECT_TRUE(run.started);
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_EQ(run.output, "before\n");
+  run = jit::RunProcess({"sh", "-c", "echo $PYPTO_PRO_TEST_CAPTURED"}, "/", 30);  // the process's own
+  EXPECT_EQ(run.output, "after\n");
+  unsetenv("PYPTO_PRO_TEST_CAPTURED");
+
+  const auto no_path = std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"PATH=/nonexistent"});
+  run = jit::RunProcess({"sh", "-c", "true"}, "/", 30, nullptr, no_path);
+  EXPECT_FALSE(run.started);
+  EXPECT_EQ(run.output, "cannot run 'sh': No such file or directory");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,9 +17,18 @@ struct ProcessResult {
   double seconds = 0;
 };
 
-// Runs argv[0] (searched on PATH) in `cwd`. On timeout, or when `interrupted` (polled every 50 ms)
-// returns true, the process group gets SIGKILL and is reaped, so no compiler process outlives the call.
+// The process's environment ("NAME=value" entries), copied. Taken on the thread that asks for a
+// compile: a compile in the background must not read `environ` while another thread's setenv (Python's
+// os.environ, a test's monkeypatch) reallocates it, which made a background compiler fail to start
+// with EFAULT ("cannot run 'g++': Bad address").
+using Environment = std::shared_ptr<const std::vector<std::string>>;
+Environment CaptureEnvironment();
+
+// Runs argv[0] (searched on the PATH of `environment`, or of the process when null) in `cwd`, with
+// `environment` (or the process's). On timeout, or when `interrupted` (polled every 50 ms) returns
+// true, the process group gets SIGKILL and is reaped, so no compiler process outlives the call.
 ProcessResult RunProcess(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
-                         double timeout_seconds, bool (*interrupted)() = nullptr);
+                         double timeout_seconds, bool (*interrupted)() = nullptr,
+                         const Environment& environment = nullptr);
 
 }  // namespace pypto_pro::jit

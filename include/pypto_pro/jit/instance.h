@@ -15,6 +15,7 @@
 
 #include "pypto_pro/abi.h"
 #include "pypto_pro/ir/stmt.h"
+#include "pypto_pro/jit/compiler.h"
 #include "pypto_pro/passes/pass.h"
 
 namespace pypto_pro::jit {
@@ -40,6 +41,9 @@ struct CompileOptions {
   // Polled while the compile waits (for a compiler slot, for the compiler): true stops it, the
   // compiler's process group is killed and BuildInstance throws CompileInterrupted.
   bool (*interrupted)() = nullptr;
+  // The compilers' environment, taken when the compile was asked for (CaptureEnvironment); null: the
+  // process's at each compiler run.
+  Environment environment;
 };
 
 // Milliseconds spent in each phase of the first launch of one signature.
