@@ -172,41 +172,39 @@ struct TransposeLanes;
 template <>
 struct TransposeLanes<2> {
   typedef uint16_t Row __attribute__((vector_size(32)));
-  typedef int16_t Mask __attribute__((vector_size(32)));
 };
 template <>
 struct TransposeLanes<4> {
   typedef uint32_t Row __attribute__((vector_size(64)));
-  typedef int32_t Mask __attribute__((vector_size(64)));
 };
 
 template <typename T>
 inline void TransposeBlock16(T* out, int64_t out_stride, const T* in, int64_t in_stride) {
   typedef typename TransposeLanes<int(sizeof(T))>::Row Row;
-  typedef typename TransposeLanes<int(sizeof(T))>::Mask Mask;
   Row r[16];
 #pragma GCC unroll 16
   for (int i = 0; i < 16; ++i) __builtin_memcpy(&r[i], in + i * in_stride, sizeof(Row));
+#define PTO_UNPAREN_(...) __VA_ARGS__
 #define PTO_TRANSPOSE_ROUND_(S, LO, HI)                                              \
   {                                                                                  \
-    const Mask lo = LO, hi = HI;                                                     \
     _Pragma("GCC unroll 16") for (int i = 0; i < 16; ++i) {                          \
       if (i & S) continue;                                                           \
       const Row a = r[i], b = r[i + S];                                              \
-      r[i] = __builtin_shuffle(a, b, lo);                                            \
-      r[i + S] = __builtin_shuffle(a, b, hi);                                        \
+      r[i] = __builtin_shufflevector(a, b, PTO_UNPAREN_ LO);                         \
+      r[i + S] = __builtin_shufflevector(a, b, PTO_UNPAREN_ HI);                     \
     }                                                                                \
   }
   // lo[j] = j's bit S clear ? a[j] : b[j - S];  hi[j] = j's bit S clear ? a[j + S] : b[j]  (b = 16 + ...)
-  PTO_TRANSPOSE_ROUND_(8, (Mask{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}),
-                       (Mask{8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31}))
-  PTO_TRANSPOSE_ROUND_(4, (Mask{0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27}),
-                       (Mask{4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31}))
-  PTO_TRANSPOSE_ROUND_(2, (Mask{0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29}),
-                       (Mask{2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31}))
-  PTO_TRANSPOSE_ROUND_(1, (Mask{0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30}),
-                       (Mask{1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}))
+  PTO_TRANSPOSE_ROUND_(8, (0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23),
+                       (8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31))
+  PTO_TRANSPOSE_ROUND_(4, (0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27),
+                       (4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31))
+  PTO_TRANSPOSE_ROUND_(2, (0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29),
+                       (2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31))
+  PTO_TRANSPOSE_ROUND_(1, (0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30),
+                       (1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31))
 #undef PTO_TRANSPOSE_ROUND_
+#undef PTO_UNPAREN_
 #pragma GCC unroll 16
   for (int i = 0; i < 16; ++i) __builtin_memcpy(out + i * out_stride, &r[i], sizeof(Row));
 }
@@ -295,7 +293,7 @@ inline void StreamRows(T* dst, int64_t dst_stride, const T* src, int64_t src_str
     __builtin_memcpy(d, s, size_t(head));
     int64_t b = head;
     for (; b + 64 <= bytes; b += 64) {
-      __builtin_ia32_movntps512(reinterpret_cast<float*>(d + b), *reinterpret_cast<const Lanes*>(s + b));
+      StreamStore(d + b, *reinterpret_cast<const Lanes*>(s + b));
     }
     __builtin_memcpy(d + b, s + b, size_t(bytes - b));
   }

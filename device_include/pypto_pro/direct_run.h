@@ -71,17 +71,16 @@ __attribute__((always_inline)) inline void Put16(T* p, f32x16 v, bool stream) {
   if (stream) {
     if constexpr (__is_same(T, float)) {
       if ((uintptr_t(p) & 63) == 0) {
-        __builtin_ia32_movntps512(p, v);
+        StreamStore(p, v);
         return;
       }
     } else {
       if ((uintptr_t(p) & 31) == 0) {
         T narrow[16];
         Store16(narrow, v);
-        typedef long long Raw __attribute__((vector_size(32)));
-        Raw raw;
+        i16x16 raw;
         __builtin_memcpy(&raw, narrow, sizeof raw);
-        __builtin_ia32_movntdq256(reinterpret_cast<Raw*>(p), raw);
+        StreamStore(p, raw);
         return;
       }
     }
@@ -103,10 +102,9 @@ __attribute__((always_inline)) inline void Put32(T* p, f32x16 lo, f32x16 hi, boo
     i16x16 a, b;
     __builtin_memcpy(&a, narrow, sizeof a);
     __builtin_memcpy(&b, narrow + 16, sizeof b);
-    typedef long long Line __attribute__((vector_size(64)));
     const auto line = __builtin_shufflevector(a, b, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18,
                                               19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
-    __builtin_ia32_movntdq512(reinterpret_cast<Line*>(p), (Line)line);
+    StreamStore(p, line);
     return;
   }
 #endif

@@ -25,6 +25,32 @@ typedef short i16x8 __attribute__((vector_size(16)));
 typedef uint32_t u32x16 __attribute__((vector_size(64)));
 typedef uint16_t u16x16 __attribute__((vector_size(32)));
 
+// A 64- or 32-byte store around the caches (movntps / movntdq; p aligned to its size). GCC and clang
+// spell the instruction differently.
+template <typename V>
+__attribute__((always_inline)) inline void StreamStore(void* p, V v) {
+  typedef long long Line64 __attribute__((vector_size(64)));  // aligned to their sizes
+  typedef long long Line32 __attribute__((vector_size(32)));
+  static_assert(sizeof(V) == 64 || sizeof(V) == 32, "a zmm or ymm register's worth");
+  if constexpr (sizeof(V) == 64) {
+#if defined(__clang__)
+    __builtin_nontemporal_store((Line64)v, static_cast<Line64*>(p));
+#elif defined(__AVX512F__)
+    __builtin_ia32_movntdq512(static_cast<Line64*>(p), (Line64)v);
+#else
+    __builtin_memcpy(p, &v, sizeof v);
+#endif
+  } else {
+#if defined(__clang__)
+    __builtin_nontemporal_store((Line32)v, static_cast<Line32*>(p));
+#elif defined(__AVX__)
+    __builtin_ia32_movntdq256(static_cast<Line32*>(p), (Line32)v);
+#else
+    __builtin_memcpy(p, &v, sizeof v);
+#endif
+  }
+}
+
 inline uint32_t FloatBits(float f) { return __builtin_bit_cast(uint32_t, f); }
 inline float BitsFloat(uint32_t u) { return __builtin_bit_cast(float, u); }
 

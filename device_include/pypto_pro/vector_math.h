@@ -44,7 +44,9 @@ inline f32x16 RoundAway16(f32x16 x) {
 }
 
 inline f32x16 Sqrt16(f32x16 x) {
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) && defined(__clang__)
+  return __builtin_ia32_sqrtps512(x, 4);
+#elif defined(__AVX512F__)
   return __builtin_ia32_sqrtps512_mask(x, x, (unsigned short)0xffff, 4);
 #else
   for (int i = 0; i < 16; ++i) x[i] = __builtin_sqrtf(x[i]);

@@ -11,7 +11,8 @@ import tempfile
 
 from pypto_pro import _C
 
-_PROBE = "int pypto_pro_doctor_probe(int x) { return x + 1; }\n"
+# The device headers every kernel includes, so a compiler that cannot build kernels fails here.
+_PROBE = '#include "pypto_pro/device.h"\nint pypto_pro_doctor_probe(int x) { return x + 1; }\n'
 
 
 class Report:
@@ -48,9 +49,9 @@ def _compiler(report):
             report.fail("host C++ compiler", f"'{path}' could not run: {exc}", "check PYPTO_PRO_CXX")
             return
         if run.returncode != 0 or not os.path.isfile(os.path.join(work, "probe.so")):
-            first = (run.stderr or run.stdout).strip().splitlines()[:1]
-            report.fail("host C++ compiler", f"'{path}' failed on a probe with the kernel flags: "
-                                             f"{first[0] if first else 'no output'}",
+            lines = (run.stderr or run.stdout).strip().splitlines()
+            first = next((line for line in lines if "error" in line), lines[0] if lines else "no output")
+            report.fail("host C++ compiler", f"'{path}' failed on a probe with the kernel flags: {first}",
                         "use g++ 12 or clang 14 or newer (C++20, -march=native), or fix PYPTO_PRO_CXXFLAGS")
             return
     version = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout.splitlines()[:1]

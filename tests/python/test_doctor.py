@@ -2,9 +2,12 @@
 and its fix on a broken one (a missing compiler, an artefact directory that cannot be written)."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,3 +43,23 @@ def test_an_artefact_directory_that_cannot_be_written(tmp_path):
     assert run.returncode == 1
     assert f"[FAIL] artefact directory: cannot write '{blocker}/PYPTO_PRO/build'" in run.stdout
     assert "set ASCEND_WORK_PATH to one" in run.stdout
+
+
+def test_a_compiler_that_cannot_build_the_device_headers(tmp_path):
+    """The probe includes the device headers every kernel includes: a compiler that cannot parse them
+    fails in the doctor, with its first error, rather than at a kernel's first launch."""
+    fake = tmp_path / "old-cxx"
+    fake.write_text("#!/bin/sh\necho 'In file included from probe.cpp:1:' >&2\n"
+                    "echo 'numeric.h:40:5: error: use of undeclared identifier __builtin_x' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    run = _doctor(tmp_path, PYPTO_PRO_CXX=str(fake))
+    assert run.returncode == 1
+    assert (f"[FAIL] host C++ compiler: '{fake}' failed on a probe with the kernel flags: numeric.h:40:5: error: "
+            "use of undeclared identifier __builtin_x") in run.stdout
+    assert "fix: use g++ 12 or clang 14 or newer" in run.stdout
+
+
+@pytest.mark.skipif(shutil.which("clang++") is None, reason="clang++ not installed")
+def test_clang_builds_the_device_headers(tmp_path):
+    run = _doctor(tmp_path, PYPTO_PRO_CXX="clang++")
+    assert "[ OK ] host C++ compiler: " in run.stdout and "clang" in run.stdout, run.stdout
