@@ -147,3 +147,21 @@ def make_add_kernel(dtype=pl.DT_FP16, tile=(128, 128), name=None):
 
 # Tiles that fit three double-buffered groups in 0x30000 bytes of UB.
 TILE_FOR = {pl.DT_FP16: (128, 128), pl.DT_FP32: (64, 128)}
+
+
+@pl.jit
+def int8_matmul(a: pl.Tensor[[64, 128], pl.DT_INT8], b: pl.Tensor[[128, 64], pl.DT_INT8],
+                c: pl.Tensor[[64, 64], pl.DT_INT32]):
+    """c = a @ b in int32 through L1, L0A/L0B and L0C: one 64x128x64 int8 matmul."""
+    ta = pl.make_tile(pl.TileType(shape=[64, 128], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Mat), addr=0x0)
+    tb = pl.make_tile(pl.TileType(shape=[128, 64], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Mat), addr=0x2000)
+    tl = pl.make_tile(pl.TileType(shape=[64, 128], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Left), addr=0x0)
+    tr = pl.make_tile(pl.TileType(shape=[128, 64], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Right), addr=0x0)
+    tc = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_INT32, target_memory=pl.MemorySpace.Acc), addr=0x0)
+    with pl.section_cube():
+        pl.load(ta, a, [0, 0])
+        pl.load(tb, b, [0, 0])
+        pl.move(tl, ta)
+        pl.move(tr, tb)
+        pl.matmul(tc, tl, tr)
+        pl.store(c, tc, [0, 0])

@@ -21,9 +21,10 @@ import sys
 import torch
 import pypto_pro
 import pypto_pro.language as pl
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = sys.argv[1:3]
 from add import add_kernel
 from matmul import matmul_kernel
+from kernels import int8_matmul
 
 
 @pl.jit
@@ -37,23 +38,6 @@ def transpose_sqrt(x: pl.Tensor[[64, 48], pl.DT_FP32], t_out: pl.Tensor[[48, 64]
         pl.store(t_out, t, [0, 0])
         pl.sqrt(a, a)
         pl.store(s_out, a, [0, 0])
-
-
-@pl.jit
-def int8_matmul(a: pl.Tensor[[64, 128], pl.DT_INT8], b: pl.Tensor[[128, 64], pl.DT_INT8],
-                c: pl.Tensor[[64, 64], pl.DT_INT32]):
-    ta = pl.make_tile(pl.TileType(shape=[64, 128], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Mat), addr=0x0)
-    tb = pl.make_tile(pl.TileType(shape=[128, 64], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Mat), addr=0x2000)
-    tl = pl.make_tile(pl.TileType(shape=[64, 128], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Left), addr=0x0)
-    tr = pl.make_tile(pl.TileType(shape=[128, 64], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Right), addr=0x0)
-    tc = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_INT32, target_memory=pl.MemorySpace.Acc), addr=0x0)
-    with pl.section_cube():
-        pl.load(ta, a, [0, 0])
-        pl.load(tb, b, [0, 0])
-        pl.move(tl, ta)
-        pl.move(tr, tb)
-        pl.matmul(tc, tl, tr)
-        pl.store(c, tc, [0, 0])
 
 
 torch.manual_seed(0)
@@ -92,7 +76,8 @@ def test_kernels_compiled_with_clang_match_torch(tmp_path):
                ASCEND_WORK_PATH=str(tmp_path))
     script = tmp_path / "with_clang.py"  # a file: the front end reads the kernels' source
     script.write_text(_SCRIPT)
-    run = subprocess.run([sys.executable, str(script), str(ROOT / "examples")], cwd=tmp_path, env=env,
+    run = subprocess.run([sys.executable, str(script), str(ROOT / "examples"), str(ROOT / "tests" / "python")],
+                         cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "clang ok" in run.stdout

@@ -12,6 +12,7 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
+from kernels import int8_matmul
 
 pytestmark = pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump (binutils) not installed")
 
@@ -130,23 +131,6 @@ def test_matmul_inner_loop_uses_packed_fma_or_bf16_dot_products():
 
 
 
-@pl.jit
-def cube_mm_int8(a: pl.Tensor[[64, 128], pl.DT_INT8], b: pl.Tensor[[128, 64], pl.DT_INT8],
-                 c: pl.Tensor[[64, 64], pl.DT_INT32]):
-    ta = pl.make_tile(pl.TileType(shape=[64, 128], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Mat), addr=0x0)
-    tb = pl.make_tile(pl.TileType(shape=[128, 64], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Mat), addr=0x2000)
-    tl = pl.make_tile(pl.TileType(shape=[64, 128], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Left), addr=0x0)
-    tr = pl.make_tile(pl.TileType(shape=[128, 64], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Right), addr=0x0)
-    tc = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_INT32, target_memory=pl.MemorySpace.Acc), addr=0x0)
-    with pl.section_cube():
-        pl.load(ta, a, [0, 0])
-        pl.load(tb, b, [0, 0])
-        pl.move(tl, ta)
-        pl.move(tr, tb)
-        pl.matmul(tc, tl, tr)
-        pl.store(c, tc, [0, 0])
-
-
 def test_int8_matmul_uses_the_byte_dot_product_where_the_host_has_it():
     a = torch.randint(-128, 128, (64, 128), dtype=torch.int8)
     b = torch.randint(-128, 128, (128, 64), dtype=torch.int8)
@@ -154,9 +138,9 @@ def test_int8_matmul_uses_the_byte_dot_product_where_the_host_has_it():
     b[:, 0] = -128
     b[:, 1] = 127
     c = torch.empty(64, 64, dtype=torch.int32)
-    cube_mm_int8[None, 1](a, b, c)
+    int8_matmul[None, 1](a, b, c)
     pypto_pro.runtime.synchronize()
     assert torch.equal(c.long(), a.long() @ b.long())
     assert c[0, 0] == 128 * 128 * 128 and c[0, 1] == -128 * 127 * 128
     if "avx512_vnni" in cpu_flags():
-        assert re.search(r"\bvpdpbusd\s+.*%zmm", disassemble(cube_mm_int8)), "int8 matmul does not use vpdpbusd"
+        assert re.search(r"\bvpdpbusd\s+.*%zmm", disassemble(int8_matmul)), "int8 matmul does not use vpdpbusd"
