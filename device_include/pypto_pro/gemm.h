@@ -291,8 +291,8 @@ inline void PackQuadsA(uint8_t* __restrict ap, const int8_t* a, int64_t lda, int
   const int width = (kc + 3) / 4 * 4;
   for (int i = 0; i < kMR; ++i) {
     uint8_t* out = ap + i * width;
-    const int8_t* row = a + i * lda;
     const int copied = i < mr ? kc : 0;
+    const int8_t* row = copied ? a + i * lda : a;
     int p = 0;
     for (; p + 64 <= copied; p += 64) {
       u8x64 bytes;
