@@ -9,7 +9,7 @@
 
 #include "pypto_pro/op_lists.h"
 
-#define PTO_T0_VERSION 6
+#define PTO_T0_VERSION 7
 #define PTO_T0_MAX_RANK 4
 
 /* Element types of tiles and tensors (the routines' PTO_ROUTINE_ELEMS). */

@@ -45,6 +45,10 @@ inline Idx<N> Offsets(const int64_t* r) {
 template <typename Fn>
 inline void ByCastElem(int elem, Fn&& fn) {
   switch (elem) {
+    case PTO_T0_I8: fn.template operator()<int8_t>(); break;
+    case PTO_T0_U8: fn.template operator()<uint8_t>(); break;
+    case PTO_T0_I16: fn.template operator()<int16_t>(); break;
+    case PTO_T0_U16: fn.template operator()<uint16_t>(); break;
     case PTO_T0_I32: fn.template operator()<int32_t>(); break;
     case PTO_T0_F16: fn.template operator()<half>(); break;
     case PTO_T0_BF16: fn.template operator()<bfloat16>(); break;
@@ -487,8 +491,17 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         const SlotState &dst = s[t[in.a]], &src = s[t[in.b]];
         ByCastElem(d.elem, [&]<typename TD>() {
           ByCastElem(sd.elem, [&]<typename TS>() {
-            detail::CastBody(ctx, in.line, RoundMode(in.e), reinterpret_cast<TD*>(dst.data),
-                             reinterpret_cast<const TS*>(src.data), d.cols, dst.valid_rows, dst.valid_cols);
+            TD* out = reinterpret_cast<TD*>(dst.data);
+            const TS* in_data = reinterpret_cast<const TS*>(src.data);
+            if constexpr (!kIsFloatLike<TD> && !kIsFloatLike<TS>) {
+              // Integer to integer ignores the round mode (CastRun): one instantiation, not seven
+              // (the routines library's compile time).
+              detail::ForWindowOf(d.cols, dst.valid_rows, dst.valid_cols, [&](int64_t off, int64_t n) {
+                detail::CastRun<RoundMode::CAST_NONE>(out + off, in_data + off, n);
+              });
+            } else {
+              detail::CastBody(ctx, in.line, RoundMode(in.e), out, in_data, d.cols, dst.valid_rows, dst.valid_cols);
+            }
           });
         });
         break;

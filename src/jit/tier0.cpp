@@ -648,11 +648,15 @@ class Compiler {
       Options(s);
       Emit(PTO_T0_TRANSPOSE, line, TileOf(s.args[0]), TileOf(s.args[1]));
     } else if (name == "cast") {
-      // Between fp16, bf16, fp32 and int32 (the executor's instantiations; others wait for the library).
+      // Between fp16, bf16, fp32 and the 8- to 32-bit integers but uint32 (the executor's
+      // instantiations, ByCastElem; others wait for the library).
       for (size_t i : {0, 1}) {
-        const DataType d = s.args[i]->type.dtype;
-        if (d != DataType::kFP16 && d != DataType::kBF16 && d != DataType::kFP32 && d != DataType::kInt32) {
-          Refuse("pl.cast of " + std::string(Name(d)));
+        switch (s.args[i]->type.dtype) {
+          case DataType::kFP16: case DataType::kBF16: case DataType::kFP32: case DataType::kInt8:
+          case DataType::kUInt8: case DataType::kInt16: case DataType::kUInt16: case DataType::kInt32:
+            break;
+          default:
+            Refuse("pl.cast of " + std::string(Name(s.args[i]->type.dtype)));
         }
       }
       int64_t mode = 0;

@@ -466,7 +466,16 @@ CASTS = [(pl.DT_FP32, pl.DT_FP16, torch.float32, torch.float16),
          (pl.DT_FP16, pl.DT_FP32, torch.float16, torch.float32),
          (pl.DT_FP32, pl.DT_INT32, torch.float32, torch.int32),
          (pl.DT_INT32, pl.DT_FP16, torch.int32, torch.float16),
-         (pl.DT_BF16, pl.DT_FP16, torch.bfloat16, torch.float16)]
+         (pl.DT_BF16, pl.DT_FP16, torch.bfloat16, torch.float16),
+         (pl.DT_FP32, pl.DT_INT8, torch.float32, torch.int8),
+         (pl.DT_INT8, pl.DT_FP16, torch.int8, torch.float16),
+         (pl.DT_FP16, pl.DT_UINT8, torch.float16, torch.uint8),
+         (pl.DT_UINT8, pl.DT_FP32, torch.uint8, torch.float32),
+         (pl.DT_INT16, pl.DT_BF16, torch.int16, torch.bfloat16),
+         (pl.DT_FP32, pl.DT_INT16, torch.float32, torch.int16),
+         (pl.DT_INT32, pl.DT_INT8, torch.int32, torch.int8),
+         (pl.DT_INT8, pl.DT_INT32, torch.int8, torch.int32)]
+_INT_RANGE = {torch.int8: 250, torch.uint8: 500, torch.int16: 60000, torch.int32: 70000}  # spans of the sources
 
 
 @pytest.mark.parametrize("mode", ["CAST_RINT", "CAST_FLOOR", "CAST_TRUNC", "CAST_ODD"])
@@ -477,17 +486,28 @@ def test_casts_match_the_compiled_kernel_bit_for_bit(src, dst, torch_src, torch_
     both = _twins(_casts(src, dst, getattr(pl.RoundMode, mode)),
                   f"t0_cast_{torch_src}_{torch_dst}_{mode}".replace("torch.", ""), monkeypatch)
     g = torch.Generator().manual_seed(13)
-    x = ((torch.rand(16, 64, generator=g) - 0.5) * (70000 if torch_src == torch.int32 else 300)).to(torch_src)
+    span = _INT_RANGE.get(torch_src, 300)
+    low = 0 if torch_src == torch.uint8 else -span // 2
+    x = (torch.rand(16, 64, generator=g) * span + low).clamp(*_limits(torch_src)).to(torch_src)
     if torch_src == torch.float32:
         x[0, :6] = torch.tensor([float("inf"), float("-inf"), float("nan"), 1e30, -2.5, 65520.0])
     out = torch.zeros(16, 64, dtype=torch_dst)
     (_, t0_out, _), (_, compiled_out, _) = both(1, x, out, 13)
-    assert torch.equal(t0_out.view(torch.int16 if t0_out.element_size() == 2 else torch.int32),
-                       compiled_out.view(torch.int16 if compiled_out.element_size() == 2 else torch.int32))
+    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32}
+    assert torch.equal(t0_out.view(bits[t0_out.element_size()]), compiled_out.view(bits[compiled_out.element_size()]))
     assert not t0_out[13:].any()  # rows past the window are not converted
-    if mode == "CAST_RINT" and torch_dst != torch.int32:
-        expected = x[1:13].to(torch.float64).to(torch_dst) if torch_src != torch.int32 else x[1:13].to(torch_dst)
+    if mode == "CAST_RINT" and torch_dst.is_floating_point:
+        expected = x[1:13].to(torch_dst) if not torch_src.is_floating_point else x[1:13].to(torch.float64).to(torch_dst)
         assert torch.equal(t0_out[1:13], expected)
+    if mode == "CAST_TRUNC" and not torch_dst.is_floating_point and torch_src.is_floating_point:
+        within = x[1:13].double().trunc().clamp(*_limits(torch_dst))  # in range: exactly truncated
+        inside = (x[1:13].double().trunc() == within)
+        assert torch.equal(t0_out[1:13][inside].long(), within[inside].long())
+
+
+def _limits(dtype):
+    info = torch.finfo(dtype) if dtype.is_floating_point else torch.iinfo(dtype)
+    return float(info.min), float(info.max)
 
 
 # ---- compares and selects ----
