@@ -5,7 +5,8 @@
     show INSTANCE_DIR                      one instance: its signature, files and generated source
     run script.py [args...]                run a script written for torch_npu, on the simulator
     profile [-o DIR] script.py [args...]   run a script under pypto_pro.profiler (docs/profiler.md)
-    cache [dir | ls | clear]               the persistent kernel cache (docs/jit.md#persistent-cache)
+    cache [dir | ls | clear | warm]        the persistent kernel cache and the precompiled device code
+                                           (docs/jit.md#persistent-cache); warm builds the latter now
 """
 
 import sys

@@ -2,7 +2,7 @@
 processes when PYPTO_PRO_CACHE_DIR is set or a kernel says pl.jit(cache=True), and the device code
 every kernel compile uses precompiled (pch/, docs/jit.md#precompiled-device-headers-and-routines).
 
-    python -m pypto_pro cache [dir | ls | clear]
+    python -m pypto_pro cache [dir | ls | clear | warm]
 """
 
 from __future__ import annotations
@@ -96,7 +96,28 @@ def main(argv=None) -> int:
               f"{sum(e[1] for e in sets) / 2**20:.1f} MiB in {os.path.join(directory(), 'pch')}")
     elif command == "clear":
         print(f"removed {clear()} file(s) from {directory()}")
+    elif command == "warm":
+        return warm()
     else:
-        print(f"python -m pypto_pro cache: unknown command {command!r}; use dir, ls or clear", file=sys.stderr)
+        print(f"python -m pypto_pro cache: unknown command {command!r}; use dir, ls, clear or warm", file=sys.stderr)
         return 2
+    return 0
+
+
+def warm() -> int:
+    """Builds the precompiled device code of the configured compiler and flags now, if missing: the
+    first kernel compile on a machine (or after an upgrade) otherwise waits for it, once."""
+    start = time.perf_counter()
+    try:
+        where, built = _C.prepare_device_code()
+    except RuntimeError as exc:
+        print(f"python -m pypto_pro cache warm: {exc}", file=sys.stderr)
+        return 1
+    if not where:
+        print("no precompiled device code: PYPTO_PRO_PCH=0, or the cache directory cannot be written "
+              f"({directory()}); every compile compiles it inline")
+        return 0
+    took = time.perf_counter() - start
+    print(f"{'built' if built else 'already built:'} the precompiled device code in {where}"
+          + (f" ({took:.1f} s)" if built else ""))
     return 0

@@ -682,6 +682,39 @@ void WaitUntilNotCompiling(const std::string& so_name) {
 
 }  // namespace
 
+fs::path PrepareDeviceCode(double timeout_seconds, const Environment& environment, bool& built) {
+  std::vector<std::string> cmd = CompilerCommand();
+  const fs::path dir = PrecompiledDir(cmd, DeviceHeadersDigest());
+  built = false;
+  if (dir.empty()) return {};
+  CompileOptions options;
+  options.timeout_seconds = timeout_seconds;
+  options.environment = environment;
+  const auto start = std::chrono::steady_clock::now();
+  std::error_code ec;
+  built = !fs::is_regular_file(dir / "libpto_routines.so", ec) ||
+          !fs::is_regular_file(dir / "pypto_pro" / "precompiled.h.gch", ec);
+  auto check = [&](const ProcessResult& run, const char* what) {
+    if (run.timed_out) {
+      throw std::runtime_error(std::string("building the precompiled ") + what + " took longer than " +
+                               std::to_string(int(timeout_seconds)) + " s and was stopped");
+    }
+    if (run.started && run.exit_code != 0) {
+      throw std::runtime_error(std::string("the host compiler failed on the precompiled ") + what + ":\n" + run.output);
+    }
+    if (!run.started && !run.output.empty()) throw std::runtime_error(run.output);
+  };
+  ProcessResult run;
+  const fs::path routines = EnsurePrecompiledRoutines(dir, cmd, options, SecondsLeft(options, start), run);
+  check(run, "routines");
+  if (routines.empty()) return {};
+  cmd.push_back("-DPTO_EXTERN_ROUTINES");  // as a kernel compile reads the headers (CompileLibrary)
+  run = ProcessResult();
+  const bool header = EnsurePrecompiledHeader(dir, cmd, options, SecondsLeft(options, start), run);
+  check(run, "headers");
+  return header ? dir : fs::path();
+}
+
 int64_t Launch(Instance& inst, uint32_t block_dim, void* stream, const uint64_t* slots) {
   if (__builtin_expect(inst.compiled.load(std::memory_order_acquire), 1)) return inst.launch(block_dim, stream, slots);
   {

@@ -135,6 +135,20 @@ void BindJit(py::module_& m) {
 
   m.def("default_cache_dir", [] { return jit::DefaultCacheDir().string(); });
   m.def(
+      "prepare_device_code",
+      [](double timeout_seconds) {
+        const jit::Environment environment = jit::CaptureEnvironment();  // with the GIL
+        bool built = false;
+        std::filesystem::path dir;
+        {
+          py::gil_scoped_release release;
+          dir = jit::PrepareDeviceCode(timeout_seconds, environment, built);
+        }
+        return py::make_tuple(dir.string(), built);
+      },
+      py::arg("timeout_seconds") = 600.0,
+      "(directory, built): the precompiled device code of plain kernels, built now if missing");
+  m.def(
       "wait_background_compiles",
       [] {
         py::gil_scoped_release release;

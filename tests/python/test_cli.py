@@ -92,3 +92,36 @@ def test_the_compile_progress_line_only_where_asked(tmp_path):
         assert f"pypto_pro: compiling kernel 'many' (many__a5/tk_" in loud.stderr
         assert f"[{n} compile{'s' if n > 1 else ''} this run]" in loud.stderr
     assert loud.stderr.count("\x1b[K") == 6  # each line drawn, then cleared (text mode reads \\r as \\n)
+
+
+def test_cache_warm_builds_the_precompiled_device_code_once(tmp_path):
+    """`cache warm` builds what the first kernel compile on a machine would (the routines library and
+    the precompiled headers, in the cache directory every compile uses) and then finds it built."""
+    first = _cli(tmp_path, "cache", "warm")
+    assert first.returncode == 0, first.stdout + first.stderr
+    line = first.stdout.strip()
+    assert line.startswith(("built the precompiled device code in ", "already built: the precompiled device code in "))
+    where = Path(line.split(" in ", 1)[1].split(" (", 1)[0])
+    assert (where / "libpto_routines.so").is_file() and (where / "pypto_pro" / "precompiled.h.gch").is_file()
+    again = _cli(tmp_path, "cache", "warm")
+    assert again.returncode == 0 and again.stdout.strip() == f"already built: the precompiled device code in {where}"
+
+
+def test_cache_warm_without_precompiling_or_with_a_failing_compiler(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "pypto_pro", "cache", "warm"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT / "python"), PYPTO_PRO_PCH="0"))
+    assert run.returncode == 0
+    assert run.stdout.startswith("no precompiled device code: PYPTO_PRO_PCH=0, or the cache directory cannot be "
+                                 "written")
+    fake = tmp_path / "broken-cxx"
+    fake.write_text("#!/bin/sh\necho 'routines.cpp:1:1: error: this compiler is broken' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    run = subprocess.run([sys.executable, "-m", "pypto_pro", "cache", "warm"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT / "python"), PYPTO_PRO_CXX=str(fake),
+                                  XDG_CACHE_HOME=str(tmp_path / "xdg"), PYPTO_PRO_CACHE_DIR=""))
+    assert run.returncode == 1
+    assert ("python -m pypto_pro cache warm: the host compiler failed on the precompiled routines:\n"
+            "routines.cpp:1:1: error: this compiler is broken") in run.stderr
+    assert not list((tmp_path / "xdg").rglob("libpto_routines.so"))  # nothing half-built left behind

@@ -141,6 +141,14 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
 // build's compiles with -O0 -g instead of -O1.
 std::vector<std::string> CompilerCommand(bool debug = false);
 
+// The precompiled device code of plain kernels (the routines library and the headers,
+// docs/jit.md#precompiled-device-headers-and-routines) for the configured compiler and flags, built
+// now if missing: what the first compile on a machine builds otherwise. `built` says whether
+// anything was. Returns their directory, or "" when precompiling is off (PYPTO_PRO_PCH=0) or the
+// cache directory cannot be written; throws std::runtime_error with the compiler's output when the
+// compiler fails or takes longer than `timeout_seconds`.
+std::filesystem::path PrepareDeviceCode(double timeout_seconds, const Environment& environment, bool& built);
+
 // The persistent cache's directory when only pl.jit(cache=True) asks for it: PYPTO_PRO_CACHE_DIR,
 // else $XDG_CACHE_HOME/pypto_pro, else ~/.cache/pypto_pro.
 std::filesystem::path DefaultCacheDir();
