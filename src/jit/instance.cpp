@@ -415,6 +415,9 @@ bool EnsurePrecompiledHeader(const fs::path& dir, const std::vector<std::string>
 // once), or "" when it cannot be. A kernel compiled with -DPTO_EXTERN_ROUTINES and linked to it calls
 // them there instead of compiling them (~65 ms of the add example's compile, ~170 ms of the matmul
 // example's).
+// What a kernel that calls the routines library (instead of compiling them) is compiled with.
+constexpr const char* kExternRoutines = "-DPTO_EXTERN_ROUTINES";
+
 fs::path EnsurePrecompiledRoutines(const fs::path& dir, const std::vector<std::string>& cmd,
                                    const CompileOptions& options, double seconds_left, ProcessResult& run) {
   std::vector<std::string> argv = cmd;
@@ -708,7 +711,7 @@ fs::path PrepareDeviceCode(double timeout_seconds, const Environment& environmen
   const fs::path routines = EnsurePrecompiledRoutines(dir, cmd, options, SecondsLeft(options, start), run);
   check(run, "routines");
   if (routines.empty()) return {};
-  cmd.push_back("-DPTO_EXTERN_ROUTINES");  // as a kernel compile reads the headers (CompileLibrary)
+  cmd.push_back(kExternRoutines);  // as a kernel compile reads the headers (CompileLibrary)
   run = ProcessResult();
   const bool header = EnsurePrecompiledHeader(dir, cmd, options, SecondsLeft(options, start), run);
   check(run, "headers");
@@ -875,7 +878,7 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
     if (routines.empty()) {
       precompiled.clear();
     } else {
-      cmd.push_back("-DPTO_EXTERN_ROUTINES");
+      cmd.push_back(kExternRoutines);
       link.push_back(routines.string());
       routines_lib = routines;
     }

@@ -149,19 +149,23 @@ def make_add_kernel(dtype=pl.DT_FP16, tile=(128, 128), name=None):
 TILE_FOR = {pl.DT_FP16: (128, 128), pl.DT_FP32: (64, 128)}
 
 
-@pl.jit
-def int8_matmul(a: pl.Tensor[[64, 128], pl.DT_INT8], b: pl.Tensor[[128, 64], pl.DT_INT8],
-                c: pl.Tensor[[64, 64], pl.DT_INT32]):
-    """c = a @ b in int32 through L1, L0A/L0B and L0C: one 64x128x64 int8 matmul."""
-    ta = pl.make_tile(pl.TileType(shape=[64, 128], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Mat), addr=0x0)
-    tb = pl.make_tile(pl.TileType(shape=[128, 64], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Mat), addr=0x2000)
-    tl = pl.make_tile(pl.TileType(shape=[64, 128], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Left), addr=0x0)
-    tr = pl.make_tile(pl.TileType(shape=[128, 64], dtype=pl.DT_INT8, target_memory=pl.MemorySpace.Right), addr=0x0)
-    tc = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_INT32, target_memory=pl.MemorySpace.Acc), addr=0x0)
-    with pl.section_cube():
-        pl.load(ta, a, [0, 0])
-        pl.load(tb, b, [0, 0])
-        pl.move(tl, ta)
-        pl.move(tr, tb)
-        pl.matmul(tc, tl, tr)
-        pl.store(c, tc, [0, 0])
+def make_matmul(dtype, acc_dtype, m, k, n, name):
+    """A kernel computing c = a @ b (a [m, k], b [k, n] of `dtype`, c of `acc_dtype`) through L1,
+    L0A/L0B and L0C in one matmul."""
+    def matmul(a: pl.Tensor[[m, k], dtype], b: pl.Tensor[[k, n], dtype], c: pl.Tensor[[m, n], acc_dtype]):
+        ta = pl.make_tile(pl.TileType(shape=[m, k], dtype=dtype, target_memory=pl.MemorySpace.Mat), addr=0x0)
+        tb = pl.make_tile(pl.TileType(shape=[k, n], dtype=dtype, target_memory=pl.MemorySpace.Mat), addr=0x4000)
+        tl = pl.make_tile(pl.TileType(shape=[m, k], dtype=dtype, target_memory=pl.MemorySpace.Left), addr=0x0)
+        tr = pl.make_tile(pl.TileType(shape=[k, n], dtype=dtype, target_memory=pl.MemorySpace.Right), addr=0x0)
+        tc = pl.make_tile(pl.TileType(shape=[m, n], dtype=acc_dtype, target_memory=pl.MemorySpace.Acc), addr=0x0)
+        with pl.section_cube():
+            pl.load(ta, a, [0, 0])
+            pl.load(tb, b, [0, 0])
+            pl.move(tl, ta)
+            pl.move(tr, tb)
+            pl.matmul(tc, tl, tr)
+            pl.store(c, tc, [0, 0])
+    return pl.jit(matmul, name=name)
+
+
+int8_matmul = make_matmul(pl.DT_INT8, pl.DT_INT32, 64, 128, 64, "int8_matmul")

@@ -12,7 +12,7 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
-from kernels import int8_matmul
+from kernels import int8_matmul, make_matmul
 
 pytestmark = pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump (binutils) not installed")
 
@@ -96,21 +96,7 @@ def test_row_reduction_uses_packed_adds():
     assert re.search(rf"\bv?addps\s+.*%{reg}", disassemble(vec_row_sum)), "row_sum does not add packed lanes"
 
 
-@pl.jit
-def cube_mm(a: pl.Tensor[[64, 64], pl.DT_BF16], b: pl.Tensor[[64, 64], pl.DT_BF16],
-            c: pl.Tensor[[64, 64], pl.DT_FP32]):
-    ta = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_BF16, target_memory=pl.MemorySpace.Mat), addr=0x0)
-    tb = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_BF16, target_memory=pl.MemorySpace.Mat), addr=0x2000)
-    tl = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_BF16, target_memory=pl.MemorySpace.Left), addr=0x0)
-    tr = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_BF16, target_memory=pl.MemorySpace.Right), addr=0x0)
-    tc = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP32, target_memory=pl.MemorySpace.Acc), addr=0x0)
-    with pl.section_cube():
-        pl.load(ta, a, [0, 0])
-        pl.load(tb, b, [0, 0])
-        pl.move(tl, ta)
-        pl.move(tr, tb)
-        pl.matmul(tc, tl, tr)
-        pl.store(c, tc, [0, 0])
+cube_mm = make_matmul(pl.DT_BF16, pl.DT_FP32, 64, 64, 64, "cube_mm")
 
 
 def test_matmul_inner_loop_uses_packed_fma_or_bf16_dot_products():
