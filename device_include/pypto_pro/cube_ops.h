@@ -167,7 +167,7 @@ inline void TransposeWindowBody(TD* out, int64_t out_stride, const TS* in, int64
 }
 
 // The moves between tiles of one element type run in the routines library in a kernel compiled with
-// PTO_EXTERN_ROUTINES (routines.cpp, docs/jit.md#precompiled-device-headers-and-routines); the same
+// PTO_EXTERN_ROUTINES (routines/*.cpp, docs/jit.md#precompiled-device-headers-and-routines); the same
 // code either way.
 template <typename T>
 __attribute__((visibility("default"))) void CopyWindowRoutine(T* out, int64_t out_stride, const T* in,

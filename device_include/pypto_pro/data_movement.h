@@ -362,7 +362,7 @@ inline void StoreWindow(T* to, const GmTensor<T, N>& dst, const TileT& src, Axes
 
 // The bodies of load / load_tile and of store / store_tile of a tile of the tensor's own dtype, on
 // a TileRef: inline in a kernel compiled without PTO_EXTERN_ROUTINES, else compiled once into the
-// routines library (routines.cpp) for every element type of PTO_ROUTINE_ELEMS and rank up to 4, and
+// routines library (routines/*.cpp) for every element type of PTO_ROUTINE_ELEMS and rank up to 4, and
 // called there (docs/jit.md#precompiled-device-headers-and-routines): the same code either way.
 template <typename T, int N>
 inline void LoadBody(CoreCtx& ctx, int line, const char* op, int order, bool tile_units, const TileRef<T>& dst,

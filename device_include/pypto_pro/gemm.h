@@ -752,7 +752,7 @@ inline void GemmBody(int m, int n, int k, const TIn* a, int64_t lda, const TIn* 
   }
 }
 
-// The routines precompiled once per compiler, flags and headers (routines.cpp; docs/jit.md#precompiled-
+// The routines precompiled once per compiler, flags and headers (routines/*.cpp; docs/jit.md#precompiled-
 // device-headers-and-routines): a cube kernel compiled with PTO_EXTERN_ROUTINES calls them instead of
 // compiling GemmBody itself, the same code from the same source and flags.
 extern "C" {

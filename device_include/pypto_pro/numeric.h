@@ -9,7 +9,7 @@
 namespace pto {
 
 // Default visibility (kernels compile with -fvisibility=hidden): a template of the routines library
-// instantiated for them must be visible to the kernels that call it (routines.cpp).
+// instantiated for them must be visible to the kernels that call it (routines/*.cpp).
 struct __attribute__((visibility("default"))) half {
   uint16_t bits;
 };

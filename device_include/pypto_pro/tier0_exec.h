@@ -1,8 +1,14 @@
 // The tier-0 executor (docs/jit.md#tier-0-first-launches): runs a kernel's tier-0 program (tier0.h)
 // on one core, calling the same device functions its compiled kernel.cpp calls, with the same
 // arguments in the same order, so every result, fault and fault line is the compiled kernel's.
-// Compiled into the routines library only (routines.cpp).
+// Compiled into the routines library only (routines/tier0*.cpp), with PTO_EXTERN_ROUTINES: its tile
+// ops call the library's routines, as a kernel compiled against the library does, instead of
+// compiling every body again.
 #pragma once
+
+#if !defined(PTO_EXTERN_ROUTINES)
+#error "tier0_exec.h is compiled into the routines library, with PTO_EXTERN_ROUTINES"
+#endif
 
 #include "pypto_pro/device.h"
 #include "pypto_pro/tier0.h"
@@ -211,6 +217,21 @@ inline int64_t Binary(CoreCtx& ctx, int line, int op, T x, T y, int kind) {
   Fault(ctx, line, "tier-0", "unknown scalar operator (a pypto_pro bug)");
 }
 
+// A running program's registers, tile variables and slot states, for the tile ops executed out of
+// line: the ops whose element type x op instantiations take most of the executor's compile, each group
+// defined in its own part of the routines library (routines/tier0_*.cpp) so that the parts compile
+// concurrently.
+struct Frame {
+  const int64_t* r;
+  const int32_t* t;
+  const SlotState* s;
+};
+template <bool kToFloat>  // cast() to fp16 / bf16 / fp32 (true) or an integer element type (false)
+void RunCast(CoreCtx& ctx, const PtoT0Program& p, const PtoT0Insn& in, const Frame& f);
+void RunCompareSelect(CoreCtx& ctx, const PtoT0Program& p, const PtoT0Insn& in, const Frame& f);  // eq() ... select()
+// expands(), col_sum() / col_max() / col_min(), transpose(), the bitwise ops
+void RunTileOp(CoreCtx& ctx, const PtoT0Program& p, const PtoT0Insn& in, const Frame& f);
+
 inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
   int64_t* r = static_cast<int64_t*>(__builtin_alloca(sizeof(int64_t) * size_t(p.num_regs + 1)));
   int32_t* t = static_cast<int32_t*>(__builtin_alloca(sizeof(int32_t) * size_t(p.num_tile_vars + 1)));
@@ -324,7 +345,7 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         const SlotState &sd = s[t[in.a]], &sa = s[t[in.b]], &sb = s[t[in.c]];
         ByElem(d.elem, [&]<typename T>() {
           ByBinaryOp(in.e, [&]<typename F>() {
-            detail::BinaryBody<F>(ctx, in.line, reinterpret_cast<T*>(sd.data), reinterpret_cast<const T*>(sa.data),
+            detail::BinaryRoutine<F, T>(ctx, in.line, reinterpret_cast<T*>(sd.data), reinterpret_cast<const T*>(sa.data),
                                   reinterpret_cast<const T*>(sb.data), d.cols, sd.valid_rows, sd.valid_cols);
           });
         });
@@ -336,7 +357,7 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         ByElem(d.elem, [&]<typename T>() {
           const T e = WithScalar(r[in.c], in.d, [](auto v) { return detail::AsElem<T>(v); });
           ByScalarOp(in.e, [&]<typename F>() {
-            detail::ScalarBody<F>(ctx, in.line, reinterpret_cast<T*>(sd.data), reinterpret_cast<const T*>(sa.data),
+            detail::ScalarRoutine<F, T>(ctx, in.line, reinterpret_cast<T*>(sd.data), reinterpret_cast<const T*>(sa.data),
                                   d.cols, sd.valid_rows, sd.valid_cols, e);
           });
         });
@@ -350,7 +371,7 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
             // The math functions take float-like elements only (the verifier's dtypes).
             if constexpr (kIsFloatLike<T> || __is_same(F, detail::NegF) || __is_same(F, detail::AbsF) ||
                           __is_same(F, detail::ReluF)) {
-              detail::UnaryBody<F>(reinterpret_cast<T*>(sd.data), reinterpret_cast<const T*>(ss.data), d.cols,
+              detail::UnaryRoutine<F, T>(reinterpret_cast<T*>(sd.data), reinterpret_cast<const T*>(ss.data), d.cols,
                                    sd.valid_rows, sd.valid_cols);
             }
           });
@@ -413,7 +434,7 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         const SlotState &out = s[t[in.a]], &src = s[t[in.b]];
         ByElem(d.elem, [&]<typename T>() {
           auto reduce = [&]<typename Fold>() {
-            detail::RowReduceBody<Fold>(reinterpret_cast<T*>(out.data), d.cols, reinterpret_cast<const T*>(src.data),
+            detail::RowReduceRoutine<Fold, T>(reinterpret_cast<T*>(out.data), d.cols, reinterpret_cast<const T*>(src.data),
                                         sd.cols, src.valid_rows, src.valid_cols);
           };
           if (in.e == 0) reduce.template operator()<detail::RowSumOf>();
@@ -422,130 +443,21 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         });
         break;
       }
-      case PTO_T0_EXPANDS: {  // expands(): the scalar as the element type (AsElem) over the window
-        const PtoT0Slot& d = p.slots[t[in.a]];
-        const SlotState& sd = s[t[in.a]];
-        ByElem(d.elem, [&]<typename T>() {
-          const T e = WithScalar(r[in.c], in.d, [](auto v) { return detail::AsElem<T>(v); });
-          detail::ExpandsBody(reinterpret_cast<T*>(sd.data), d.cols, sd.valid_rows, sd.valid_cols, e);
-        });
-        break;
-      }
-      case PTO_T0_COLREDUCE: {  // col_sum() / col_max() / col_min(): ColumnReduce
-        const PtoT0Slot& sd = p.slots[t[in.b]];
-        const SlotState &out = s[t[in.a]], &src = s[t[in.b]];
-        ByElem(sd.elem, [&]<typename T>() {
-          T* o = reinterpret_cast<T*>(out.data);
-          const T* x = reinterpret_cast<const T*>(src.data);
-          if (in.e == 0) detail::ColumnReduceBody<detail::AddF>(o, x, sd.cols, src.valid_rows, src.valid_cols);
-          else if (in.e == 1) detail::ColumnReduceBody<detail::MaxF>(o, x, sd.cols, src.valid_rows, src.valid_cols);
-          else detail::ColumnReduceBody<detail::MinF>(o, x, sd.cols, src.valid_rows, src.valid_cols);
-        });
-        break;
-      }
-      case PTO_T0_TRANSPOSE: {  // transpose()
-        const PtoT0Slot &d = p.slots[t[in.a]], &sd = p.slots[t[in.b]];
-        const SlotState &dst = s[t[in.a]], &src = s[t[in.b]];
-        ByElem(d.elem, [&]<typename T>() {
-          detail::TransposeBody(ctx, in.line, reinterpret_cast<T*>(dst.data), d.cols,
-                                reinterpret_cast<const T*>(src.data), sd.cols, src.valid_rows, src.valid_cols);
-        });
-        break;
-      }
-      case PTO_T0_BITWISE: {  // and_() / or_() / not_() / xor() / shl() / shr()
-        const PtoT0Slot& d = p.slots[t[in.a]];
-        const SlotState &sd = s[t[in.a]], &sa = s[t[in.b]];
-        ByIntElem(d.elem, [&]<typename T>() {
-          T* o = reinterpret_cast<T*>(sd.data);
-          const T* a = reinterpret_cast<const T*>(sa.data);
-          const T* b = in.e == 2 ? nullptr : reinterpret_cast<const T*>(s[t[in.c]].data);
-          const int64_t rows = sd.valid_rows, cols = sd.valid_cols;
-          switch (in.e) {
-            case 0: detail::MapIntWindowOf(o, d.cols, rows, cols, detail::AndF{}, a, b); break;
-            case 1: detail::MapIntWindowOf(o, d.cols, rows, cols, detail::OrF{}, a, b); break;
-            case 2: detail::MapIntWindowOf(o, d.cols, rows, cols, detail::NotF{}, a); break;
-            case 3:
-              detail::XorBody(ctx, in.line, o, a, b, reinterpret_cast<const T*>(s[t[in.f]].data), d.cols,
-                              p.slots[t[in.f]].cols, rows, cols);
-              break;
-            case 4: detail::ShiftBody<true>(ctx, in.line, o, a, b, p.slots[t[in.c]].rows, d.cols, rows, cols); break;
-            default: detail::ShiftBody<false>(ctx, in.line, o, a, b, p.slots[t[in.c]].rows, d.cols, rows, cols); break;
-          }
-        });
-        break;
-      }
-      case PTO_T0_BITWISES: {  // ands() / ors()
-        const PtoT0Slot& d = p.slots[t[in.a]];
-        const SlotState &sd = s[t[in.a]], &sa = s[t[in.b]];
-        ByIntElem(d.elem, [&]<typename T>() {
-          const T v = WithScalar(r[in.c], in.d, [](auto x) { return T(x); });
-          T* o = reinterpret_cast<T*>(sd.data);
-          const T* a = reinterpret_cast<const T*>(sa.data);
-          if (in.e == 0) detail::BitwiseScalarOf<detail::AndF>(o, a, d.cols, sd.valid_rows, sd.valid_cols, v);
-          else detail::BitwiseScalarOf<detail::OrF>(o, a, d.cols, sd.valid_rows, sd.valid_cols, v);
-        });
-        break;
-      }
-      case PTO_T0_CAST: {  // cast()
-        const PtoT0Slot &d = p.slots[t[in.a]], &sd = p.slots[t[in.b]];
-        const SlotState &dst = s[t[in.a]], &src = s[t[in.b]];
-        ByCastElem(d.elem, [&]<typename TD>() {
-          ByCastElem(sd.elem, [&]<typename TS>() {
-            TD* out = reinterpret_cast<TD*>(dst.data);
-            const TS* in_data = reinterpret_cast<const TS*>(src.data);
-            if constexpr (!kIsFloatLike<TD> && !kIsFloatLike<TS>) {
-              // Integer to integer ignores the round mode (CastRun): one instantiation, not seven
-              // (the routines library's compile time).
-              detail::ForWindowOf(d.cols, dst.valid_rows, dst.valid_cols, [&](int64_t off, int64_t n) {
-                detail::CastRun<RoundMode::CAST_NONE>(out + off, in_data + off, n);
-              });
-            } else {
-              detail::CastBody(ctx, in.line, RoundMode(in.e), out, in_data, d.cols, dst.valid_rows, dst.valid_cols);
-            }
-          });
-        });
+      case PTO_T0_CAST: {
+        const int elem = p.slots[t[in.a]].elem;
+        if (elem == PTO_T0_F16 || elem == PTO_T0_BF16 || elem == PTO_T0_F32) RunCast<true>(ctx, p, in, {r, t, s});
+        else RunCast<false>(ctx, p, in, {r, t, s});
         break;
       }
       case PTO_T0_COMPARE:
-      case PTO_T0_COMPARES: {  // eq() ... ge() and their _scalar forms: Compare
-        const PtoT0Slot &m = p.slots[t[in.a]], &sa = p.slots[t[in.b]];
-        const SlotState &mask = s[t[in.a]], &lhs = s[t[in.b]];
-        ByElem(sa.elem, [&]<typename T>() {
-          ByCompare(in.e, [&]<typename F>() {
-            uint8_t* out = reinterpret_cast<uint8_t*>(mask.data);
-            const T* a = reinterpret_cast<const T*>(lhs.data);
-            if (in.code == PTO_T0_COMPARE) {
-              const T* b = reinterpret_cast<const T*>(s[t[in.c]].data);
-              detail::CompareBody<F>(out, m.cols, a, sa.cols, mask.valid_rows, mask.valid_cols,
-                                     [&](int64_t i) { return detail::Exact(b[i]); });
-            } else {
-              const auto v = WithScalar(r[in.c], in.d, [](auto x) { return detail::Exact(detail::AsElem<T>(x)); });
-              detail::CompareBody<F>(out, m.cols, a, sa.cols, mask.valid_rows, mask.valid_cols,
-                                     [&](int64_t) { return v; });
-            }
-          });
-        });
-        break;
-      }
+      case PTO_T0_COMPARES:
       case PTO_T0_VSELECT:
-      case PTO_T0_VSELECTS: {  // select() / select_scalar(): Select
-        const PtoT0Slot &d = p.slots[t[in.a]], &m = p.slots[t[in.b]];
-        const SlotState &dst = s[t[in.a]], &mask = s[t[in.b]], &lhs = s[t[in.c]];
-        ByElem(d.elem, [&]<typename T>() {
-          T* o = reinterpret_cast<T*>(dst.data);
-          const uint8_t* bits = reinterpret_cast<const uint8_t*>(mask.data);
-          const T* a = reinterpret_cast<const T*>(lhs.data);
-          if (in.code == PTO_T0_VSELECT) {
-            const T* b = reinterpret_cast<const T*>(s[t[in.f]].data);
-            detail::SelectBody(o, d.cols, bits, m.cols, a, dst.valid_rows, dst.valid_cols,
-                               [&](int64_t i) { return b[i]; });
-          } else {
-            const T v = WithScalar(r[in.d], in.e, [](auto x) { return detail::AsElem<T>(x); });
-            detail::SelectBody(o, d.cols, bits, m.cols, a, dst.valid_rows, dst.valid_cols, [&](int64_t) { return v; });
-          }
-        });
-        break;
-      }
+      case PTO_T0_VSELECTS: RunCompareSelect(ctx, p, in, {r, t, s}); break;
+      case PTO_T0_EXPANDS:
+      case PTO_T0_COLREDUCE:
+      case PTO_T0_TRANSPOSE:
+      case PTO_T0_BITWISE:
+      case PTO_T0_BITWISES: RunTileOp(ctx, p, in, {r, t, s}); break;
       case PTO_T0_ROWEXPAND:
       case PTO_T0_COLEXPAND: {  // row_expand_*() / col_expand_*(): RowExpand's and ColExpand's routines
         const PtoT0Slot &d = p.slots[t[in.a]], &sd = p.slots[t[in.b]], &bd = p.slots[t[in.c]];
@@ -556,9 +468,9 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
             const T* x = reinterpret_cast<const T*>(src.data);
             const T* y = reinterpret_cast<const T*>(b.data);
             if (in.code == PTO_T0_ROWEXPAND) {
-              detail::RowExpandBody<F>(ctx, in.line, o, d.cols, x, sd.cols, y, bd.cols, dst.valid_rows, dst.valid_cols);
+              detail::RowExpandRoutine<F, T>(ctx, in.line, o, d.cols, x, sd.cols, y, bd.cols, dst.valid_rows, dst.valid_cols);
             } else {
-              detail::ColExpandBody<F>(ctx, in.line, o, d.cols, x, sd.cols, y, dst.valid_rows, dst.valid_cols);
+              detail::ColExpandRoutine<F, T>(ctx, in.line, o, d.cols, x, sd.cols, y, dst.valid_rows, dst.valid_cols);
             }
           });
         });

@@ -29,7 +29,7 @@ inline void ColExpandBody([[maybe_unused]] CoreCtx& ctx, [[maybe_unused]] int li
   for (int64_t r = 0; r < rows; ++r) Map(d + r * d_cols, cols, F{}, s + r * s_cols, row);
 }
 
-// Tiles of one element type use the routines library (routines.cpp).
+// Tiles of one element type use the routines library (routines/*.cpp).
 template <typename F, typename T>
 __attribute__((visibility("default"))) void RowExpandRoutine(CoreCtx& ctx, int line, T* d, int64_t d_cols,
                                                              const T* s, int64_t s_cols, const T* c, int64_t c_cols,

@@ -277,7 +277,7 @@ inline void BinaryBody(CoreCtx& ctx, int line, TD* d, const TA* a, const TB* b, 
 }
 
 // The binary ops on tiles of one element type run in the routines library in a kernel compiled with
-// PTO_EXTERN_ROUTINES (routines.cpp, docs/jit.md#precompiled-device-headers-and-routines).
+// PTO_EXTERN_ROUTINES (routines/*.cpp, docs/jit.md#precompiled-device-headers-and-routines).
 template <typename F, typename T>
 __attribute__((visibility("default"))) void BinaryRoutine(CoreCtx& ctx, int line, T* d, const T* a, const T* b,
                                                           int64_t tile_cols, int64_t rows, int64_t cols);

@@ -212,7 +212,7 @@ inline void RowReduceBody(EO* out, int64_t out_cols, const ES* src, int64_t src_
   for (int64_t r = 0; r < rows; ++r) out[r * out_cols] = Fold{}(src + r * src_cols, cols);
 }
 
-// Tiles of one element type use the routines library (routines.cpp).
+// Tiles of one element type use the routines library (routines/*.cpp).
 template <typename Fold, typename T>
 __attribute__((visibility("default"))) void RowReduceRoutine(T* out, int64_t out_cols, const T* src, int64_t src_cols,
                                                              int64_t rows, int64_t cols);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <fstream>
@@ -410,20 +411,80 @@ bool EnsurePrecompiledHeader(const fs::path& dir, const std::vector<std::string>
   return EnsurePrecompiled(dir / "pypto_pro" / "precompiled.h.gch", argv, options, seconds_left, run);
 }
 
-// `dir`/libpto_routines.so (device_include/pypto_pro/routines.cpp: the GEMM, GM <-> tile transfers,
-// moves and common vector ops of every element type) built with the kernels' `cmd` if missing (~6 s,
-// once), or "" when it cannot be. A kernel compiled with -DPTO_EXTERN_ROUTINES and linked to it calls
-// them there instead of compiling them (~65 ms of the add example's compile, ~170 ms of the matmul
-// example's).
 // What a kernel that calls the routines library (instead of compiling them) is compiled with.
 constexpr const char* kExternRoutines = "-DPTO_EXTERN_ROUTINES";
 
+// `dir`/libpto_routines.so built with the kernels' `cmd` if missing, or "" when it cannot be: the
+// GEMM, GM <-> tile transfers, moves, common vector ops of every element type and the tier-0 executor
+// (device_include/pypto_pro/routines/). A kernel compiled with -DPTO_EXTERN_ROUTINES and linked to it
+// calls them there instead of compiling them (~65 ms of the add example's compile, ~170 ms of the
+// matmul example's). Each .cpp file of the directory is one part, compiled concurrently (as many at
+// a time as compile slots; ~30 s of compiler time here, ~15 s on two cores) and then linked; the
+// library is renamed into place whole. `run`: the first compiler run that failed or was stopped.
+// The stop flag of the routines library's part compiles on this thread (EnsurePrecompiledRoutines).
+thread_local const std::atomic<bool>* tls_stop_parts = nullptr;
+
 fs::path EnsurePrecompiledRoutines(const fs::path& dir, const std::vector<std::string>& cmd,
                                    const CompileOptions& options, double seconds_left, ProcessResult& run) {
-  std::vector<std::string> argv = cmd;
-  argv.push_back(DeviceIncludeDir() + "/pypto_pro/routines.cpp");
   const fs::path lib = dir / "libpto_routines.so";
-  return EnsurePrecompiled(lib, argv, options, seconds_left, run) ? lib : fs::path();
+  std::error_code ec;
+  if (fs::is_regular_file(lib, ec)) return lib;
+  std::vector<fs::path> parts;
+  for (const auto& entry : fs::directory_iterator(fs::path(DeviceIncludeDir()) / "pypto_pro" / "routines", ec)) {
+    if (entry.path().extension() == ".cpp") parts.push_back(entry.path());
+  }
+  std::sort(parts.begin(), parts.end());
+  if (options.building_device_code) options.building_device_code(options.building_device_code_context);
+  const fs::path objects = dir / (".routines" + TempSuffix());
+  fs::create_directories(objects, ec);
+  if (ec || parts.empty()) return {};
+  struct RemoveObjects {
+    const fs::path& path;
+    ~RemoveObjects() {
+      std::error_code ignored;
+      fs::remove_all(path, ignored);
+    }
+  } remove_objects{objects};
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds_left);
+  auto left = [&] { return std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count(); };
+  std::vector<std::string> link = cmd;
+  std::vector<ProcessResult> runs(parts.size());
+  {
+    // Only this thread may poll `interrupted` (Python sees signals on its main thread): it stops the
+    // part compiles through their own flag.
+    std::atomic<bool> stop{false};
+    std::atomic<size_t> finished{0};
+    CompileOptions part_options = options;
+    part_options.interrupted = [] { return tls_stop_parts != nullptr && tls_stop_parts->load(); };
+    std::vector<std::thread> compiles;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      std::vector<std::string> argv;
+      for (const std::string& flag : cmd) {
+        if (flag != "-shared") argv.push_back(flag);
+      }
+      const std::string object = (objects / (parts[i].stem().string() + ".o")).string();
+      argv.insert(argv.end(), {"-c", parts[i].string(), "-o", object});
+      link.push_back(object);
+      compiles.emplace_back([&, i, argv = std::move(argv)] {
+        tls_stop_parts = &stop;
+        runs[i] = RunCompilerBounded(argv, objects, left(), part_options);
+        ++finished;
+      });
+    }
+    while (finished < parts.size()) {
+      if (options.interrupted && options.interrupted()) stop = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    for (std::thread& compile : compiles) compile.join();
+  }
+  for (const ProcessResult& part : runs) {
+    if (!part.started || part.timed_out || part.interrupted || part.exit_code != 0) {
+      run = part;
+      return {};
+    }
+  }
+  link.push_back("-Wl,-z,defs");  // a routine a part calls but no part defines fails here, not at a dlopen
+  return EnsurePrecompiled(lib, link, options, left(), run) ? lib : fs::path();
 }
 
 // What is left of compile_timeout, which bounds all the compiler runs of one compile together.
@@ -927,6 +988,7 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   job.published = std::move(published);
   job.precompiled = precompiled;
   job.options = options;
+  job.options.building_device_code = nullptr;  // (the progress line is the launching call's)
   job.start = compile_start;
   job.routines_ms = routines_ms;
   job.handle = handle;

@@ -75,9 +75,17 @@ class CompileProgress {
     if (!Enabled()) return;
     active_ = true;
     const int n = ++Started();
-    const std::string what = dir.parent_path().filename().string() + "/" + dir.filename().string();
-    Write("\r\x1b[Kpypto_pro: compiling kernel '" + kernel + "' (" + what + ") [" + std::to_string(n) +
-          " compile" + (n == 1 ? "" : "s") + " this run]");
+    line_ = "compiling kernel '" + kernel + "' (" + dir.parent_path().filename().string() + "/" +
+            dir.filename().string() + ") [" + std::to_string(n) + " compile" + (n == 1 ? "" : "s") + " this run]";
+    Write("\r\x1b[Kpypto_pro: " + line_);
+  }
+  // CompileOptions::building_device_code: the wait before this compile, once per machine.
+  static void BuildingDeviceCode(void* self) {
+    auto* progress = static_cast<CompileProgress*>(self);
+    if (!progress->active_) return;
+    progress->Write("\r\x1b[Kpypto_pro: building the device code all kernels share (once per compiler, CPU and "
+                    "pypto_pro version, ~15 s; `python -m pypto_pro cache warm` builds it ahead), then " +
+                    progress->line_);
   }
   ~CompileProgress() {
     if (active_) Write("\r\x1b[K");
@@ -99,6 +107,7 @@ class CompileProgress {
   static void Write(const std::string& text) { [[maybe_unused]] ssize_t n = ::write(2, text.data(), text.size()); }
 
   bool active_ = false;
+  std::string line_;
 };
 
 class Kernel {
@@ -394,6 +403,8 @@ class Kernel {
     std::shared_ptr<jit::Instance> inst;
     {
       CompileProgress progress(name_, options.instance_dir);  // cleared before anything else is printed
+      options.building_device_code = &CompileProgress::BuildingDeviceCode;
+      options.building_device_code_context = &progress;
       try {
         ir::Function copy = *func;  // passes transform a copy
         py::gil_scoped_release release;

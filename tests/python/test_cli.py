@@ -78,6 +78,7 @@ def test_the_compile_progress_line_only_where_asked(tmp_path):
     """Three TilingKey instances: with PYPTO_PRO_PROGRESS=1 a progress line per compile (cleared after
     it), in a pipe by default nothing."""
     (tmp_path / "many.py").write_text(MANY)
+    assert _cli(tmp_path, "cache", "warm").returncode == 0  # no line about building the device code below
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
     env.pop("PYPTO_PRO_PROGRESS", None)
     quiet = subprocess.run([sys.executable, "many.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
@@ -92,6 +93,24 @@ def test_the_compile_progress_line_only_where_asked(tmp_path):
         assert f"pypto_pro: compiling kernel 'many' (many__a5/tk_" in loud.stderr
         assert f"[{n} compile{'s' if n > 1 else ''} this run]" in loud.stderr
     assert loud.stderr.count("\x1b[K") == 6  # each line drawn, then cleared (text mode reads \\r as \\n)
+
+
+def test_the_progress_line_says_when_the_shared_device_code_is_built(tmp_path):
+    """The first compile on a machine (for its compiler, CPU and pypto_pro version) first builds the
+    routines library all kernels share and waits for it: the progress line says so. A compiler that
+    fails at once stands in for the ~15 s build."""
+    (tmp_path / "script.py").write_text(SCRIPT)
+    fake = tmp_path / "broken-cxx"
+    fake.write_text("#!/bin/sh\necho 'error: this compiler is broken' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    run = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT / "python"), PYPTO_PRO_CXX=str(fake),
+                                  PYPTO_PRO_PROGRESS="1", XDG_CACHE_HOME=str(tmp_path / "xdg"),
+                                  PYPTO_PRO_CACHE_DIR=""))
+    assert run.returncode == 1 and "CompileError: the host compiler failed on kernel 'cli_kernel'" in run.stderr
+    assert ("pypto_pro: building the device code all kernels share (once per compiler, CPU and pypto_pro version, "
+            "~15 s; `python -m pypto_pro cache warm` builds it ahead), then compiling kernel 'cli_kernel' "
+            "(cli_kernel__a5/tk_none) [1 compile this run]") in run.stderr
 
 
 def test_cache_warm_builds_the_precompiled_device_code_once(tmp_path):
@@ -125,3 +144,4 @@ def test_cache_warm_without_precompiling_or_with_a_failing_compiler(tmp_path):
     assert ("python -m pypto_pro cache warm: the host compiler failed on the precompiled routines:\n"
             "routines.cpp:1:1: error: this compiler is broken") in run.stderr
     assert not list((tmp_path / "xdg").rglob("libpto_routines.so"))  # nothing half-built left behind
+    assert not list((tmp_path / "xdg").rglob("*.o")) and not list((tmp_path / "xdg").rglob(".routines*"))

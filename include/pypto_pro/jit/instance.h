@@ -44,6 +44,10 @@ struct CompileOptions {
   // The compilers' environment, taken when the compile was asked for (CaptureEnvironment); null: the
   // process's at each compiler run.
   Environment environment;
+  // Called on the compiling thread when this compile starts building the precompiled routines
+  // library, which it waits for (once per compiler, CPU and device headers; the progress line says so).
+  void (*building_device_code)(void* context) = nullptr;
+  void* building_device_code_context = nullptr;
 };
 
 // Milliseconds spent in each phase of the first launch of one signature.

@@ -1,0 +1,81 @@
+// The tier-0 executor's expands(), column reductions, transpose() and bitwise ops (tier0_exec.h).
+#define PTO_EXTERN_ROUTINES  // its tile ops call this library's routines, as a kernel compiled against it does
+#include "pypto_pro/routines/routines.h"
+#include "pypto_pro/tier0_exec.h"
+
+namespace pto::tier0 {
+
+void RunTileOp(CoreCtx& ctx, const PtoT0Program& p, const PtoT0Insn& in, const Frame& f) {
+  [[maybe_unused]] const int64_t* r = f.r;
+  const int32_t* t = f.t;
+  const SlotState* s = f.s;
+  switch (in.code) {
+    case PTO_T0_EXPANDS: {  // expands(): the scalar as the element type (AsElem) over the window
+      const PtoT0Slot& d = p.slots[t[in.a]];
+      const SlotState& sd = s[t[in.a]];
+      ByElem(d.elem, [&]<typename T>() {
+        const T e = WithScalar(r[in.c], in.d, [](auto v) { return detail::AsElem<T>(v); });
+        detail::ExpandsBody(reinterpret_cast<T*>(sd.data), d.cols, sd.valid_rows, sd.valid_cols, e);
+      });
+      break;
+    }
+    case PTO_T0_COLREDUCE: {  // col_sum() / col_max() / col_min(): ColumnReduce
+      const PtoT0Slot& sd = p.slots[t[in.b]];
+      const SlotState &out = s[t[in.a]], &src = s[t[in.b]];
+      ByElem(sd.elem, [&]<typename T>() {
+        T* o = reinterpret_cast<T*>(out.data);
+        const T* x = reinterpret_cast<const T*>(src.data);
+        if (in.e == 0) detail::ColumnReduceBody<detail::AddF>(o, x, sd.cols, src.valid_rows, src.valid_cols);
+        else if (in.e == 1) detail::ColumnReduceBody<detail::MaxF>(o, x, sd.cols, src.valid_rows, src.valid_cols);
+        else detail::ColumnReduceBody<detail::MinF>(o, x, sd.cols, src.valid_rows, src.valid_cols);
+      });
+      break;
+    }
+    case PTO_T0_TRANSPOSE: {  // transpose()
+      const PtoT0Slot &d = p.slots[t[in.a]], &sd = p.slots[t[in.b]];
+      const SlotState &dst = s[t[in.a]], &src = s[t[in.b]];
+      ByElem(d.elem, [&]<typename T>() {
+        detail::TransposeBody(ctx, in.line, reinterpret_cast<T*>(dst.data), d.cols,
+                              reinterpret_cast<const T*>(src.data), sd.cols, src.valid_rows, src.valid_cols);
+      });
+      break;
+    }
+    case PTO_T0_BITWISE: {  // and_() / or_() / not_() / xor() / shl() / shr()
+      const PtoT0Slot& d = p.slots[t[in.a]];
+      const SlotState &sd = s[t[in.a]], &sa = s[t[in.b]];
+      ByIntElem(d.elem, [&]<typename T>() {
+        T* o = reinterpret_cast<T*>(sd.data);
+        const T* a = reinterpret_cast<const T*>(sa.data);
+        const T* b = in.e == 2 ? nullptr : reinterpret_cast<const T*>(s[t[in.c]].data);
+        const int64_t rows = sd.valid_rows, cols = sd.valid_cols;
+        switch (in.e) {
+          case 0: detail::MapIntWindowOf(o, d.cols, rows, cols, detail::AndF{}, a, b); break;
+          case 1: detail::MapIntWindowOf(o, d.cols, rows, cols, detail::OrF{}, a, b); break;
+          case 2: detail::MapIntWindowOf(o, d.cols, rows, cols, detail::NotF{}, a); break;
+          case 3:
+            detail::XorBody(ctx, in.line, o, a, b, reinterpret_cast<const T*>(s[t[in.f]].data), d.cols,
+                            p.slots[t[in.f]].cols, rows, cols);
+            break;
+          case 4: detail::ShiftBody<true>(ctx, in.line, o, a, b, p.slots[t[in.c]].rows, d.cols, rows, cols); break;
+          default: detail::ShiftBody<false>(ctx, in.line, o, a, b, p.slots[t[in.c]].rows, d.cols, rows, cols); break;
+        }
+      });
+      break;
+    }
+    case PTO_T0_BITWISES: {  // ands() / ors()
+      const PtoT0Slot& d = p.slots[t[in.a]];
+      const SlotState &sd = s[t[in.a]], &sa = s[t[in.b]];
+      ByIntElem(d.elem, [&]<typename T>() {
+        const T v = WithScalar(r[in.c], in.d, [](auto x) { return T(x); });
+        T* o = reinterpret_cast<T*>(sd.data);
+        const T* a = reinterpret_cast<const T*>(sa.data);
+        if (in.e == 0) detail::BitwiseScalarOf<detail::AndF>(o, a, d.cols, sd.valid_rows, sd.valid_cols, v);
+        else detail::BitwiseScalarOf<detail::OrF>(o, a, d.cols, sd.valid_rows, sd.valid_cols, v);
+      });
+      break;
+    }
+    default: Fault(ctx, in.line, "tier-0", "unknown tier-0 instruction (a pypto_pro bug)");
+  }
+}
+
+}  // namespace pto::tier0
