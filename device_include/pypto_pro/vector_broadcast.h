@@ -17,6 +17,15 @@ inline void RowExpandBody([[maybe_unused]] CoreCtx& ctx, [[maybe_unused]] int li
   if constexpr (__is_same(F, DivF)) CheckNoZeroDivisor(ctx, line, "row_expand_div", c, rows);
   for (int64_t r = 0; r < rows; ++r) {
     const auto v = ScalarAs<ED>(Exact(c[r * c_cols]));
+#if PTO_RECIPROCAL_DIVISION
+    if constexpr (__is_same(F, DivF) && kIsFloatLike<ED>) {
+      if (DividesByReciprocal(v[0])) {  // the same bits as F, a third of the time (DivByReciprocal16)
+        const f32x16 y = Splat(1.0f / v[0]);
+        Map(d + r * d_cols, cols, [&](f32x16 x) { return DivByReciprocal16(x, v, y); }, s + r * s_cols);
+        continue;
+      }
+    }
+#endif
     Map(d + r * d_cols, cols, [&](auto x) { return F{}(x, decltype(x)(v)); }, s + r * s_cols);
   }
 }

@@ -305,6 +305,17 @@ inline void ScalarBody(CoreCtx& ctx, int line, ED* d, const EA* a, int64_t tile_
     if constexpr (kIsFloatLike<ED>) return Splat(ToFloat(e));
     else return e;
   }();
+#if PTO_RECIPROCAL_DIVISION
+  if constexpr (__is_same(F, DivF) && kIsFloatLike<ED>) {
+    if (DividesByReciprocal(sv[0])) {  // the same bits as F, a third of the time (DivByReciprocal16)
+      const f32x16 y = Splat(1.0f / sv[0]);
+      ForWindowOf(tile_cols, rows, cols, [&](int64_t off, int64_t n) {
+        Map(d + off, n, [&](f32x16 x) { return DivByReciprocal16(x, sv, y); }, a + off);
+      });
+      return;
+    }
+  }
+#endif
   ForWindowOf(tile_cols, rows, cols, [&](int64_t off, int64_t n) {
     Map(d + off, n, [&](auto x) { return F{}(x, decltype(x)(sv)); }, a + off);
   });

@@ -1127,3 +1127,47 @@ def test_fill_index_misuse_is_refused():
 
     with pytest.raises(errors.ParserTypeError, match="has dtype fp32, which pl.fill_index"):
         pl.jit(float_tile)[None, 1](torch.zeros(1, 16))
+
+
+@functools.cache
+def float_division_kernel(dtype):
+    @pl.jit(name=f"float_division_{dtype_id(dtype)}")
+    def divide(x: pl.Tensor[[R, C], dtype], v: pl.Tensor[[R, 1], dtype], out_row: pl.Tensor[[R, C], dtype],
+               out_scalar: pl.Tensor[[R, C], dtype], s: pl.DT_FP32):
+        a = pl.make_tile(pl.TileType(shape=[R, C], dtype=dtype), addr=0x0)
+        col = pl.make_tile(pl.TileType(shape=[R, 1], dtype=dtype, layout=pl.DN), addr=0x4000)
+        d = pl.make_tile(pl.TileType(shape=[R, C], dtype=dtype), addr=0x8000)
+        with pl.section_vector():
+            pl.load(a, x, [0, 0])
+            pl.load(col, v, [0, 0])
+            pl.row_expand_div(d, a, col)
+            pl.store(out_row, d, [0, 0])
+            pl.divs(d, a, s)
+            pl.store(out_scalar, d, [0, 0])
+
+    return divide
+
+
+@pytest.mark.parametrize("dtype", [FP32, FP16], ids=dtype_id)
+def test_float_row_expand_div_and_divs_give_the_divisions_bits(dtype):
+    """row_expand_div and divs divide by a divisor per row or per tile (on AVX-512 hosts through its
+    reciprocal with two exact corrections): every result has the bits of the division, computed in
+    fp32 and rounded to the tile's dtype, for dividends and divisors of every magnitude, zeros,
+    infinities and NaNs included."""
+    g = torch.Generator().manual_seed(11)
+    span = 70 if dtype == FP32 else 12  # binades: beyond the reciprocal's range [2^-60, 2^61) on fp32
+    scale = 2.0 ** torch.randint(-span, span, (R, C), generator=g)
+    x = (torch.randn(R, C, generator=g) * scale).to(TORCH[dtype])
+    x[0, :8] = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e-45, -3.0,
+                             65504.0]).to(TORCH[dtype])
+    v = (torch.randn(R, 1, generator=g) * 3).to(TORCH[dtype])
+    v[:6, 0] = torch.tensor([0.0, -0.0, float("inf"), float("nan"), 1e-40 if dtype == FP32 else 6e-8,
+                             3e38 if dtype == FP32 else 60000.0]).to(TORCH[dtype])
+    out_row, out_scalar = torch.empty_like(x), torch.empty_like(x)
+    for s in (3.0, -0.1, 1e-30, 0.0):
+        float_division_kernel(dtype)(x, v, out_row, out_scalar, s)
+        sync()
+        exact = x.float()
+        torch.testing.assert_close(out_row, (exact / v.float()).to(TORCH[dtype]), rtol=0, atol=0, equal_nan=True)
+        divisor = torch.tensor(s).to(TORCH[dtype]).float()  # the scalar as the tile's dtype first
+        torch.testing.assert_close(out_scalar, (exact / divisor).to(TORCH[dtype]), rtol=0, atol=0, equal_nan=True)
