@@ -18,8 +18,8 @@ $(BUILD)/build.ninja: CMakeLists.txt
 build: deps $(BUILD)/build.ninja
 	@cmake --build $(BUILD)
 
-# The device code every kernel compile shares is built first (once per machine and version, ~20 s):
-# the first example then launches at once instead of waiting for it.
+# The device code every kernel compile shares is built first (once per machine and version, ~12 s
+# on two CPUs): the first example then launches at once instead of waiting for it.
 demo: build
 	@$(PYTHON) -m pypto_pro cache warm
 	@for f in examples/*.py; do echo "== $$f"; $(PYTHON) $$f || exit 1; done

@@ -69,6 +69,11 @@ def test_compiles_build_the_precompiled_headers_once_and_read_them(tmp_path, mon
     _cache_in(tmp_path, monkeypatch)
     monkeypatch.delenv("PYPTO_PRO_PCH", raising=False)
     _compile_and_check()
+    # One directory holds the header and the routines library (nothing else: no parts left over).
+    (only,) = (tmp_path / "xdg" / "pypto_pro" / "pch").iterdir()
+    assert sorted(str(p.relative_to(only)) for p in only.rglob("*") if p.is_file()) == [
+        "libpto_routines.so", "pypto_pro/precompiled.h.gch"]
+    assert str(only / "libpto_routines.so") in Path("/proc/self/maps").read_text()
     built = list((tmp_path / "xdg" / "pypto_pro" / "pch").glob("*/pypto_pro/precompiled.h.gch"))
     assert len(built) == 1
     stamp = built[0].stat().st_mtime_ns
@@ -101,8 +106,8 @@ def test_an_unwritable_cache_directory_only_costs_the_parse(tmp_path, monkeypatc
     _compile_and_check()
 
 
-def test_the_launcher_reads_the_headers_through_precompiled_h(tmp_path, monkeypatch):
-    _cache_in(tmp_path, monkeypatch)
+def test_the_launcher_reads_the_headers_through_precompiled_h(shared, monkeypatch):
+    _cache_in(shared, monkeypatch)
     kernel, value = _plus_kernel()
     x = torch.zeros(64, 64)
     kernel[None, 1](x, torch.empty_like(x))
@@ -164,16 +169,6 @@ def test_cube_kernels_call_the_precompiled_gemm_and_get_its_bits(tmp_path, monke
     else:
         assert torch.allclose(results[0], a.float() @ b.float(), rtol=1e-5, atol=1e-4)
     assert len(list((shared / "xdg" / "pypto_pro" / "pch").glob("*/libpto_routines.so"))) == 1
-
-
-def test_one_directory_holds_the_header_and_the_routines(tmp_path, monkeypatch):
-    _cache_in(tmp_path, monkeypatch)
-    monkeypatch.delenv("PYPTO_PRO_PCH", raising=False)
-    _compile_and_check()
-    (only,) = (tmp_path / "xdg" / "pypto_pro" / "pch").iterdir()
-    assert sorted(str(p.relative_to(only)) for p in only.rglob("*") if p.is_file()) == [
-        "libpto_routines.so", "pypto_pro/precompiled.h.gch"]
-    assert str(only / "libpto_routines.so") in Path("/proc/self/maps").read_text()
 
 
 TRANSFERS = '''
