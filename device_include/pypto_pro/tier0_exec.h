@@ -228,7 +228,8 @@ struct Frame {
 };
 template <bool kToFloat>  // cast() to fp16 / bf16 / fp32 (true) or an integer element type (false)
 void RunCast(CoreCtx& ctx, const PtoT0Program& p, const PtoT0Insn& in, const Frame& f);
-void RunCompareSelect(CoreCtx& ctx, const PtoT0Program& p, const PtoT0Insn& in, const Frame& f);  // eq() ... select()
+// eq() ... ge(), their _scalar forms, select() and select_scalar()
+void RunCompareSelect(CoreCtx& ctx, const PtoT0Program& p, const PtoT0Insn& in, const Frame& f);
 // expands(), col_sum() / col_max() / col_min(), transpose(), the bitwise ops
 void RunTileOp(CoreCtx& ctx, const PtoT0Program& p, const PtoT0Insn& in, const Frame& f);
 
@@ -345,8 +346,9 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         const SlotState &sd = s[t[in.a]], &sa = s[t[in.b]], &sb = s[t[in.c]];
         ByElem(d.elem, [&]<typename T>() {
           ByBinaryOp(in.e, [&]<typename F>() {
-            detail::BinaryRoutine<F, T>(ctx, in.line, reinterpret_cast<T*>(sd.data), reinterpret_cast<const T*>(sa.data),
-                                  reinterpret_cast<const T*>(sb.data), d.cols, sd.valid_rows, sd.valid_cols);
+            detail::BinaryRoutine<F, T>(ctx, in.line, reinterpret_cast<T*>(sd.data),
+                                        reinterpret_cast<const T*>(sa.data), reinterpret_cast<const T*>(sb.data),
+                                        d.cols, sd.valid_rows, sd.valid_cols);
           });
         });
         break;
@@ -357,8 +359,8 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         ByElem(d.elem, [&]<typename T>() {
           const T e = WithScalar(r[in.c], in.d, [](auto v) { return detail::AsElem<T>(v); });
           ByScalarOp(in.e, [&]<typename F>() {
-            detail::ScalarRoutine<F, T>(ctx, in.line, reinterpret_cast<T*>(sd.data), reinterpret_cast<const T*>(sa.data),
-                                  d.cols, sd.valid_rows, sd.valid_cols, e);
+            detail::ScalarRoutine<F, T>(ctx, in.line, reinterpret_cast<T*>(sd.data),
+                                        reinterpret_cast<const T*>(sa.data), d.cols, sd.valid_rows, sd.valid_cols, e);
           });
         });
         break;
@@ -372,7 +374,7 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
             if constexpr (kIsFloatLike<T> || __is_same(F, detail::NegF) || __is_same(F, detail::AbsF) ||
                           __is_same(F, detail::ReluF)) {
               detail::UnaryRoutine<F, T>(reinterpret_cast<T*>(sd.data), reinterpret_cast<const T*>(ss.data), d.cols,
-                                   sd.valid_rows, sd.valid_cols);
+                                         sd.valid_rows, sd.valid_cols);
             }
           });
         });
@@ -434,8 +436,9 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         const SlotState &out = s[t[in.a]], &src = s[t[in.b]];
         ByElem(d.elem, [&]<typename T>() {
           auto reduce = [&]<typename Fold>() {
-            detail::RowReduceRoutine<Fold, T>(reinterpret_cast<T*>(out.data), d.cols, reinterpret_cast<const T*>(src.data),
-                                        sd.cols, src.valid_rows, src.valid_cols);
+            detail::RowReduceRoutine<Fold, T>(reinterpret_cast<T*>(out.data), d.cols,
+                                              reinterpret_cast<const T*>(src.data), sd.cols, src.valid_rows,
+                                              src.valid_cols);
           };
           if (in.e == 0) reduce.template operator()<detail::RowSumOf>();
           else if (in.e == 1) reduce.template operator()<detail::RowExtremeOf<detail::MaxF>>();
@@ -468,7 +471,8 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
             const T* x = reinterpret_cast<const T*>(src.data);
             const T* y = reinterpret_cast<const T*>(b.data);
             if (in.code == PTO_T0_ROWEXPAND) {
-              detail::RowExpandRoutine<F, T>(ctx, in.line, o, d.cols, x, sd.cols, y, bd.cols, dst.valid_rows, dst.valid_cols);
+              detail::RowExpandRoutine<F, T>(ctx, in.line, o, d.cols, x, sd.cols, y, bd.cols, dst.valid_rows,
+                                             dst.valid_cols);
             } else {
               detail::ColExpandRoutine<F, T>(ctx, in.line, o, d.cols, x, sd.cols, y, dst.valid_rows, dst.valid_cols);
             }

@@ -414,16 +414,16 @@ bool EnsurePrecompiledHeader(const fs::path& dir, const std::vector<std::string>
 // What a kernel that calls the routines library (instead of compiling them) is compiled with.
 constexpr const char* kExternRoutines = "-DPTO_EXTERN_ROUTINES";
 
+// The stop flag of the routines library's part compiles on this thread (EnsurePrecompiledRoutines).
+thread_local const std::atomic<bool>* tls_stop_parts = nullptr;
+
 // `dir`/libpto_routines.so built with the kernels' `cmd` if missing, or "" when it cannot be: the
 // GEMM, GM <-> tile transfers, moves, common vector ops of every element type and the tier-0 executor
 // (device_include/pypto_pro/routines/). A kernel compiled with -DPTO_EXTERN_ROUTINES and linked to it
 // calls them there instead of compiling them (~65 ms of the add example's compile, ~170 ms of the
 // matmul example's). Each .cpp file of the directory is one part, compiled concurrently (as many at
-// a time as compile slots; ~30 s of compiler time here, ~15 s on two cores) and then linked; the
+// a time as compile slots; 22-25 s of compiler time here, 11-14 s on two CPUs) and then linked; the
 // library is renamed into place whole. `run`: the first compiler run that failed or was stopped.
-// The stop flag of the routines library's part compiles on this thread (EnsurePrecompiledRoutines).
-thread_local const std::atomic<bool>* tls_stop_parts = nullptr;
-
 fs::path EnsurePrecompiledRoutines(const fs::path& dir, const std::vector<std::string>& cmd,
                                    const CompileOptions& options, double seconds_left, ProcessResult& run) {
   const fs::path lib = dir / "libpto_routines.so";
@@ -434,10 +434,10 @@ fs::path EnsurePrecompiledRoutines(const fs::path& dir, const std::vector<std::s
     if (entry.path().extension() == ".cpp") parts.push_back(entry.path());
   }
   std::sort(parts.begin(), parts.end());
-  if (options.building_device_code) options.building_device_code(options.building_device_code_context);
   const fs::path objects = dir / (".routines" + TempSuffix());
   fs::create_directories(objects, ec);
   if (ec || parts.empty()) return {};
+  if (options.building_device_code) options.building_device_code(options.building_device_code_context);
   struct RemoveObjects {
     const fs::path& path;
     ~RemoveObjects() {
