@@ -23,6 +23,7 @@
 #include "pypto_pro/ir/printer.h"
 #include "pypto_pro/ir/analysis.h"
 #include "pypto_pro/ir/launcher_slots.h"
+#include "pypto_pro/ir/visitor.h"
 #include "pypto_pro/jit/artefacts.h"
 #include "pypto_pro/jit/compiler.h"
 #include "pypto_pro/jit/tier0.h"
@@ -893,6 +894,9 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
     if (written[p]) inst->written_tensors.push_back(int(tensor));
     ++tensor;
   }
+  ir::ForEachStmt(func.body, [&](const ir::StmtNode& s) {
+    inst->has_assert |= s.kind == ir::StmtKind::kOp && s.op->name == "pto_assert";
+  });
   inst->stats.codegen_ms = MsSince(t0);
 
   t0 = std::chrono::steady_clock::now();

@@ -260,6 +260,13 @@ class Kernel {
     for (int t : inst->written_tensors) {
       if (tensor_access[t]) RefuseWrite(params[tensor_param[t]], tensor_access[t]);
     }
+    if (inst->has_assert) {  // read here, with the GIL (Python's setenv holds it), not by a core
+      const std::string mode = GetEnv("PYPTO_PRO_ASSERT");
+      if (mode != "print" && mode != "raise") {
+        throw std::invalid_argument("environment variable PYPTO_PRO_ASSERT must be print or raise, got '" + mode + "'");
+      }
+      runtime::SetSubmitAssertMode(mode == "raise" ? runtime::AssertMode::kRaise : runtime::AssertMode::kPrint);
+    }
     int64_t seq = jit::Launch(*inst, uint32_t(block_dim), stream.stream().handle(), slots);  // copies the TilingData bytes
     if (seq <= 0) throw std::runtime_error(name_ + ": the runtime refused the launch (ABI mismatch)");
     stream.KeepAlive(uint64_t(seq), args, size_t(nargs));

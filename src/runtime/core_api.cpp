@@ -7,7 +7,6 @@
 
 #include "core.h"
 #include "kernel_dump.h"
-#include "pypto_pro/support/config.h"
 #include "launch_control.h"
 #include "mixed_block.h"
 #include "resident_launch.h"
@@ -39,12 +38,10 @@ void PrintCallback(PtoCoreCtx* ctx, int32_t line, const char* fmt, const PtoArg*
   CoreOf(ctx).output.Write(OutputPrefix(*ctx), LocatedText(ctx, line, fmt, args, nargs, flags));
 }
 
-// PYPTO_PRO_ASSERT: "print" (the NPU's behaviour, the default) or "raise".
-bool AssertRaises(const PtoCoreCtx& ctx, int32_t line) {
-  const std::string mode = GetEnv("PYPTO_PRO_ASSERT");
-  if (mode == "print") return false;
-  if (mode == "raise") return true;
-  AbortCore(ctx, line, "pto_assert", "PYPTO_PRO_ASSERT must be print or raise, got '" + mode + "'");
+// PYPTO_PRO_ASSERT=raise as the launching thread read it (SetSubmitAssertMode); print without one.
+bool AssertRaises(PtoCoreCtx* ctx) {
+  const LaunchControl* control = CoreOf(ctx).control;
+  return control != nullptr && control->assert_raises;
 }
 
 // A failed pl.pto_assert prints "file:line: Assertion failed: <condition>[: <message>]" on the core's
@@ -54,7 +51,7 @@ void AssertCallback(PtoCoreCtx* ctx, int32_t line, const char* condition, const 
   const std::string message = FormatKernelText(fmt, args, nargs);
   const std::string what = std::string("Assertion failed: ") + (condition ? condition : "?") +
                            (message.empty() ? "" : ": " + message);
-  if (AssertRaises(*ctx, line)) {
+  if (AssertRaises(ctx)) {
     AbortCore(*ctx, line, "pto_assert", what);
   }
   (void)flags;  // the line is always given: loc=True adds nothing an assertion does not print anyway

@@ -25,12 +25,14 @@ struct LaunchControl {
   Clock::time_point deadline = Clock::time_point::max();  // PYPTO_PRO_KERNEL_TIMEOUT of this launch
   double kernel_limit = 0;                   // its seconds, for the message
   std::atomic<double> sync_limit{0};         // the synchronize(timeout=) that cancelled it, for the message
+  bool assert_raises = false;                // PYPTO_PRO_ASSERT=raise when it was launched
 
   // Before each launch (with the stream's mutex held: no cancel can be in flight).
-  void Reset(Clock::time_point new_deadline, double limit) {
+  void Reset(Clock::time_point new_deadline, double limit, bool raises) {
     reason.store(0, std::memory_order_relaxed);
     deadline = new_deadline;
     kernel_limit = limit;
+    assert_raises = raises;
   }
   // Asks the launch to stop (the first reason wins) and wakes its cores' polls.
   void Cancel(CancelReason why);

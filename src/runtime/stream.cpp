@@ -58,6 +58,7 @@ int64_t SubmitThunk(void* stream, const PtoKernelDesc* desc, const void* args, u
 
 // The stream whose launch this thread is running itself (inside WaitFor), if any.
 thread_local const Stream* t_running_inline = nullptr;
+thread_local AssertMode t_submit_assert_mode = AssertMode::kPrint;
 
 Clock::time_point DeadlineAfter(double seconds) {
   if (seconds < 0) return Clock::time_point::max();
@@ -65,6 +66,8 @@ Clock::time_point DeadlineAfter(double seconds) {
 }
 
 }  // namespace
+
+void SetSubmitAssertMode(AssertMode mode) { t_submit_assert_mode = mode; }
 
 Stream::Stream() : ring_(kCapacity), control_(std::make_unique<LaunchControl>()) {
   handle_.api = &kStreamApi;
@@ -107,6 +110,7 @@ uint64_t Stream::Submit(const PtoKernelDesc* desc, const void* args, uint32_t ar
   Item item;
   item.desc = desc;
   item.block_dim = block_dim;
+  item.assert_mode = t_submit_assert_mode;
   item.args_size = args_size;
   if (args_size > sizeof item.inline_args) {
     item.heap_args.reset(new uint8_t[args_size]);
@@ -155,7 +159,8 @@ Stream::Item Stream::PopLocked() {
     limit = Device::Get().kernel_timeout_seconds();  // the launch path made the device already
   } catch (const std::exception&) {
   }
-  control_->Reset(item.event || limit <= 0 ? Clock::time_point::max() : DeadlineAfter(limit), limit);
+  control_->Reset(item.event || limit <= 0 ? Clock::time_point::max() : DeadlineAfter(limit), limit,
+                  item.assert_mode == AssertMode::kRaise);
   space_cv_.notify_one();
   return item;
 }

@@ -401,10 +401,18 @@ def test_pto_assert_raises_with_pypto_pro_assert_raise(monkeypatch):
     assert (err.kernel, err.block, err.core, err.line, err.op) == ("checked", 3, "AIV 3", line, "pto_assert")
     assert str(err) == (f"kernel 'checked' faulted in block 3 (AIV 3) at {err.source_file}:{line} in "
                         f"pl.pto_assert: Assertion failed: b < limit: block 3 is not below the limit 3")
+    # The launch reads the variable (a core never calls getenv): a bad value is the launch's ValueError,
+    # and the stream stays usable; a change takes effect at the next launch, not for one queued before.
     monkeypatch.setenv("PYPTO_PRO_ASSERT", "loud")
-    checked[None, 1](torch.zeros(ROWS, COLS), -1)
-    with pytest.raises(pypto_pro.KernelFault, match="PYPTO_PRO_ASSERT must be print or raise, got 'loud'"):
+    with pytest.raises(ValueError, match="environment variable PYPTO_PRO_ASSERT must be print or raise, got 'loud'"):
+        checked[None, 1](torch.zeros(ROWS, COLS), -1)
+    monkeypatch.setenv("PYPTO_PRO_ASSERT", "raise")
+    checked[None, 4](torch.zeros(ROWS, COLS), 3)  # queued with raise
+    monkeypatch.setenv("PYPTO_PRO_ASSERT", "print")
+    with pytest.raises(pypto_pro.KernelFault, match="block 3 is not below the limit 3"):
         sync()
+    checked[None, 4](torch.zeros(ROWS, COLS), 3)  # launched with print: reported, no fault
+    sync()
 
 
 @pl.jit

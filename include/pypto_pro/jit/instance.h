@@ -77,6 +77,7 @@ struct Instance {
   // The tensor parameters some op of this instance writes, as indices among the tensor parameters
   // (the order of their launcher slots): a launch must be allowed to modify them.
   std::vector<int> written_tensors;
+  bool has_assert = false;  // some pl.pto_assert: its launches pass PYPTO_PRO_ASSERT (SetSubmitAssertMode)
   std::filesystem::path sanitizer_report;  // sanitizer mode only
   std::vector<std::pair<Span, std::string>> warnings;  // what the passes warned about, for the front end
   PackedLauncher launch = nullptr;  // set once `compiled` (at once, unless a background compile runs)

@@ -21,6 +21,14 @@ namespace pypto_pro::runtime {
 class Stream;
 struct LaunchControl;
 
+// What a failed pl.pto_assert does in a launch (PYPTO_PRO_ASSERT): print a line and go on (the NPU's
+// behaviour) or end the block with a fault.
+enum class AssertMode : uint8_t { kPrint, kRaise };
+// The mode of the launches this thread submits from now on. The launching thread reads the
+// environment and sets it (for kernels with pl.pto_assert): a core must not call getenv while Python
+// may be changing the environment on another thread.
+void SetSubmitAssertMode(AssertMode mode);
+
 // A point in a stream's queue; completes (with a timestamp) when the stream reaches it.
 struct EventState {
   std::atomic<bool> completed{false};
@@ -87,6 +95,7 @@ class Stream {
     std::shared_ptr<EventState> event;
     uint32_t block_dim = 0;
     uint32_t args_size = 0;
+    AssertMode assert_mode = AssertMode::kPrint;
     std::chrono::steady_clock::time_point queued{};
     alignas(16) uint8_t inline_args[192];
     std::unique_ptr<uint8_t[]> heap_args;
