@@ -415,6 +415,24 @@ bool EnsurePrecompiledHeader(const fs::path& dir, const std::vector<std::string>
 // What a kernel that calls the routines library (instead of compiling them) is compiled with.
 constexpr const char* kExternRoutines = "-DPTO_EXTERN_ROUTINES";
 
+// A set of precompiled device code (a PrecompiledDir) that no compile used for this long is removed
+// when another set is built: one ~10 MB set per compiler, flags and header version would pile up.
+// A set's modification time is its last use (EnsurePrecompiledRoutines touches it).
+constexpr auto kUnusedSetLifetime = std::chrono::hours(24 * 30);
+
+// Removes the sets beside `dir` unused for kUnusedSetLifetime. A process still running with one
+// keeps what it loaded (unlinked files stay mapped); its next compile builds the set again.
+void RemoveUnusedSets(const fs::path& dir) {
+  std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
+  for (const auto& entry : fs::directory_iterator(dir.parent_path(), ec)) {
+    std::error_code entry_ec;
+    if (entry.path() == dir || !entry.is_directory(entry_ec)) continue;
+    const auto used = fs::last_write_time(entry.path(), entry_ec);
+    if (!entry_ec && now - used > kUnusedSetLifetime) fs::remove_all(entry.path(), entry_ec);
+  }
+}
+
 // The stop flag of the routines library's part compiles on this thread (EnsurePrecompiledRoutines).
 thread_local const std::atomic<bool>* tls_stop_parts = nullptr;
 
@@ -429,7 +447,10 @@ fs::path EnsurePrecompiledRoutines(const fs::path& dir, const std::vector<std::s
                                    const CompileOptions& options, double seconds_left, ProcessResult& run) {
   const fs::path lib = dir / "libpto_routines.so";
   std::error_code ec;
-  if (fs::is_regular_file(lib, ec)) return lib;
+  if (fs::is_regular_file(lib, ec)) {
+    fs::last_write_time(dir, fs::file_time_type::clock::now(), ec);  // used now (RemoveUnusedSets)
+    return lib;
+  }
   std::vector<fs::path> parts;
   for (const auto& entry : fs::directory_iterator(fs::path(DeviceIncludeDir()) / "pypto_pro" / "routines", ec)) {
     if (entry.path().extension() == ".cpp") parts.push_back(entry.path());
@@ -438,6 +459,7 @@ fs::path EnsurePrecompiledRoutines(const fs::path& dir, const std::vector<std::s
   const fs::path objects = dir / (".routines" + TempSuffix());
   fs::create_directories(objects, ec);
   if (ec || parts.empty()) return {};
+  RemoveUnusedSets(dir);
   if (options.building_device_code) options.building_device_code(options.building_device_code_context);
   struct RemoveObjects {
     const fs::path& path;

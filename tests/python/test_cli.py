@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -145,3 +146,26 @@ def test_cache_warm_without_precompiling_or_with_a_failing_compiler(tmp_path):
             "routines.cpp:1:1: error: this compiler is broken") in run.stderr
     assert not list((tmp_path / "xdg").rglob("libpto_routines.so"))  # nothing half-built left behind
     assert not list((tmp_path / "xdg").rglob("*.o")) and not list((tmp_path / "xdg").rglob(".routines*"))
+
+
+def test_building_device_code_removes_the_sets_unused_for_30_days(tmp_path):
+    """pch/ holds a set of precompiled device code per compiler, flags and header version; building a
+    new one removes those no compile used for 30 days (a set's modification time is its last use).
+    A compiler that fails at once stands in for the build."""
+    pch = tmp_path / "xdg" / "pypto_pro" / "pch"
+    old, recent = pch / "0123456789abcdef", pch / "fedcba9876543210"
+    for days, where in ((40, old), (20, recent)):
+        (where / "pypto_pro").mkdir(parents=True)
+        (where / "libpto_routines.so").write_bytes(b"a library")
+        stamp = time.time() - days * 86400
+        os.utime(where, (stamp, stamp))
+    fake = tmp_path / "broken-cxx"
+    fake.write_text("#!/bin/sh\necho 'error: this compiler is broken' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    run = subprocess.run([sys.executable, "-m", "pypto_pro", "cache", "warm"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT / "python"), PYPTO_PRO_CXX=str(fake),
+                                  XDG_CACHE_HOME=str(tmp_path / "xdg"), PYPTO_PRO_CACHE_DIR=""))
+    assert run.returncode == 1 and "this compiler is broken" in run.stderr
+    assert not old.exists()
+    assert (recent / "libpto_routines.so").read_bytes() == b"a library"

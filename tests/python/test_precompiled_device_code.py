@@ -3,8 +3,10 @@ pypto_pro/precompiled.h.gch from the cache directory's pch/, built once per comp
 headers; a damaged one is dropped and the kernel compiles all the same; PYPTO_PRO_PCH=0 turns it off."""
 
 import itertools
+import os
 import linecache
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -77,9 +79,11 @@ def test_compiles_build_the_precompiled_headers_once_and_read_them(tmp_path, mon
     built = list((tmp_path / "xdg" / "pypto_pro" / "pch").glob("*/pypto_pro/precompiled.h.gch"))
     assert len(built) == 1
     stamp = built[0].stat().st_mtime_ns
+    os.utime(only, (time.time() - 10 * 86400,) * 2)  # a set's modification time is its last use
     _compile_and_check()
     assert list((tmp_path / "xdg" / "pypto_pro" / "pch").glob("*/pypto_pro/precompiled.h.gch")) == built
     assert built[0].stat().st_mtime_ns == stamp  # read, not built again
+    assert time.time() - only.stat().st_mtime < 3600  # and the set marked used
     # Damaged (as by a full disk): the compile that fails reading it runs again without it, which
     # proves the compiler read it, and drops it; the next compile builds a whole one.
     built[0].write_bytes(built[0].read_bytes()[:100000])
