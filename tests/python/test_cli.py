@@ -32,6 +32,17 @@ def _cli(tmp_path, *args):
                           text=True, timeout=300)
 
 
+def _with_broken_compiler(tmp_path, *argv, error="error: this compiler is broken", **env):
+    """`python argv...` in tmp_path with PYPTO_PRO_CXX a compiler that prints `error` and fails at once
+    (standing in for a build of the precompiled device code) and the cache under tmp_path/xdg."""
+    fake = tmp_path / "broken-cxx"
+    fake.write_text(f"#!/bin/sh\necho '{error}' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    return subprocess.run([sys.executable, *argv], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT / "python"), PYPTO_PRO_CXX=str(fake),
+                                   XDG_CACHE_HOME=str(tmp_path / "xdg"), PYPTO_PRO_CACHE_DIR="", **env))
+
+
 def test_ls_show_clean_and_run(tmp_path):
     (tmp_path / "script.py").write_text(SCRIPT)
     run = _cli(tmp_path, "run", str(tmp_path / "script.py"))  # a script run through the torch_npu layer
@@ -101,13 +112,7 @@ def test_the_progress_line_says_when_the_shared_device_code_is_built(tmp_path):
     routines library all kernels share and waits for it: the progress line says so. A compiler that
     fails at once stands in for the ~15 s build."""
     (tmp_path / "script.py").write_text(SCRIPT)
-    fake = tmp_path / "broken-cxx"
-    fake.write_text("#!/bin/sh\necho 'error: this compiler is broken' >&2\nexit 1\n")
-    fake.chmod(0o755)
-    run = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT / "python"), PYPTO_PRO_CXX=str(fake),
-                                  PYPTO_PRO_PROGRESS="1", XDG_CACHE_HOME=str(tmp_path / "xdg"),
-                                  PYPTO_PRO_CACHE_DIR=""))
+    run = _with_broken_compiler(tmp_path, "script.py", PYPTO_PRO_PROGRESS="1")
     assert run.returncode == 1 and "CompileError: the host compiler failed on kernel 'cli_kernel'" in run.stderr
     assert ("pypto_pro: building the device code all kernels share (once per compiler, CPU and pypto_pro version, "
             "~15 s; `python -m pypto_pro cache warm` builds it ahead), then compiling kernel 'cli_kernel' "
@@ -134,13 +139,8 @@ def test_cache_warm_without_precompiling_or_with_a_failing_compiler(tmp_path):
     assert run.returncode == 0
     assert run.stdout.startswith("no precompiled device code: PYPTO_PRO_PCH=0, or the cache directory cannot be "
                                  "written")
-    fake = tmp_path / "broken-cxx"
-    fake.write_text("#!/bin/sh\necho 'routines.cpp:1:1: error: this compiler is broken' >&2\nexit 1\n")
-    fake.chmod(0o755)
-    run = subprocess.run([sys.executable, "-m", "pypto_pro", "cache", "warm"], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=300,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT / "python"), PYPTO_PRO_CXX=str(fake),
-                                  XDG_CACHE_HOME=str(tmp_path / "xdg"), PYPTO_PRO_CACHE_DIR=""))
+    run = _with_broken_compiler(tmp_path, "-m", "pypto_pro", "cache", "warm",
+                                error="routines.cpp:1:1: error: this compiler is broken")
     assert run.returncode == 1
     assert ("python -m pypto_pro cache warm: the host compiler failed on the precompiled routines:\n"
             "routines.cpp:1:1: error: this compiler is broken") in run.stderr
@@ -159,13 +159,7 @@ def test_building_device_code_removes_the_sets_unused_for_30_days(tmp_path):
         (where / "libpto_routines.so").write_bytes(b"a library")
         stamp = time.time() - days * 86400
         os.utime(where, (stamp, stamp))
-    fake = tmp_path / "broken-cxx"
-    fake.write_text("#!/bin/sh\necho 'error: this compiler is broken' >&2\nexit 1\n")
-    fake.chmod(0o755)
-    run = subprocess.run([sys.executable, "-m", "pypto_pro", "cache", "warm"], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=300,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT / "python"), PYPTO_PRO_CXX=str(fake),
-                                  XDG_CACHE_HOME=str(tmp_path / "xdg"), PYPTO_PRO_CACHE_DIR=""))
+    run = _with_broken_compiler(tmp_path, "-m", "pypto_pro", "cache", "warm")
     assert run.returncode == 1 and "this compiler is broken" in run.stderr
     assert not old.exists()
     assert (recent / "libpto_routines.so").read_bytes() == b"a library"
