@@ -487,7 +487,7 @@ inline bool Enabled() {
   return s == 1;
 }
 
-// Every tile used: 16 rows of 64 bytes (C: 16 x 16 fp32 or int32; A: 16 x 32 bf16 or 64 int8; B: 16
+// Every tile used: 16 rows of 64 bytes (C: 16 x 16 fp32 or int32; A: 16 rows of 64 bytes of k; B: 16
 // words of k x 16 columns).
 struct alignas(64) Config {
   uint8_t palette = 1, start_row = 0;
@@ -506,30 +506,51 @@ struct alignas(64) Config {
 #define PTO_AMX_DOT(op, c, a, b) \
   __asm__ volatile("{" op "\t%%tmm" #b ", %%tmm" #a ", %%tmm" #c "|" op "\t%%tmm" #c ", %%tmm" #a ", %%tmm" #b "}" ::)
 
-constexpr int kM = 32, kN = 32;     // a block of C in four tiles
-constexpr int kMaxAcc = 128 * 1024;  // fp32 / int32 accumulator elements (L0C holds 64 Ki)
-constexpr int kMaxA = 256 * 1024;    // bf16 elements (twice as many int8) of a packed A panel
-constexpr int kMaxKC = 512;          // bf16 k per panel (int8: twice as many)
+constexpr int kM = 32, kN = 32;          // a block of C in four tiles
+constexpr int kTileBytes = 1024;         // 16 rows of 64 bytes
+constexpr int kMaxAcc = 128 * 1024;      // fp32 / int32 accumulator elements (L0C holds 64 Ki)
+constexpr int kPanelBytes = 256 * 1024;  // a packed A panel, and a packed B panel
 
-// bf16: pairs of k per 32-bit word, fp32 sums (tdpbf16ps); int8: quads of k, exact int32 sums that
-// wrap like the device's accumulator (tdpbssd).
+// How k is laid out in the tiles' 32-bit words (A: a tile row is 16 words of one row of A; B: a tile
+// row is one word of k for 16 columns), per input type:
+// - bf16: pairs of consecutive k, fp32 sums (tdpbf16ps; bf16 x bf16 products are exact in fp32);
+// - int8: quads of k, exact int32 sums that wrap like the device's accumulator (tdpbssd);
+// - fp16: each value split exactly into bf16 hi + lo (hi: its first 8 significant bits, lo: the other
+//   3). A's word of one k is (hi, lo); B has two tiles per k tile, of words (hi, hi) and (lo, lo), and
+//   both multiply the same A tile into the same sums: one k adds A.hi B.hi + A.lo B.hi + A.hi B.lo +
+//   A.lo B.lo = A B, every product exact in fp32, and no product or partial sum is below 2^-48 (none
+//   meets the tile unit's flushing of fp32 denormals). Four times the bf16 work, still faster than
+//   fp32 FMAs. An infinity or NaN cannot be split (inf - inf), so a matmul whose inputs hold one runs
+//   on the vector path instead.
 template <typename TIn>
 struct Traits;
 template <>
 struct Traits<bfloat16> {
   using Acc = float;
-  static constexpr int kPerWord = 2;
+  static constexpr int kTileK = 32;      // k per tile
+  static constexpr int kBytesPerK = 2;   // packed bytes per k of one row of A (and one column of B)
+  static constexpr int kBParts = 1;      // B tiles per k tile and column tile
 };
 template <>
 struct Traits<int8_t> {
   using Acc = int32_t;
-  static constexpr int kPerWord = 4;
+  static constexpr int kTileK = 64;
+  static constexpr int kBytesPerK = 1;
+  static constexpr int kBParts = 1;
+};
+template <>
+struct Traits<half> {
+  using Acc = float;
+  static constexpr int kTileK = 16;
+  static constexpr int kBytesPerK = 8;  // B's; A's are 4
+  static constexpr int kBParts = 2;     // (hi, hi) and (lo, lo)
 };
 
 struct Scratch {
-  alignas(64) uint32_t acc[kMaxAcc];        // C (fp32 or int32), padded to whole blocks, summed over k panels
-  alignas(64) uint8_t a[kMaxA * 2];         // A panel: every row x the panel's k, zero-padded
-  alignas(64) uint32_t b[(kMaxKC / 2) * kN];  // B panel: words of consecutive k, 32 columns
+  alignas(64) uint32_t acc[kMaxAcc];          // C (fp32 or int32), padded to whole blocks, between k panels
+  alignas(64) uint8_t a[kPanelBytes];         // A panel: tile (row tile i, k tile p) at (i * k_tiles + p) KiB
+  alignas(64) uint8_t b[kPanelBytes];         // B panel: tile (column tile j, k tile p, part r) at ((j * k_tiles + p) * parts + r) KiB
+  alignas(64) uint32_t block[2][kM * kN];     // finished blocks of C on their way to C (double-buffered)
 };
 
 inline Scratch& ThreadScratch() {
@@ -542,120 +563,333 @@ inline int RoundUp(int x, int to) { return (x + to - 1) / to * to; }
 // Whether Gemm below takes an m x n result (its accumulator holds it).
 inline bool Fits(int m, int n) { return int64_t(RoundUp(m, kM)) * RoundUp(n, kN) <= kMaxAcc; }
 
-// The k-th element of B's row as the bits of a word lane.
-inline uint32_t Bits(bfloat16 x) { return x.bits; }
-inline uint32_t Bits(int8_t x) { return uint8_t(x); }
+typedef uint16_t u16x32 __attribute__((vector_size(64)));
+typedef uint8_t u8x64 __attribute__((vector_size(64)));
 
-// C[m, n] = init + A x B (C may be init.data: matmul_acc in place).
-template <typename TIn, typename TC>
-inline void Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, int64_t ldb, TC* c, int64_t ldc,
-                 const Init<TC>& init) {
-  constexpr int kPer = Traits<TIn>::kPerWord;
-  constexpr int kTileK = 64 / int(sizeof(TIn));  // k of one A tile row (64 bytes)
-  Scratch& s = detail::Pinned(ThreadScratch());
-  TC* acc_base = reinterpret_cast<TC*>(s.acc);
-  TIn* a_pack = reinterpret_cast<TIn*>(s.a);
-  const Config config;
-  __asm__ volatile("ldtilecfg %0" ::"m"(config));
-  const int m_pad = RoundUp(m, kM), n_pad = RoundUp(n, kN);
-  // k per panel: whole A tiles, at most kMaxKC pairs' worth, and the panel of every row within kMaxA
-  int kc_max = int(kMaxA * 2 / int(sizeof(TIn))) / m_pad / kTileK * kTileK;
-  const int kc_cap = kMaxKC / 2 * kPer;
-  kc_max = kc_max > kc_cap ? kc_cap : kc_max < kTileK ? kTileK : kc_max;
-  for (int k0 = 0; k0 < k; k0 += kc_max) {
-    const int kc = k - k0 < kc_max ? k - k0 : kc_max;
-    const int kp = RoundUp(kc, kTileK);  // zeros beyond kc add nothing
-    // A's tiles load straight from A when they need no zero padding (whole 32-row blocks and whole
-    // 64-byte rows); otherwise from a padded copy.
-    const bool direct = m == m_pad && kc == kp;
-    const TIn* a_panel = direct ? a + k0 : a_pack;
-    const int64_t a_stride = direct ? lda : kp;
-    for (int i = 0; i < m_pad && !direct; ++i) {
-      TIn* row = a_pack + int64_t(i) * kp;
-      const int copied = i < m ? kc : 0;
-      if (copied) __builtin_memcpy(row, a + int64_t(i) * lda + k0, size_t(kc) * sizeof(TIn));
-      __builtin_memset(row + copied, 0, size_t(kp - copied) * sizeof(TIn));
+// fp16 split: the words (hi | lo << 16) of 16 values, and whether one of them is an infinity or a NaN.
+inline u32x16 SplitWords(f32x16 x, u32x16& non_finite) {
+  const u32x16 bits = (u32x16)x;
+  const u32x16 hi = bits & 0xffff0000u;
+  const f32x16 lo = x - (f32x16)hi;  // exact: the 3 significant bits hi left out
+  non_finite |= (u32x16)((bits & 0x7f800000u) == 0x7f800000u);
+  return (hi >> 16) | ((u32x16)lo & 0xffff0000u);
+}
+
+inline uint32_t SplitWord(half h, bool& non_finite) {
+  const float x = ToFloat(h);
+  const uint32_t bits = FloatBits(x), hi = bits & 0xffff0000u;
+  non_finite |= (bits & 0x7f800000u) == 0x7f800000u;
+  return (hi >> 16) | (FloatBits(x - BitsFloat(hi)) & 0xffff0000u);
+}
+
+// Packs rows [0, m_pad) x k [k0, k0 + kc) of A as tiles (rows past m and k past kc are zeros); false
+// when an fp16 value is an infinity or a NaN.
+template <typename TIn>
+inline bool PackA(uint8_t* __restrict tiles, const TIn* a, int64_t lda, int m, int m_pad, int kc) {
+  constexpr int kTileK = Traits<TIn>::kTileK;
+  const int k_tiles = (kc + kTileK - 1) / kTileK;
+  u32x16 non_finite{};
+  bool scalar_non_finite = false;
+  for (int i = 0; i < m_pad; ++i) {
+    uint8_t* row_tiles = tiles + int64_t(i / 16) * k_tiles * kTileBytes + (i % 16) * 64;
+    const TIn* row = a + int64_t(i) * lda;
+    const int copied = i < m ? kc : 0;
+    int p = 0;
+    if constexpr (__is_same(TIn, half)) {
+      for (; p + 16 <= copied; p += 16) {
+        const u32x16 w = SplitWords(Load16(row + p), non_finite);
+        __builtin_memcpy(row_tiles + int64_t(p / 16) * kTileBytes, &w, 64);
+      }
+      for (; p < k_tiles * kTileK; ++p) {
+        reinterpret_cast<uint32_t*>(row_tiles + int64_t(p / 16) * kTileBytes)[p % 16] =
+            p < copied ? SplitWord(row[p], scalar_non_finite) : 0;
+      }
+    } else {
+      for (; p + kTileK <= copied; p += kTileK) __builtin_memcpy(row_tiles + int64_t(p / kTileK) * kTileBytes, row + p, 64);
+      for (; p < k_tiles * kTileK; p += kTileK) {  // a partial tile, or rows past m: zeros
+        TIn* out = reinterpret_cast<TIn*>(row_tiles + int64_t(p / kTileK) * kTileBytes);
+        for (int q = 0; q < kTileK; ++q) out[q] = p + q < copied ? row[p + q] : TIn{};
+      }
     }
-    for (int j0 = 0; j0 < n_pad; j0 += kN) {
-      const int nb = n - j0 < kN ? n - j0 : kN;
-      for (int q = 0; q < kp / kPer; ++q) {  // word [q][j]: b[kPer q + r][j] in lane r
-        uint32_t* out = s.b + q * kN;
-        const bool whole = nb == kN && kPer * q + kPer - 1 < kc;
-        if constexpr (kPer == 2) {
-          if (whole) {  // the common case, 16 columns at a time
-            const TIn* even = b + int64_t(k0 + 2 * q) * ldb + j0;
-#pragma GCC unroll 2
-            for (int v = 0; v < kN / 16; ++v) {
-              u16x16 lo, hi;
-              __builtin_memcpy(&lo, even + 16 * v, sizeof lo);
-              __builtin_memcpy(&hi, even + ldb + 16 * v, sizeof hi);
-              const u32x16 word = __builtin_convertvector(lo, u32x16) | (__builtin_convertvector(hi, u32x16) << 16);
-              __builtin_memcpy(out + 16 * v, &word, sizeof word);
-            }
-            continue;
+  }
+  for (int l = 0; l < 16; ++l) scalar_non_finite |= non_finite[l] != 0;
+  return !scalar_non_finite;
+}
+
+// The word of B's tile row q (column j, k tile kt) from the scalar elements, zeros past kc and n.
+template <typename TIn>
+inline uint32_t BWord(const TIn* b, int64_t ldb, int kc, int n, int kt, int q, int part, int j, bool& non_finite) {
+  if (j >= n) return 0;
+  if constexpr (__is_same(TIn, half)) {
+    const int p = kt * 16 + q;
+    if (p >= kc) return 0;
+    const uint32_t w = SplitWord(b[int64_t(p) * ldb + j], non_finite);
+    const uint32_t half_bits = part ? w >> 16 : w & 0xffffu;  // (hi, hi) or (lo, lo)
+    return half_bits | (half_bits << 16);
+  } else {
+    constexpr int kPer = 4 / int(sizeof(TIn));
+    uint32_t word = 0;
+    for (int r = 0; r < kPer; ++r) {
+      const int p = kt * Traits<TIn>::kTileK + q * kPer + r;
+      if (p < kc) {
+        uint32_t bits;
+        if constexpr (__is_same(TIn, bfloat16)) bits = b[int64_t(p) * ldb + j].bits;
+        else bits = uint8_t(b[int64_t(p) * ldb + j]);
+        word |= bits << (r * 32 / kPer);
+      }
+    }
+    return word;
+  }
+}
+
+// Packs k [0, kc) x columns [0, n_pad) of B as tiles; false when an fp16 value is an infinity or a NaN.
+template <typename TIn>
+inline bool PackB(uint8_t* __restrict tiles, const TIn* b, int64_t ldb, int kc, int n, int n_pad) {
+  constexpr int kTileK = Traits<TIn>::kTileK;
+  const int k_tiles = (kc + kTileK - 1) / kTileK;
+  u32x16 non_finite{};
+  bool scalar_non_finite = false;
+  constexpr int kParts = Traits<TIn>::kBParts;
+  auto tile_row = [&](int jt, int kt, int q, int part = 0) {
+    return reinterpret_cast<uint32_t*>(tiles + ((int64_t(jt) * k_tiles + kt) * kParts + part) * kTileBytes) + 16 * q;
+  };
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    for (int q = 0; q < 16; ++q) {
+      int j = 0;  // the columns done by whole vectors
+      if constexpr (__is_same(TIn, bfloat16)) {  // rows 2q, 2q + 1: 32 columns to two tiles at a time
+        const int p = kt * kTileK + 2 * q;
+        if (p + 1 < kc) {
+          for (; j + 32 <= n; j += 32) {
+            u16x32 even, odd;
+            __builtin_memcpy(&even, b + int64_t(p) * ldb + j, 64);
+            __builtin_memcpy(&odd, b + int64_t(p + 1) * ldb + j, 64);
+            const u16x32 w0 = __builtin_shufflevector(even, odd, 0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+                                                      8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47);
+            const u16x32 w1 = __builtin_shufflevector(even, odd, 16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22,
+                                                      54, 23, 55, 24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62,
+                                                      31, 63);
+            __builtin_memcpy(tile_row(j / 16, kt, q), &w0, 64);
+            __builtin_memcpy(tile_row(j / 16 + 1, kt, q), &w1, 64);
           }
         }
-        for (int j = 0; j < kN; ++j) {
-          uint32_t word = 0;
-          for (int r = 0; r < kPer; ++r) {
-            const int row = kPer * q + r;
-            if (j < nb && row < kc) word |= Bits(b[int64_t(k0 + row) * ldb + j0 + j]) << (r * 32 / kPer);
+      } else if constexpr (__is_same(TIn, int8_t)) {  // rows 4q .. 4q + 3: 64 columns to four tiles
+        const int p = kt * kTileK + 4 * q;
+        if (p + 3 < kc) {
+          for (; j + 64 <= n; j += 64) {
+            u8x64 r0, r1, r2, r3;
+            const int8_t* src = b + int64_t(p) * ldb + j;
+            __builtin_memcpy(&r0, src, 64);
+            __builtin_memcpy(&r1, src + ldb, 64);
+            __builtin_memcpy(&r2, src + 2 * ldb, 64);
+            __builtin_memcpy(&r3, src + 3 * ldb, 64);
+#define PTO_LO32 0, 64, 1, 65, 2, 66, 3, 67, 4, 68, 5, 69, 6, 70, 7, 71, 8, 72, 9, 73, 10, 74, 11, 75, 12, 76, 13, 77, \
+                 14, 78, 15, 79, 16, 80, 17, 81, 18, 82, 19, 83, 20, 84, 21, 85, 22, 86, 23, 87, 24, 88, 25, 89, 26, \
+                 90, 27, 91, 28, 92, 29, 93, 30, 94, 31, 95
+#define PTO_HI32 32, 96, 33, 97, 34, 98, 35, 99, 36, 100, 37, 101, 38, 102, 39, 103, 40, 104, 41, 105, 42, 106, 43, \
+                 107, 44, 108, 45, 109, 46, 110, 47, 111, 48, 112, 49, 113, 50, 114, 51, 115, 52, 116, 53, 117, 54,   \
+                 118, 55, 119, 56, 120, 57, 121, 58, 122, 59, 123, 60, 124, 61, 125, 62, 126, 63, 127
+            // byte pairs (row 0, row 1) and (row 2, row 3) per column, then the pairs of pairs
+            const u16x32 p01lo = (u16x32)__builtin_shufflevector(r0, r1, PTO_LO32);
+            const u16x32 p01hi = (u16x32)__builtin_shufflevector(r0, r1, PTO_HI32);
+            const u16x32 p23lo = (u16x32)__builtin_shufflevector(r2, r3, PTO_LO32);
+            const u16x32 p23hi = (u16x32)__builtin_shufflevector(r2, r3, PTO_HI32);
+#undef PTO_LO32
+#undef PTO_HI32
+#define PTO_QUADS(x, y, base)                                                                                        \
+  __builtin_shufflevector(x, y, base + 0, base + 32, base + 1, base + 33, base + 2, base + 34, base + 3, base + 35, \
+                          base + 4, base + 36, base + 5, base + 37, base + 6, base + 38, base + 7, base + 39,       \
+                          base + 8, base + 40, base + 9, base + 41, base + 10, base + 42, base + 11, base + 43,     \
+                          base + 12, base + 44, base + 13, base + 45, base + 14, base + 46, base + 15, base + 47)
+            const u16x32 w0 = PTO_QUADS(p01lo, p23lo, 0), w1 = PTO_QUADS(p01lo, p23lo, 16);
+            const u16x32 w2 = PTO_QUADS(p01hi, p23hi, 0), w3 = PTO_QUADS(p01hi, p23hi, 16);
+#undef PTO_QUADS
+            __builtin_memcpy(tile_row(j / 16, kt, q), &w0, 64);
+            __builtin_memcpy(tile_row(j / 16 + 1, kt, q), &w1, 64);
+            __builtin_memcpy(tile_row(j / 16 + 2, kt, q), &w2, 64);
+            __builtin_memcpy(tile_row(j / 16 + 3, kt, q), &w3, 64);
           }
-          out[j] = word;
+        }
+      } else {  // fp16: row kt * 16 + q to the hi tile and the lo tile, 16 columns at a time
+        const int p = kt * kTileK + q;
+        if (p < kc) {
+          for (; j + 16 <= n; j += 16) {
+            const u32x16 w = SplitWords(Load16(b + int64_t(p) * ldb + j), non_finite);
+            const u32x16 hi = w & 0xffffu, lo = w >> 16;
+            const u32x16 hi_words = hi | (hi << 16), lo_words = lo | (lo << 16);
+            __builtin_memcpy(tile_row(j / 16, kt, q, 0), &hi_words, 64);
+            __builtin_memcpy(tile_row(j / 16, kt, q, 1), &lo_words, 64);
+          }
         }
       }
-      for (int i0 = 0; i0 < m_pad; i0 += kM) {
+      for (; j < n_pad; ++j) {
+        for (int part = 0; part < kParts; ++part) {
+          tile_row(j / 16, kt, q, part)[j % 16] = BWord(b, ldb, kc, n, kt, q, part, j, scalar_non_finite);
+        }
+      }
+    }
+  }
+  for (int l = 0; l < 16; ++l) scalar_non_finite |= non_finite[l] != 0;
+  return !scalar_non_finite;
+}
+
+// Whether every value of the m x k matrix is finite.
+inline bool AllFinite(const half* x, int64_t ld, int rows, int cols) {
+  bool non_finite = false;
+  for (int i = 0; i < rows; ++i) {
+    for (int j = 0; j < cols; ++j) non_finite |= (x[int64_t(i) * ld + j].bits & 0x7c00) == 0x7c00;
+  }
+  return !non_finite;
+}
+
+// C = init + sum for rows [i0, i0 + 32) x columns [j0, j0 + 32) of C within m x n (int32 in unsigned
+// arithmetic: it wraps); sum: the block's 32 x 32 sums.
+template <typename TC>
+inline void FinishBlock(const TC* sum, TC* c, int64_t ldc, const Init<TC>& init, int m, int n, int i0, int j0) {
+  const int rows = m - i0 < kM ? m - i0 : kM, cols = n - j0 < kN ? n - j0 : kN;
+  for (int i = 0; i < rows; ++i, sum += kN) {
+    const TC* base = init.data ? init.data + int64_t(i0 + i) * init.row_stride + j0 : nullptr;
+    TC* out = c + int64_t(i0 + i) * ldc + j0;
+    int j = 0;
+    for (; j + 16 <= cols; j += 16) {
+      u32x16 v;
+      __builtin_memcpy(&v, sum + j, 64);
+      if (base) {
+        u32x16 prior;
+        __builtin_memcpy(&prior, base + j, 64);
+        if constexpr (__is_same(TC, float)) v = (u32x16)((f32x16)prior + (f32x16)v);
+        else v += prior;
+      }
+      __builtin_memcpy(out + j, &v, 64);
+    }
+    for (; j < cols; ++j) {
+      if constexpr (__is_same(TC, float)) out[j] = base ? base[j] + sum[j] : sum[j];
+      else out[j] = TC(uint32_t(sum[j]) + (base ? uint32_t(base[j]) : 0u));
+    }
+  }
+}
+
+// C[m, n] = init + A x B (C may be init.data: matmul_acc in place); false, having changed nothing,
+// when fp16 inputs hold an infinity or a NaN (the caller runs the vector path).
+template <typename TIn, typename TC>
+inline bool Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, int64_t ldb, TC* c, int64_t ldc,
+                 const Init<TC>& init) {
+  using Tr = Traits<TIn>;
+  Scratch& s = detail::Pinned(ThreadScratch());
+  TC* const acc_base = reinterpret_cast<TC*>(s.acc);
+  const int m_pad = RoundUp(m, kM), n_pad = RoundUp(n, kN);
+  // k per panel: whole tiles, and both packed panels within kPanelBytes
+  const int widest = m_pad > n_pad ? m_pad : n_pad;
+  int kc_max = kPanelBytes / (widest * Tr::kBytesPerK) / Tr::kTileK * Tr::kTileK;
+  if (kc_max < Tr::kTileK) kc_max = Tr::kTileK;
+  if constexpr (__is_same(TIn, half)) {  // a later panel can no longer turn back: look at everything first
+    if (k > kc_max && !(AllFinite(a, lda, m, k) && AllFinite(b, ldb, k, n))) return false;
+  }
+  const Config config;
+  __asm__ volatile("ldtilecfg %0" ::"m"(config));
+  bool pending = false;  // a block's sums wait in s.block[!parity] for FinishBlock
+  int parity = 0, pending_i = 0, pending_j = 0;
+  for (int k0 = 0; k0 < k; k0 += kc_max) {
+    const int kc = k - k0 < kc_max ? k - k0 : kc_max;
+    const int k_tiles = (kc + Tr::kTileK - 1) / Tr::kTileK;
+    // A's tiles load straight from A when they need no zeros (whole blocks of rows, whole tiles of k)
+    // and no conversion (not fp16); otherwise from a packed copy.
+    const bool direct = !__is_same(TIn, half) && m == m_pad && kc % Tr::kTileK == 0;
+    const bool finite = (direct || PackA(s.a, a + k0, lda, m, m_pad, kc)) &
+                        PackB(s.b, b + int64_t(k0) * ldb, ldb, kc, n, n_pad);
+    if (!finite) {  // fp16 only, and only in the first panel
+      __asm__ volatile("tilerelease" ::);
+      return false;
+    }
+    const bool first = k0 == 0, last = k0 + kc >= k;
+    const int64_t packed_stride = int64_t(k_tiles) * kTileBytes;  // to the next row (column) tile
+    const int64_t b_stride = packed_stride * Tr::kBParts;
+    // A tile: 16 rows of 64 bytes, `a_row` bytes apart; the next k tile `a_step` bytes on
+    const uint8_t* const a_bytes = direct ? reinterpret_cast<const uint8_t*>(a + k0) : s.a;
+    const int64_t a_row = direct ? lda * int64_t(sizeof(TIn)) : 64;
+    const int64_t a_step = direct ? 64 : kTileBytes;
+    const int64_t a_tile_rows = direct ? 16 * a_row : packed_stride;  // to the next row tile
+    for (int i0 = 0; i0 < m_pad; i0 += kM) {
+      const uint8_t* a0 = a_bytes + (i0 / 16) * a_tile_rows;
+      const uint8_t* a1 = a0 + a_tile_rows;
+      for (int j0 = 0; j0 < n_pad; j0 += kN) {
+        const uint8_t* b0 = s.b + (j0 / 16) * b_stride;
+        const uint8_t* b1 = b0 + b_stride;
         TC* acc = acc_base + int64_t(i0) * n_pad + j0;
-        const int64_t stride = int64_t(n_pad) * 4;
-        if (k0 == 0) {  // the first k panel starts the sums (no zeroed scratch to load)
+        const int64_t acc_stride = int64_t(n_pad) * 4;
+        if (first) {
           PTO_AMX_ZERO(0);
           PTO_AMX_ZERO(1);
           PTO_AMX_ZERO(2);
           PTO_AMX_ZERO(3);
         } else {
-          PTO_AMX_LOAD(0, acc, stride);
-          PTO_AMX_LOAD(1, acc + 16, stride);
-          PTO_AMX_LOAD(2, acc + 16 * n_pad, stride);
-          PTO_AMX_LOAD(3, acc + 16 * n_pad + 16, stride);
+          PTO_AMX_LOAD(0, acc, acc_stride);
+          PTO_AMX_LOAD(1, acc + 16, acc_stride);
+          PTO_AMX_LOAD(2, acc + 16 * n_pad, acc_stride);
+          PTO_AMX_LOAD(3, acc + 16 * n_pad + 16, acc_stride);
         }
-        const TIn* a_rows = a_panel + int64_t(i0) * a_stride;
-        for (int p0 = 0; p0 < kp; p0 += kTileK) {
-          PTO_AMX_LOAD(4, a_rows + p0, a_stride * int64_t(sizeof(TIn)));
-          PTO_AMX_LOAD(5, a_rows + 16 * a_stride + p0, a_stride * int64_t(sizeof(TIn)));
-          PTO_AMX_LOAD(6, s.b + (p0 / kPer) * kN, kN * 4);
-          PTO_AMX_LOAD(7, s.b + (p0 / kPer) * kN + 16, kN * 4);
-          if constexpr (kPer == 2) {
+        for (int kt = 0; kt < k_tiles; ++kt) {  // loads between the products they feed
+          const int64_t off = int64_t(kt) * kTileBytes, a_off = kt * a_step;
+          if constexpr (__is_same(TIn, half)) {  // B's hi tile, then its lo tile, per column tile
+            const int64_t b_off = off * 2;
+            PTO_AMX_LOAD(4, a0 + a_off, a_row);
+            PTO_AMX_LOAD(5, a1 + a_off, a_row);
+            PTO_AMX_LOAD(6, b0 + b_off, 64);
             PTO_AMX_DOT("tdpbf16ps", 0, 4, 6);
-            PTO_AMX_DOT("tdpbf16ps", 1, 4, 7);
             PTO_AMX_DOT("tdpbf16ps", 2, 5, 6);
+            PTO_AMX_LOAD(7, b0 + b_off + kTileBytes, 64);
+            PTO_AMX_DOT("tdpbf16ps", 0, 4, 7);
+            PTO_AMX_DOT("tdpbf16ps", 2, 5, 7);
+            PTO_AMX_LOAD(6, b1 + b_off, 64);
+            PTO_AMX_DOT("tdpbf16ps", 1, 4, 6);
+            PTO_AMX_DOT("tdpbf16ps", 3, 5, 6);
+            PTO_AMX_LOAD(7, b1 + b_off + kTileBytes, 64);
+            PTO_AMX_DOT("tdpbf16ps", 1, 4, 7);
             PTO_AMX_DOT("tdpbf16ps", 3, 5, 7);
-          } else {
+            continue;
+          }
+          PTO_AMX_LOAD(4, a0 + a_off, a_row);
+          PTO_AMX_LOAD(6, b0 + off, 64);
+          if constexpr (__is_same(TIn, int8_t)) {
             PTO_AMX_DOT("tdpbssd", 0, 4, 6);
+            PTO_AMX_LOAD(7, b1 + off, 64);
             PTO_AMX_DOT("tdpbssd", 1, 4, 7);
+            PTO_AMX_LOAD(5, a1 + a_off, a_row);
             PTO_AMX_DOT("tdpbssd", 2, 5, 6);
             PTO_AMX_DOT("tdpbssd", 3, 5, 7);
+          } else {
+            PTO_AMX_DOT("tdpbf16ps", 0, 4, 6);
+            PTO_AMX_LOAD(7, b1 + off, 64);
+            PTO_AMX_DOT("tdpbf16ps", 1, 4, 7);
+            PTO_AMX_LOAD(5, a1 + a_off, a_row);
+            PTO_AMX_DOT("tdpbf16ps", 2, 5, 6);
+            PTO_AMX_DOT("tdpbf16ps", 3, 5, 7);
           }
         }
-        PTO_AMX_STORE(0, acc, stride);
-        PTO_AMX_STORE(1, acc + 16, stride);
-        PTO_AMX_STORE(2, acc + 16 * n_pad, stride);
-        PTO_AMX_STORE(3, acc + 16 * n_pad + 16, stride);
+        if (!last) {
+          PTO_AMX_STORE(0, acc, acc_stride);
+          PTO_AMX_STORE(1, acc + 16, acc_stride);
+          PTO_AMX_STORE(2, acc + 16 * n_pad, acc_stride);
+          PTO_AMX_STORE(3, acc + 16 * n_pad + 16, acc_stride);
+          continue;
+        }
+        // The block's sums go to C one block later: reading lines the tile unit has just stored stalls,
+        // and finishing the previous block here overlaps the products still in flight.
+        TC* block = reinterpret_cast<TC*>(s.block[parity]);
+        if (pending) FinishBlock(reinterpret_cast<const TC*>(s.block[!parity]), c, ldc, init, m, n, pending_i, pending_j);
+        PTO_AMX_STORE(0, block, kN * 4);
+        PTO_AMX_STORE(1, block + 16, kN * 4);
+        PTO_AMX_STORE(2, block + 16 * kN, kN * 4);
+        PTO_AMX_STORE(3, block + 16 * kN + 16, kN * 4);
+        pending = true;
+        pending_i = i0;
+        pending_j = j0;
+        parity = !parity;
       }
     }
   }
+  if (pending) FinishBlock(reinterpret_cast<const TC*>(s.block[!parity]), c, ldc, init, m, n, pending_i, pending_j);
   __asm__ volatile("tilerelease" ::);
-  for (int i = 0; i < m; ++i) {  // C = init + A x B (int32 in unsigned arithmetic: it wraps)
-    const TC* base = init.data ? init.data + int64_t(i) * init.row_stride : nullptr;
-    TC* out = c + int64_t(i) * ldc;
-    const TC* sum = acc_base + int64_t(i) * n_pad;
-    for (int j = 0; j < n; ++j) {
-      if constexpr (__is_same(TC, float)) {
-        out[j] = base ? base[j] + sum[j] : sum[j];
-      } else {
-        out[j] = TC(uint32_t(sum[j]) + (base ? uint32_t(base[j]) : 0u));
-      }
-    }
-  }
+  return true;
 }
 
 #undef PTO_AMX_LOAD
@@ -686,8 +920,8 @@ inline void GemmBody(int m, int n, int k, const TIn* a, int64_t lda, const TIn* 
     return;
   }
 #if PTO_GEMM_AMX
-  if constexpr (__is_same(TIn, bfloat16) || (PTO_GEMM_AMX_INT8 && __is_same(TIn, int8_t))) {
-    if (amx::Fits(m, n) && amx::Enabled()) return amx::Gemm(m, n, k, a, lda, b, ldb, c, ldc, init);
+  if constexpr (__is_same(TIn, bfloat16) || __is_same(TIn, half) || (PTO_GEMM_AMX_INT8 && __is_same(TIn, int8_t))) {
+    if (amx::Fits(m, n) && amx::Enabled() && amx::Gemm(m, n, k, a, lda, b, ldb, c, ldc, init)) return;
   }
 #endif
   Scratch& s = Pinned(ThreadScratch());

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -128,6 +129,45 @@ inline void ExpectInt8SumsExactAndWrapping() {
                   pto::gemm::Init<int32_t>{acc.data() + 1, 1});
   EXPECT_EQ(uint32_t(acc[0]), 2147483647u - 5u + 4u * 127u * 127u);
   EXPECT_EQ(uint32_t(acc[1]), 2147483648u - 5u * 128u * 127u);
+}
+
+// Every product of two fp16 values is exact in fp32 (11 + 11 significant bits, exponents from 2^-48
+// to 2^32), so with k = 1 C must hold it exactly, for any split of the values the GEMM makes.
+inline void ExpectFp16ProductsExact() {
+  std::vector<pto::half> values;
+  for (uint16_t bits : {0x0001, 0x0003, 0x03ff, 0x0400, 0x07ff, 0x1234, 0x3bff, 0x3c00, 0x3c01, 0x3fff, 0x4e6d,
+                        0x5bdf, 0x7bff, 0x8001, 0x8765, 0xbc01, 0xc5a3, 0xfbff, 0x0000, 0x8000, 0x3555, 0x2aaa,
+                        0x77fe, 0x0155, 0x6c3f, 0xa001, 0x9ffe, 0x7801, 0x13f7, 0x3d2f, 0xf0f0, 0x0f0f}) {
+    values.push_back(pto::half{bits});
+  }
+  const int n = int(values.size());
+  std::vector<float> c(size_t(n) * n);
+  pto::gemm::Gemm(n, n, 1, values.data(), 1, values.data(), n, c.data(), n);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      const double want = AsDouble(values[i]) * AsDouble(values[j]);
+      ASSERT_EQ(double(c[size_t(i) * n + j]), want) << "fp16 bits " << values[i].bits << " x " << values[j].bits;
+    }
+  }
+}
+
+// An infinity or NaN among fp16 inputs gives IEEE's results (inf x 1 = inf, not the NaN that
+// splitting inf into parts would give), whether it is met in the first k block or a later one.
+inline void ExpectFp16InfinityAndNanPropagate(int n, int k) {
+  SCOPED_TRACE("n " + std::to_string(n) + " k " + std::to_string(k));
+  const int m = 3;
+  std::vector<pto::half> a(size_t(m) * k, pto::FromFloat<pto::half>(0.5f)), b(size_t(k) * n);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = pto::FromFloat<pto::half>(1.0f + float(i % 7) / 8);
+  a[size_t(0) * k + k - 1] = pto::half{0x7c00};  // +inf, in the last k
+  a[size_t(1) * k + k / 2] = pto::half{0x7e00};  // NaN
+  std::vector<float> c(size_t(m) * n);
+  pto::gemm::Gemm(m, n, k, a.data(), k, b.data(), n, c.data(), n);
+  std::vector<double> ref = NaiveGemm<pto::half, float>(m, n, k, a, k, b, n, nullptr, 0);
+  for (int j = 0; j < n; ++j) {
+    EXPECT_EQ(c[j], std::numeric_limits<float>::infinity()) << "column " << j;
+    EXPECT_TRUE(std::isnan(c[size_t(n) + j])) << "column " << j;
+    EXPECT_NEAR(c[size_t(2) * n + j], ref[size_t(2) * n + j], 1e-6 * k * std::fabs(ref[size_t(2) * n + j]));
+  }
 }
 
 inline void ExpectEmptyKGivesTheInit() {

@@ -275,6 +275,11 @@ TEST(CubeGemm, BiasAndInPlaceAccumulation) {
   test_util::ExpectMatchesNaiveOnEveryShape<int8_t, int32_t>(test_util::InitKind::kBias, 8);
 }
 TEST(CubeGemm, EmptyKGivesTheInit) { test_util::ExpectEmptyKGivesTheInit(); }
+TEST(CubeGemm, Fp16ProductsAreExact) { test_util::ExpectFp16ProductsExact(); }
+TEST(CubeGemm, Fp16InfinityAndNanPropagate) {
+  test_util::ExpectFp16InfinityAndNanPropagate(48, 40);    // one k block
+  test_util::ExpectFp16InfinityAndNanPropagate(300, 700);  // several k blocks (the last one holds the inf)
+}
 
 // ---------------------------------------------------------------- device ops on tiles
 

@@ -794,6 +794,8 @@ TEST(PortableGemm, Int8IsExactInInt32) {
   test_util::ExpectInt8SumsExactAndWrapping();
 }
 TEST(PortableGemm, EmptyKGivesTheInit) { test_util::ExpectEmptyKGivesTheInit(); }
+TEST(PortableGemm, Fp16ProductsAreExact) { test_util::ExpectFp16ProductsExact(); }
+TEST(PortableGemm, Fp16InfinityAndNanPropagate) { test_util::ExpectFp16InfinityAndNanPropagate(48, 40); }
 
 }  // namespace
 }  // namespace pypto_pro

@@ -450,13 +450,15 @@ def _acc_kernel(dtype, acc_dtype, m, k, n):
     return acc_twice
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "int8"])
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", "int8"])
 def test_matmul_on_the_amx_tiles_matches_the_vector_path(monkeypatch, dtype):
-    """gemm.h runs bf16 and int8 on the AMX tile unit where the host has it; with AMX switched off at
-    compile time the vector path runs: bf16 sums agree to their order, int8 ones exactly."""
-    if dtype == "bf16":
-        shape, pl_in, pl_acc = (48, 80, 48), pl.DT_BF16, pl.DT_FP32
-        a, b = torch.randn(48, 80).bfloat16(), torch.randn(80, 48).bfloat16()
+    """gemm.h runs bf16, fp16 (each value split exactly into two bf16) and int8 on the AMX tile unit
+    where the host has it; with AMX switched off at compile time the vector path runs: fp sums agree
+    to their order, int8 ones exactly."""
+    if dtype in ("bf16", "fp16"):
+        shape, pl_acc = (48, 80, 48), pl.DT_FP32
+        pl_in, torch_in = (pl.DT_BF16, torch.bfloat16) if dtype == "bf16" else (pl.DT_FP16, torch.float16)
+        a, b = torch.randn(48, 80).to(torch_in), torch.randn(80, 48).to(torch_in)
     else:
         shape, pl_in, pl_acc = (48, 96, 64), pl.DT_INT8, pl.DT_INT32
         a = torch.randint(-128, 128, (48, 96), dtype=torch.int8)
@@ -467,15 +469,15 @@ def test_matmul_on_the_amx_tiles_matches_the_vector_path(monkeypatch, dtype):
         monkeypatch.setenv("PYPTO_PRO_CXXFLAGS", flags)
         kernel = pl.jit(_acc_kernel(pl_in, pl_acc, m, k, n), auto_mutex=False,
                         name=f"acc_{dtype}" + ("_vector" if flags else ""))
-        c = torch.empty(m, n, dtype=torch.float32 if dtype == "bf16" else torch.int32)
+        c = torch.empty(m, n, dtype=torch.int32 if dtype == "int8" else torch.float32)
         kernel[None, 1](a, b, c)
         pypto_pro.runtime.synchronize()
         results.append(c)
-    if dtype == "bf16":
+    if dtype == "int8":
+        ref = 2 * (a.long() @ b.long())
+        assert torch.equal(results[0].long(), ref) and torch.equal(results[1], results[0])
+    else:
         ref = 2 * (a.double() @ b.double())
         for c in results:
             torch.testing.assert_close(c.double(), ref, rtol=1e-5, atol=1e-4)
         torch.testing.assert_close(results[0], results[1], rtol=1e-6, atol=1e-5)
-    else:
-        ref = 2 * (a.long() @ b.long())
-        assert torch.equal(results[0].long(), ref) and torch.equal(results[1], results[0])
