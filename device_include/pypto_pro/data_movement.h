@@ -297,7 +297,7 @@ inline void StreamRows(T* dst, int64_t dst_stride, const T* src, int64_t src_str
     }
     __builtin_memcpy(d + b, s + b, size_t(bytes - b));
   }
-  __builtin_ia32_sfence();  // streaming stores are weakly ordered: publish them before anything else
+  // No fence here: the runtime fences once the core's program ends (see StreamStore).
 #else
   Copy2D(dst, dst_stride, src, src_stride, rows, cols);
 #endif

@@ -201,8 +201,6 @@ __attribute__((always_inline)) inline void DirectRows(int64_t rows, int64_t cols
                                                       const DirectWindow<TO> (&out)[NO], Body body) {
   static_assert(kIsFloatLike<TI> && kIsFloatLike<TO>, "direct runs compute on float-like elements");
   const int64_t bytes = cols * int64_t(sizeof(TI));
-  bool streamed = false;
-  for (int j = 0; j < NO; ++j) streamed = streamed || out[j].stream;
   // The prefetch cursor: row ahead_row of the window (past its end: of the next window), byte ahead_col.
   // One prefetch per 64 bytes the inputs walk, issued by the loops below (a counter costs 4% on an fp16
   // add).
@@ -253,9 +251,6 @@ __attribute__((always_inline)) inline void DirectRows(int64_t rows, int64_t cols
       }
     }
   }
-#if defined(__AVX512F__)
-  if (streamed) __builtin_ia32_sfence();  // streaming stores are weakly ordered: publish them first
-#endif
 }
 
 // One op of a direct run's body: f on the lanes, rounded to the element type as the tile holds it

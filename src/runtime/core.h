@@ -100,6 +100,11 @@ void RunCoreProgram(const PtoKernelDesc& desc, const void* args, PtoCoreCtx& ctx
     fault = CoreFault(ctx, 0);
     fault->message = "internal error: an unknown exception left the kernel";
   }
+  // The kernel's streaming stores (device_include/pypto_pro/numeric.h, StreamStore) are weakly
+  // ordered: published here, before the block's end reaches another thread.
+#if defined(__x86_64__)
+  __builtin_ia32_sfence();
+#endif
   if (!core.output.empty()) core.output.Flush(OutputPrefix(ctx));
 }
 
