@@ -71,8 +71,15 @@ inline f32x16 MulAdd16(f32x16 a, f32x16 b, f32x16 c) { return a * b + c; }
 // the subnormal range and n = 128 come out right. |x| is clamped only to keep n finite and in int
 // range (the product over/underflows by itself).
 inline f32x16 Exp16(f32x16 x) {
+#if PTO_FUSED_EXP
+  // vminps / vmaxps return their second operand unless the first is less / greater: a NaN x stays
+  // NaN, as with the comparisons below (one instruction each instead of a compare and a blend)
+  x = __builtin_ia32_minps512_mask(Splat(89.0f), x, x, (unsigned short)0xffff, 4);
+  x = __builtin_ia32_maxps512_mask(Splat(-104.0f), x, x, (unsigned short)0xffff, 4);
+#else
   x = x > 89.0f ? Splat(89.0f) : x;
   x = x < -104.0f ? Splat(-104.0f) : x;
+#endif
 #if PTO_FUSED_EXP
   f32x16 n = __builtin_ia32_rndscaleps_mask(x * 1.44269504088896341f, 0, x, (unsigned short)0xffff, 4);
 #else
