@@ -9,6 +9,15 @@
 
 namespace pto {
 
+// The GM rows a fused pass (FusedRows, direct_run.h) also writes its stored tile to: row r at
+// at + r * stride (at null: none), streamed (around the caches) where a row is 64-byte aligned.
+template <typename T>
+struct FusedGm {
+  T* at = nullptr;
+  int64_t stride = 0;
+  bool stream = false;
+};
+
 namespace detail {
 
 // Which tensor axes a tile's rows and columns run along: load's order= ([rows, cols]); by default
@@ -495,16 +504,24 @@ inline void load_tile_rows(CoreCtx& ctx, int line, int /*order: -1*/, TileT& str
 // 8-14% faster than storing the whole tile through the caches after the run; strips stored through
 // the caches were slower than that, Intel Xeon).
 namespace detail {
+// Where a strip store writes: the whole window's first element, and whether this strip's rows are
+// stored now (the windows leave later strips' rows alone) or the last strip stores the whole window.
+template <typename T>
+struct StripStorePlan {
+  T* at;
+  bool now;
+};
+
 template <typename TileT, typename T, int N, typename LoadTileT, typename L, int M>
-inline void StoreRows(CoreCtx& ctx, int line, const char* op, bool tile_units, bool load_tile_units,
-                      const GmTensor<T, N>& dst, const TileT& strip, Idx<N> index, const TileT& whole, int64_t row0,
-                      int64_t step, const GmTensor<L, M>& src, Idx<M> load_index, const LoadTileT& load_whole) {
+inline StripStorePlan<T> PlanStripStore(CoreCtx& ctx, int line, const char* op, bool tile_units, bool load_tile_units,
+                                        const GmTensor<T, N>& dst, Idx<N> index, const TileT& whole,
+                                        const GmTensor<L, M>& src, Idx<M> load_index, const LoadTileT& load_whole) {
   static_assert(N >= 2 && M >= 2, "fused stores and loads run along the tensors' last two axes");
   const Axes axes = DecodeOrder<N>(-1), load_axes = DecodeOrder<M>(-1);
   const Idx<N> offsets = tile_units ? TileOffsets<TileT>(index, axes) : index;
   T* const at = CheckedWindow(ctx, line, op, whole, dst, offsets, axes);
   const int64_t rows = whole.valid_rows, cols = whole.valid_cols;
-  if (rows <= 0 || cols <= 0) return;
+  if (rows <= 0 || cols <= 0) return {at, false};
   const Idx<M> load_offsets = load_tile_units ? TileOffsets<LoadTileT>(load_index, load_axes) : load_index;
   int64_t linear = 0;
   for (int i = 0; i < M; ++i) linear += load_offsets.v[i] * src.stride[i];
@@ -515,12 +532,44 @@ inline void StoreRows(CoreCtx& ctx, int line, const char* op, bool tile_units, b
   const uintptr_t l1 = l0 + uintptr_t((load_whole.valid_rows - 1) * l_stride + l_row);
   const bool apart = load_whole.valid_rows <= 0 || l_row <= 0 || s1 <= l0 || l1 <= s0;
   const bool same_rows = s0 == l0 && s_stride == l_stride && s_row <= s_stride && l_row <= l_stride;
+  return {at, apart || same_rows};
+}
+
+template <typename TileT, typename T, int N, typename LoadTileT, typename L, int M>
+inline void StoreRows(CoreCtx& ctx, int line, const char* op, bool tile_units, bool load_tile_units,
+                      const GmTensor<T, N>& dst, const TileT& strip, Idx<N> index, const TileT& whole, int64_t row0,
+                      int64_t step, const GmTensor<L, M>& src, Idx<M> load_index, const LoadTileT& load_whole) {
+  const StripStorePlan<T> plan =
+      PlanStripStore(ctx, line, op, tile_units, load_tile_units, dst, index, whole, src, load_index, load_whole);
+  if (whole.valid_rows <= 0 || whole.valid_cols <= 0) return;
+  const Axes axes = DecodeOrder<N>(-1);
   const Fixpipe plain = MakeFixpipe(0, -1);
-  if (apart || same_rows) {
-    if (strip.valid_rows > 0) StoreWindowOf(at + row0 * dst.stride[N - 2], dst, RefOf(strip), axes, plain, false);
+  if (plan.now) {
+    if (strip.valid_rows > 0) StoreWindowOf(plan.at + row0 * dst.stride[N - 2], dst, RefOf(strip), axes, plain, false);
   } else if (row0 + step >= TileT::kRows) {
-    StoreWindowOf(at, dst, RefOf(whole), axes, plain, false);
+    StoreWindowOf(plan.at, dst, RefOf(whole), axes, plain, false);
   }
+}
+
+// The GM rows a fused pass (FusedRows) writes its stored tile's values to itself, for the strip store
+// after it: when the store would store this strip's rows now as a plain fp32 copy; else none (`at`
+// null), and the store runs after the pass as written. It checks the store's window as the store
+// does, so a store that faults faults before the pass writes anything to GM.
+template <typename TileT, typename T, int N, typename LoadTileT, typename L, int M>
+inline FusedGm<T> StripStoreTarget(CoreCtx& ctx, int line, const char* op, bool tile_units, bool load_tile_units,
+                                   const GmTensor<T, N>& dst, const TileT& strip, Idx<N> index, const TileT& whole,
+                                   int64_t row0, const GmTensor<L, M>& src, Idx<M> load_index,
+                                   const LoadTileT& load_whole) {
+  const StripStorePlan<T> plan =
+      PlanStripStore(ctx, line, op, tile_units, load_tile_units, dst, index, whole, src, load_index, load_whole);
+  if (!__is_same(T, float) || !__is_same(typename TileT::Elem, T) || !plan.now || strip.valid_rows <= 0 ||
+      strip.valid_cols <= 0 || dst.stride[N - 1] != 1) {
+    return {};
+  }
+  const int64_t cols = strip.valid_cols;
+  const bool stream = dst.shape[0] * dst.stride[0] * int64_t(sizeof(T)) >= kStreamingStoreBytes &&
+                      cols * int64_t(sizeof(T)) >= 64;  // as StoreWindowOf decides
+  return {plan.at + row0 * dst.stride[N - 2], dst.stride[N - 2], stream};
 }
 }  // namespace detail
 
@@ -538,6 +587,21 @@ PTO_STORE_ROWS_(store_tile_rows, true, false)
 PTO_STORE_ROWS_(store_rows_after_tile, false, true)
 PTO_STORE_ROWS_(store_tile_rows_after_tile, true, true)
 #undef PTO_STORE_ROWS_
+
+// <store>_target: the rows a fused pass ending in that strip store writes itself (StripStoreTarget).
+#define PTO_STORE_ROWS_TARGET_(name, tile_units, load_tile_units)                                                     \
+  template <typename TileT, typename T, int N, typename LoadTileT, typename L, int M>                                \
+  inline FusedGm<T> name##_target(CoreCtx& ctx, int line, const GmTensor<T, N>& dst, const TileT& strip,             \
+                                  Idx<N> index, const TileT& whole, int64_t row0, int64_t /*step*/,                  \
+                                  const GmTensor<L, M>& src, Idx<M> load_index, const LoadTileT& load_whole) {       \
+    return detail::StripStoreTarget(ctx, line, tile_units ? "store_tile" : "store", tile_units, load_tile_units, dst, \
+                                    strip, index, whole, row0, src, load_index, load_whole);                          \
+  }
+PTO_STORE_ROWS_TARGET_(store_rows, false, false)
+PTO_STORE_ROWS_TARGET_(store_tile_rows, true, false)
+PTO_STORE_ROWS_TARGET_(store_rows_after_tile, false, true)
+PTO_STORE_ROWS_TARGET_(store_tile_rows_after_tile, true, true)
+#undef PTO_STORE_ROWS_TARGET_
 
 // relu_pre_mode, scale (MakeFixpipe's encodings), order (DecodeOrder's), atomic (1: AtomicAdd) and
 // phase (the unit-flag handshake, fixpipe.h) are the store's options.

@@ -668,12 +668,17 @@ class KernelWriter {
 
   // Fused ops (fuse_ops; docs/device.md#fused-ops): scalar operands evaluated in program order, then,
   // when every op's destination has the first one's valid window and no tile an op writes shares a
-  // byte with another tile of the run, one pass over the window; else the statements as written.
+  // byte with another tile of the run, one pass over the window; else the statements as written. A
+  // run ending in a strip store asks the store where the strip's rows go (<store>_target, which checks
+  // its window) and the pass writes them too; when the store is not to write them now, it runs after
+  // the pass as written.
   void EmitFusedOps(const StmtNode& s, int indent) {
     std::vector<const StmtNode*> stmts;  // without auto_mutex's brackets: no-ops in a plain kernel
     for (const Stmt& child : s.body->stmts) {
-      if (child->kind == StmtKind::kOp && !child->op->internal) stmts.push_back(child.get());
+      if (child->kind == StmtKind::kOp && child->op->name.substr(0, 11) != "auto_mutex_") stmts.push_back(child.get());
     }
+    const StmtNode* tail_store = stmts.back()->op->name.substr(0, 5) == "store" ? stmts.back() : nullptr;
+    if (tail_store) stmts.pop_back();
     const std::string elem = DeviceType(stmts.front()->args[0]->type.tile->dtype);
     const std::string first = "(*" + Expr_(stmts.front()->args[0]) + ")";
     Line(indent, "{  // fused ops, lines " + std::to_string(LineNumber(stmts.front()->span.line)) + "-" +
@@ -717,7 +722,9 @@ class KernelWriter {
       }
       const bool broadcast = name.substr(0, 11) == "row_expand_" || name.substr(0, 11) == "col_expand_";
       const std::string functor = broadcast ? ExpandFunctor(name.substr(11)) : ElementwiseFunctor(name);
-      std::string call = "<" + elem + ">(pto::detail::" + functor + "{}";
+      // row_expand_div divides as the op does (by the reciprocal where the divisor allows: the same bits)
+      const bool column_div = name == "row_expand_div";
+      std::string call = "<" + elem + ">(" + (column_div ? "" : "pto::detail::" + functor + "{}");
       for (size_t i = 1; i < op->args.size(); ++i) {
         const Expr& arg = op->args[i];
         if (op->op->operands[i].kind == OperandKind::kScalar) {
@@ -725,14 +732,16 @@ class KernelWriter {
           continue;
         }
         const int role = broadcast && i == 2 ? (name[0] == 'r' ? kColumn : kRow) : kWindow;
-        call += ", " + lanes_of(arg, role);
+        call += (column_div && i == 1 ? "" : ", ") + lanes_of(arg, role);
+        if (column_div && i == 2) call += ", r" + lanes_of(arg, role);  // its reciprocal: rc[...]
       }
       const Expr& dst = op->args[0];
       note(dst, kWindow);
       const std::string result = "x" + std::to_string(body.size());
       const bool read_later = ReadBeforeWritten(stmts, op, dst->var->id);
-      body.push_back("const pto::f32x16 " + result + " = " + (read_later ? "pto::DirectOp" : "pto::DirectOpStored") +
-                     call + ");  // " + std::string(name) + ", line " + std::to_string(LineNumber(op->span.line)));
+      const std::string fn = column_div ? "pto::FusedColumnDiv" : read_later ? "pto::DirectOp" : "pto::DirectOpStored";
+      body.push_back("const pto::f32x16 " + result + " = " + fn + call + ");  // " + std::string(name) + ", line " +
+                     std::to_string(LineNumber(op->span.line)));
       value[dst->var->id] = result;
       if (!written.count(dst->var->id)) {
         written[dst->var->id] = dst;
@@ -760,11 +769,22 @@ class KernelWriter {
       }
     }
     std::vector<std::string> outs;
+    int stored_out = -1;  // the output the tail store stores
     for (const auto& [id, tile] : written) {
+      if (tail_store && tail_store->args[1]->var->id == id) stored_out = int(outs.size());
       body.push_back("out[" + std::to_string(outs.size()) + "] = " + value.at(id) + ";");
       outs.push_back("pto::FusedTile(*" + Expr_(tile) + ")");
     }
     Line(indent + 1, "if (" + Conjunction(checks, indent + 3) + ") {");
+    std::string gm = "static_cast<const pto::FusedGm<" + elem + ">*>(nullptr)";
+    if (tail_store) {
+      std::string target = "const auto fused_gm = pto::" + std::string(tail_store->op->device_fn).substr(5) +
+                           "_target(ctx, " + std::to_string(tail_store->span.line);
+      for (const Expr& arg : tail_store->args) target += ", " + OpArg(arg);
+      Line(indent + 2, target + ");  // where the pass stores the strip's rows (line " +
+                           std::to_string(LineNumber(tail_store->span.line)) + ")");
+      gm = "&fused_gm";
+    }
     std::string args;  // FusedRows' operand arrays, in its order (null for an empty one)
     const std::pair<const char*, const std::vector<std::string>*> arrays[] = {
         {"fused_tiles", &lists[kWindow]}, {"fused_columns", &lists[kColumn]}, {"fused_rows", &lists[kRow]},
@@ -779,11 +799,17 @@ class KernelWriter {
     }
     Line(indent + 2, "pto::FusedRows<" + elem + ", " + std::to_string(lists[kWindow].size()) + ", " +
                          std::to_string(lists[kColumn].size()) + ", " + std::to_string(lists[kRow].size()) + ", " +
-                         std::to_string(outs.size()) + ", " + std::to_string(sums.size()) + ">(fr, fc" + args +
-                         ", [&](const pto::f32x16* t, const pto::f32x16* c, const pto::f32x16* w, pto::f32x16* out, "
-                         "pto::f32x16* s) {");
+                         std::to_string(outs.size()) + ", " + std::to_string(sums.size()) + ", " +
+                         std::to_string(stored_out) + ">(fr, fc" + args + ", " + gm +
+                         ", [&](const pto::f32x16* t, const pto::f32x16* c, const pto::f32x16* rc, const pto::f32x16* w, "
+                         "pto::f32x16* out, pto::f32x16* s) {");
     for (const std::string& line : body) Line(indent + 3, line);
     Line(indent + 2, "});");
+    if (tail_store) {
+      Line(indent + 2, "if (fused_gm.at == nullptr) {  // the store's rows are not this strip's to write now");
+      EmitOp(*tail_store, indent + 3);
+      Line(indent + 2, "}");
+    }
     Line(indent + 1, "} else {  // windows differ or overlap: op by op");
     Stmt_(s.body, indent + 2);
     Line(indent + 1, "}");

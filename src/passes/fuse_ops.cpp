@@ -14,6 +14,12 @@
 // a tile is then read and written at the same element only, and element by element in program order
 // is op by op). Float ops cannot fault, and scalar operands read no tile element (they are evaluated
 // before the pass, in program order). Sanitizer and profile instances are never fused.
+//
+// An fp32 run followed by a strip store of a tile it writes (fuse_rows' store_rows and its forms)
+// takes the store into its pass (EndsWithStripStore; a single op then suffices): codegen asks the
+// store where the strip's rows go (<store>_target, which checks the window as the store does) and
+// the pass writes them as it computes them; when the store is not to write them at this strip, it
+// runs after the pass as written.
 #include <set>
 #include <string>
 
@@ -110,6 +116,19 @@ bool Joins(Run& run, const StmtNode& s) {
   return true;
 }
 
+// Whether `s` is a strip store (fuse_rows' store_rows and its forms) of an fp32 tile `run` writes, to
+// an fp32 tensor: it may end the run, the fused pass storing the strip's rows as it computes them
+// (when the store would store them now; else the store runs after the pass as written).
+bool EndsWithStripStore(const Run& run, const StmtNode& s) {
+  static const std::set<std::string_view> kStripStores = {"store_rows", "store_tile_rows", "store_rows_after_tile",
+                                                          "store_tile_rows_after_tile"};
+  if (run.stmts.empty() || s.kind != StmtKind::kOp || !s.op || !kStripStores.count(s.op->name)) return false;
+  const Expr& dst = s.args[0];
+  const Expr& tile = s.args[1];
+  return run.dtype == DataType::kFP32 && dst && dst->type.IsTensor() && dst->type.tensor->dtype == DataType::kFP32 &&
+         tile && tile->kind == ExprKind::kVar && run.written.count(tile->var->id) > 0;
+}
+
 class OpFuser : public IRMutator {
  protected:
   Stmt MutateStmt(const Stmt& s) override {
@@ -130,6 +149,11 @@ class OpFuser : public IRMutator {
     };
     for (const Stmt& child : mutated->stmts) {
       if (!Joins(run, *child)) {
+        if (EndsWithStripStore(run, *child)) {  // one op and the store are worth a pass too
+          run.stmts.push_back(child);
+          flush();
+          continue;
+        }
         flush();
         if (!Joins(run, *child)) {
           out.push_back(child);

@@ -11,6 +11,7 @@ import re
 import pytest
 import torch
 
+import pypto_pro
 from kernels import fused_and_unfused, module_from_source
 from test_fuse_direct import BINARY, NO_BF16, POSITIVE, SCALAR, TORCH_DTYPE, UNARY, _reference, _same_bits
 
@@ -215,3 +216,56 @@ def test_row_sums_in_the_pass_give_row_sums_bits(tmp_path, monkeypatch, dtype, c
     ref = (x.float() * y.float()).to(cast).float().exp().to(cast).float()[:ROWS, :cols]
     torch.testing.assert_close(sums[:ROWS, 0].float(), ref.sum(1), rtol=tol, atol=tol)
     torch.testing.assert_close(plain[:ROWS, 0].float(), x.float()[:ROWS, :cols].sum(1), rtol=tol, atol=tol)
+
+
+# A division by each row's max, then the store (softmax's tail): one op and the strip store after it
+# are one fused pass that writes the strip's rows to GM itself, when the store would write them at
+# that strip; `total` rows of `cols` columns, `skew` elements in front of y's first (a misaligned y).
+STORE_TAIL = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[{total}, {cols}], pl.DT_FP32], y: pl.Tensor[[{total}, {cols}], pl.DT_FP32],
+           shift: pl.DT_INT32):
+    t = pl.make_tile(pl.TileType(shape=[16, {cols}], dtype=pl.DT_FP32), addr=0x0)
+    o = pl.make_tile(pl.TileType(shape=[16, {cols}], dtype=pl.DT_FP32), addr=0x8000)
+    c = pl.make_tile(pl.TileType(shape=[16, 1], dtype=pl.DT_FP32, layout=pl.DN), addr=0x10000)
+    with pl.section_vector():
+        for i in pl.range(0, {total} // 16 - 1):
+            pl.load(t, x, [i * 16, 0])
+            pl.row_max(c, t, o)
+            pl.row_expand_div(o, t, c)
+            pl.store(y, o, [i * 16 + shift, 0])
+'''
+
+
+@pytest.mark.parametrize("total,cols,in_place,shift,skew", [
+    (64, 256, False, 0, 0), (64, 200, False, 3, 0), (64, 256, False, 0, 1), (64, 256, True, 0, 0),
+    (64, 256, True, 4, 0), (64, 256, True, 16, 0), (4096, 256, False, 0, 0), (4096, 256, False, 0, 3)])
+def test_a_strip_store_joins_the_pass_with_the_unfused_bits(tmp_path, monkeypatch, total, cols, in_place, shift,
+                                                            skew):
+    """Separate tensors, or in place on the same rows: the pass writes each strip's rows (streamed
+    for a 4 MiB y, where a row is 64-byte aligned). In place into rows a later strip still loads: the
+    store writes the whole window after the last strip, as written. Every byte of GM is the unfused
+    kernel's, and the quotients are IEEE's (torch's)."""
+    name = f"store_tail_{total}_{cols}_{int(in_place)}_{shift}_{skew}"
+    module = module_from_source(tmp_path, name, STORE_TAIL.format(total=total, cols=cols))
+    x = torch.rand(total, cols, generator=torch.Generator().manual_seed(total + cols + shift)) * 4 + 0.25
+
+    def launch(kernel):
+        a = x.clone()
+        if in_place:
+            b = a
+        else:
+            b = torch.full((total * cols + skew,), 7.0)[skew:].view(total, cols)
+        kernel[None, 1](a, b, shift)
+        pypto_pro.runtime.synchronize()
+        return b.clone()
+
+    unfused, fused, _, code = _both(monkeypatch, module.kernel, name, launch)
+    assert "store_rows_target(" in code and "&fused_gm" in code and "FusedColumnDiv<float>" in code, code
+    assert _same_bits(unfused, fused)
+    if not in_place:
+        rows = slice(shift, (total // 16 - 1) * 16 + shift)
+        want = x[:(total // 16 - 1) * 16]
+        assert torch.equal(fused[rows], want / want.amax(1, keepdim=True))
+        assert (fused[:shift] == 7).all() and (fused[rows.stop:] == 7).all()
