@@ -35,6 +35,21 @@ def module_from_source(tmp_path, name, source):
     return module
 
 
+def cpu_flags():
+    """The host CPU's feature flags (/proc/cpuinfo)."""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def fp16_matmul_on_amx():
+    """Whether fp16 matmuls run on the AMX tile unit here (gemm.h: each value split into two bf16):
+    their fp32 sums then group the products otherwise than one fp32 sum per k."""
+    return "amx_bf16" in cpu_flags()
+
+
 def fused_and_unfused(monkeypatch, fn, name, launch, dump):
     """`fn` compiled without the fusion passes (PYPTO_PRO_FUSE_ROWS=0) and with them, each launched by
     `launch(kernel)` on its compiled library (no tier-0): (unfused results, fused results, the fused

@@ -12,17 +12,9 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
-from kernels import int8_matmul, make_matmul
+from kernels import cpu_flags, int8_matmul, make_matmul
 
 pytestmark = pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump (binutils) not installed")
-
-
-def cpu_flags():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    return set()
 
 
 def widest_register():
