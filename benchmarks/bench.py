@@ -728,7 +728,7 @@ def cpu_name():
                     flags = set(line.split(":", 1)[1].split())
     except OSError:
         pass
-    used = [f for f in ("avx2", "avx512f", "avx512_bf16") if f in flags]
+    used = [f for f in ("avx2", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_int8") if f in flags]
     return f"{model} ({', '.join(used)})" if used else model
 
 
