@@ -451,7 +451,7 @@ def section_matmul():
             times = interleaved_medians({"ours": ours, "torch int8 linear (oneDNN)": onednn_int8_linear(a, b)},
                                         repeat=9)
             rows.append({"name": label, "ours": times.pop("ours"), "peers": times, "unit": "ms",
-                         "int_ops": 2 * m * n * k, "ratio_target": 1.0})
+                         "int_ops": 2 * m * n * k, "ratio_target": 1.0, "amx_limit": "amx_int8_gops"})
             continue
         fma, fma_flops = machine_fma(threads)
         fns = {"ours": ours, "FMA": fma}
@@ -461,7 +461,8 @@ def section_matmul():
         times = interleaved_medians(fns, repeat=9)
         ours_time = times.pop("ours")
         limit_gflops = fma_flops / times.pop("FMA") / 1e9
-        targets = {"ratio_target": 1.0} if dtype == torch.bfloat16 else {"flops_target": 0.7}
+        targets = ({"ratio_target": 1.0, "amx_limit": "amx_bf16_gflops"} if dtype == torch.bfloat16
+                   else {"flops_target": 0.7})
         rows.append({"name": label, "ours": ours_time, "peers": times, "unit": "ms", "flops": 2 * m * n * k,
                      "limit_gflops": limit_gflops, **targets})
     return {"rows": rows}
@@ -732,6 +733,13 @@ def cpu_name():
     return f"{model} ({', '.join(used)})" if used else model
 
 
+def amx_share(row, rate, machine, threads):
+    """', x% of the AMX peak N' for a row whose dtype the host's AMX tile unit multiplies (the peak of
+    machine_limits.cpp's tile loop, taken at the start of the run), else ''."""
+    peak = machine.get(row.get("amx_limit", ""), {}).get(threads)
+    return f", {100 * rate / peak:.0f}% of the AMX peak {peak:.0f}" if peak else ""
+
+
 def render(results):
     machine = results.get("machine", {}).get("machine", {})
     threads = str(machine.get("threads", 2))
@@ -772,8 +780,10 @@ def render(results):
                 if peak and row.get("flops_target"):
                     met = gflops >= row["flops_target"] * peak
                     targets.insert(0, f"target {100 * row['flops_target']:.0f}%: {'met' if met else 'not met'}")
+                limit += amx_share(row, gflops, machine, threads)
             elif row.get("int_ops"):
-                limit = f"{row['int_ops'] / ours / 1e9:.0f} GOP/s"
+                gops = row["int_ops"] / ours / 1e9
+                limit = f"{gops:.0f} GOP/s" + amx_share(row, gops, machine, threads)
             elif row.get("scaling_of"):
                 limits = machine.get(row["scaling_of"], {})
                 if limits.get("1") and limits.get("2"):
@@ -785,9 +795,11 @@ def render(results):
                 limit = f"target {fmt_time(row['target'], unit)}: {'met' if ours <= row['target'] else 'not met'}"
             limit = "; ".join([limit] + targets if limit else targets)
             lines.append(f"| {row['name']} | {fmt_time(ours, unit)} | {peer_text} | {ratio} | {limit} |")
+    amx = (f", AMX bf16 {machine['amx_bf16_gflops']} GFLOP/s and int8 {machine.get('amx_int8_gops')} GOP/s"
+           if machine.get("amx_bf16_gflops") else "")
     head = (f"Measured {time.strftime('%Y-%m-%d')} on {cpu_name()}, "
             f"{threads} threads; machine: add {machine.get('add_gbps')} GB/s, FMA {machine.get('fma_gflops')} "
-            f"GFLOP/s (threads: value); numpy/torch fp32 peers on {peer_blas()}.")
+            f"GFLOP/s{amx} (threads: value); numpy/torch fp32 peers on {peer_blas()}.")
     return head + "\n\n" + "\n".join(lines)
 
 
