@@ -7,7 +7,7 @@
 
 #include "pypto_pro/hw_tables.h"
 
-#define PTO_ABI_VERSION 13
+#define PTO_ABI_VERSION 14
 #define PTO_MEM_ONE_(name) +1
 #define PTO_MEM_COUNT (0 PTO_HW_MEMORIES(PTO_MEM_ONE_)) /* memories indexed as in hw_tables.h, DDR first */
 #define PTO_MEM_SSBUF PTO_MEM_COUNT /* sanitizer accesses of the block's SSBUF (shared like GM) */
@@ -243,6 +243,17 @@ typedef struct PtoCoreCtx {
    * block starts. */
   int32_t load_line[PTO_LOAD_HISTORY];
   const void* load_from[PTO_LOAD_HISTORY];
+  /* The GM rows a fused row strip's load will read next (fuse_rows: load_rows sets them once it has
+   * its strip: the next strip's rows, or after the last strip the first strip of the window its
+   * statement probably reads next), which the strip's fused passes prefetch a line per 16 lanes as
+   * they compute (FusedRows): a bulk prefetch stalls the core, one spread over the computation does
+   * not. Hints only (stale values cost speed, never a result). ahead_at: the next line, or null. */
+  const char* ahead_at;
+  int64_t ahead_col;       /* bytes of the current row already prefetched */
+  int64_t ahead_row_bytes; /* bytes of a row */
+  int64_t ahead_stride;    /* bytes between rows */
+  int64_t ahead_rows;      /* rows left, the current one included */
+  const void* ahead_window; /* the predicted next window of the load (its first strip follows the last) */
 } PtoCoreCtx;
 
 /* The special registers as a block starts: a bit-mode mask of all ones, CTRL at its hardware

@@ -471,12 +471,24 @@ inline void LoadRows(CoreCtx& ctx, int line, const char* op, TileT& strip, const
                      Idx<N> offsets, const TileT& whole, int64_t row0) {
   static_assert(N >= 2, "fused loads run along the tensor's last two axes");
   const Axes axes = DecodeOrder<N>(-1);
-  if (row0 == 0) CheckedWindow(ctx, line, op, whole, src, offsets, axes);
+  if (row0 == 0) {
+    const T* from = CheckedWindow(ctx, line, op, whole, src, offsets, axes);
+    ctx.ahead_window = from != nullptr ? PredictNextWindow(ctx, line, from, whole.valid_cols) : nullptr;
+  }
   if (strip.valid_rows <= 0) return;
   offsets.v[axes.rows] += row0;
   int64_t linear = 0;
   for (int i = 0; i < N; ++i) linear += offsets.v[i] * src.stride[i];
   LoadWindow(strip, src.data + linear, src, axes);
+  // What the next strip's load reads, for the strip's fused passes to prefetch (PtoCoreCtx::ahead_at)
+  const int64_t stride = src.stride[axes.rows];
+  const int64_t next_rows = whole.valid_rows - (row0 + strip.valid_rows);
+  const T* next = next_rows > 0 ? src.data + linear + strip.valid_rows * stride : static_cast<const T*>(ctx.ahead_window);
+  ctx.ahead_at = reinterpret_cast<const char*>(next);
+  ctx.ahead_col = 0;
+  ctx.ahead_row_bytes = strip.valid_cols * int64_t(sizeof(T));
+  ctx.ahead_stride = stride * int64_t(sizeof(T));
+  ctx.ahead_rows = next_rows > 0 && next_rows < strip.valid_rows ? next_rows : strip.valid_rows;
 }
 }  // namespace detail
 

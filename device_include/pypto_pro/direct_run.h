@@ -342,7 +342,7 @@ inline bool FusedApart(FusedSpan a, FusedSpan b) {
 // set), the strip store after the pass done in the pass: an fp32 copy of the same bits, its stores
 // draining while the pass computes (softmax's division and store: 30% less time together, Intel Xeon).
 template <typename T, int NT, int NC, int NR, int NO, int NS, int GO, typename Body>
-__attribute__((always_inline)) inline void FusedRows(int64_t rows, int64_t cols, const FusedOperand<T>* tiles,
+__attribute__((always_inline)) inline void FusedRows(CoreCtx& ctx, int64_t rows, int64_t cols, const FusedOperand<T>* tiles,
                                                      const FusedOperand<T>* columns, const FusedOperand<T>* row_ops,
                                                      const FusedOperand<T>* outs, const FusedOperand<T>* sums,
                                                      const FusedGm<T>* gm, Body body) {
@@ -350,6 +350,20 @@ __attribute__((always_inline)) inline void FusedRows(int64_t rows, int64_t cols,
   static_assert(GO < NO && (GO < 0 || __is_same(T, float)), "the pass stores one of its fp32 outputs");
   constexpr int kT = NT > 0 ? NT : 1, kC = NC > 0 ? NC : 1, kR = NR > 0 ? NR : 1, kO = NO > 0 ? NO : 1,
                 kS = NS > 0 ? NS : 1;
+  // The next strip's rows, a line per 16 lanes computed (PtoCoreCtx::ahead_at); hints only.
+  const char* ahead = ctx.ahead_at;
+  int64_t ahead_col = ctx.ahead_col, ahead_rows = ctx.ahead_rows;
+  const int64_t ahead_row_bytes = ctx.ahead_row_bytes, ahead_stride = ctx.ahead_stride;
+  auto prefetch_ahead = [&]() __attribute__((always_inline)) {
+    if (ahead == nullptr) return;
+    __builtin_prefetch(ahead + ahead_col, 0, 3);
+    ahead_col += 64;
+    if (ahead_col >= ahead_row_bytes) {
+      ahead_col = 0;
+      ahead += ahead_stride;
+      if (--ahead_rows <= 0) ahead = nullptr;
+    }
+  };
   for (int64_t r = 0; r < rows; ++r) {
     const T* src[kT];
     T* dst[kO];
@@ -366,6 +380,7 @@ __attribute__((always_inline)) inline void FusedRows(int64_t rows, int64_t cols,
     // named, not indexed: the accumulators stay in registers).
     auto step = [&](int64_t k, f32x16 (&into)[kS]) __attribute__((always_inline)) {
       f32x16 t[kT], w[kR], o[kO], s[kS];
+      prefetch_ahead();
       for (int i = 0; i < NT; ++i) t[i] = Load16(src[i] + k);
       for (int i = 0; i < NR; ++i) w[i] = Load16(row_ops[i].at + k);
       body(t, c, rc, w, o, s);
@@ -407,6 +422,9 @@ __attribute__((always_inline)) inline void FusedRows(int64_t rows, int64_t cols,
       sums[i].at[r * sums[i].stride] = FromFloat<T>(detail::SumLanes((a0[i] + a1[i]) + (a2[i] + a3[i])));
     }
   }
+  ctx.ahead_at = ahead;
+  ctx.ahead_col = ahead_col;
+  ctx.ahead_rows = ahead_rows;
 }
 
 }  // namespace pto

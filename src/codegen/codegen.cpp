@@ -800,7 +800,7 @@ class KernelWriter {
     Line(indent + 2, "pto::FusedRows<" + elem + ", " + std::to_string(lists[kWindow].size()) + ", " +
                          std::to_string(lists[kColumn].size()) + ", " + std::to_string(lists[kRow].size()) + ", " +
                          std::to_string(outs.size()) + ", " + std::to_string(sums.size()) + ", " +
-                         std::to_string(stored_out) + ">(fr, fc" + args + ", " + gm +
+                         std::to_string(stored_out) + ">(ctx, fr, fc" + args + ", " + gm +
                          ", [&](const pto::f32x16* t, const pto::f32x16* c, const pto::f32x16* rc, const pto::f32x16* w, "
                          "pto::f32x16* out, pto::f32x16* s) {");
     for (const std::string& line : body) Line(indent + 3, line);
