@@ -560,8 +560,14 @@ inline Scratch& ThreadScratch() {
 
 inline int RoundUp(int x, int to) { return (x + to - 1) / to * to; }
 
-// Whether Gemm below takes an m x n result (its accumulator holds it).
-inline bool Fits(int m, int n) { return int64_t(RoundUp(m, kM)) * RoundUp(n, kN) <= kMaxAcc; }
+// Whether Gemm below takes an m x n result of TIn inputs: its accumulator holds it, and a panel of one
+// k tile of the wider side fits a packed panel (fp16's 8 bytes per k and column: n up to 2048).
+template <typename TIn>
+inline bool Fits(int m, int n) {
+  const int64_t m_pad = RoundUp(m, kM), n_pad = RoundUp(n, kN);
+  return m_pad * n_pad <= kMaxAcc &&
+         int64_t(Traits<TIn>::kTileK) * Traits<TIn>::kBytesPerK * (m_pad > n_pad ? m_pad : n_pad) <= kPanelBytes;
+}
 
 typedef uint16_t u16x32 __attribute__((vector_size(64)));
 typedef uint8_t u8x64 __attribute__((vector_size(64)));
@@ -921,7 +927,7 @@ inline void GemmBody(int m, int n, int k, const TIn* a, int64_t lda, const TIn* 
   }
 #if PTO_GEMM_AMX
   if constexpr (__is_same(TIn, bfloat16) || __is_same(TIn, half) || (PTO_GEMM_AMX_INT8 && __is_same(TIn, int8_t))) {
-    if (amx::Fits(m, n) && amx::Enabled() && amx::Gemm(m, n, k, a, lda, b, ldb, c, ldc, init)) return;
+    if (amx::Fits<TIn>(m, n) && amx::Enabled() && amx::Gemm(m, n, k, a, lda, b, ldb, c, ldc, init)) return;
   }
 #endif
   Scratch& s = Pinned(ThreadScratch());

@@ -276,6 +276,20 @@ TEST(CubeGemm, BiasAndInPlaceAccumulation) {
 }
 TEST(CubeGemm, EmptyKGivesTheInit) { test_util::ExpectEmptyKGivesTheInit(); }
 TEST(CubeGemm, Fp16ProductsAreExact) { test_util::ExpectFp16ProductsExact(); }
+// The widest operands a matmul takes (N up to 4095 with a short K): right on every path, and on AMX
+// only where one k tile of the wider side fits a packed panel (fp16: 8 bytes per k and column).
+TEST(CubeGemm, WidestOperands) {
+  test_util::CheckGemm<pto::half, float>(5, 4095, 8, test_util::InitKind::kZero, 9);
+  test_util::CheckGemm<pto::bfloat16, float>(5, 4095, 16, test_util::InitKind::kMatrixInPlace, 10);
+  test_util::CheckGemm<int8_t, int32_t>(4095, 5, 16, test_util::InitKind::kBias, 11);
+#if PTO_GEMM_AMX
+  EXPECT_FALSE(pto::gemm::amx::Fits<pto::half>(5, 4095));
+  EXPECT_FALSE(pto::gemm::amx::Fits<pto::half>(2049, 32));
+  EXPECT_TRUE(pto::gemm::amx::Fits<pto::half>(32, 2048));
+  EXPECT_TRUE(pto::gemm::amx::Fits<pto::bfloat16>(5, 4095));
+  EXPECT_TRUE(pto::gemm::amx::Fits<int8_t>(4095, 5));
+#endif
+}
 TEST(CubeGemm, Fp16InfinityAndNanPropagate) {
   test_util::ExpectFp16InfinityAndNanPropagate(48, 40);    // one k block
   test_util::ExpectFp16InfinityAndNanPropagate(300, 700);  // several k blocks (the last one holds the inf)
