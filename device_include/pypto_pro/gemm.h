@@ -8,7 +8,8 @@
 // int8 uses the byte dot product (vpdpbusd: four products per lane and instruction, exact int32
 // sums) when the host has AVX-512 VNNI. Elsewhere int8 products are exact in fp32 and so are sums of
 // up to 2^24 / 2^14 = 1024 of them, so int8 runs on the fp32 path in k blocks of kKC (<= 1024) whose
-// sums are added in int32.
+// sums are added in int32. On a host with AMX (namespace amx below) bf16, int8 and fp16 (as exact
+// bf16 parts) run on the tile unit instead.
 // No <immintrin.h>: it costs ~250 ms per kernel compile; the builtins below do not.
 #pragma once
 
