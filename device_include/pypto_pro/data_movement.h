@@ -288,6 +288,14 @@ inline void LoadWindow(TileT& dst, const T* from, const GmTensor<T, N>& src, Axe
 // Intel Xeon; the add, with nothing to overlap, runs faster streamed).
 constexpr int64_t kStreamingStoreBytes = int64_t(4) << 20;
 
+// Whether rows of `cols` elements stored into `t` go around the caches: a tensor of
+// kStreamingStoreBytes or more, rows of a cache line at least.
+template <typename T, int N>
+inline bool StreamsStores(const GmTensor<T, N>& t, int64_t cols) {
+  return t.shape[0] * (N >= 2 ? t.stride[0] : 1) * int64_t(sizeof(T)) >= kStreamingStoreBytes &&
+         cols * int64_t(sizeof(T)) >= 64;
+}
+
 // Rows copied to GM with non-temporal stores where the destination is 64-byte aligned.
 template <typename T>
 inline void StreamRows(T* dst, int64_t dst_stride, const T* src, int64_t src_stride, int64_t rows, int64_t cols) {
@@ -347,8 +355,7 @@ inline void StoreWindowOf(T* to, const GmTensor<T, N>& dst, const TileRef<E>& sr
   if constexpr (__is_same(E, T)) {
     if (kFixpipeSource<T> && !f.Plain()) {
       FixpipeCopy2D(to, row_step, src.data, src.cols, rows, cols, f);
-    } else if (!cached && dst.shape[0] * (N >= 2 ? dst.stride[0] : 1) * int64_t(sizeof(T)) >= kStreamingStoreBytes &&
-               cols * int64_t(sizeof(T)) >= 64) {
+    } else if (!cached && StreamsStores(dst, cols)) {
       StreamRows(to, row_step, src.data, src.cols, rows, cols);
     } else {
       Copy2D(to, row_step, src.data, src.cols, rows, cols);
@@ -578,10 +585,7 @@ inline FusedGm<T> StripStoreTarget(CoreCtx& ctx, int line, const char* op, bool 
       strip.valid_cols <= 0 || dst.stride[N - 1] != 1) {
     return {};
   }
-  const int64_t cols = strip.valid_cols;
-  const bool stream = dst.shape[0] * dst.stride[0] * int64_t(sizeof(T)) >= kStreamingStoreBytes &&
-                      cols * int64_t(sizeof(T)) >= 64;  // as StoreWindowOf decides
-  return {plan.at + row0 * dst.stride[N - 2], dst.stride[N - 2], stream};
+  return {plan.at + row0 * dst.stride[N - 2], dst.stride[N - 2], StreamsStores(dst, strip.valid_cols)};
 }
 }  // namespace detail
 

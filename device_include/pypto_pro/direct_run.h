@@ -34,13 +34,10 @@ inline int64_t RowStride(const GmTensor<T, N>& gm) {
   else return gm.shape[0];
 }
 
-// The window of `cols` columns of `gm` from `at`. As StoreWindowOf: tensors of kStreamingStoreBytes
-// or more are written around the caches.
+// The window of `cols` columns of `gm` from `at`, written around the caches as StoreWindowOf does.
 template <typename T, int N>
 inline DirectWindow<T> WindowAt(const GmTensor<T, N>& gm, T* at, int64_t cols) {
-  const bool stream = gm.shape[0] * gm.stride[0] * int64_t(sizeof(T)) >= kStreamingStoreBytes &&
-                      cols * int64_t(sizeof(T)) >= 64;
-  return {at, RowStride(gm), gm.stride[N - 1] == 1, stream};
+  return {at, RowStride(gm), gm.stride[N - 1] == 1, StreamsStores(gm, cols)};
 }
 
 template <typename TileT, typename T, int N>

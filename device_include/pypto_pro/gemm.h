@@ -527,21 +527,18 @@ template <typename TIn>
 struct Traits;
 template <>
 struct Traits<bfloat16> {
-  using Acc = float;
   static constexpr int kTileK = 32;      // k per tile
   static constexpr int kBytesPerK = 2;   // packed bytes per k of one row of A (and one column of B)
   static constexpr int kBParts = 1;      // B tiles per k tile and column tile
 };
 template <>
 struct Traits<int8_t> {
-  using Acc = int32_t;
   static constexpr int kTileK = 64;
   static constexpr int kBytesPerK = 1;
   static constexpr int kBParts = 1;
 };
 template <>
 struct Traits<half> {
-  using Acc = float;
   static constexpr int kTileK = 16;
   static constexpr int kBytesPerK = 8;  // B's; A's are 4
   static constexpr int kBParts = 2;     // (hi, hi) and (lo, lo)
@@ -572,6 +569,12 @@ inline bool Fits(int m, int n) {
 
 typedef uint16_t u16x32 __attribute__((vector_size(64)));
 typedef uint8_t u8x64 __attribute__((vector_size(64)));
+
+inline bool AnyLaneSet(u32x16 v) {
+  bool any = false;
+  for (int l = 0; l < 16; ++l) any |= v[l] != 0;
+  return any;
+}
 
 // fp16 split: the words (hi | lo << 16) of 16 values, and whether one of them is an infinity or a NaN.
 inline u32x16 SplitWords(f32x16 x, u32x16& non_finite) {
@@ -619,8 +622,7 @@ inline bool PackA(uint8_t* __restrict tiles, const TIn* a, int64_t lda, int m, i
       }
     }
   }
-  for (int l = 0; l < 16; ++l) scalar_non_finite |= non_finite[l] != 0;
-  return !scalar_non_finite;
+  return !(scalar_non_finite || AnyLaneSet(non_finite));
 }
 
 // The word of B's tile row q (column j, k tile kt) from the scalar elements, zeros past kc and n.
@@ -735,8 +737,7 @@ inline bool PackB(uint8_t* __restrict tiles, const TIn* b, int64_t ldb, int kc, 
       }
     }
   }
-  for (int l = 0; l < 16; ++l) scalar_non_finite |= non_finite[l] != 0;
-  return !scalar_non_finite;
+  return !(scalar_non_finite || AnyLaneSet(non_finite));
 }
 
 // Whether every value of the m x k matrix is finite.
