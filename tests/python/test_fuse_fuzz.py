@@ -3,7 +3,8 @@ kernel of 2-9 random element-wise, scalar, unary, broadcast and row-sum ops over
 one tile read twice, a tile written twice, a column tile summed into and then broadcast, tail rows
 and columns of tiles 16, 64 or 208 wide, sometimes one tile on a different window, sometimes
 infinities, NaN and zeros in the inputs), compiles it with the fusion passes (the default) and
-without (PYPTO_PRO_FUSE_ROWS=0) and compares every byte of every output (a NaN with a NaN: which of two
+without (PYPTO_PRO_FUSE_ROWS=0) and on the tier-0 executor (docs/jit.md#tier-0-first-launches), and
+compares every byte of every output (a NaN with a NaN: which of two
 NaN operands an op returns is unspecified, docs/device.md#numerics); then the fused results with a
 torch model of the ops' documented semantics. The seeds are fixed (the same programs on every
 run); PYPTO_PRO_FUZZ_SEEDS=<n> runs n more, drawn from the clock, and prints each failing seed's program."""
@@ -15,6 +16,8 @@ import time
 import pytest
 import torch
 
+import pypto_pro
+import pypto_pro.language as pl
 from kernels import fused_and_unfused, module_from_source
 from test_fuse_direct import BINARY, NO_BF16, SCALAR, TORCH_DTYPE, UNARY, _same_bits
 
@@ -213,9 +216,15 @@ def _run(tmp_path, monkeypatch, seed):
 
     unfused, fused, ir, _ = fused_and_unfused(monkeypatch, module.kernel, f"fuzz_{seed}", launch,
                                               "ir_8_fuse_ops.txt")
+    monkeypatch.setenv("PYPTO_PRO_TIER0", "always")  # and every launch on the tier-0 executor
+    tier0 = pl.jit(module.kernel, name=f"fuzz_{seed}_tier0")
+    first = launch(tier0)
+    pypto_pro.runtime.synchronize()
+    assert tier0.compile_stats()[-1]["tier0"], "the tier-0 executor runs these ops"
     names = [f"o{k}" for k in range(4)] + ["oc0", "oc1"]
-    for name, a, b in zip(names, unfused, fused):
+    for name, a, b, c in zip(names, unfused, fused, first):
         assert _same_values(a, b), f"seed {seed}: {name} differs fused / unfused\n{source}"
+        assert _same_values(a, c), f"seed {seed}: {name} differs tier-0 / compiled\n{source}"
     # Near-cancellations and the math functions' last bits, rounded to a narrow type each op, take a
     # few ulps of the larger operand: tolerances in units of the type's precision.
     tol = {"DT_FP32": 2e-5, "DT_FP16": 4e-3, "DT_BF16": 3e-2}[p.dtype]
