@@ -7,7 +7,7 @@
 
 #include "pypto_pro/hw_tables.h"
 
-#define PTO_ABI_VERSION 14
+#define PTO_ABI_VERSION 15
 #define PTO_MEM_ONE_(name) +1
 #define PTO_MEM_COUNT (0 PTO_HW_MEMORIES(PTO_MEM_ONE_)) /* memories indexed as in hw_tables.h, DDR first */
 #define PTO_MEM_SSBUF PTO_MEM_COUNT /* sanitizer accesses of the block's SSBUF (shared like GM) */
@@ -202,6 +202,11 @@ typedef struct PtoRuntimeApi {
   /* pl.dump_data: prints the window on the core's output and writes it as an .npy file into the
    * kernel's dump directory. */
   void (*dump)(struct PtoCoreCtx* ctx, int32_t line, const PtoDump* dump);
+  /* Whether the GM buffer [lo, lo + bytes) was never touched when the launch began (its pages are not
+   * in memory yet): one answer per launch and buffer, the same on every core. Large outputs in such
+   * memory are stored through the caches (each page faults in zeroed through the cache, and streaming
+   * stores would then write it twice). */
+  int32_t (*fresh_memory)(struct PtoCoreCtx* ctx, const void* lo, int64_t bytes);
 } PtoRuntimeApi;
 
 /* Every stream object the runtime hands to call_kernel starts with this header. */

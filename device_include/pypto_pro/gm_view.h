@@ -26,6 +26,13 @@ inline GmPtr<T> MakeGmPtr(uint8_t* data, int64_t bytes, const char* name) {
 
 namespace detail {
 
+// Whether a view's source lies in a buffer the launch found untouched (a tensor parameter's mark; a
+// pointer's buffer is not examined).
+template <typename T, int N>
+inline bool FreshBuffer(const GmTensor<T, N>& t) { return t.fresh; }
+template <typename T>
+inline bool FreshBuffer(const GmPtr<T>&) { return false; }
+
 template <typename Source>
 [[noreturn]] inline void ViewFault(CoreCtx& ctx, int line, const char* op, const Source& src, const GmText& what) {
   GmText m;
@@ -129,6 +136,7 @@ inline GmTensor<U, N> MakeView(CoreCtx& ctx, int line, const Source& src, Idx<N>
   t.hi = src.hi;
   t.buffer = src.buffer;
   t.contiguous = detail::RowMajor<N>(t.shape, t.stride);
+  t.fresh = detail::FreshBuffer(src);
   return t;
 }
 

@@ -20,6 +20,7 @@ struct AnyGm {
   uint8_t* data;
   int64_t shape[PTO_T0_MAX_RANK];
   const char* name;
+  bool fresh;  // GmTensor::fresh (MarkFresh)
 };
 
 // A tile slot's state: its elements and valid window (the static rest is in the program's slot).
@@ -32,7 +33,9 @@ template <typename T, int N>
 inline GmTensor<T, N> Typed(const AnyGm& g) {
   Idx<N> shape;
   for (int i = 0; i < N; ++i) shape.v[i] = g.shape[i];
-  return MakeGm<T, N>(g.data, shape, g.name);
+  GmTensor<T, N> t = MakeGm<T, N>(g.data, shape, g.name);
+  t.fresh = g.fresh;
+  return t;
 }
 
 template <typename T>
@@ -248,6 +251,10 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
     gm[i].data = reinterpret_cast<uint8_t*>(launcher[d.slot]);
     gm[i].name = d.name;
     for (int k = 0; k < d.rank; ++k) gm[i].shape[k] = d.dims[k] >= 0 ? d.dims[k] : int64_t(int32_t(launcher[-1 - d.dims[k]]));
+    int64_t bytes = 0;
+    ByElem(d.elem, [&]<typename T>() { bytes = int64_t(sizeof(T)); });
+    for (int k = 0; k < d.rank; ++k) bytes *= gm[i].shape[k];
+    gm[i].fresh = detail::FreshOutput(ctx, gm[i].data, bytes);
   }
   for (int pc = 0;;) {
     const PtoT0Insn& in = p.insns[pc++];

@@ -55,6 +55,7 @@ struct GmTensor {
   const uint8_t* hi;
   const char* buffer;  // the parameter that buffer was passed for
   bool contiguous;     // row-major strides: a linear element offset is the element's distance from data
+  bool fresh;          // its buffer was never touched when the launch began (StreamsStores, MarkFresh)
 };
 
 template <typename T, int N>
@@ -72,6 +73,7 @@ inline GmTensor<T, N> MakeGm(uint8_t* data, Idx<N> shape, const char* name) {
   t.hi = data + stride * int64_t(sizeof(T));
   t.buffer = name;
   t.contiguous = true;
+  t.fresh = false;
   return t;
 }
 

@@ -999,7 +999,9 @@ class KernelWriter {
     // Body first: it registers the tile types the declarations need.
     int indent = 1;
     std::ostringstream decls;
-    for (const Var& p : func_.params) {
+    const std::vector<bool> written = ir::WrittenParams(func_);
+    for (size_t i_param = 0; i_param < func_.params.size(); ++i_param) {
+      const Var& p = func_.params[i_param];
       if (p->type.IsTensor()) {
         const TensorType& t = *p->type.tensor;
         std::string dims;
@@ -1009,10 +1011,13 @@ class KernelWriter {
                                                                    : std::to_string(d.value));
         }
         // pl.set_stride changes a tensor in place; the others stay const (their loads can be hoisted).
-        decls << (restrided_.count(p->id) ? "  auto " : "  const auto ") << TensorName(p) << " = pto::MakeGm<"
-              << DeviceType(t.dtype) << ", " << t.dims.size()
-              << ">(args." << FieldName(p) << ", pto::Idx<" << t.dims.size() << ">{{" << dims << "}}, "
-              << CString(p->name) << ");\n";
+        // An output is marked with whether its buffer was untouched as the launch began (MarkFresh: its
+        // stores then stay cached).
+        const std::string gm = "pto::MakeGm<" + DeviceType(t.dtype) + ", " + std::to_string(t.dims.size()) +
+                               ">(args." + FieldName(p) + ", pto::Idx<" + std::to_string(t.dims.size()) + ">{{" +
+                               dims + "}}, " + CString(p->name) + ")";
+        decls << (restrided_.count(p->id) ? "  auto " : "  const auto ") << TensorName(p) << " = "
+              << (written[i_param] ? "pto::detail::MarkFresh(ctx, " + gm + ")" : gm) << ";\n";
       } else if (p->type.IsPtr()) {
         decls << "  const auto " << PtrName(p) << " = pto::MakeGmPtr<" << DeviceType(p->type.dtype) << ">(args."
               << FieldName(p) << ", args." << BytesFieldName(p) << ", " << CString(p->name) << ");\n";

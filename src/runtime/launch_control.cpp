@@ -1,6 +1,8 @@
 #include "launch_control.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <condition_variable>
 #include <cstdio>
@@ -135,6 +137,38 @@ TickDemand::TickDemand(bool active) : active_(active) {
 }
 TickDemand::~TickDemand() {
   if (active_) Ticker::Get().Remove();
+}
+
+bool Untouched(const void* lo, int64_t bytes) {
+  static const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  constexpr int64_t kPages = 64;
+  const uintptr_t begin = uintptr_t(lo), end = begin + uintptr_t(bytes);
+  const uintptr_t first = ((begin + end) / 2 - kPages / 2 * page) & ~(page - 1);
+  if (bytes < int64_t(4 * kPages * page) || first <= begin) return false;
+  unsigned char resident[kPages];
+  if (::mincore(reinterpret_cast<void*>(first), size_t(kPages) * page, resident) != 0) return false;
+  int absent = 0;
+  for (unsigned char r : resident) absent += !(r & 1);
+  return 2 * absent > kPages;
+}
+
+bool FreshBuffers::Fresh(const void* lo, int64_t bytes) {
+  auto find = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      if (lo_[i] == lo) return i;
+    }
+    return -1;
+  };
+  int n = count_.load(std::memory_order_acquire);
+  if (const int i = find(n); i >= 0) return fresh_[i];
+  std::lock_guard<std::mutex> lock(mutex_);
+  n = count_.load(std::memory_order_relaxed);
+  if (const int i = find(n); i >= 0) return fresh_[i];
+  if (n == kMax) return false;
+  lo_[n] = lo;
+  fresh_[n] = Untouched(lo, bytes);
+  count_.store(n + 1, std::memory_order_release);
+  return fresh_[n];
 }
 
 }  // namespace pypto_pro::runtime

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "pypto_pro/runtime/fault.h"
@@ -18,6 +19,25 @@ using Clock = std::chrono::steady_clock;
 const volatile uint32_t* PollWord();
 void BumpPollWord();
 
+// Whether GM buffers were untouched when the launch began (PtoRuntimeApi::fresh_memory): the first
+// core to ask about a buffer looks at its pages, the others read that answer (lock-free).
+class FreshBuffers {
+ public:
+  void Clear() { count_.store(0, std::memory_order_relaxed); }  // before each launch
+  bool Fresh(const void* lo, int64_t bytes);
+
+ private:
+  static constexpr int kMax = 16;  // buffers remembered per launch; later ones are not looked at
+  std::mutex mutex_;
+  std::atomic<int> count_{0};
+  const void* lo_[kMax] = {};
+  bool fresh_[kMax] = {};
+};
+
+// Whether most pages of [lo, lo + bytes) are not in memory (never touched, or given back): 64 pages
+// from its middle, past whatever an allocator wrote at its start.
+bool Untouched(const void* lo, int64_t bytes);
+
 // The stop state of the launch a stream is running (one at a time). The poll callback of its cores
 // reads it; a synchronising thread or the ticker writes it.
 struct LaunchControl {
@@ -26,6 +46,7 @@ struct LaunchControl {
   double kernel_limit = 0;                   // its seconds, for the message
   std::atomic<double> sync_limit{0};         // the synchronize(timeout=) that cancelled it, for the message
   bool assert_raises = false;                // PYPTO_PRO_ASSERT=raise when it was launched
+  FreshBuffers fresh;                        // its GM buffers that were untouched
 
   // Before each launch (with the stream's mutex held: no cancel can be in flight).
   void Reset(Clock::time_point new_deadline, double limit, bool raises) {
@@ -33,6 +54,7 @@ struct LaunchControl {
     deadline = new_deadline;
     kernel_limit = limit;
     assert_raises = raises;
+    fresh.Clear();
   }
   // Asks the launch to stop (the first reason wins) and wakes its cores' polls.
   void Cancel(CancelReason why);

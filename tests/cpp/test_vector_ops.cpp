@@ -778,6 +778,43 @@ TEST(GmLoads, EachLoadStatementPrefetchesAlongItsOwnWalk) {
   EXPECT_EQ(PredictNextWindow(ctx, 10 + PTO_LOAD_HISTORY, data, 16), data + 16);  // its slot's line differs
 }
 
+// Stores into a large tensor stream around the caches unless the launch found its buffer untouched
+// (MarkFresh asks the runtime, for buffers large enough to stream to only).
+TEST(GmStores, FreshLargeBuffersAreStoredThroughTheCaches) {
+  static int asked = 0;
+  static int32_t answer = 0;
+  static const PtoRuntimeApi api = [] {
+    PtoRuntimeApi a{};
+    a.abi_version = PTO_ABI_VERSION;
+    a.fresh_memory = [](PtoCoreCtx*, const void*, int64_t bytes) {
+      ++asked;
+      EXPECT_EQ(bytes, int64_t(1024) * 1024 * 4);
+      return answer;
+    };
+    return a;
+  }();
+  PtoCoreCtx ctx{};
+  ctx.api = &api;
+  static uint8_t fake[1];  // never dereferenced: only its bounds are
+  const auto big = pto::MakeGm<float, 2>(fake, pto::Idx<2>{{1024, 1024}}, "y");
+  const auto small = pto::MakeGm<float, 2>(fake, pto::Idx<2>{{1023, 1024}}, "y");
+  EXPECT_TRUE(pto::detail::StreamsStores(big, 1024));
+  answer = 1;
+  const auto fresh = pto::detail::MarkFresh(ctx, big);
+  EXPECT_TRUE(fresh.fresh);
+  EXPECT_FALSE(pto::detail::StreamsStores(fresh, 1024));
+  EXPECT_EQ(asked, 1);
+  EXPECT_FALSE(pto::detail::MarkFresh(ctx, small).fresh);  // below kStreamingStoreBytes: not asked
+  EXPECT_EQ(asked, 1);
+  answer = 0;
+  EXPECT_TRUE(pto::detail::StreamsStores(pto::detail::MarkFresh(ctx, big), 1024));
+  EXPECT_EQ(asked, 2);
+  // A view of a fresh tensor keeps the mark.
+  const auto view = pto::MakeView<float, 1>(ctx, 1, fresh, pto::Idx<1>{{1024 * 1024}}, false, pto::Idx<1>{{1}},
+                                               "flat");
+  EXPECT_TRUE(view.fresh);
+}
+
 TEST(Transpose2D, MatchesAnElementwiseTransposePortably) { test_util::ExpectTransposesMatchElementwise(); }
 
 // The GEMM's fp32 paths, which hosts without the bf16 / int8 dot products (or AMX) run; the native
