@@ -202,10 +202,10 @@ typedef struct PtoRuntimeApi {
   /* pl.dump_data: prints the window on the core's output and writes it as an .npy file into the
    * kernel's dump directory. */
   void (*dump)(struct PtoCoreCtx* ctx, int32_t line, const PtoDump* dump);
-  /* Whether the GM buffer [lo, lo + bytes) was never touched when the launch began (its pages are not
-   * in memory yet): one answer per launch and buffer, the same on every core. Large outputs in such
-   * memory are stored through the caches (each page faults in zeroed through the cache, and streaming
-   * stores would then write it twice). */
+  /* Whether the GM buffer [lo, lo + bytes), an output, is still untouched (its pages not in memory):
+   * the runtime faults in a buffer it finds untouched as the launch begins, every core that asks
+   * helping, and answers 0; 1 only where that failed (its stores then go through the caches, since
+   * each page faults in zeroed through the cache and streaming stores would write it twice). */
   int32_t (*fresh_memory)(struct PtoCoreCtx* ctx, const void* lo, int64_t bytes);
 } PtoRuntimeApi;
 

@@ -289,18 +289,18 @@ inline void LoadWindow(TileT& dst, const T* from, const GmTensor<T, N>& src, Axe
 constexpr int64_t kStreamingStoreBytes = int64_t(4) << 20;
 
 // Whether rows of `cols` elements stored into `t` go around the caches: a tensor of
-// kStreamingStoreBytes or more, rows of a cache line at least, in memory the launch found touched.
-// (Never-touched pages fault in zeroed through the cache, and streaming stores then write each line
+// kStreamingStoreBytes or more, rows of a cache line at least, in memory that is not left untouched
+// (never-touched pages fault in zeroed through the cache, and streaming stores then write each line
 // twice: 32 MiB written by 2 threads took 11 ms streamed to fresh pages, 6.7 ms cached, 1.0 ms
-// streamed to touched ones, Intel Xeon.)
+// streamed to touched ones, Intel Xeon; the runtime faults fresh outputs in first where it can).
 template <typename T, int N>
 inline bool StreamsStores(const GmTensor<T, N>& t, int64_t cols) {
   return t.shape[0] * (N >= 2 ? t.stride[0] : 1) * int64_t(sizeof(T)) >= kStreamingStoreBytes &&
          cols * int64_t(sizeof(T)) >= 64 && !t.fresh;
 }
 
-// Whether the buffer of a tensor parameter is large enough to stream to and was never touched when the
-// launch began (the runtime looks once per launch and buffer).
+// Whether the buffer of an output is large enough to stream to and still untouched (the runtime looks
+// once per launch and buffer, and faults in the untouched ones it can: PtoRuntimeApi::fresh_memory).
 inline bool FreshOutput(CoreCtx& ctx, const void* lo, int64_t bytes) {
   return bytes >= kStreamingStoreBytes && ctx.api->fresh_memory && ctx.api->fresh_memory(&ctx, lo, bytes);
 }

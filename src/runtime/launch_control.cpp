@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -153,22 +154,42 @@ bool Untouched(const void* lo, int64_t bytes) {
 }
 
 bool FreshBuffers::Fresh(const void* lo, int64_t bytes) {
-  auto find = [&](int n) {
+  auto find = [&](int n) -> Buffer* {
     for (int i = 0; i < n; ++i) {
-      if (lo_[i] == lo) return i;
+      if (buffers_[i].lo == lo) return &buffers_[i];
     }
-    return -1;
+    return nullptr;
   };
-  int n = count_.load(std::memory_order_acquire);
-  if (const int i = find(n); i >= 0) return fresh_[i];
-  std::lock_guard<std::mutex> lock(mutex_);
-  n = count_.load(std::memory_order_relaxed);
-  if (const int i = find(n); i >= 0) return fresh_[i];
-  if (n == kMax) return false;
-  lo_[n] = lo;
-  fresh_[n] = Untouched(lo, bytes);
-  count_.store(n + 1, std::memory_order_release);
-  return fresh_[n];
+  Buffer* b = find(count_.load(std::memory_order_acquire));
+  if (!b) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const int n = count_.load(std::memory_order_relaxed);
+    b = find(n);
+    if (!b) {
+      if (n == kMax) return false;
+      b = &buffers_[n];
+      b->lo = lo;
+      b->bytes = bytes;
+      b->untouched = Untouched(lo, bytes);
+      b->next_chunk.store(0, std::memory_order_relaxed);
+      b->failed.store(false, std::memory_order_relaxed);
+      count_.store(n + 1, std::memory_order_release);
+    }
+  }
+  if (!b->untouched) return false;
+  static const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  constexpr int64_t kChunk = int64_t(2) << 20;
+  const uintptr_t begin = uintptr_t(b->lo) & ~(page - 1);
+  const uintptr_t end = (uintptr_t(b->lo) + uintptr_t(b->bytes) + page - 1) & ~(page - 1);
+  for (;;) {
+    const uintptr_t at = begin + uintptr_t(b->next_chunk.fetch_add(1, std::memory_order_relaxed) * kChunk);
+    if (at >= end) break;
+    const size_t len = size_t(std::min<uintptr_t>(end - at, uintptr_t(kChunk)));
+    if (::madvise(reinterpret_cast<void*>(at), len, MADV_POPULATE_WRITE) != 0) {
+      b->failed.store(true, std::memory_order_relaxed);
+    }
+  }
+  return b->failed.load(std::memory_order_relaxed);
 }
 
 }  // namespace pypto_pro::runtime

@@ -19,19 +19,29 @@ using Clock = std::chrono::steady_clock;
 const volatile uint32_t* PollWord();
 void BumpPollWord();
 
-// Whether GM buffers were untouched when the launch began (PtoRuntimeApi::fresh_memory): the first
-// core to ask about a buffer looks at its pages, the others read that answer (lock-free).
+// GM buffers a launch writes that were untouched when it began (PtoRuntimeApi::fresh_memory). The
+// first core to ask about a buffer looks at its pages; if they were never touched, every core that
+// asks faults them in, 2 MiB at a time (MADV_POPULATE_WRITE: contiguous, in parallel, contents kept),
+// and then stores into them as into any touched buffer. Where that fails (an older kernel, a read-only
+// mapping) the buffer is left fresh and its stores go through the caches.
 class FreshBuffers {
  public:
   void Clear() { count_.store(0, std::memory_order_relaxed); }  // before each launch
+  // Whether [lo, lo + bytes) is still untouched; helps fault it in first.
   bool Fresh(const void* lo, int64_t bytes);
 
  private:
+  struct Buffer {
+    const void* lo = nullptr;
+    int64_t bytes = 0;
+    bool untouched = false;
+    std::atomic<int64_t> next_chunk{0};  // of the 2 MiB pieces to fault in
+    std::atomic<bool> failed{false};
+  };
   static constexpr int kMax = 16;  // buffers remembered per launch; later ones are not looked at
   std::mutex mutex_;
   std::atomic<int> count_{0};
-  const void* lo_[kMax] = {};
-  bool fresh_[kMax] = {};
+  Buffer buffers_[kMax];
 };
 
 // Whether most pages of [lo, lo + bytes) are not in memory (never touched, or given back): 64 pages

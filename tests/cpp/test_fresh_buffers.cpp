@@ -1,5 +1,5 @@
-// Fresh outputs (docs/device.md#memory): the runtime's look at whether a GM buffer's pages
-// were ever touched, remembered per launch and buffer.
+// Fresh outputs (docs/device.md#memory): the runtime's look at whether a GM buffer's pages were
+// ever touched, remembered per launch and buffer, and the faulting in of untouched ones.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -49,28 +49,53 @@ TEST(FreshBuffers, SmallOrUnmappedBuffersAreNotFresh) {
   EXPECT_FALSE(Untouched(nullptr, int64_t(kBuffer)));   // mincore fails: not fresh
 }
 
-TEST(FreshBuffers, OneAnswerPerLaunchAndBuffer) {
-  Mapping a(kBuffer), b(kBuffer);
+TEST(FreshBuffers, UntouchedBuffersAreFaultedInWithTheirContents) {
+  Mapping a(kBuffer + 100), b(kBuffer);
   ASSERT_NE(a.data, MAP_FAILED);
   ASSERT_NE(b.data, MAP_FAILED);
-  std::memset(b.data, 0, kBuffer);
+  std::memset(b.data, 1, kBuffer);
   LaunchControl control;
-  EXPECT_TRUE(control.fresh.Fresh(a.data, int64_t(kBuffer)));
-  EXPECT_FALSE(control.fresh.Fresh(b.data, int64_t(kBuffer)));
-  std::memset(a.data, 0, kBuffer);  // a core of the launch wrote it: the others get the first answer
-  EXPECT_TRUE(control.fresh.Fresh(a.data, int64_t(kBuffer)));
-  control.Reset(Clock::time_point::max(), 0, false);  // the next launch looks again
-  EXPECT_FALSE(control.fresh.Fresh(a.data, int64_t(kBuffer)));
+  char* lo = a.data + 100;  // not page-aligned, like a tensor after an allocator's header
+  ASSERT_TRUE(Untouched(lo, int64_t(kBuffer)));
+  EXPECT_FALSE(control.fresh.Fresh(lo, int64_t(kBuffer)));  // faulted in: stored into like any other
+  EXPECT_FALSE(Untouched(lo, int64_t(kBuffer)));
+  unsigned char resident[kBuffer / 4096 + 2];
+  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+  ASSERT_EQ(::mincore(a.data, kBuffer + 100, resident), 0);
+  for (size_t i = 0; i < (kBuffer + 100 + page - 1) / page; ++i) ASSERT_TRUE(resident[i] & 1) << "page " << i;
+  for (size_t i = 0; i < kBuffer; ++i) ASSERT_EQ(lo[i], 0) << i;  // (anonymous memory: zeros, as before)
+  EXPECT_FALSE(control.fresh.Fresh(b.data, int64_t(kBuffer)));  // touched: nothing to do
+  for (size_t i = 0; i < kBuffer; i += 4096) ASSERT_EQ(b.data[i], 1);
 }
 
-TEST(FreshBuffers, BuffersPastTheTableAreNotFresh) {
+TEST(FreshBuffers, BuffersThatCannotBeFaultedInStayFresh) {
+  // A read-only mapping cannot be faulted in writable: the launch's stores (which would fault) are
+  // left to the caches, the answer is the same for every core of the launch.
+  void* ro = ::mmap(nullptr, kBuffer, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(ro, MAP_FAILED);
+  LaunchControl control;
+  EXPECT_TRUE(control.fresh.Fresh(ro, int64_t(kBuffer)));
+  EXPECT_TRUE(control.fresh.Fresh(ro, int64_t(kBuffer)));
+  control.Reset(Clock::time_point::max(), 0, false);  // the next launch looks again
+  EXPECT_TRUE(control.fresh.Fresh(ro, int64_t(kBuffer)));
+  ::munmap(ro, kBuffer);
+}
+
+TEST(FreshBuffers, BuffersPastTheTableAreNotLookedAt) {
   Mapping m(kBuffer * 2);
   ASSERT_NE(m.data, MAP_FAILED);
-  LaunchControl control;
   const size_t page = size_t(::sysconf(_SC_PAGESIZE));
-  for (int i = 0; i < 16; ++i) EXPECT_TRUE(control.fresh.Fresh(m.data + i * page, int64_t(kBuffer)));
-  EXPECT_FALSE(control.fresh.Fresh(m.data + 16 * page, int64_t(kBuffer)));  // not remembered, not looked at
-  EXPECT_TRUE(control.fresh.Fresh(m.data + 3 * page, int64_t(kBuffer)));   // the remembered ones still are
+  void* ro = ::mmap(nullptr, kBuffer, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(ro, MAP_FAILED);
+  LaunchControl control;
+  EXPECT_TRUE(control.fresh.Fresh(ro, int64_t(kBuffer)));
+  for (int i = 1; i < 16; ++i) EXPECT_FALSE(control.fresh.Fresh(m.data + i * page, int64_t(kBuffer)));
+  void* ro2 = ::mmap(nullptr, kBuffer, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(ro2, MAP_FAILED);
+  EXPECT_FALSE(control.fresh.Fresh(ro2, int64_t(kBuffer)));  // the 17th: not looked at, streamed
+  EXPECT_TRUE(control.fresh.Fresh(ro, int64_t(kBuffer)));    // the remembered ones keep their answer
+  ::munmap(ro2, kBuffer);
+  ::munmap(ro, kBuffer);
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 """Fresh outputs (docs/device.md#memory): a large output whose pages the launch found never
-touched is stored through the caches, one already written around them; each store path (a direct run,
-a fused pass's strip store, a plain store, the tier-0 executor) gives the same values either way. The
-decision itself is unit-tested in C++ (FreshBuffers, GmStores)."""
+touched is faulted in first (or, where it cannot be, stored through the caches), one already written
+is streamed to; each store path (a direct run, a fused pass's strip store, a plain store, the tier-0
+executor) gives the same values either way, and the launch leaves a fresh output's pages in memory.
+The decisions themselves are unit-tested in C++ (FreshBuffers, GmStores)."""
 
+import ctypes
 import mmap
 import sys
 from pathlib import Path
@@ -18,6 +20,17 @@ from add import add_kernel  # noqa: E402
 from softmax import softmax_kernel  # noqa: E402
 
 sync = pypto_pro.runtime.synchronize
+
+
+def _resident_share(t):
+    """The share of the pages of tensor t in memory (mincore)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    page = mmap.PAGESIZE
+    start = t.data_ptr() // page * page
+    end = (t.data_ptr() + t.numel() * t.element_size() + page - 1) // page * page
+    vec = (ctypes.c_ubyte * ((end - start) // page))()
+    assert libc.mincore(ctypes.c_void_p(start), ctypes.c_size_t(end - start), vec) == 0
+    return sum(v & 1 for v in vec) / len(vec)
 
 
 def _fresh(shape, dtype):
@@ -38,6 +51,7 @@ def test_the_add_example_into_a_large_output(fresh, tier0, monkeypatch):
     x = torch.randn(2048, 2048, generator=g).half()  # 8 MiB each
     y = torch.randn(2048, 2048, generator=g).half()
     z = _fresh(x.shape, x.dtype) if fresh else torch.full_like(x, 7)
+    assert _resident_share(z) == (0 if fresh else 1)
     add_kernel[None, 8](x, y, z)
     sync()
     assert torch.equal(z, (x.float() + y.float()).half())
