@@ -53,19 +53,26 @@ inline TileRef<typename TileT::Elem> RefOf(const TileT& tile) {
   return {tile.data, TileT::kRows, TileT::kCols, tile.valid_rows, tile.valid_cols, TileT::kPad};
 }
 
-// Checks a rows x cols valid window of a tile_rows x tile_cols tile at `off` against the tensor;
-// returns the window's first element.
+// Whether a rows x cols valid window of a tile_rows x tile_cols tile at `off` lies in the tensor's shape.
 template <typename T, int N>
-inline T* CheckedWindowOf(CoreCtx& ctx, int line, const char* op, int64_t rows, int64_t cols, int64_t tile_rows,
-                          int64_t tile_cols, const GmTensor<T, N>& gm, const Idx<N>& off, Axes axes) {
+inline bool WindowInside(int64_t rows, int64_t cols, int64_t tile_rows, int64_t tile_cols, const GmTensor<T, N>& gm,
+                         const Idx<N>& off, Axes axes) {
   bool ok = rows >= 0 && cols >= 0 && rows <= tile_rows && cols <= tile_cols;
-  int64_t linear = 0;
   for (int i = 0; i < N; ++i) {
     int64_t extent = WindowExtent<N>(axes, i, rows, cols);
     ok = ok && off.v[i] >= 0 && off.v[i] + extent <= gm.shape[i];
-    linear += off.v[i] * gm.stride[i];
   }
   if (axes.rows < 0) ok = ok && rows <= 1;
+  return ok;
+}
+
+// The window's first element, once the window passed load's / store's checks (else their fault).
+template <typename T, int N>
+inline T* CheckedWindowOf(CoreCtx& ctx, int line, const char* op, int64_t rows, int64_t cols, int64_t tile_rows,
+                          int64_t tile_cols, const GmTensor<T, N>& gm, const Idx<N>& off, Axes axes) {
+  const bool ok = WindowInside(rows, cols, tile_rows, tile_cols, gm, off, axes);
+  int64_t linear = 0;
+  for (int i = 0; i < N; ++i) linear += off.v[i] * gm.stride[i];
   if (__builtin_expect(!ok, 0)) {
     PtoFaultDetail d{};
     d.op = op;
@@ -87,6 +94,17 @@ inline T* CheckedWindowOf(CoreCtx& ctx, int line, const char* op, int64_t rows, 
   for (int i = 0; i < N; ++i) extent[i] = WindowExtent<N>(axes, i, rows, cols);
   CheckBuffer(ctx, line, op, gm, off.v, extent);
   return gm.data + linear;
+}
+
+// Whether load's / store's checks of the window pass (CheckedWindowOf without its faults).
+template <typename T, int N>
+inline bool WindowPasses(int64_t rows, int64_t cols, int64_t tile_rows, int64_t tile_cols, const GmTensor<T, N>& gm,
+                         const Idx<N>& off, Axes axes) {
+  if (!WindowInside(rows, cols, tile_rows, tile_cols, gm, off, axes)) return false;
+  int64_t extent[N], begin, end;
+  bool overflow;
+  for (int i = 0; i < N; ++i) extent[i] = WindowExtent<N>(axes, i, rows, cols);
+  return InBuffer(gm, off.v, extent, begin, end, overflow);
 }
 
 template <typename TileT, typename T, int N>

@@ -2,9 +2,10 @@
 // loads, element-wise ops and stores of a run the fuse_direct pass found, computed in one pass over
 // the window from GM through registers to GM.
 // Generated code checks every GM window first, in program order (direct_load / direct_store: the
-// faults of load / store, at the same lines), then, when no store window shares a byte with another
-// window of the run, calls DirectRows with the ops' element-wise body; otherwise it runs the
-// statements op by op as written.
+// faults of load / store, at the same lines; the stores after the first, which op by op would fault
+// only after the stores before them wrote GM, without faulting: direct_store_after), then, when every
+// window passed and no store window shares a byte with another window of the run, calls DirectRows with
+// the ops' element-wise body; otherwise it runs the statements op by op as written.
 #pragma once
 
 #include "pypto_pro/data_movement.h"
@@ -132,6 +133,24 @@ template <typename TileT, typename T, int N>
 inline DirectWindow<T> direct_store_tile(CoreCtx& ctx, int line, const GmTensor<T, N>& dst, const TileT& tile,
                                          Idx<N> tile_idx) {
   return detail::DirectGm(ctx, line, "store_tile", true, tile, dst, tile_idx);
+}
+
+// The window of a store after the run's first (store / store_tile): checked without faulting, `at`
+// null where the store would fault. Op by op the stores before it write GM first, so the run then goes
+// as written and faults at that store with GM as op by op leaves it.
+template <typename TileT, typename T, int N>
+inline DirectWindow<T> direct_store_after(const GmTensor<T, N>& dst, const TileT& tile, Idx<N> offsets) {
+  const detail::Axes axes = detail::DecodeOrder<N>(-1);
+  if (!detail::WindowPasses(tile.valid_rows, tile.valid_cols, TileT::kRows, TileT::kCols, dst, offsets, axes)) {
+    return {nullptr, 0, false, false};
+  }
+  int64_t linear = 0;
+  for (int i = 0; i < N; ++i) linear += offsets.v[i] * dst.stride[i];
+  return detail::WindowAt(dst, dst.data + linear, tile.valid_cols);
+}
+template <typename TileT, typename T, int N>
+inline DirectWindow<T> direct_store_tile_after(const GmTensor<T, N>& dst, const TileT& tile, Idx<N> tile_idx) {
+  return direct_store_after(dst, tile, detail::TileOffsets<TileT>(tile_idx, detail::DecodeOrder<N>(-1)));
 }
 
 // A direct loop's window of one load / store (`tile_units`: load_tile / store_tile) (docs/device.md#

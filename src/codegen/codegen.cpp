@@ -555,10 +555,19 @@ class KernelWriter {
     Line(indent, "{  // direct run, lines " + std::to_string(LineNumber(first_op.span.line)) + "-" +
                      std::to_string(LineNumber(last_op.span.line)) + ": GM -> registers -> GM");
     size_t windows = 0;
+    bool stored = false;
+    std::vector<std::string> later_stores;  // op by op, the stores before them write GM before they fault
     const DirectPlan plan = PlanDirectRun(
         s,
         [&](const StmtNode& op, bool load, const Expr& tensor, const Expr& tile, const Expr& offsets) {
           const std::string name = "dw" + std::to_string(windows++);
+          if (!load && stored) {
+            later_stores.push_back(name + ".at");
+            Line(indent + 1, "const auto " + name + " = pto::direct_" + std::string(op.op->name) + "_after(" +
+                                 Expr_(tensor) + ", *" + Expr_(tile) + ", " + Expr_(offsets) + ");");
+            return name;
+          }
+          stored |= !load;
           Line(indent + 1, "const auto " + name + " = pto::direct_" + std::string(op.op->name) + "(ctx, " +
                                std::to_string(op.span.line) +
                                (load ? ", *" + Expr_(tile) + ", " + Expr_(tensor) : ", " + Expr_(tensor) + ", *" + Expr_(tile)) +
@@ -574,11 +583,12 @@ class KernelWriter {
     std::vector<std::string> same_window;
     for (size_t i = 1; i < plan.tiles.size(); ++i) same_window.push_back(HasWindow("(*" + Expr_(plan.tiles[i]) + ")", "dr", "dc"));
     Line(indent + 1, "const int64_t dr = " + first + ".valid_rows, dc = " + first + ".valid_cols;");
+    same_window.insert(same_window.end(), later_stores.begin(), later_stores.end());
     same_window.push_back("pto::DirectDisjoint(dr, dc, direct_in, direct_out)");
     Line(indent + 1, "if (" + Conjunction(same_window, indent + 3) + ") {");
     for (const StmtNode* load : plan.kept_loads) EmitOp(*load, indent + 2);
     EmitDirectRows(plan, "dr", "dc", indent + 2);
-    Line(indent + 1, "} else {  // windows overlap: op by op");
+    Line(indent + 1, "} else {  // windows differ, overlap or fault: op by op");
     Stmt_(s.body, indent + 2);
     Line(indent + 1, "}");
     Line(indent, "}");

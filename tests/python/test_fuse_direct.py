@@ -236,6 +236,48 @@ def test_a_direct_run_faults_like_its_statements(tmp_path, monkeypatch, shift, o
     assert "GM access out of bounds" in first[1]
 
 
+TWO_STORES = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[40, 256], pl.DT_FP32], out: pl.Tensor[[40, 256], pl.DT_FP32], shift: pl.DT_INT32):
+    t = pl.make_tile(pl.TileType(shape=[16, 256], dtype=pl.DT_FP32), addr=0x0)
+    o = pl.make_tile(pl.TileType(shape=[16, 256], dtype=pl.DT_FP32), addr=0x8000)
+    with pl.section_vector():
+        pl.load(t, x, [0, 0])
+        pl.muls(o, t, 2.0)
+        pl.store(out, o, [0, 0])
+        pl.store(out, o, [shift, 0])
+'''
+
+
+@pytest.mark.parametrize("shift", [16, 30])
+def test_a_later_store_of_a_run_faults_after_the_stores_before_it(tmp_path, monkeypatch, shift):
+    """The second store's window leaves the tensor (shift 30): op by op the first store has written rows
+    [0, 16) when the second faults, and so has the run, which checks the stores after its first without
+    faulting and then goes op by op. Shift 16: both fit, one direct run."""
+    module = module_from_source(tmp_path, f"two_stores_{shift}", TWO_STORES)
+    x = torch.randn(40, 256)
+    faults = []
+
+    def launch(kernel):
+        out = torch.zeros(40, 256)
+        kernel[None, 1](x, out, shift)
+        try:
+            pypto_pro.runtime.synchronize()
+        except pypto_pro.KernelFault as e:
+            faults.append((e.op, e.line, str(e).split("\n")[0].split(": ", 1)[-1]))
+        return out
+
+    unfused, fused, ir, code = _both(monkeypatch, module.kernel, f"two_stores_{shift}", launch)
+    assert "direct run (tiles not written: t, o):" in ir and "pto::direct_store_after(t_out, " in code, ir
+    assert torch.equal(unfused, fused) and torch.equal(fused[:16], x[:16] * 2)
+    if shift == 16:
+        assert not faults and torch.equal(fused[16:32], x[:16] * 2)
+    else:
+        assert faults[0] == faults[1] and faults[0][:2] == ("store", 11) and "out of bounds" in faults[0][2]
+        assert torch.equal(fused[16:], torch.zeros(24, 256))
+
+
 STREAMED = '''
 import pypto_pro.language as pl
 
