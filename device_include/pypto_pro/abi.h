@@ -63,6 +63,16 @@ enum { PTO_HW_CROSS_CORE_SYNC_MODES(PTO_SYNC_MODE_) };
 struct PtoCoreCtx;
 typedef void (*PtoKernelEntry)(struct PtoCoreCtx* ctx, const void* args);
 
+/* A GM buffer: its first byte and its size. */
+typedef struct PtoRange {
+  const void* lo;
+  int64_t bytes;
+} PtoRange;
+
+/* Stores into tensors of this many bytes or more stream around the caches (data_movement.h), and the
+ * runtime looks at whether such outputs were ever touched (PtoRuntimeApi::fresh_memory). */
+#define PTO_STREAMING_STORE_BYTES (4 << 20)
+
 typedef struct PtoKernelDesc {
   uint32_t abi_version;
   uint32_t kind; /* PTO_KERNEL_* */
@@ -79,6 +89,9 @@ typedef struct PtoKernelDesc {
    * kernel inlined from other files. */
   const char* const* source_files;
   int32_t source_file_count;
+  /* The GM buffers of the tensor parameters the kernel writes, from its arguments: up to `max` into
+   * `out`, returns how many. NULL: none told. */
+  int32_t (*outputs)(const void* args, PtoRange* out, int32_t max);
 } PtoKernelDesc;
 
 /* A line number the kernel hands the runtime is `file << PTO_LINE_FILE_SHIFT | line`, `file`
@@ -202,10 +215,11 @@ typedef struct PtoRuntimeApi {
   /* pl.dump_data: prints the window on the core's output and writes it as an .npy file into the
    * kernel's dump directory. */
   void (*dump)(struct PtoCoreCtx* ctx, int32_t line, const PtoDump* dump);
-  /* Whether the GM buffer [lo, lo + bytes), an output, is still untouched (its pages not in memory):
-   * the runtime faults in a buffer it finds untouched as the launch begins, every core that asks
-   * helping, and answers 0; 1 only where that failed (its stores then go through the caches, since
-   * each page faults in zeroed through the cache and streaming stores would write it twice). */
+  /* Whether the GM buffer [lo, lo + bytes), an output, is still untouched (its pages not in memory).
+   * Before the launch's blocks start, the runtime looks at the outputs PtoKernelDesc::outputs names;
+   * an untouched one is faulted in by the cores that ask (every one helping), which then get 0; 1
+   * only where that failed (its stores then go through the caches, since each page faults in zeroed
+   * through the cache and streaming stores would write it twice). No system call otherwise. */
   int32_t (*fresh_memory)(struct PtoCoreCtx* ctx, const void* lo, int64_t bytes);
 } PtoRuntimeApi;
 

@@ -304,7 +304,7 @@ inline void LoadWindow(TileT& dst, const T* from, const GmTensor<T, N>& src, Axe
 // store stalls its core until the lines reach memory, where a cached one is written back while the
 // core computes the next tile (softmax 4096x512: 20% faster with cached stores, layernorm 27%,
 // Intel Xeon; the add, with nothing to overlap, runs faster streamed).
-constexpr int64_t kStreamingStoreBytes = int64_t(4) << 20;
+constexpr int64_t kStreamingStoreBytes = PTO_STREAMING_STORE_BYTES;
 
 // Whether rows of `cols` elements stored into `t` go around the caches: a tensor of
 // kStreamingStoreBytes or more, rows of a cache line at least, in memory that is not left untouched

@@ -92,6 +92,7 @@ typedef struct PtoT0Insn {
  * int32 of launcher slot k. */
 typedef struct PtoT0Tensor {
   int32_t slot, elem, rank;
+  int32_t elem_bytes, written; /* its element's size; whether the kernel writes it (an output) */
   int64_t dims[PTO_T0_MAX_RANK];
   const char* name;
 } PtoT0Tensor;

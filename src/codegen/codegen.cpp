@@ -1010,6 +1010,7 @@ class KernelWriter {
     int indent = 1;
     std::ostringstream decls;
     const std::vector<bool> written = ir::WrittenParams(func_);
+    std::ostringstream outputs;  // KernelOutputs' body: the written tensors' buffers
     for (size_t i_param = 0; i_param < func_.params.size(); ++i_param) {
       const Var& p = func_.params[i_param];
       if (p->type.IsTensor()) {
@@ -1028,6 +1029,14 @@ class KernelWriter {
                                dims + "}}, " + CString(p->name) + ")";
         decls << (restrided_.count(p->id) ? "  auto " : "  const auto ") << TensorName(p) << " = "
               << (written[i_param] ? "pto::detail::MarkFresh(ctx, " + gm + ")" : gm) << ";\n";
+        if (written[i_param]) {
+          std::string bytes = "int64_t(sizeof(" + DeviceType(t.dtype) + "))";
+          for (const Dim& d : t.dims) {
+            bytes += " * " + (d.kind == DimKind::kDynamic ? "int64_t(args.dyn" + std::to_string(d.dyn_slot) + ")"
+                                                          : std::to_string(d.value));
+          }
+          outputs << "  if (n < max) out[n++] = PtoRange{args." << FieldName(p) << ", " << bytes << "};\n";
+        }
       } else if (p->type.IsPtr()) {
         decls << "  const auto " << PtrName(p) << " = pto::MakeGmPtr<" << DeviceType(p->type.dtype) << ">(args."
               << FieldName(p) << ", args." << BytesFieldName(p) << ", " << CString(p->name) << ");\n";
@@ -1086,6 +1095,10 @@ class KernelWriter {
       const std::string so_far = os.str();
       os << "#line " << std::count(so_far.begin(), so_far.end(), '\n') + 2 << " \"kernel.cpp\"\n";
     }
+    // The written tensors' buffers, for the runtime's look at fresh outputs before the blocks start.
+    os << "int32_t KernelOutputs(const void* raw_args, PtoRange* out, int32_t max) {\n";
+    os << "  const KernelArgs& args = *static_cast<const KernelArgs*>(raw_args);\n";
+    os << "  int32_t n = 0;\n" << outputs.str() << "  (void)args;\n  (void)out;\n  (void)max;\n  return n;\n}\n\n";
     // Lines name their file (support/source_line.h): the kernel's, then those of helpers from other modules.
     os << "const char* const kSourceFiles[] = {" << CString(func_.source_file);
     for (const std::string& file : func_.other_files) os << ", " << CString(file);
@@ -1096,7 +1109,7 @@ class KernelWriter {
        << (NeedsResidentBlocks() ? "PTO_KERNEL_FLAG_RESIDENT" : "0u") << (profile_ ? " | PTO_KERNEL_FLAG_PROFILE" : "")
        << (debug_ ? " | PTO_KERNEL_FLAG_DEBUG" : "")
        << ", " << (dump_dir_.empty() || !HasDumps() ? "nullptr" : CString(dump_dir_)) << ", kSourceFiles, "
-       << 1 + func_.other_files.size() << "};\n\n";
+       << 1 + func_.other_files.size() << ", &KernelOutputs};\n\n";
     os << "}  // namespace\n";
     return os.str();
   }

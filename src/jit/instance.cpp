@@ -676,6 +676,22 @@ PtoKernelEntry Tier0Entry(const fs::path& lib) {
   return it->second;
 }
 
+// PtoKernelDesc::outputs of a tier-0 launch (its arguments: a PtoT0Args): the written tensors' buffers.
+int32_t Tier0Outputs(const void* raw_args, PtoRange* out, int32_t max) {
+  const PtoT0Args& args = *static_cast<const PtoT0Args*>(raw_args);
+  int32_t n = 0;
+  for (int32_t i = 0; i < args.program->num_tensors && n < max; ++i) {
+    const PtoT0Tensor& t = args.program->tensors[i];
+    if (!t.written) continue;
+    int64_t bytes = t.elem_bytes;
+    for (int32_t k = 0; k < t.rank; ++k) {
+      bytes *= t.dims[k] >= 0 ? t.dims[k] : int64_t(int32_t(args.slots[-1 - t.dims[k]]));
+    }
+    out[n++] = PtoRange{reinterpret_cast<const void*>(args.slots[t.slot]), bytes};
+  }
+  return n;
+}
+
 // Makes `inst` launch `program` on the executor of `routines` until its library is compiled; false
 // when that executor cannot be loaded (the launch then waits for the compile).
 bool StartTier0(Instance& inst, std::unique_ptr<Tier0Program> program, const ir::Function& func,
@@ -690,7 +706,7 @@ bool StartTier0(Instance& inst, std::unique_ptr<Tier0Program> program, const ir:
   const uint32_t kind = inst.kind == ir::KernelKind::kCube ? PTO_KERNEL_CUBE : PTO_KERNEL_VECTOR;
   inst.tier0_desc = PtoKernelDesc{PTO_ABI_VERSION, kind, p->names.emplace_back(func.name).c_str(),
                                   p->source_files[0], p->names.emplace_back(arch).c_str(), entry, nullptr, 0u,
-                                  nullptr, p->source_files.data(), int32_t(p->source_files.size())};
+                                  nullptr, p->source_files.data(), int32_t(p->source_files.size()), &Tier0Outputs};
   inst.tier0 = p;
   inst.tier0_always = mode == Tier0Mode::kAlways;
   inst.stats.tier0 = true;

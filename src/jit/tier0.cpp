@@ -9,6 +9,7 @@
 #include <map>
 
 #include "pypto_pro/codegen/codegen.h"
+#include "pypto_pro/ir/analysis.h"
 #include "pypto_pro/ir/launcher_slots.h"
 #include "pypto_pro/ir/op_registry.h"
 
@@ -157,6 +158,7 @@ class Compiler {
   void Params() {
     std::map<int, int> dyn_slot;  // DYNAMIC dim index -> launcher slot
     const std::vector<LauncherSlot> slots = LauncherSlots(func_);
+    const std::vector<bool> written = WrittenParams(func_);
     for (size_t n = 0; n < slots.size(); ++n) {
       if (slots[n].kind == SlotKind::kDynamicDim) dyn_slot[slots[n].index] = int(n);
     }
@@ -170,6 +172,8 @@ class Compiler {
           PtoT0Tensor d{};
           d.slot = int32_t(n);
           d.elem = ElemCode(t.dtype);
+          d.elem_bytes = int32_t(Bytes(t.dtype));
+          d.written = written[size_t(slots[n].param)] ? 1 : 0;
           d.rank = int32_t(t.dims.size());
           for (size_t i = 0; i < t.dims.size(); ++i) {
             d.dims[i] = t.dims[i].kind == DimKind::kDynamic ? -1 - dyn_slot.at(t.dims[i].dyn_slot) : t.dims[i].value;

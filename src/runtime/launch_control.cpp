@@ -153,30 +153,31 @@ bool Untouched(const void* lo, int64_t bytes) {
   return 2 * absent > kPages;
 }
 
-bool FreshBuffers::Fresh(const void* lo, int64_t bytes) {
-  auto find = [&](int n) -> Buffer* {
-    for (int i = 0; i < n; ++i) {
-      if (buffers_[i].lo == lo) return &buffers_[i];
-    }
-    return nullptr;
-  };
-  Buffer* b = find(count_.load(std::memory_order_acquire));
-  if (!b) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const int n = count_.load(std::memory_order_relaxed);
-    b = find(n);
-    if (!b) {
-      if (n == kMax) return false;
-      b = &buffers_[n];
-      b->lo = lo;
-      b->bytes = bytes;
-      b->untouched = Untouched(lo, bytes);
-      b->next_chunk.store(0, std::memory_order_relaxed);
-      b->failed.store(false, std::memory_order_relaxed);
-      count_.store(n + 1, std::memory_order_release);
-    }
+void FreshBuffers::Prepare(const PtoKernelDesc& desc, const void* args) {
+  count_.store(0, std::memory_order_relaxed);
+  if (!desc.outputs) return;
+  PtoRange outputs[kMax];
+  const int32_t n = desc.outputs(args, outputs, kMax);
+  int fresh = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    if (outputs[i].bytes < PTO_STREAMING_STORE_BYTES || !Untouched(outputs[i].lo, outputs[i].bytes)) continue;
+    Buffer& b = buffers_[fresh++];
+    b.lo = outputs[i].lo;
+    b.bytes = outputs[i].bytes;
+    b.next_chunk.store(0, std::memory_order_relaxed);
+    b.failed.store(false, std::memory_order_relaxed);
   }
-  if (!b->untouched) return false;
+  count_.store(fresh, std::memory_order_release);  // the cores start after this (the launch's post)
+}
+
+bool FreshBuffers::Fresh(const void* lo, int64_t bytes) {
+  (void)bytes;
+  Buffer* b = nullptr;
+  const int n = count_.load(std::memory_order_acquire);
+  for (int i = 0; i < n && !b; ++i) {
+    if (buffers_[i].lo == lo) b = &buffers_[i];
+  }
+  if (!b) return false;
   static const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
   constexpr int64_t kChunk = int64_t(2) << 20;
   const uintptr_t begin = uintptr_t(b->lo) & ~(page - 1);

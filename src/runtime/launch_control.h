@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "pypto_pro/abi.h"
 #include "pypto_pro/runtime/fault.h"
 
 namespace pypto_pro::runtime {
@@ -19,14 +20,18 @@ using Clock = std::chrono::steady_clock;
 const volatile uint32_t* PollWord();
 void BumpPollWord();
 
-// GM buffers a launch writes that were untouched when it began (PtoRuntimeApi::fresh_memory). The
-// first core to ask about a buffer looks at its pages; if they were never touched, every core that
-// asks faults them in, 2 MiB at a time (MADV_POPULATE_WRITE: contiguous, in parallel, contents kept),
-// and then stores into them as into any touched buffer. Where that fails (an older kernel, a read-only
-// mapping) the buffer is left fresh and its stores go through the caches.
+// The outputs a launch found untouched as it began (PtoRuntimeApi::fresh_memory). Before the blocks
+// start, the runtime looks at the kernel's large outputs (PtoKernelDesc::outputs; a system call made
+// while the cores run costs this guest tens of microseconds of the launch, one made before them does
+// not); each untouched one is faulted in by the cores that ask, 2 MiB at a time, every one helping
+// (MADV_POPULATE_WRITE: contiguous, in parallel, contents kept), and then stored into as any touched
+// buffer. Where that fails (an older kernel, a read-only mapping) the buffer is left fresh and its
+// stores go through the caches. Other buffers are not fresh, and asking costs no system call.
 class FreshBuffers {
  public:
-  void Clear() { count_.store(0, std::memory_order_relaxed); }  // before each launch
+  void Clear() { count_.store(0, std::memory_order_relaxed); }
+  // Before the launch's blocks start (no core asks yet): looks at the kernel's large outputs.
+  void Prepare(const PtoKernelDesc& desc, const void* args);
   // Whether [lo, lo + bytes) is still untouched; helps fault it in first.
   bool Fresh(const void* lo, int64_t bytes);
 
@@ -34,13 +39,11 @@ class FreshBuffers {
   struct Buffer {
     const void* lo = nullptr;
     int64_t bytes = 0;
-    bool untouched = false;
     std::atomic<int64_t> next_chunk{0};  // of the 2 MiB pieces to fault in
     std::atomic<bool> failed{false};
   };
-  static constexpr int kMax = 16;  // buffers remembered per launch; later ones are not looked at
-  std::mutex mutex_;
-  std::atomic<int> count_{0};
+  static constexpr int kMax = 8;  // outputs looked at per launch
+  std::atomic<int> count_{0};     // untouched outputs of the launch
   Buffer buffers_[kMax];
 };
 

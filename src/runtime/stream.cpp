@@ -215,6 +215,7 @@ void Stream::Execute(Item& item) {
     const InlineWait* wait = CurrentInlineWait();
     TickDemand ticks(control_->deadline != Clock::time_point::max() ||
                      (wait && (wait->interrupted || wait->deadline != Clock::time_point::max())));
+    control_->fresh.Prepare(*item.desc, item.args());  // before the cores start: see FreshBuffers
     fault = Device::Get().Run(*item.desc, item.args(), item.block_dim, control_.get());
   } catch (const std::exception& e) {  // nothing may leave a runtime thread
     fault = FaultInfo{};

@@ -1,5 +1,5 @@
 // Fresh outputs (docs/device.md#memory): the runtime's look at whether a GM buffer's pages were
-// ever touched, remembered per launch and buffer, and the faulting in of untouched ones.
+// ever touched, looked at before a launch's blocks start, and the faulting in of untouched outputs.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -49,14 +49,30 @@ TEST(FreshBuffers, SmallOrUnmappedBuffersAreNotFresh) {
   EXPECT_FALSE(Untouched(nullptr, int64_t(kBuffer)));   // mincore fails: not fresh
 }
 
-TEST(FreshBuffers, UntouchedBuffersAreFaultedInWithTheirContents) {
+// A kernel whose outputs are the ranges in `ranges` (its "arguments").
+struct Outputs {
+  PtoRange ranges[4];
+  int32_t count = 0;
+};
+int32_t OutputsOf(const void* args, PtoRange* out, int32_t max) {
+  const Outputs& o = *static_cast<const Outputs*>(args);
+  int32_t n = 0;
+  for (; n < o.count && n < max; ++n) out[n] = o.ranges[n];
+  return n;
+}
+const PtoKernelDesc kDesc = {PTO_ABI_VERSION, PTO_KERNEL_VECTOR, "fresh", "synthetic.py", "a5", nullptr, nullptr,
+                             0u, nullptr, nullptr, 0, &OutputsOf};
+
+TEST(FreshBuffers, UntouchedOutputsAreFaultedInWithTheirContents) {
   Mapping a(kBuffer + 100), b(kBuffer);
   ASSERT_NE(a.data, MAP_FAILED);
   ASSERT_NE(b.data, MAP_FAILED);
   std::memset(b.data, 1, kBuffer);
-  LaunchControl control;
   char* lo = a.data + 100;  // not page-aligned, like a tensor after an allocator's header
-  ASSERT_TRUE(Untouched(lo, int64_t(kBuffer)));
+  const Outputs outputs{{{lo, int64_t(kBuffer)}, {b.data, int64_t(kBuffer)}}, 2};
+  LaunchControl control;
+  control.fresh.Prepare(kDesc, &outputs);
+  ASSERT_TRUE(Untouched(lo, int64_t(kBuffer)));              // Prepare only looks
   EXPECT_FALSE(control.fresh.Fresh(lo, int64_t(kBuffer)));  // faulted in: stored into like any other
   EXPECT_FALSE(Untouched(lo, int64_t(kBuffer)));
   unsigned char resident[kBuffer / 4096 + 2];
@@ -68,33 +84,32 @@ TEST(FreshBuffers, UntouchedBuffersAreFaultedInWithTheirContents) {
   for (size_t i = 0; i < kBuffer; i += 4096) ASSERT_EQ(b.data[i], 1);
 }
 
-TEST(FreshBuffers, BuffersThatCannotBeFaultedInStayFresh) {
+TEST(FreshBuffers, OnlyTheLaunchsLargeUntouchedOutputsAreFresh) {
+  Mapping a(kBuffer), small(kBuffer), other(kBuffer);
+  ASSERT_NE(a.data, MAP_FAILED);
+  const Outputs outputs{{{a.data, int64_t(kBuffer)}, {small.data, int64_t(PTO_STREAMING_STORE_BYTES - 1)}}, 2};
+  LaunchControl control;
+  control.fresh.Prepare(kDesc, &outputs);
+  EXPECT_FALSE(control.fresh.Fresh(small.data, int64_t(PTO_STREAMING_STORE_BYTES - 1)));  // not streamed to anyway
+  EXPECT_FALSE(control.fresh.Fresh(other.data, int64_t(kBuffer)));  // not an output the kernel named
+  EXPECT_TRUE(Untouched(small.data, int64_t(kBuffer)) && Untouched(other.data, int64_t(kBuffer)));  // left alone
+  control.Reset(Clock::time_point::max(), 0, false);  // a launch of a kernel naming none: nothing fresh
+  EXPECT_FALSE(control.fresh.Fresh(a.data, int64_t(kBuffer)));
+  EXPECT_TRUE(Untouched(a.data, int64_t(kBuffer)));
+}
+
+TEST(FreshBuffers, OutputsThatCannotBeFaultedInStayFresh) {
   // A read-only mapping cannot be faulted in writable: the launch's stores (which would fault) are
   // left to the caches, the answer is the same for every core of the launch.
   void* ro = ::mmap(nullptr, kBuffer, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(ro, MAP_FAILED);
+  const Outputs outputs{{{ro, int64_t(kBuffer)}}, 1};
   LaunchControl control;
+  control.fresh.Prepare(kDesc, &outputs);
   EXPECT_TRUE(control.fresh.Fresh(ro, int64_t(kBuffer)));
   EXPECT_TRUE(control.fresh.Fresh(ro, int64_t(kBuffer)));
-  control.Reset(Clock::time_point::max(), 0, false);  // the next launch looks again
+  control.fresh.Prepare(kDesc, &outputs);  // the next launch looks again
   EXPECT_TRUE(control.fresh.Fresh(ro, int64_t(kBuffer)));
-  ::munmap(ro, kBuffer);
-}
-
-TEST(FreshBuffers, BuffersPastTheTableAreNotLookedAt) {
-  Mapping m(kBuffer * 2);
-  ASSERT_NE(m.data, MAP_FAILED);
-  const size_t page = size_t(::sysconf(_SC_PAGESIZE));
-  void* ro = ::mmap(nullptr, kBuffer, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(ro, MAP_FAILED);
-  LaunchControl control;
-  EXPECT_TRUE(control.fresh.Fresh(ro, int64_t(kBuffer)));
-  for (int i = 1; i < 16; ++i) EXPECT_FALSE(control.fresh.Fresh(m.data + i * page, int64_t(kBuffer)));
-  void* ro2 = ::mmap(nullptr, kBuffer, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(ro2, MAP_FAILED);
-  EXPECT_FALSE(control.fresh.Fresh(ro2, int64_t(kBuffer)));  // the 17th: not looked at, streamed
-  EXPECT_TRUE(control.fresh.Fresh(ro, int64_t(kBuffer)));    // the remembered ones keep their answer
-  ::munmap(ro2, kBuffer);
   ::munmap(ro, kBuffer);
 }
 

@@ -346,7 +346,7 @@ TEST(SanitizerCodegen, PlainKernelsCarryNoHooks) {
                       ", PTO_SAN_LOCK, pto::kPipeV, *v_tc, *v_ta, *v_tb)"),
             std::string::npos)
       << code;
-  EXPECT_NE(code.find("&KernelEntry, \"/tmp/report.txt\", 0u, nullptr, kSourceFiles, 1};"), std::string::npos) << code;
+  EXPECT_NE(code.find("&KernelEntry, \"/tmp/report.txt\", 0u, nullptr, kSourceFiles, 1, &KernelOutputs};"), std::string::npos) << code;
 }
 
 TEST(SanitizerEndToEnd, AddWithoutAutoMutexRacesAndWithItIsClean) {
