@@ -318,7 +318,7 @@ inline bool StreamsStores(const GmTensor<T, N>& t, int64_t cols) {
 }
 
 // Whether the buffer of an output is large enough to stream to and still untouched (the runtime looks
-// once per launch and buffer, and faults in the untouched ones it can: PtoRuntimeApi::fresh_memory).
+// before the launch's blocks start and faults in the untouched ones it can: PtoRuntimeApi::fresh_memory).
 inline bool FreshOutput(CoreCtx& ctx, const void* lo, int64_t bytes) {
   return bytes >= kStreamingStoreBytes && ctx.api->fresh_memory && ctx.api->fresh_memory(&ctx, lo, bytes);
 }

@@ -254,7 +254,7 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
     int64_t bytes = 0;
     ByElem(d.elem, [&]<typename T>() { bytes = int64_t(sizeof(T)); });
     for (int k = 0; k < d.rank; ++k) bytes *= gm[i].shape[k];
-    gm[i].fresh = detail::FreshOutput(ctx, gm[i].data, bytes);
+    gm[i].fresh = d.written && detail::FreshOutput(ctx, gm[i].data, bytes);
   }
   for (int pc = 0;;) {
     const PtoT0Insn& in = p.insns[pc++];

@@ -55,7 +55,7 @@ struct GmTensor {
   const uint8_t* hi;
   const char* buffer;  // the parameter that buffer was passed for
   bool contiguous;     // row-major strides: a linear element offset is the element's distance from data
-  bool fresh;          // its buffer was never touched when the launch began (StreamsStores, MarkFresh)
+  bool fresh;          // its buffer is still untouched: stores to it go through the caches (MarkFresh)
 };
 
 template <typename T, int N>

@@ -1022,8 +1022,8 @@ class KernelWriter {
                                                                    : std::to_string(d.value));
         }
         // pl.set_stride changes a tensor in place; the others stay const (their loads can be hoisted).
-        // An output is marked with whether its buffer was untouched as the launch began (MarkFresh: its
-        // stores then stay cached).
+        // An output is marked with whether its buffer is still untouched (MarkFresh: the runtime faults
+        // an untouched output in first where it can; else its stores go through the caches).
         const std::string gm = "pto::MakeGm<" + DeviceType(t.dtype) + ", " + std::to_string(t.dims.size()) +
                                ">(args." + FieldName(p) + ", pto::Idx<" + std::to_string(t.dims.size()) + ">{{" +
                                dims + "}}, " + CString(p->name) + ")";

@@ -115,7 +115,7 @@ void DumpCallback(PtoCoreCtx* ctx, int32_t line, const PtoDump* dump) {
   core.output.Write(OutputPrefix(*ctx), text);
 }
 
-// Whether a GM buffer was untouched as the launch began (launches without a stream's control: no).
+// Whether an output is still untouched (FreshBuffers; launches without a stream's control: no).
 int32_t FreshMemoryCallback(PtoCoreCtx* ctx, const void* lo, int64_t bytes) {
   LaunchControl* control = CoreOf(ctx).control;
   return control && control->fresh.Fresh(lo, bytes);
