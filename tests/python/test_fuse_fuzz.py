@@ -12,6 +12,7 @@ run); PYPTO_PRO_FUZZ_SEEDS=<n> runs n more, drawn from the clock, and prints eac
 import os
 import random
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -281,3 +282,104 @@ def test_more_random_programs(tmp_path, monkeypatch):
     base = int(time.time())
     for seed in range(base, base + int(os.environ["PYPTO_PRO_FUZZ_SEEDS"])):
         _run(tmp_path, monkeypatch, seed)
+
+
+# ---- row strips: random runs of the registry's row-local ops (fuse_rows), differential only ----
+
+ROW_TEMPLATE = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[16, 512], pl.DT_FP32], y: pl.Tensor[[16, 512], pl.DT_FP32],
+           row_in: pl.Tensor[[1, 512], pl.DT_FP32], masks: pl.Tensor[[16, 512], pl.DT_UINT8],
+           out: pl.Tensor[[16, 512], pl.DT_FP32], col_out: pl.Tensor[[16, 1], pl.DT_INT32],
+           t_out: pl.Tensor[[16, 512], pl.DT_FP32], c_out: pl.Tensor[[16, 1], pl.DT_FP32],
+           m_out: pl.Tensor[[16, 512], pl.DT_UINT8], vr: pl.DT_INT32, vc: pl.DT_INT32):
+    full = pl.TileType(shape=[16, 512], dtype=pl.DT_FP32, valid_shape=[-1, -1])
+    a = pl.make_tile(full, addr=0x0)
+    b = pl.make_tile(full, addr=0x8000)
+    o = pl.make_tile(full, addr=0x10000)
+    t = pl.make_tile(full, addr=0x18000)
+    m = pl.make_tile(pl.TileType(shape=[16, 512], dtype=pl.DT_UINT8, valid_shape=[-1, -1]), addr=0x20000)
+    col = pl.make_tile(pl.TileType(shape=[16, 1], dtype=pl.DT_FP32, layout=pl.DN, valid_shape=[-1, -1]), addr=0x22000)
+    icol = pl.make_tile(pl.TileType(shape=[16, 1], dtype=pl.DT_INT32, layout=pl.DN, valid_shape=[-1, -1]), addr=0x22100)
+    row = pl.make_tile(pl.TileType(shape=[1, 512], dtype=pl.DT_FP32, valid_shape=[-1, -1]), addr=0x22200)
+    tmp = pl.make_tile(pl.TileType(shape=[8, 8], dtype=pl.DT_INT32), addr=0x23000)
+    with pl.section_vector():
+        pl.set_validshape(a, [vr, vc])
+        pl.set_validshape(b, [vr, vc])
+        pl.set_validshape(o, [vr, vc])
+        pl.set_validshape(t, [vr, vc])
+        pl.set_validshape(m, [vr, vc])
+        pl.set_validshape(col, [vr, 1])
+        pl.set_validshape(icol, [vr, 1])
+        pl.set_validshape(row, [1, vc])
+        pl.load(row, row_in, [0, 0])
+        pl.load(m, masks, [0, 0])
+        pl.expands(o, 0.0)
+        pl.expands(t, 1.0)
+        pl.expands(col, 0.0)
+        pl.expands(icol, 0)
+        pl.load(a, x, [0, 0])
+        pl.load(b, y, [0, 0])
+{RUN}
+        pl.store(col_out, icol, [0, 0])
+        pl.store(out, o, [0, 0])
+        pl.store(t_out, t, [0, 0])
+        pl.store(c_out, col, [0, 0])
+        pl.store(m_out, m, [0, 0])
+'''
+
+
+def _row_program(seed):
+    """A random run: the snippets of 2-4 random fp32 row-local ops (test_fuse_rows' cases), and the
+    valid window."""
+    from test_fuse_rows import BITWISE, ROW_LOCAL, _run
+    rng = random.Random(seed)
+    ops = [op for op in ROW_LOCAL if op not in BITWISE and op not in ("cast",)]
+    chosen = [rng.choice(ops) for _ in range(rng.randint(2, 4))]
+    lines = [line for op in chosen for line in _run(op)]
+    return chosen, lines, rng.randint(1, 16), rng.randint(1, 512)
+
+
+def _run_rows(tmp_path, monkeypatch, seed):
+    chosen, lines, vr, vc = _row_program(seed)
+    source = ROW_TEMPLATE.replace("{RUN}", "\n".join(" " * 8 + line for line in lines))
+    module = module_from_source(tmp_path, f"rfuzz_{seed}", source)
+    g = torch.Generator().manual_seed(seed)
+    x, y = torch.randn(16, 512, generator=g).abs() + 0.5, torch.randn(16, 512, generator=g).abs() + 0.5
+    row, masks = torch.randn(1, 512, generator=g).abs() + 0.5, torch.randint(0, 2, (16, 512), generator=g,
+                                                                            dtype=torch.uint8)
+    results = []
+    for fuse, tier0 in (("0", "0"), ("1", "0"), ("1", "always")):
+        monkeypatch.setenv("PYPTO_PRO_FUSE_ROWS", fuse)
+        monkeypatch.setenv("PYPTO_PRO_TIER0", tier0)
+        monkeypatch.setenv("PYPTO_PRO_DUMP_IR", "1")
+        kernel = pl.jit(module.kernel, name=f"rfuzz_{seed}_{fuse}_{tier0}")
+        outs = [torch.full((16, 512), 7.0), torch.full((16, 1), 7, dtype=torch.int32), torch.full((16, 512), 7.0),
+                torch.full((16, 1), 7.0), torch.full((16, 512), 7, dtype=torch.uint8)]
+        kernel[None, 1](x, y, row, masks, *outs, vr, vc)
+        pypto_pro.runtime.synchronize()
+        results.append(outs)
+        if fuse == "1" and tier0 == "0":
+            ir = (Path(kernel.instances()[0].dir) / "ir_7_fuse_rows.txt").read_text()
+    for mode, outs in zip(("fused", "tier-0"), results[1:]):
+        for name, u, f in zip(("out", "col_out", "t_out", "c_out", "m_out"), results[0], outs):
+            assert _same_values(u, f) if u.is_floating_point() else torch.equal(u, f), \
+                f"seed {seed} ({' '.join(chosen)}): {name} differs {mode} / unfused\n{source}"
+    return ir
+
+
+ROW_SEEDS = list(range(1, 21))
+
+
+@pytest.mark.parametrize("seed", ROW_SEEDS)
+def test_random_row_strip_runs_give_the_unfused_bytes(tmp_path, monkeypatch, seed):
+    ir = _run_rows(tmp_path, monkeypatch, seed)
+    assert "for row_strip in range(" in ir, ir  # the run was cut into strips
+
+
+@pytest.mark.skipif(not os.environ.get("PYPTO_PRO_FUZZ_SEEDS"), reason="PYPTO_PRO_FUZZ_SEEDS=<n> runs n more")
+def test_more_random_row_strip_runs(tmp_path, monkeypatch):
+    base = int(time.time())
+    for seed in range(base, base + int(os.environ["PYPTO_PRO_FUZZ_SEEDS"])):
+        _run_rows(tmp_path, monkeypatch, seed)
