@@ -6,8 +6,11 @@ infinities, NaN and zeros in the inputs), compiles it with the fusion passes (th
 without (PYPTO_PRO_FUSE_ROWS=0) and on the tier-0 executor (docs/jit.md#tier-0-first-launches), and
 compares every byte of every output (a NaN with a NaN: which of two
 NaN operands an op returns is unspecified, docs/device.md#numerics); then the fused results with a
-torch model of the ops' documented semantics. The seeds are fixed (the same programs on every
-run); PYPTO_PRO_FUZZ_SEEDS=<n> runs n more, drawn from the clock, and prints each failing seed's program."""
+torch model of the ops' documented semantics. Then random runs of 2-4 of the registry's row-local
+ops (test_fuse_rows' cases, fp32: reductions, broadcasts, compares and select, fused forms, argmax...)
+on a run-time window, cut into strips by fuse_rows: every output byte fused, unfused and on tier-0.
+The seeds are fixed (the same programs on every run); PYPTO_PRO_FUZZ_SEEDS=<n> runs n more of each
+kind, drawn from the clock, and prints each failing seed's program."""
 
 import os
 import random
