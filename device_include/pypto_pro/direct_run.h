@@ -258,7 +258,7 @@ __attribute__((always_inline)) inline void DirectRows(int64_t rows, int64_t cols
       prefetch();
       const int64_t n = cols - c;
       f32x16 v[NI], o[NO];
-      for (int i = 0; i < NI; ++i) v[i] = Load16(detail::PaddedTail(src[i] + c, n).v);
+      for (int i = 0; i < NI; ++i) v[i] = LoadTail16(src[i] + c, n);
       body(v, o);
       for (int j = 0; j < NO; ++j) {
         TO tail[16];
@@ -420,8 +420,8 @@ __attribute__((always_inline)) inline void FusedRows(CoreCtx& ctx, int64_t rows,
     if (k < cols) {
       const int64_t n = cols - k;
       f32x16 t[kT], w[kR], o[kO], s[kS];
-      for (int i = 0; i < NT; ++i) t[i] = Load16(detail::PaddedTail(src[i] + k, n).v);
-      for (int i = 0; i < NR; ++i) w[i] = Load16(detail::PaddedTail(row_ops[i].at + k, n).v);
+      for (int i = 0; i < NT; ++i) t[i] = LoadTail16(src[i] + k, n);
+      for (int i = 0; i < NR; ++i) w[i] = LoadTail16(row_ops[i].at + k, n);
       body(t, c, rc, w, o, s);
       for (int j = 0; j < NO; ++j) {
         T tail[16];
@@ -429,10 +429,7 @@ __attribute__((always_inline)) inline void FusedRows(CoreCtx& ctx, int64_t rows,
         detail::CopyTail(dst[j] + k, tail, n);
         if (j == GO && gm_row) detail::CopyTail(gm_row + k, tail, n);
       }
-      for (int i = 0; i < NS; ++i) {
-        for (int64_t lane = n; lane < 16; ++lane) s[i][lane] = 0.0f;  // as SumRun's zero-padded tail
-        a1[i] += s[i];
-      }
+      for (int i = 0; i < NS; ++i) a1[i] += ZeroLanesFrom(s[i], n);  // as SumRun's zero-padded tail
     }
     for (int i = 0; i < NS; ++i) {
       sums[i].at[r * sums[i].stride] = FromFloat<T>(detail::SumLanes((a0[i] + a1[i]) + (a2[i] + a3[i])));

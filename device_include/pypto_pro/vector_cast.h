@@ -196,14 +196,14 @@ inline void CastRun(TD* d, const TS* s, int64_t n) {
       for (; i + 16 <= n; i += 16) StoreRounded16<TD, M>(d + i, Load16(s + i));
       if (i < n) {
         TD out[16];
-        StoreRounded16<TD, M>(out, Load16(PaddedTail(s + i, n - i).v));
+        StoreRounded16<TD, M>(out, LoadTail16(s + i, n - i));
         CopyTail(d + i, out, n - i);
       }
     }
   } else if constexpr (kIsFloatLike<TS>) {  // float -> int
     for (int64_t i = 0; i < n; i += 16) {
       const int64_t m = n - i < 16 ? n - i : 16;
-      f32x16 r = RoundToIntegral16<M>(Load16(PaddedTail(s + i, m).v));
+      f32x16 r = RoundToIntegral16<M>(LoadTail16(s + i, m));
       for (int64_t j = 0; j < m; ++j) d[i + j] = SaturateToInt<TD>(r[j]);
     }
   } else if constexpr (kIsFloatLike<TD>) {  // int -> float: exact in fp32 up to 2^24

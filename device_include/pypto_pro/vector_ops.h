@@ -20,17 +20,11 @@ inline void CopyTail(T* d, const T* s, int64_t n) {
   for (int64_t i = 0; i < n; ++i) d[i] = s[i];
 }
 
-// A zero-padded copy of the last n < 16 elements of a run, so tails use the 16-lane code too.
+// (Tails are read by LoadTail16, numeric.h: zero-padded lanes, so tails use the 16-lane code too.)
 template <typename T>
 struct Lanes {
   T v[16];
 };
-template <typename T>
-inline Lanes<T> PaddedTail(const T* p, int64_t n) {
-  Lanes<T> t{};
-  CopyTail(t.v, p, n);
-  return t;
-}
 
 // d[i] = f(s[i]...) for i < n. Float-like elements go through f on f32x16 lanes (stored with
 // round to nearest even), integers element by element; `d` may be one of the sources.
@@ -47,7 +41,7 @@ inline void Map(TD* d, int64_t n, F f, const TS*... s) {
     for (; i + 16 <= n; i += 16) Store16(d + i, f(Load16(s + i)...));
     if (i < n) {
       TD out[16];
-      Store16(out, f(Load16(PaddedTail(s + i, n - i).v)...));
+      Store16(out, f(LoadTail16(s + i, n - i)...));
       CopyTail(d + i, out, n - i);
     }
   } else {

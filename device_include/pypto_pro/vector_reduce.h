@@ -48,7 +48,7 @@ inline auto SumRun(const T* p, int64_t n) {
       a3 += Load16(p + i + 48);
     }
     for (; i + 16 <= n; i += 16) a0 += Load16(p + i);
-    if (i < n) a1 += Load16(PaddedTail(p + i, n - i).v);
+    if (i < n) a1 += LoadTail16(p + i, n - i);
     f32x16 total = (a0 + a1) + (a2 + a3);
     return SumLanes(total);
   } else {
@@ -106,7 +106,7 @@ inline void ColumnSumsFloat(T* out, const T* src, int64_t src_cols, int64_t rows
       const T* row = src + r * src_cols + c0;
       int64_t j = 0;
       for (; j + 16 <= n; j += 16) acc[j / 16] += Load16(row + j);
-      if (j < n) acc[j / 16] += Load16(PaddedTail(row + j, n - j).v);
+      if (j < n) acc[j / 16] += LoadTail16(row + j, n - j);
     }
     for (int64_t j = 0; j < n; j += 16) {
       T rounded[16];
