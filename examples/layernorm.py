@@ -10,6 +10,7 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
+from softmax import per_call  # (the softmax example's timing helper)
 
 ROWS = 16
 MAX_COLS = 512
@@ -79,21 +80,11 @@ def main():
         pypto_pro.runtime.synchronize()
         first = time.perf_counter() - start
         layernorm_kernel.wait_compiled()  # (the first launch ran on the tier-0 executor: time the compiled kernel)
-        runs = 10
-        # One output for every run: launches are asynchronous, so fresh outputs would all be alive at
-        # once and each would pay its first-touch page faults (torch's synchronous loop reuses the
-        # pages of the output it just freed).
+        # One output for every run, as in the softmax example.
         out = torch.empty_like(x)
-        start = time.perf_counter()
-        for _ in range(runs):
-            layernorm(x, gamma, beta, out=out)
-        pypto_pro.runtime.synchronize()
-        ours = (time.perf_counter() - start) / runs
-        start = time.perf_counter()
-        for _ in range(runs):
-            ref = torch.nn.functional.layer_norm(x, (shape[1],), gamma, beta, eps=1e-5)
-        theirs = (time.perf_counter() - start) / runs
-        err = (y - ref).abs().max().item()
+        ours = per_call(lambda: layernorm(x, gamma, beta, out=out))
+        theirs = per_call(lambda: torch.nn.functional.layer_norm(x, (shape[1],), gamma, beta, eps=1e-5))
+        err = (y - torch.nn.functional.layer_norm(x, (shape[1],), gamma, beta, eps=1e-5)).abs().max().item()
         print(f"layernorm fp32 {shape[0]}x{shape[1]}: max |err| vs torch = {err:.2e}, first launch "
               f"{first * 1e3:.1f} ms, {ours * 1e3:.3f} ms/call (torch layer_norm {theirs * 1e3:.3f} ms)")
 
