@@ -169,30 +169,26 @@ inline f32x16 Load16(const float* p) {
 }
 inline void Store16(float* p, f32x16 v) { __builtin_memcpy(p, &v, sizeof v); }
 
-// The first n < 16 elements at p as f32x16 lanes, the rest zero: element by element (a masked
-// broadcast per element on AVX-512). A tail is often data an op just stored; element loads take it
-// from the store buffer, where a vector load over a copy of it stalls until those stores reach the
-// cache (a fused pass over 200-column rows spent 14% of its time there).
-// v with lanes n.. zeroed, in registers (lane by lane through memory, a vector read back at once
-// stalls as LoadTail16 says).
+// v with lanes n.. zeroed, in registers.
 inline f32x16 ZeroLanesFrom(f32x16 v, int64_t n) {
   const u32x16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
   return (f32x16)((u32x16)v & (u32x16)(lane < uint32_t(n)));
 }
 
+// The first n < 16 elements at p as f32x16 lanes, the rest zero, read element by element and blended
+// into their lanes in registers. A tail is often data an op just stored: element loads take it from
+// the store buffer, where a vector load over a copy of it in memory (or over lanes written one by one)
+// stalls until those stores reach the cache (a fused pass over 200-column rows spent 14% of its time
+// there). Plain vector operations: the same code for every compiler.
 template <typename T>
 inline f32x16 LoadTail16(const T* p, int64_t n) {
-#if defined(__AVX512F__)
-  f32x16 v{};
+  const u32x16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  u32x16 v{};
   for (int64_t i = 0; i < n; ++i) {
-    v = __builtin_ia32_broadcastss512(f32x4{ToFloat(p[i]), 0, 0, 0}, v, (unsigned short)(1u << i));
+    const u32x16 at = (u32x16)(lane == uint32_t(i));
+    v |= (u32x16{} + FloatBits(ToFloat(p[i]))) & at;  // (bits: an fp32 signalling NaN stays one)
   }
-  return v;
-#else
-  T t[16] = {};
-  for (int64_t i = 0; i < n; ++i) t[i] = p[i];
-  return Load16(t);
-#endif
+  return (f32x16)v;
 }
 
 }  // namespace pto
