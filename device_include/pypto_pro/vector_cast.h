@@ -203,7 +203,7 @@ inline void CastRun(TD* d, const TS* s, int64_t n) {
   } else if constexpr (kIsFloatLike<TS>) {  // float -> int
     for (int64_t i = 0; i < n; i += 16) {
       const int64_t m = n - i < 16 ? n - i : 16;
-      f32x16 r = RoundToIntegral16<M>(LoadTail16(s + i, m));
+      f32x16 r = RoundToIntegral16<M>(m == 16 ? Load16(s + i) : LoadTail16(s + i, m));
       for (int64_t j = 0; j < m; ++j) d[i + j] = SaturateToInt<TD>(r[j]);
     }
   } else if constexpr (kIsFloatLike<TD>) {  // int -> float: exact in fp32 up to 2^24
