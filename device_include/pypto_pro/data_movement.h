@@ -71,8 +71,6 @@ template <typename T, int N>
 inline T* CheckedWindowOf(CoreCtx& ctx, int line, const char* op, int64_t rows, int64_t cols, int64_t tile_rows,
                           int64_t tile_cols, const GmTensor<T, N>& gm, const Idx<N>& off, Axes axes) {
   const bool ok = WindowInside(rows, cols, tile_rows, tile_cols, gm, off, axes);
-  int64_t linear = 0;
-  for (int i = 0; i < N; ++i) linear += off.v[i] * gm.stride[i];
   if (__builtin_expect(!ok, 0)) {
     PtoFaultDetail d{};
     d.op = op;
@@ -93,7 +91,7 @@ inline T* CheckedWindowOf(CoreCtx& ctx, int line, const char* op, int64_t rows, 
   int64_t extent[N];
   for (int i = 0; i < N; ++i) extent[i] = WindowExtent<N>(axes, i, rows, cols);
   CheckBuffer(ctx, line, op, gm, off.v, extent);
-  return gm.data + linear;
+  return ElementAt(gm, off.v);
 }
 
 // Whether load's / store's checks of the window pass (CheckedWindowOf without its faults).
@@ -518,13 +516,12 @@ inline void LoadRows(CoreCtx& ctx, int line, const char* op, TileT& strip, const
   }
   if (strip.valid_rows <= 0) return;
   offsets.v[axes.rows] += row0;
-  int64_t linear = 0;
-  for (int i = 0; i < N; ++i) linear += offsets.v[i] * src.stride[i];
-  LoadWindow(strip, src.data + linear, src, axes);
+  const T* const from = ElementAt(src, offsets.v);
+  LoadWindow(strip, from, src, axes);
   // What the next strip's load reads, for the strip's fused passes to prefetch (PtoCoreCtx::ahead_at)
   const int64_t stride = src.stride[axes.rows];
   const int64_t next_rows = whole.valid_rows - (row0 + strip.valid_rows);
-  const T* next = next_rows > 0 ? src.data + linear + strip.valid_rows * stride : static_cast<const T*>(ctx.ahead_window);
+  const T* next = next_rows > 0 ? from + strip.valid_rows * stride : static_cast<const T*>(ctx.ahead_window);
   ctx.ahead_at = reinterpret_cast<const char*>(next);
   ctx.ahead_col = 0;
   ctx.ahead_row_bytes = strip.valid_cols * int64_t(sizeof(T));
@@ -576,9 +573,7 @@ inline StripStorePlan<T> PlanStripStore(CoreCtx& ctx, int line, const char* op, 
   const int64_t rows = whole.valid_rows, cols = whole.valid_cols;
   if (rows <= 0 || cols <= 0) return {at, false};
   const Idx<M> load_offsets = load_tile_units ? TileOffsets<LoadTileT>(load_index, load_axes) : load_index;
-  int64_t linear = 0;
-  for (int i = 0; i < M; ++i) linear += load_offsets.v[i] * src.stride[i];
-  const uintptr_t s0 = uintptr_t(at), l0 = uintptr_t(src.data + linear);
+  const uintptr_t s0 = uintptr_t(at), l0 = uintptr_t(ElementAt(src, load_offsets.v));
   const int64_t s_stride = dst.stride[N - 2] * int64_t(sizeof(T)), l_stride = src.stride[M - 2] * int64_t(sizeof(L));
   const int64_t s_row = cols * int64_t(sizeof(T)), l_row = load_whole.valid_cols * int64_t(sizeof(L));
   const uintptr_t s1 = s0 + uintptr_t((rows - 1) * s_stride + s_row);

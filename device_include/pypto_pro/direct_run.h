@@ -144,9 +144,7 @@ inline DirectWindow<T> direct_store_after(const GmTensor<T, N>& dst, const TileT
   if (!detail::WindowPasses(tile.valid_rows, tile.valid_cols, TileT::kRows, TileT::kCols, dst, offsets, axes)) {
     return {nullptr, 0, false, false};
   }
-  int64_t linear = 0;
-  for (int i = 0; i < N; ++i) linear += offsets.v[i] * dst.stride[i];
-  return detail::WindowAt(dst, dst.data + linear, tile.valid_cols);
+  return detail::WindowAt(dst, detail::ElementAt(dst, offsets.v), tile.valid_cols);
 }
 template <typename TileT, typename T, int N>
 inline DirectWindow<T> direct_store_tile_after(const GmTensor<T, N>& dst, const TileT& tile, Idx<N> tile_idx) {
@@ -172,9 +170,7 @@ inline DirectWindow<T> direct_loop_window(const TileT&, const GmTensor<T, N>& gm
   int64_t begin, end;
   bool overflow;
   if (!inside || !detail::InBuffer(gm, off.v, extent, begin, end, overflow)) return {nullptr, 0, false, false};
-  int64_t linear = 0;
-  for (int i = 0; i < N; ++i) linear += off.v[i] * gm.stride[i];
-  return detail::WindowAt(gm, gm.data + linear, cols);
+  return detail::WindowAt(gm, detail::ElementAt(gm, off.v), cols);
 }
 
 // A tile the run reads or writes in local memory (the whole tile: direct runs take full windows).

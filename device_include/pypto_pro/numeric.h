@@ -169,10 +169,11 @@ inline f32x16 Load16(const float* p) {
 }
 inline void Store16(float* p, f32x16 v) { __builtin_memcpy(p, &v, sizeof v); }
 
+constexpr u32x16 kLaneIndex = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
 // v with lanes n.. zeroed, in registers.
 inline f32x16 ZeroLanesFrom(f32x16 v, int64_t n) {
-  const u32x16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-  return (f32x16)((u32x16)v & (u32x16)(lane < uint32_t(n)));
+  return (f32x16)((u32x16)v & (u32x16)(kLaneIndex < uint32_t(n)));
 }
 
 // The first n < 16 elements at p as f32x16 lanes, the rest zero, read element by element and blended
@@ -182,10 +183,9 @@ inline f32x16 ZeroLanesFrom(f32x16 v, int64_t n) {
 // there). Plain vector operations: the same code for every compiler.
 template <typename T>
 inline f32x16 LoadTail16(const T* p, int64_t n) {
-  const u32x16 lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
   u32x16 v{};
   for (int64_t i = 0; i < n; ++i) {
-    const u32x16 at = (u32x16)(lane == uint32_t(i));
+    const u32x16 at = (u32x16)(kLaneIndex == uint32_t(i));
     v |= (u32x16{} + FloatBits(ToFloat(p[i]))) & at;  // (bits: an fp32 signalling NaN stays one)
   }
   return (f32x16)v;

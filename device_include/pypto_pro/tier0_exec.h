@@ -251,8 +251,7 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
     gm[i].data = reinterpret_cast<uint8_t*>(launcher[d.slot]);
     gm[i].name = d.name;
     for (int k = 0; k < d.rank; ++k) gm[i].shape[k] = d.dims[k] >= 0 ? d.dims[k] : int64_t(int32_t(launcher[-1 - d.dims[k]]));
-    int64_t bytes = 0;
-    ByElem(d.elem, [&]<typename T>() { bytes = int64_t(sizeof(T)); });
+    int64_t bytes = d.elem_bytes;
     for (int k = 0; k < d.rank; ++k) bytes *= gm[i].shape[k];
     gm[i].fresh = d.written && detail::FreshOutput(ctx, gm[i].data, bytes);
   }

@@ -105,6 +105,14 @@ struct GmText {
 // the tensor's launch buffer. [begin, end) are their bytes counted from the buffer's start (for
 // messages); `overflow`: the address arithmetic overflowed (a stride too large for any buffer). An
 // access of no element touches nothing and passes.
+// The element at `off` along each axis of `gm` (a window's first element).
+template <typename T, int N>
+inline T* ElementAt(const GmTensor<T, N>& gm, const int64_t* off) {
+  int64_t linear = 0;
+  for (int i = 0; i < N; ++i) linear += off[i] * gm.stride[i];
+  return gm.data + linear;
+}
+
 template <typename T, int N>
 inline bool InBuffer(const GmTensor<T, N>& gm, const int64_t* off, const int64_t* extent, int64_t& begin,
                      int64_t& end, bool& overflow) {

@@ -1015,11 +1015,13 @@ class KernelWriter {
       const Var& p = func_.params[i_param];
       if (p->type.IsTensor()) {
         const TensorType& t = *p->type.tensor;
-        std::string dims;
+        std::string dims, bytes = "int64_t(sizeof(" + DeviceType(t.dtype) + "))";  // bytes: KernelOutputs'
         for (size_t i = 0; i < t.dims.size(); ++i) {
           const Dim& d = t.dims[i];
-          dims += (i ? ", " : "") + (d.kind == DimKind::kDynamic ? "int64_t(args.dyn" + std::to_string(d.dyn_slot) + ")"
-                                                                   : std::to_string(d.value));
+          const std::string dim = d.kind == DimKind::kDynamic ? "int64_t(args.dyn" + std::to_string(d.dyn_slot) + ")"
+                                                              : std::to_string(d.value);
+          dims += (i ? ", " : "") + dim;
+          bytes += " * " + dim;
         }
         // pl.set_stride changes a tensor in place; the others stay const (their loads can be hoisted).
         // An output is marked with whether its buffer is still untouched (MarkFresh: the runtime faults
@@ -1030,11 +1032,6 @@ class KernelWriter {
         decls << (restrided_.count(p->id) ? "  auto " : "  const auto ") << TensorName(p) << " = "
               << (written[i_param] ? "pto::detail::MarkFresh(ctx, " + gm + ")" : gm) << ";\n";
         if (written[i_param]) {
-          std::string bytes = "int64_t(sizeof(" + DeviceType(t.dtype) + "))";
-          for (const Dim& d : t.dims) {
-            bytes += " * " + (d.kind == DimKind::kDynamic ? "int64_t(args.dyn" + std::to_string(d.dyn_slot) + ")"
-                                                          : std::to_string(d.value));
-          }
           outputs << "  if (n < max) out[n++] = PtoRange{args." << FieldName(p) << ", " << bytes << "};\n";
         }
       } else if (p->type.IsPtr()) {
