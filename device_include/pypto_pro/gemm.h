@@ -29,6 +29,7 @@ typedef int32_t i32x16 __attribute__((vector_size(64)));
 typedef int8_t i8x16 __attribute__((vector_size(16)));
 typedef uint8_t u8x16 __attribute__((vector_size(16)));
 typedef short i16x32 __attribute__((vector_size(64)));
+typedef uint16_t u16x32 __attribute__((vector_size(64)));
 
 // A 4 x 64 register tile: 16 accumulators, and per k 4 broadcasts and 4 loads for 16 FMAs (an 8 x 32
 // tile needs 10 loads; 4 x 64 ran a 128^3 fp16 matmul 10-13% faster on an Intel Xeon, bit-identical).
@@ -177,6 +178,54 @@ inline Tile KernelFmaOf(int width, int kc, const float* ap, const float* bp) {
     case 3: return KernelFma<3>(kc, ap, bp);
     default: return KernelFma<4>(kc, ap, bp);
   }
+}
+
+// The host's bf16 dot products (AMX tdpbf16ps, AVX-512 vdpbf16ps) treat subnormal inputs as zero and
+// flush subnormal results to zero; the device's contract is IEEE fp32 arithmetic on exact products.
+// They agree when no input is subnormal and no product or partial sum can be: a bf16 value of exponent
+// e is a multiple of 2^(e - 7), so with ea, eb the smallest exponents of A's and B's nonzero values
+// every product is a multiple of g = 2^(ea + eb - 14), and so is every fp32 rounding of a sum of them
+// (below 2^24 g it is exact; above, fp32's spacing is a multiple of g). With ea + eb >= -112, g =
+// 2^-126: every nonzero product and partial sum is a normal number. Inputs smaller than that (below
+// 2^-56 on both sides, or a subnormal) send the matmul to the fp32 path.
+
+// The smallest nonzero magnitude of bf16 values is tracked as the unsigned minimum of |bits| - 1 (a zero
+// wraps to the largest value), per lane while scanning, then as its exponent field.
+inline u16x32 LowerMagnitudes(u16x32 lowest, u16x32 bits) {
+  const u16x32 v = (bits & 0x7fff) - 1;
+  return v < lowest ? v : lowest;
+}
+
+// The exponent field (1..255; 0: a subnormal; 512: all zeros) of the smallest of the lanes and `lowest1`.
+inline int ExponentFieldOf(u16x32 lowest, uint16_t lowest1) {
+  for (int l = 0; l < 32; ++l) lowest1 = lowest[l] < lowest1 ? lowest[l] : lowest1;
+  return (int(lowest1) + 1) >> 7;
+}
+
+// The exponent field of the smallest nonzero magnitude among rows x cols values of x.
+inline int MinExponentField(const bfloat16* x, int64_t ld, int rows, int cols) {
+  u16x32 lowest = ~u16x32{};
+  uint16_t lowest1 = 0xffff;
+  for (int i = 0; i < rows; ++i) {
+    const bfloat16* row = x + int64_t(i) * ld;
+    int j = 0;
+    for (; j + 32 <= cols; j += 32) {
+      u16x32 v;
+      __builtin_memcpy(&v, row + j, 64);
+      lowest = LowerMagnitudes(lowest, v);
+    }
+    for (; j < cols; ++j) {
+      const uint16_t v = uint16_t((row[j].bits & 0x7fff) - 1);
+      lowest1 = v < lowest1 ? v : lowest1;
+    }
+  }
+  return ExponentFieldOf(lowest, lowest1);
+}
+
+// Whether exponent fields of A's and B's smallest nonzero magnitudes let the host's bf16 dot products
+// give IEEE's sums (see above).
+inline bool Bf16DotIsExact(int a_field, int b_field) {
+  return a_field != 0 && b_field != 0 && (a_field - 127) + (b_field - 127) >= -112;
 }
 
 #if PTO_GEMM_BF16_DOT
@@ -567,7 +616,6 @@ inline bool Fits(int m, int n) {
          int64_t(Traits<TIn>::kTileK) * Traits<TIn>::kBytesPerK * (m_pad > n_pad ? m_pad : n_pad) <= kPanelBytes;
 }
 
-typedef uint16_t u16x32 __attribute__((vector_size(64)));
 typedef uint8_t u8x64 __attribute__((vector_size(64)));
 
 inline bool AnyLaneSet(u32x16 v) {
@@ -652,12 +700,14 @@ inline uint32_t BWord(const TIn* b, int64_t ldb, int kc, int n, int kt, int q, i
 }
 
 // Packs k [0, kc) x columns [0, n_pad) of B as tiles; false when an fp16 value is an infinity or a NaN.
+// bf16: *b_field is the exponent field of B's smallest nonzero magnitude (detail::Bf16DotIsExact).
 template <typename TIn>
-inline bool PackB(uint8_t* __restrict tiles, const TIn* b, int64_t ldb, int kc, int n, int n_pad) {
+inline bool PackB(uint8_t* __restrict tiles, const TIn* b, int64_t ldb, int kc, int n, int n_pad, int* b_field) {
   constexpr int kTileK = Traits<TIn>::kTileK;
   const int k_tiles = (kc + kTileK - 1) / kTileK;
   u32x16 non_finite{};
   bool scalar_non_finite = false;
+  [[maybe_unused]] u16x32 lowest = ~u16x32{};  // bf16: B's magnitudes, from the loads below
   constexpr int kParts = Traits<TIn>::kBParts;
   auto tile_row = [&](int jt, int kt, int q, int part = 0) {
     return reinterpret_cast<uint32_t*>(tiles + ((int64_t(jt) * k_tiles + kt) * kParts + part) * kTileBytes) + 16 * q;
@@ -672,6 +722,7 @@ inline bool PackB(uint8_t* __restrict tiles, const TIn* b, int64_t ldb, int kc, 
             u16x32 even, odd;
             __builtin_memcpy(&even, b + int64_t(p) * ldb + j, 64);
             __builtin_memcpy(&odd, b + int64_t(p + 1) * ldb + j, 64);
+            lowest = detail::LowerMagnitudes(detail::LowerMagnitudes(lowest, even), odd);
             const u16x32 w0 = __builtin_shufflevector(even, odd, 0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
                                                       8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47);
             const u16x32 w1 = __builtin_shufflevector(even, odd, 16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22,
@@ -737,6 +788,10 @@ inline bool PackB(uint8_t* __restrict tiles, const TIn* b, int64_t ldb, int kc, 
       }
     }
   }
+  if constexpr (__is_same(TIn, bfloat16)) {  // the loads saw every value unless a row or column was left over
+    const bool all_seen = kc % 2 == 0 && n % 32 == 0;
+    *b_field = all_seen ? detail::ExponentFieldOf(lowest, 0xffff) : detail::MinExponentField(b, ldb, kc, n);
+  }
   return !(scalar_non_finite || AnyLaneSet(non_finite));
 }
 
@@ -776,16 +831,21 @@ inline void FinishBlock(const TC* sum, TC* c, int64_t ldc, const Init<TC>& init,
   }
 }
 
-// C[m, n] = init + A x B (C may be init.data: matmul_acc in place); false, having changed nothing,
-// when fp16 inputs hold an infinity or a NaN (the caller runs the vector path).
+// C[m, n] = init + A x B (C may be init.data: matmul_acc in place). Returns the rows of C it wrote: m,
+// or fewer when the tile unit cannot give the fp32 path's results for the others, which the caller runs
+// on the fp32 path: 0 when fp16 inputs hold an infinity or a NaN; for bf16 inputs too small for the tile
+// unit (detail::Bf16DotIsExact) the rows from the first row block whose A values are. B's magnitudes are
+// taken as PackB reads it, A's a row block at a time as its products start (C's rows depend on their own
+// rows of A only, and the scan leaves the lines in cache for the tile loads); with several k panels all
+// of A first (C is written in the last panel only).
 // Each block's sums start from zero and, once finished, are added to the prior and written to C's window
 // by FinishBlock; when C is whole blocks and that adds nothing to change (no prior, or int32 sums, which
 // wrap the same in any order and have no denormals for the tile unit to flush), they start from the
 // prior in the tiles instead and are stored straight to C (int8 1024^3 K loop 11% faster, Intel Xeon;
 // fp32 priors stay outside the tiles: the bits would change, for 3%).
 template <typename TIn, typename TC>
-inline bool Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, int64_t ldb, TC* c, int64_t ldc,
-                 const Init<TC>& init) {
+inline int Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, int64_t ldb, TC* c, int64_t ldc,
+                const Init<TC>& init) {
   using Tr = Traits<TIn>;
   Scratch& s = detail::Pinned(ThreadScratch());
   TC* const acc_base = reinterpret_cast<TC*>(s.acc);
@@ -795,7 +855,13 @@ inline bool Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
   int kc_max = kPanelBytes / (widest * Tr::kBytesPerK) / Tr::kTileK * Tr::kTileK;
   if (kc_max < Tr::kTileK) kc_max = Tr::kTileK;
   if constexpr (__is_same(TIn, half)) {  // a later panel can no longer turn back: look at everything first
-    if (k > kc_max && !(AllFinite(a, lda, m, k) && AllFinite(b, ldb, k, n))) return false;
+    if (k > kc_max && !(AllFinite(a, lda, m, k) && AllFinite(b, ldb, k, n))) return 0;
+  }
+  const bool a_checked_first = __is_same(TIn, bfloat16) && k > kc_max;
+  int a_field = 0, b_field = 0;  // bf16: exponent fields of all of A's smallest magnitude, of the panel of B's
+  if (a_checked_first) {
+    a_field = detail::MinExponentField(reinterpret_cast<const bfloat16*>(a), lda, m, k);
+    if (a_field == 0) return 0;
   }
   const bool whole = m == m_pad && n == n_pad;
   const bool in_tiles = whole && (!init.data || (__is_same(TC, int32_t) && init.row_stride != 0));
@@ -810,10 +876,10 @@ inline bool Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
     // and no conversion (not fp16); otherwise from a packed copy.
     const bool direct = !__is_same(TIn, half) && m == m_pad && kc % Tr::kTileK == 0;
     const bool finite = (direct || PackA(s.a, a + k0, lda, m, m_pad, kc)) &
-                        PackB(s.b, b + int64_t(k0) * ldb, ldb, kc, n, n_pad);
-    if (!finite) {  // fp16 only, and only in the first panel
+                        PackB(s.b, b + int64_t(k0) * ldb, ldb, kc, n, n_pad, &b_field);
+    if (!finite || (a_checked_first && !detail::Bf16DotIsExact(a_field, b_field))) {  // before any write to C
       __asm__ volatile("tilerelease" ::);
-      return false;
+      return 0;
     }
     const bool first = k0 == 0, last = k0 + kc >= k;
     const int64_t packed_stride = int64_t(k_tiles) * kTileBytes;  // to the next row (column) tile
@@ -824,6 +890,15 @@ inline bool Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
     const int64_t a_step = direct ? 64 : kTileBytes;
     const int64_t a_tile_rows = direct ? 16 * a_row : packed_stride;  // to the next row tile
     for (int i0 = 0; i0 < m_pad; i0 += kM) {
+      if constexpr (__is_same(TIn, bfloat16)) {
+        if (!a_checked_first && !detail::Bf16DotIsExact(detail::MinExponentField(a + int64_t(i0) * lda, lda,
+                                                                                  m - i0 < kM ? m - i0 : kM, k),
+                                                         b_field)) {
+          if (pending) FinishBlock(reinterpret_cast<const TC*>(s.block[!parity]), c, ldc, init, m, n, pending_i, pending_j);
+          __asm__ volatile("tilerelease" ::);
+          return i0;
+        }
+      }
       const uint8_t* a0 = a_bytes + (i0 / 16) * a_tile_rows;
       const uint8_t* a1 = a0 + a_tile_rows;
       for (int j0 = 0; j0 < n_pad; j0 += kN) {
@@ -919,7 +994,7 @@ inline bool Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
   }
   if (pending) FinishBlock(reinterpret_cast<const TC*>(s.block[!parity]), c, ldc, init, m, n, pending_i, pending_j);
   __asm__ volatile("tilerelease" ::);
-  return true;
+  return m;
 }
 
 #undef PTO_AMX_LOAD
@@ -932,7 +1007,8 @@ inline bool Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
 
 // C[m, n] = init + A[m, k] x B[k, n]. TIn: half, bfloat16, float (TC float) or int8_t (TC int32_t).
 // C may be init.data itself (matmul_acc in place); it must not overlap A or B.
-template <typename TIn, typename TC>
+// kFp32: bf16 on the fp32 path (inputs the host's bf16 dot products would flush, Bf16DotIsExact).
+template <typename TIn, typename TC, bool kFp32 = false>
 inline void GemmBody(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, int64_t ldb, TC* c, int64_t ldc,
                      Init<TC> init) {
   static_assert(__is_same(TC, float) ? !__is_same(TIn, int8_t) : (__is_same(TC, int32_t) && __is_same(TIn, int8_t)),
@@ -950,13 +1026,29 @@ inline void GemmBody(int m, int n, int k, const TIn* a, int64_t lda, const TIn* 
     return;
   }
 #if PTO_GEMM_AMX
-  if constexpr (__is_same(TIn, bfloat16) || __is_same(TIn, half) || (PTO_GEMM_AMX_INT8 && __is_same(TIn, int8_t))) {
-    if (amx::Fits<TIn>(m, n) && amx::Enabled() && amx::Gemm(m, n, k, a, lda, b, ldb, c, ldc, init)) return;
+  if constexpr ((__is_same(TIn, bfloat16) && !kFp32) || __is_same(TIn, half) ||
+                (PTO_GEMM_AMX_INT8 && __is_same(TIn, int8_t))) {
+    if (amx::Fits<TIn>(m, n) && amx::Enabled()) {
+      const int done = amx::Gemm(m, n, k, a, lda, b, ldb, c, ldc, init);
+      if (done == m) return;
+      if constexpr (__is_same(TIn, bfloat16)) {  // the rest on the fp32 path (fp16: all of it, below)
+        const Init<TC> rest{init.data ? init.data + int64_t(done) * init.row_stride : nullptr, init.row_stride};
+        return GemmBody<TIn, TC, true>(m - done, n, k, a + int64_t(done) * lda, lda, b, ldb, c + int64_t(done) * ldc,
+                                       ldc, rest);
+      }
+    }
+  }
+#endif
+#if PTO_GEMM_BF16_DOT
+  if constexpr (__is_same(TIn, bfloat16) && !kFp32) {
+    if (!Bf16DotIsExact(MinExponentField(a, lda, m, k), MinExponentField(b, ldb, k, n))) {
+      return GemmBody<TIn, TC, true>(m, n, k, a, lda, b, ldb, c, ldc, init);
+    }
   }
 #endif
   Scratch& s = Pinned(ThreadScratch());
 #if PTO_GEMM_BF16_DOT
-  constexpr bool kBf16Dot = __is_same(TIn, bfloat16);
+  constexpr bool kBf16Dot = __is_same(TIn, bfloat16) && !kFp32;
 #else
   constexpr bool kBf16Dot = false;
 #endif

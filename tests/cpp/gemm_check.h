@@ -170,6 +170,47 @@ inline void ExpectFp16InfinityAndNanPropagate(int n, int k) {
   }
 }
 
+// bf16 subnormals give IEEE's results on every path: the host's bf16 dot products (AMX, vdpbf16ps)
+// flush subnormal inputs and results, so gemm.h hands such matmuls (on AMX: the rows from the first
+// row block of A that needs it) to the fp32 path. Every other value is a small multiple of 1/4 and
+// every sum exact, and row r's products are one per element, so C must equal the exact product bit for bit. `where`: which operand holds the
+// small values ("a": a subnormal in A's row r, "b": one in B, "product": two normal values whose
+// product is subnormal); r = 40, in A's second row block of 32.
+inline void ExpectBf16SubnormalsKept(int m, int n, int k, const char* where) {
+  SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k) + " " + where);
+  std::vector<pto::bfloat16> a(size_t(m) * k), b(size_t(k) * n);
+  for (int i = 0; i < m; ++i) {
+    for (int p = 0; p < k; ++p) a[size_t(i) * k + p] = pto::FromFloat<pto::bfloat16>(0.5f * float((i + 2 * p) % 5 - 2));
+  }
+  for (int p = 0; p < k; ++p) {
+    for (int j = 0; j < n; ++j) b[size_t(p) * n + j] = pto::FromFloat<pto::bfloat16>(0.25f * float((3 * p + j) % 7 - 3));
+  }
+  const int r = 40 < m ? 40 : m - 1, col = n / 2;
+  // Row r of A holds one value, in column 1, the only one there: row r of C is that value times B's row 1.
+  for (int i = 0; i < m; ++i) a[size_t(i) * k + 1] = pto::bfloat16{0};
+  for (int p = 0; p < k; ++p) a[size_t(r) * k + p] = pto::bfloat16{0};
+  const std::string w = where;
+  for (int j = 0; j < n; ++j) b[size_t(1) * n + j] = pto::FromFloat<pto::bfloat16>(w == "a" ? 0x1p100f * float(j % 3 + 1) : 0.0f);
+  if (w == "a") a[size_t(r) * k + 1] = pto::bfloat16{0x0002};                      // 2^-132, subnormal
+  if (w == "b") {
+    a[size_t(r) * k + 1] = pto::FromFloat<pto::bfloat16>(0x1p90f);
+    b[size_t(1) * n + col] = pto::bfloat16{0x8003};                                  // -3 x 2^-133
+  }
+  if (w == "product") {
+    a[size_t(r) * k + 1] = pto::FromFloat<pto::bfloat16>(0x1p-70f);
+    b[size_t(1) * n + col] = pto::FromFloat<pto::bfloat16>(-0x1.8p-70f);             // product -1.5 x 2^-140
+  }
+  std::vector<float> c(size_t(m) * n, -1.0f);
+  pto::gemm::Gemm(m, n, k, a.data(), k, b.data(), n, c.data(), n);
+  const std::vector<double> ref = NaiveGemm<pto::bfloat16, float>(m, n, k, a, k, b, n, nullptr, 0);
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      ASSERT_EQ(c[size_t(i) * n + j], float(ref[size_t(i) * n + j])) << "row " << i << " column " << j;
+    }
+  }
+  EXPECT_NE(c[size_t(r) * n + col], 0.0f);  // the small product itself
+}
+
 inline void ExpectEmptyKGivesTheInit() {
   std::vector<pto::half> a(4), b(4);
   std::vector<float> c(6, 1.0f), bias = {0.5f, -2.0f, 4.0f};

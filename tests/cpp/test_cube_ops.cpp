@@ -290,6 +290,30 @@ TEST(CubeGemm, WidestOperands) {
   EXPECT_TRUE(pto::gemm::amx::Fits<int8_t>(4095, 5));
 #endif
 }
+TEST(CubeGemm, Bf16SubnormalsGiveIeeeResults) {
+  for (const char* where : {"a", "b", "product"}) {
+    test_util::ExpectBf16SubnormalsKept(64, 64, 64, where);    // A's tiles straight from A
+    test_util::ExpectBf16SubnormalsKept(48, 48, 80, where);    // packed A, B's last columns by element
+    test_util::ExpectBf16SubnormalsKept(64, 64, 2112, where);  // several k panels
+  }
+}
+// The tile unit's and vdpbf16ps's sums are IEEE's when every nonzero product and partial sum is a
+// multiple of 2^-126: the smallest exponents of A and B add up to -112 or more, and none is subnormal.
+TEST(CubeGemm, Bf16DotExactnessBoundary) {
+  using pto::gemm::detail::Bf16DotIsExact;
+  using pto::gemm::detail::MinExponentField;
+  const pto::bfloat16 values[] = {pto::bfloat16{0}, pto::bfloat16{0x8000}, pto::FromFloat<pto::bfloat16>(-0x1p-56f),
+                                  pto::FromFloat<pto::bfloat16>(3.0f)};
+  EXPECT_EQ(MinExponentField(values, 4, 1, 4), 127 - 56);
+  EXPECT_EQ(MinExponentField(values, 4, 1, 2), 512);  // zeros only
+  const pto::bfloat16 subnormal[] = {pto::FromFloat<pto::bfloat16>(1.0f), pto::bfloat16{0x807f}};
+  EXPECT_EQ(MinExponentField(subnormal, 2, 1, 2), 0);
+  EXPECT_TRUE(Bf16DotIsExact(127 - 56, 127 - 56));
+  EXPECT_FALSE(Bf16DotIsExact(127 - 56, 127 - 57));
+  EXPECT_TRUE(Bf16DotIsExact(127 - 126, 127 + 14));
+  EXPECT_FALSE(Bf16DotIsExact(0, 255));
+  EXPECT_TRUE(Bf16DotIsExact(512, 1));
+}
 TEST(CubeGemm, Fp16InfinityAndNanPropagate) {
   test_util::ExpectFp16InfinityAndNanPropagate(48, 40);    // one k block
   test_util::ExpectFp16InfinityAndNanPropagate(300, 700);  // several k blocks (the last one holds the inf)

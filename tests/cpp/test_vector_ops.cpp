@@ -832,6 +832,9 @@ TEST(PortableGemm, Int8IsExactInInt32) {
 }
 TEST(PortableGemm, EmptyKGivesTheInit) { test_util::ExpectEmptyKGivesTheInit(); }
 TEST(PortableGemm, Fp16ProductsAreExact) { test_util::ExpectFp16ProductsExact(); }
+TEST(PortableGemm, Bf16SubnormalsGiveIeeeResults) {
+  for (const char* where : {"a", "b", "product"}) test_util::ExpectBf16SubnormalsKept(64, 64, 64, where);
+}
 TEST(PortableGemm, Fp16InfinityAndNanPropagate) { test_util::ExpectFp16InfinityAndNanPropagate(48, 40); }
 
 }  // namespace

@@ -450,6 +450,41 @@ def _acc_kernel(dtype, acc_dtype, m, k, n):
     return acc_twice
 
 
+@pytest.mark.parametrize("flags", ["", "-mno-amx-tile -mno-amx-bf16 -mno-amx-int8",
+                                   "-mno-amx-tile -mno-amx-bf16 -mno-amx-int8 -mno-avx512bf16"],
+                         ids=["host", "no_amx", "fp32_path"])
+def test_bf16_matmul_keeps_subnormal_inputs_and_products(monkeypatch, flags):
+    """bf16 inputs are converted to fp32 exactly and their products summed in IEEE fp32 (docs/device.md
+    #numerics), subnormals included, on every host: the host's bf16 dot products (AMX, vdpbf16ps)
+    flush subnormals, so such matmuls leave them. Every other value is a multiple of 1/4 and every sum
+    exact, so C = A B + A B must equal the exact result bit for bit."""
+    m = k = n = 64
+    monkeypatch.setenv("PYPTO_PRO_CXXFLAGS", flags)
+    kernel = pl.jit(_acc_kernel(pl.DT_BF16, pl.DT_FP32, m, k, n), auto_mutex=False,
+                    name="acc_bf16_subnormal_" + str(len(flags)))
+    i, p, j = torch.arange(m)[:, None], torch.arange(k), torch.arange(n)
+    base_a = (0.5 * ((i + 2 * p) % 5 - 2)).to(torch.bfloat16)
+    base_b = (0.25 * ((3 * p[:, None] + j) % 7 - 3)).to(torch.bfloat16)
+    base_a[:, 1] = 0
+    base_a[40, :] = 0                  # row 40 (A's second block of 32 rows): one value, in column 1
+    base_b[1, :] = 0
+    cases = {
+        "subnormal in A": ((40, 1, 2.0 ** -132), (1, slice(None), 2.0 ** 100)),
+        "subnormal in B": ((40, 1, 2.0 ** 90), (1, 7, -3 * 2.0 ** -133)),
+        "subnormal product": ((40, 1, 2.0 ** -70), (1, 7, -1.5 * 2.0 ** -70)),
+    }
+    for name, ((ar, ac, av), (br, bc, bv)) in cases.items():
+        a, b = base_a.clone(), base_b.clone()
+        a[ar, ac] = av
+        b[br, bc] = bv
+        c = torch.full((m, n), -1.0)
+        kernel[None, 1](a, b, c)
+        pypto_pro.runtime.synchronize()
+        want = (2 * (a.double() @ b.double())).float()
+        assert want[40, 7] != 0, name
+        assert torch.equal(c, want), (name, c[40, 7].item(), want[40, 7].item())
+
+
 @pytest.mark.parametrize("dtype", ["bf16", "fp16", "int8"])
 def test_matmul_on_the_amx_tiles_matches_the_vector_path(monkeypatch, dtype):
     """gemm.h runs bf16, fp16 (each value split exactly into two bf16) and int8 on the AMX tile unit
