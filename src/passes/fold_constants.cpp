@@ -6,6 +6,7 @@
 
 #include "pypto_pro/ir/visitor.h"
 #include "pypto_pro/passes/pass.h"
+#include "pypto_pro/support/float_env.h"
 
 namespace pypto_pro::passes {
 
@@ -211,6 +212,7 @@ class Folder : public IRMutator {
 }  // namespace
 
 void FoldConstants(ir::Function& func, const PassContext&) {
+  const DeviceFloatEnvironment ieee;  // fp32 constants fold as the device computes them
   Stmt body = Folder().Mutate(func.body);
   func.body = body ? body : Seq({});
 }

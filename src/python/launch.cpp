@@ -29,6 +29,7 @@
 #include "pypto_pro/support/arch.h"
 #include "pypto_pro/support/config.h"
 #include "pypto_pro/support/error.h"
+#include "pypto_pro/support/float_env.h"
 #include "tensor_args.h"
 
 namespace pypto_pro::python {
@@ -153,6 +154,9 @@ class Kernel {
 
   void Launch(PyStream& stream, int64_t block_dim, const Selection& sel, PyObject* const* args, Py_ssize_t nargs,
               PyObject* kwargs) {
+    // Scalar arguments and constants become fp32 here and in the compile a first launch runs (its
+    // background compile thread inherits this), as the device rounds them, flush-to-zero or not.
+    const DeviceFloatEnvironment ieee;
     const std::vector<jit::ParamSpec>& params = schema_.sig.params;
     py::object bound;
     if ((kwargs && PyDict_GET_SIZE(kwargs) > 0) || nargs != Py_ssize_t(params.size())) {

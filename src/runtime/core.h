@@ -11,6 +11,7 @@
 #include "pypto_pro/abi.h"
 #include "pypto_pro/runtime/fault.h"
 #include "pypto_pro/runtime/profile.h"
+#include "pypto_pro/support/float_env.h"
 #include "pypto_pro/support/source_line.h"
 
 namespace pypto_pro::runtime {
@@ -88,6 +89,7 @@ struct NotUnwound {};
 template <typename Unwound>
 void RunCoreProgram(const PtoKernelDesc& desc, const void* args, PtoCoreCtx& ctx, Core& core,
                     std::optional<FaultInfo>& fault) {
+  const DeviceFloatEnvironment ieee;  // a fiber's own: swapcontext switches the control word too
   try {
     desc.entry(&ctx, args);
   } catch (KernelAbort& abort) {

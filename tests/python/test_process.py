@@ -207,3 +207,61 @@ except pypto_pro.CompileError as e:
     inst = tmp_path / "build" / "add_n__a5" / "tk_none"
     assert (inst / "kernel.cpp").exists() and (inst / "compile.log").exists()
     assert not list(inst.glob(".build*")), "the private build directory was left behind"
+
+
+def test_a_process_that_flushes_subnormals_still_gets_the_devices_ieee_results(tmp_path):
+    """torch.set_flush_denormal(True) sets flush-to-zero on the caller's thread, and threads started
+    from it inherit it: kernels still keep subnormals (docs/device.md#numerics), on every launch (the
+    first may run on the tier-0 executor), and the caller's own setting is left as it was."""
+    result = run(tmp_path, """
+        # the tensors first: with flushing on, torch.full would store a subnormal as zero
+        x = torch.full((16, 64), 2.0 ** -130)
+        y = torch.full((16, 64), 2.0 ** -131)
+        want = torch.full((16, 64), 3 * 2.0 ** -132)      # subnormal in fp32
+        assert want.view(torch.int32)[0, 0].item() == 0x60000
+        assert torch.set_flush_denormal(True)
+
+        @pl.jit
+        def halve_sum(x: pl.Tensor[[16, 64], pl.DT_FP32], y: pl.Tensor[[16, 64], pl.DT_FP32],
+                      z: pl.Tensor[[16, 64], pl.DT_FP32]):
+            a = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32), addr=0)
+            b = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32), addr=0x1000)
+            with pl.section_vector():
+                pl.load(a, x, [0, 0])
+                pl.load(b, y, [0, 0])
+                pl.add(a, a, b)
+                pl.muls(a, a, 0.5)
+                pl.store(z, a, [0, 0])
+
+        stream = pypto_pro.runtime.Stream()
+        for launch in range(3):
+            for s in (None, stream):
+                z = torch.full((16, 64), -1.0)
+                halve_sum[s, 1](x, y, z)
+                pypto_pro.runtime.synchronize()
+                # as bits: with flushing on, float comparisons (and .item()) read subnormals as zero
+                assert torch.equal(z.view(torch.int32), want.view(torch.int32)), (launch, s)
+
+        # constants folded and scalar arguments converted to fp32 on the caller's thread
+        TINY = 2.0 ** -70
+
+        @pl.jit
+        def scale(x: pl.Tensor[[16, 64], pl.DT_FP32], z: pl.Tensor[[16, 64], pl.DT_FP32], s: pl.DT_FP32):
+            a = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32), addr=0)
+            with pl.section_vector():
+                pl.load(a, x, [0, 0])
+                pl.muls(a, a, s)
+                pl.muls(a, a, TINY * TINY * 2.0 ** 140)
+                pl.store(z, a, [0, 0])
+
+        ones = torch.ones(16, 64)
+        for launch in range(2):
+            z = torch.full((16, 64), -1.0)
+            scale[None, 1](ones, z, 2.0 ** -140)   # the argument: 2^-140; the folded constant: 1
+            pypto_pro.runtime.synchronize()
+            assert z.view(torch.int32).eq(0x200).all(), launch              # 2^-140
+        assert (x * 1.0).view(torch.int32).eq(0).all()   # the caller's thread still flushes
+        print("ok")
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
