@@ -607,6 +607,26 @@ inline Scratch& ThreadScratch() {
 
 inline int RoundUp(int x, int to) { return (x + to - 1) / to * to; }
 
+// The tile unit flushes subnormal fp32 inputs and results too (a prior of 3 x 2^-149 reads as 0; 2^-126 +
+// 2^-149 - 2^-126 gives 0, not 2^-149). The products and partial sums Gemm sends it are multiples of
+// 2^-126 (bf16: Bf16DotIsExact; fp16 parts: of 2^-48), so a prior is added in the tiles exactly as IEEE
+// would when each of its values is zero or a multiple of 2^-126 itself: an exponent of -103 or more (an
+// fp32 spacing of 2^-126 or more). Whether the 32 x 32 block at p (rows row_stride apart) is.
+inline bool PriorFitsTiles(const float* p, int64_t row_stride) {
+  u32x16 lowest = ~u32x16{};  // of |bits| - 1: a zero wraps to the largest value
+  for (int i = 0; i < kM; ++i, p += row_stride) {
+    for (int j = 0; j < kN; j += 16) {
+      u32x16 v;
+      __builtin_memcpy(&v, p + j, 64);
+      v = (v & 0x7fffffffu) - 1;
+      lowest = v < lowest ? v : lowest;
+    }
+  }
+  uint32_t low = 0xffffffffu;
+  for (int l = 0; l < 16; ++l) low = lowest[l] < low ? lowest[l] : low;
+  return ((uint64_t(low) + 1) >> 23) >= 127 - 103;
+}
+
 // Whether Gemm below takes an m x n result of TIn inputs: its accumulator holds it, and a panel of one
 // k tile of the wider side fits a packed panel (fp16's 8 bytes per k and column: n up to 2048).
 template <typename TIn>
@@ -712,30 +732,36 @@ inline bool PackB(uint8_t* __restrict tiles, const TIn* b, int64_t ldb, int kc, 
   auto tile_row = [&](int jt, int kt, int q, int part = 0) {
     return reinterpret_cast<uint32_t*>(tiles + ((int64_t(jt) * k_tiles + kt) * kParts + part) * kTileBytes) + 16 * q;
   };
+  // From a tile row to the same row of the next column tile: the whole-vector loops below step their
+  // output pointers by it (index arithmetic per store was most of their time).
+  const int64_t tile_step = int64_t(k_tiles) * kParts * kTileBytes;
   for (int kt = 0; kt < k_tiles; ++kt) {
     for (int q = 0; q < 16; ++q) {
       int j = 0;  // the columns done by whole vectors
       if constexpr (__is_same(TIn, bfloat16)) {  // rows 2q, 2q + 1: 32 columns to two tiles at a time
         const int p = kt * kTileK + 2 * q;
         if (p + 1 < kc) {
-          for (; j + 32 <= n; j += 32) {
+          const bfloat16* even_row = b + int64_t(p) * ldb;
+          uint8_t* out = reinterpret_cast<uint8_t*>(tile_row(0, kt, q));
+          for (; j + 32 <= n; j += 32, out += 2 * tile_step) {
             u16x32 even, odd;
-            __builtin_memcpy(&even, b + int64_t(p) * ldb + j, 64);
-            __builtin_memcpy(&odd, b + int64_t(p + 1) * ldb + j, 64);
+            __builtin_memcpy(&even, even_row + j, 64);
+            __builtin_memcpy(&odd, even_row + ldb + j, 64);
             lowest = detail::LowerMagnitudes(detail::LowerMagnitudes(lowest, even), odd);
             const u16x32 w0 = __builtin_shufflevector(even, odd, 0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
                                                       8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47);
             const u16x32 w1 = __builtin_shufflevector(even, odd, 16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53, 22,
                                                       54, 23, 55, 24, 56, 25, 57, 26, 58, 27, 59, 28, 60, 29, 61, 30, 62,
                                                       31, 63);
-            __builtin_memcpy(tile_row(j / 16, kt, q), &w0, 64);
-            __builtin_memcpy(tile_row(j / 16 + 1, kt, q), &w1, 64);
+            __builtin_memcpy(out, &w0, 64);
+            __builtin_memcpy(out + tile_step, &w1, 64);
           }
         }
       } else if constexpr (__is_same(TIn, int8_t)) {  // rows 4q .. 4q + 3: 64 columns to four tiles
         const int p = kt * kTileK + 4 * q;
         if (p + 3 < kc) {
-          for (; j + 64 <= n; j += 64) {
+          uint8_t* out = reinterpret_cast<uint8_t*>(tile_row(0, kt, q));
+          for (; j + 64 <= n; j += 64, out += 4 * tile_step) {
             u8x64 r0, r1, r2, r3;
             const int8_t* src = b + int64_t(p) * ldb + j;
             __builtin_memcpy(&r0, src, 64);
@@ -763,21 +789,23 @@ inline bool PackB(uint8_t* __restrict tiles, const TIn* b, int64_t ldb, int kc, 
             const u16x32 w0 = PTO_QUADS(p01lo, p23lo, 0), w1 = PTO_QUADS(p01lo, p23lo, 16);
             const u16x32 w2 = PTO_QUADS(p01hi, p23hi, 0), w3 = PTO_QUADS(p01hi, p23hi, 16);
 #undef PTO_QUADS
-            __builtin_memcpy(tile_row(j / 16, kt, q), &w0, 64);
-            __builtin_memcpy(tile_row(j / 16 + 1, kt, q), &w1, 64);
-            __builtin_memcpy(tile_row(j / 16 + 2, kt, q), &w2, 64);
-            __builtin_memcpy(tile_row(j / 16 + 3, kt, q), &w3, 64);
+            __builtin_memcpy(out, &w0, 64);
+            __builtin_memcpy(out + tile_step, &w1, 64);
+            __builtin_memcpy(out + 2 * tile_step, &w2, 64);
+            __builtin_memcpy(out + 3 * tile_step, &w3, 64);
           }
         }
       } else {  // fp16: row kt * 16 + q to the hi tile and the lo tile, 16 columns at a time
         const int p = kt * kTileK + q;
         if (p < kc) {
-          for (; j + 16 <= n; j += 16) {
-            const u32x16 w = SplitWords(Load16(b + int64_t(p) * ldb + j), non_finite);
+          const half* row = b + int64_t(p) * ldb;
+          uint8_t* out = reinterpret_cast<uint8_t*>(tile_row(0, kt, q));
+          for (; j + 16 <= n; j += 16, out += tile_step) {
+            const u32x16 w = SplitWords(Load16(row + j), non_finite);
             const u32x16 hi = w & 0xffffu, lo = w >> 16;
             const u32x16 hi_words = hi | (hi << 16), lo_words = lo | (lo << 16);
-            __builtin_memcpy(tile_row(j / 16, kt, q, 0), &hi_words, 64);
-            __builtin_memcpy(tile_row(j / 16, kt, q, 1), &lo_words, 64);
+            __builtin_memcpy(out, &hi_words, 64);
+            __builtin_memcpy(out + kTileBytes, &lo_words, 64);  // part 1: the next tile
           }
         }
       }
@@ -838,11 +866,10 @@ inline void FinishBlock(const TC* sum, TC* c, int64_t ldc, const Init<TC>& init,
 // taken as PackB reads it, A's a row block at a time as its products start (C's rows depend on their own
 // rows of A only, and the scan leaves the lines in cache for the tile loads); with several k panels all
 // of A first (C is written in the last panel only).
-// Each block's sums start from zero and, once finished, are added to the prior and written to C's window
-// by FinishBlock; when C is whole blocks and that adds nothing to change (no prior, or int32 sums, which
-// wrap the same in any order and have no denormals for the tile unit to flush), they start from the
-// prior in the tiles instead and are stored straight to C (int8 1024^3 K loop 11% faster, Intel Xeon;
-// fp32 priors stay outside the tiles: the bits would change, for 3%).
+// When C is whole blocks, a block's sums start from its prior in the tiles (none, int32 sums, which wrap
+// the same in any order, or, with one k panel, an fp32 prior block that PriorFitsTiles) and are stored
+// straight to C (int8 1024^3 K loop 11% faster; bf16 128^3 matmul_acc in place 20%, Intel Xeon).
+// Otherwise they start from zero and, once finished, FinishBlock adds the prior and writes C's window.
 template <typename TIn, typename TC>
 inline int Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, int64_t ldb, TC* c, int64_t ldc,
                 const Init<TC>& init) {
@@ -865,6 +892,7 @@ inline int Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, in
   }
   const bool whole = m == m_pad && n == n_pad;
   const bool in_tiles = whole && (!init.data || (__is_same(TC, int32_t) && init.row_stride != 0));
+  const bool fp32_prior_blocks = whole && __is_same(TC, float) && init.data && init.row_stride != 0 && k <= kc_max;
   const Config config;
   __asm__ volatile("ldtilecfg %0" ::"m"(config));
   bool pending = false;  // a block's sums wait in s.block[!parity] for FinishBlock
@@ -906,8 +934,12 @@ inline int Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, in
         const uint8_t* b1 = b0 + b_stride;
         TC* acc = acc_base + int64_t(i0) * n_pad + j0;
         const int64_t acc_stride = int64_t(n_pad) * 4;
-        if (first && in_tiles && init.data) {
-          const TC* prior = init.data + int64_t(i0) * init.row_stride + j0;
+        const TC* prior = init.data ? init.data + int64_t(i0) * init.row_stride + j0 : nullptr;
+        bool block_in_tiles = in_tiles;
+        if constexpr (__is_same(TC, float)) {
+          if (fp32_prior_blocks) block_in_tiles = PriorFitsTiles(prior, init.row_stride);
+        }
+        if (first && block_in_tiles && init.data) {
           const int64_t prior_stride = init.row_stride * 4;
           PTO_AMX_LOAD(0, prior, prior_stride);
           PTO_AMX_LOAD(1, prior + 16, prior_stride);
@@ -969,7 +1001,7 @@ inline int Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, in
           PTO_AMX_STORE(3, acc + 16 * n_pad + 16, acc_stride);
           continue;
         }
-        if (in_tiles) {
+        if (block_in_tiles) {
           TC* out = c + int64_t(i0) * ldc + j0;
           PTO_AMX_STORE(0, out, ldc * 4);
           PTO_AMX_STORE(1, out + 16, ldc * 4);

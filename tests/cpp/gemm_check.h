@@ -211,6 +211,41 @@ inline void ExpectBf16SubnormalsKept(int m, int n, int k, const char* where) {
   EXPECT_NE(c[size_t(r) * n + col], 0.0f);  // the small product itself
 }
 
+// matmul_acc in place with an fp32 prior holding values the tile unit would flush: a subnormal prior
+// (3 x 2^-149 + 0) and a normal one that a product brings into the subnormals (2^-112 + 2^-135 - 2^-112);
+// every other value is a small multiple of 1/4 and every sum exact, so C must be exact bit for bit.
+inline void ExpectFp32PriorKeptExactly() {
+  const int m = 64, n = 64, k = 64;
+  std::vector<pto::bfloat16> a(size_t(m) * k), b(size_t(k) * n);
+  for (int i = 0; i < m; ++i) {
+    for (int p = 0; p < k; ++p) a[size_t(i) * k + p] = pto::FromFloat<pto::bfloat16>(0.5f * float((i + 2 * p) % 5 - 2));
+  }
+  for (int p = 0; p < k; ++p) {
+    for (int j = 0; j < n; ++j) b[size_t(p) * n + j] = pto::FromFloat<pto::bfloat16>(0.25f * float((3 * p + j) % 7 - 3));
+  }
+  for (int p = 0; p < k; ++p) a[p] = a[size_t(40) * k + p] = pto::bfloat16{0};  // rows 0 and 40 of A: zeros
+  for (int i = 0; i < m; ++i) a[size_t(i) * k + 1] = pto::bfloat16{0};
+  for (int j = 0; j < n; ++j) b[size_t(1) * n + j] = pto::bfloat16{0};
+  a[size_t(40) * k + 1] = pto::FromFloat<pto::bfloat16>(-0x1p-56f);                // one product: -2^-112 at [40, 40]
+  b[size_t(1) * n + 40] = pto::FromFloat<pto::bfloat16>(0x1p-56f);
+  std::vector<float> c(size_t(m) * n);
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) c[size_t(i) * n + j] = 0.25f * float((i * 7 + j) % 9 - 4);
+  }
+  c[0] = 0x1.8p-148f;                                // subnormal
+  c[size_t(40) * n + 40] = 0x1p-112f + 0x1p-135f;    // + (-2^-112) = 2^-135, subnormal
+  const std::vector<float> prior = c;
+  pto::gemm::Gemm(m, n, k, a.data(), k, b.data(), n, c.data(), n, pto::gemm::Init<float>{c.data(), n});
+  const std::vector<double> ref = NaiveGemm<pto::bfloat16, float>(m, n, k, a, k, b, n, prior.data(), n);
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      ASSERT_EQ(c[size_t(i) * n + j], float(ref[size_t(i) * n + j])) << "row " << i << " column " << j;
+    }
+  }
+  EXPECT_EQ(c[0], 0x1.8p-148f);
+  EXPECT_EQ(c[size_t(40) * n + 40], 0x1p-135f);
+}
+
 inline void ExpectEmptyKGivesTheInit() {
   std::vector<pto::half> a(4), b(4);
   std::vector<float> c(6, 1.0f), bias = {0.5f, -2.0f, 4.0f};

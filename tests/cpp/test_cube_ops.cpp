@@ -290,6 +290,7 @@ TEST(CubeGemm, WidestOperands) {
   EXPECT_TRUE(pto::gemm::amx::Fits<int8_t>(4095, 5));
 #endif
 }
+TEST(CubeGemm, Fp32PriorSubnormalsAreKept) { test_util::ExpectFp32PriorKeptExactly(); }
 TEST(CubeGemm, Bf16SubnormalsGiveIeeeResults) {
   for (const char* where : {"a", "b", "product"}) {
     test_util::ExpectBf16SubnormalsKept(64, 64, 64, where);    // A's tiles straight from A

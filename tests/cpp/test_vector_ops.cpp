@@ -832,6 +832,7 @@ TEST(PortableGemm, Int8IsExactInInt32) {
 }
 TEST(PortableGemm, EmptyKGivesTheInit) { test_util::ExpectEmptyKGivesTheInit(); }
 TEST(PortableGemm, Fp16ProductsAreExact) { test_util::ExpectFp16ProductsExact(); }
+TEST(PortableGemm, Fp32PriorSubnormalsAreKept) { test_util::ExpectFp32PriorKeptExactly(); }
 TEST(PortableGemm, Bf16SubnormalsGiveIeeeResults) {
   for (const char* where : {"a", "b", "product"}) test_util::ExpectBf16SubnormalsKept(64, 64, 64, where);
 }
