@@ -113,6 +113,85 @@ void ExpectMatchesNaiveOnEveryShape(InitKind init_kind, unsigned seed) {
   for (const GemmShape& s : kShapes) CheckGemm<TIn, TC>(s.m, s.n, s.k, init_kind, seed);
 }
 
+// Random matmuls whose rows of A and columns of B carry random powers of two (down into the subnormals,
+// for fp16 and bf16 as stored values too), with random zeros, whole rows and columns of zeros (C is
+// then the prior) and a prior of the same scale or far smaller: every element must be within fp32
+// accumulation's bound of the exact result, measured against the sizes of its own products, so a path
+// that flushes or loses small values cannot hide behind large ones.
+// int8: exact. One call checks `count` matmuls from `seed`.
+template <typename TIn, typename TC>
+void ExpectRandomScaledGemms(unsigned seed, int count) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  std::uniform_int_distribution<int> percent(0, 99), small(-128, 127);
+  auto pick_size = [&](int most) {
+    const int round[] = {16, 32, 48, 64, 96, 128};
+    return percent(rng) < 50 ? round[percent(rng) % 6] % (most + 1) + (percent(rng) < 10) : 1 + percent(rng) * most / 100;
+  };
+  const bool fp16 = __is_same(TIn, pto::half);
+  for (int t = 0; t < count; ++t) {
+    // exponent ranges of the row and column scales: half the cases into the subnormals of the stored
+    // type or of fp32, half narrow (where the host's fast paths take the whole matmul)
+    const bool wide = t % 2 == 0;
+    const int row_lo = wide ? (fp16 ? -26 : -140) : -8, row_hi = fp16 ? 2 : wide ? 20 : 8;
+    const int col_lo = wide ? (fp16 ? -8 : -60) : -4, col_hi = fp16 ? 3 : wide ? 60 : 4;
+    const int m = std::max(1, pick_size(130)), n = std::max(1, pick_size(130)), k = std::max(1, pick_size(300));
+    const InitKind init_kind = InitKind(percent(rng) % 3);
+    SCOPED_TRACE("case " + std::to_string(t) + ": " + std::to_string(m) + " x " + std::to_string(n) + " x " +
+                 std::to_string(k) + " init " + std::to_string(int(init_kind)));
+    std::vector<double> row_scale(m), col_scale(n);
+    for (double& x : row_scale) x = std::ldexp(1.0, row_lo + percent(rng) * (row_hi - row_lo) / 99);
+    for (double& x : col_scale) x = std::ldexp(1.0, col_lo + percent(rng) * (col_hi - col_lo) / 99);
+    auto value = [&](double scale) -> TIn {
+      if (percent(rng) < 10) return TIn{};
+      if constexpr (__is_same(TIn, int8_t)) return TIn(small(rng));
+      else return Convert<TIn>(float(normal(rng) * scale));
+    };
+    std::vector<TIn> a(size_t(m) * k), b(size_t(k) * n);
+    std::vector<bool> zero_row(m), zero_col(n);
+    for (int i = 0; i < m; ++i) zero_row[i] = percent(rng) < 10;
+    for (int j = 0; j < n; ++j) zero_col[j] = percent(rng) < 10;
+    for (int i = 0; i < m; ++i) {
+      for (int p = 0; p < k; ++p) a[size_t(i) * k + p] = zero_row[i] ? TIn{} : value(row_scale[i]);
+    }
+    for (int p = 0; p < k; ++p) {
+      for (int j = 0; j < n; ++j) b[size_t(p) * n + j] = zero_col[j] ? TIn{} : value(col_scale[j]);
+    }
+    std::vector<TC> c(size_t(m) * n), bias(n);
+    for (int j = 0; j < n; ++j) bias[j] = __is_same(TC, int32_t) ? TC(small(rng) * 1000) : TC(normal(rng) * col_scale[j]);
+    pto::gemm::Init<TC> init;
+    if (init_kind == InitKind::kBias) init = {bias.data(), 0};
+    if (init_kind == InitKind::kMatrixInPlace) {
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) {
+          const double tiny = percent(rng) < 20 ? std::ldexp(1.0, -100 - percent(rng) % 50) : 1.0;
+          c[size_t(i) * n + j] = __is_same(TC, int32_t) ? TC(small(rng) * 77)
+                                 : percent(rng) < 10 ? TC(0) : TC(normal(rng) * row_scale[i] * col_scale[j] * tiny);
+        }
+      }
+      init = {c.data(), n};
+    }
+    const std::vector<TC> prior = c;
+    const TC* ref_init = init_kind == InitKind::kBias ? bias.data() : init_kind == InitKind::kMatrixInPlace ? prior.data() : nullptr;
+    const int64_t ref_stride = init_kind == InitKind::kMatrixInPlace ? n : 0;
+    const std::vector<double> ref = NaiveGemm(m, n, k, a, k, b, n, ref_init, ref_stride);
+    pto::gemm::Gemm(m, n, k, a.data(), k, b.data(), n, c.data(), n, init);
+    for (int i = 0; i < m; ++i) {
+      for (int j = 0; j < n; ++j) {
+        const double want = ref[size_t(i) * n + j], got = double(c[size_t(i) * n + j]);
+        if constexpr (__is_same(TC, int32_t)) {
+          ASSERT_EQ(got, want) << "at " << i << ", " << j;
+        } else {
+          double size = ref_init ? std::fabs(double(ref_init[i * ref_stride + j])) : 0.0;
+          for (int p = 0; p < k; ++p) size += std::fabs(AsDouble(a[size_t(i) * k + p]) * AsDouble(b[size_t(p) * n + j]));
+          const double bound = (k + 2) * (0x1p-23 * size + 0x1p-149);
+          ASSERT_LE(std::fabs(got - want), bound) << "at " << i << ", " << j << ": got " << got << ", want " << want;
+        }
+      }
+    }
+  }
+}
+
 inline void ExpectInt8SumsExactAndWrapping() {
   // Sums of k = 2000 products of -128 are 2^25 - ...: past fp32's exact integers, still exact here.
   std::vector<int8_t> a(2000, -128), b(2000 * 3, -127);

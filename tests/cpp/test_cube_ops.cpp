@@ -290,6 +290,12 @@ TEST(CubeGemm, WidestOperands) {
   EXPECT_TRUE(pto::gemm::amx::Fits<int8_t>(4095, 5));
 #endif
 }
+TEST(CubeGemm, RandomScaledMatmulsStayWithinTheirBound) {
+  test_util::ExpectRandomScaledGemms<pto::bfloat16, float>(21, 40);
+  test_util::ExpectRandomScaledGemms<pto::half, float>(22, 40);
+  test_util::ExpectRandomScaledGemms<float, float>(23, 20);
+  test_util::ExpectRandomScaledGemms<int8_t, int32_t>(24, 20);
+}
 TEST(CubeGemm, Fp32PriorSubnormalsAreKept) { test_util::ExpectFp32PriorKeptExactly(); }
 TEST(CubeGemm, Bf16SubnormalsGiveIeeeResults) {
   for (const char* where : {"a", "b", "product"}) {

@@ -832,6 +832,12 @@ TEST(PortableGemm, Int8IsExactInInt32) {
 }
 TEST(PortableGemm, EmptyKGivesTheInit) { test_util::ExpectEmptyKGivesTheInit(); }
 TEST(PortableGemm, Fp16ProductsAreExact) { test_util::ExpectFp16ProductsExact(); }
+TEST(PortableGemm, RandomScaledMatmulsStayWithinTheirBound) {
+  test_util::ExpectRandomScaledGemms<pto::bfloat16, float>(21, 40);
+  test_util::ExpectRandomScaledGemms<pto::half, float>(22, 40);
+  test_util::ExpectRandomScaledGemms<float, float>(23, 20);
+  test_util::ExpectRandomScaledGemms<int8_t, int32_t>(24, 20);
+}
 TEST(PortableGemm, Fp32PriorSubnormalsAreKept) { test_util::ExpectFp32PriorKeptExactly(); }
 TEST(PortableGemm, Bf16SubnormalsGiveIeeeResults) {
   for (const char* where : {"a", "b", "product"}) test_util::ExpectBf16SubnormalsKept(64, 64, 64, where);
