@@ -1,0 +1,83 @@
+// The GEMM routine behind pl.matmul (gemm.h): each check of gemm_check.h runs here compiled like
+// kernels for the host (-march=native: its dot-product paths, AMX where it has them), again without
+// AMX (the AVX-512 BF16 / VNNI paths an AMX host would otherwise never run; see CMakeLists.txt), and
+// in test_vector_ops.cpp compiled portably (the fp32 paths).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "gemm_check.h"
+#include "pypto_pro/device.h"
+
+namespace pypto_pro {
+namespace {
+
+TEST(CubeGemm, Fp16MatchesNaive) { test_util::ExpectMatchesNaiveOnEveryShape<pto::half, float>(test_util::InitKind::kZero, 1); }
+TEST(CubeGemm, Bf16MatchesNaive) {
+  test_util::ExpectMatchesNaiveOnEveryShape<pto::bfloat16, float>(test_util::InitKind::kZero, 2);
+}
+TEST(CubeGemm, Fp32MatchesNaive) { test_util::ExpectMatchesNaiveOnEveryShape<float, float>(test_util::InitKind::kZero, 3); }
+TEST(CubeGemm, Int8IsExactInInt32) {
+  test_util::ExpectMatchesNaiveOnEveryShape<int8_t, int32_t>(test_util::InitKind::kZero, 4);
+  test_util::ExpectInt8SumsExactAndWrapping();
+}
+TEST(CubeGemm, BiasAndInPlaceAccumulation) {
+  test_util::ExpectMatchesNaiveOnEveryShape<pto::half, float>(test_util::InitKind::kBias, 5);
+  test_util::ExpectMatchesNaiveOnEveryShape<pto::bfloat16, float>(test_util::InitKind::kMatrixInPlace, 6);
+  test_util::ExpectMatchesNaiveOnEveryShape<int8_t, int32_t>(test_util::InitKind::kMatrixInPlace, 7);
+  test_util::ExpectMatchesNaiveOnEveryShape<int8_t, int32_t>(test_util::InitKind::kBias, 8);
+}
+TEST(CubeGemm, EmptyKGivesTheInit) { test_util::ExpectEmptyKGivesTheInit(); }
+TEST(CubeGemm, Fp16ProductsAreExact) { test_util::ExpectFp16ProductsExact(); }
+// The widest operands a matmul takes (N up to 4095 with a short K): right on every path, and on AMX
+// only where one k tile of the wider side fits a packed panel (fp16: 8 bytes per k and column).
+TEST(CubeGemm, WidestOperands) {
+  test_util::CheckGemm<pto::half, float>(5, 4095, 8, test_util::InitKind::kZero, 9);
+  test_util::CheckGemm<pto::bfloat16, float>(5, 4095, 16, test_util::InitKind::kMatrixInPlace, 10);
+  test_util::CheckGemm<int8_t, int32_t>(4095, 5, 16, test_util::InitKind::kBias, 11);
+#if PTO_GEMM_AMX
+  EXPECT_FALSE(pto::gemm::amx::Fits<pto::half>(5, 4095));
+  EXPECT_FALSE(pto::gemm::amx::Fits<pto::half>(2049, 32));
+  EXPECT_TRUE(pto::gemm::amx::Fits<pto::half>(32, 2048));
+  EXPECT_TRUE(pto::gemm::amx::Fits<pto::bfloat16>(5, 4095));
+  EXPECT_TRUE(pto::gemm::amx::Fits<int8_t>(4095, 5));
+#endif
+}
+TEST(CubeGemm, RandomScaledMatmulsStayWithinTheirBound) {
+  test_util::ExpectRandomScaledGemms<pto::bfloat16, float>(21, 40);
+  test_util::ExpectRandomScaledGemms<pto::half, float>(22, 40);
+  test_util::ExpectRandomScaledGemms<float, float>(23, 20);
+  test_util::ExpectRandomScaledGemms<int8_t, int32_t>(24, 20);
+}
+TEST(CubeGemm, Fp32PriorSubnormalsAreKept) { test_util::ExpectFp32PriorKeptExactly(); }
+TEST(CubeGemm, Bf16SubnormalsGiveIeeeResults) {
+  for (const char* where : {"a", "b", "product"}) {
+    test_util::ExpectBf16SubnormalsKept(64, 64, 64, where);    // A's tiles straight from A
+    test_util::ExpectBf16SubnormalsKept(48, 48, 80, where);    // packed A, B's last columns by element
+    test_util::ExpectBf16SubnormalsKept(64, 64, 2112, where);  // several k panels
+  }
+}
+// The tile unit's and vdpbf16ps's sums are IEEE's when every nonzero product and partial sum is a
+// multiple of 2^-126: the smallest exponents of A and B add up to -112 or more, and none is subnormal.
+TEST(CubeGemm, Bf16DotExactnessBoundary) {
+  using pto::gemm::detail::Bf16DotIsExact;
+  using pto::gemm::detail::MinExponentField;
+  const pto::bfloat16 values[] = {pto::bfloat16{0}, pto::bfloat16{0x8000}, pto::FromFloat<pto::bfloat16>(-0x1p-56f),
+                                  pto::FromFloat<pto::bfloat16>(3.0f)};
+  EXPECT_EQ(MinExponentField(values, 4, 1, 4), 127 - 56);
+  EXPECT_EQ(MinExponentField(values, 4, 1, 2), 512);  // zeros only
+  const pto::bfloat16 subnormal[] = {pto::FromFloat<pto::bfloat16>(1.0f), pto::bfloat16{0x807f}};
+  EXPECT_EQ(MinExponentField(subnormal, 2, 1, 2), 0);
+  EXPECT_TRUE(Bf16DotIsExact(127 - 56, 127 - 56));
+  EXPECT_FALSE(Bf16DotIsExact(127 - 56, 127 - 57));
+  EXPECT_TRUE(Bf16DotIsExact(127 - 126, 127 + 14));
+  EXPECT_FALSE(Bf16DotIsExact(0, 255));
+  EXPECT_TRUE(Bf16DotIsExact(512, 1));
+}
+TEST(CubeGemm, Fp16InfinityAndNanPropagate) {
+  test_util::ExpectFp16InfinityAndNanPropagate(48, 40);    // one k block
+  test_util::ExpectFp16InfinityAndNanPropagate(300, 700);  // several k blocks (the last one holds the inf)
+}
+
+}  // namespace
+}  // namespace pypto_pro
