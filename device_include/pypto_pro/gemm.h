@@ -73,16 +73,6 @@ namespace detail {
 
 inline f32x16 Broadcast(float x) { return f32x16{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
 
-// Fused where the host has it; the portable form rounds twice (kernels compile as ISO C++, which
-// does not contract a * b + c).
-inline f32x16 Fma(f32x16 a, f32x16 b, f32x16 c) {
-#if defined(__AVX512F__)
-  return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)0xffff, 4);
-#else
-  return a * b + c;
-#endif
-}
-
 // 16 consecutive elements as fp32.
 template <typename T>
 __attribute__((always_inline)) inline f32x16 LoadAsFloat(const T* p) {
@@ -162,7 +152,7 @@ inline Tile KernelFma(int kc, const float* __restrict ap, const float* __restric
     for (int i = 0; i < kMR; ++i) {
       const f32x16 a = Broadcast(rows[i][p]);
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) t.v[i][v] = Fma(a, b[v], t.v[i][v]);
+      for (int v = 0; v < NV; ++v) t.v[i][v] = FusedMulAdd16(a, b[v], t.v[i][v]);
     }
     bp += kNR;
   }

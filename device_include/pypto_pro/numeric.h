@@ -169,6 +169,25 @@ inline f32x16 Load16(const float* p) {
 }
 inline void Store16(float* p, f32x16 v) { __builtin_memcpy(p, &v, sizeof v); }
 
+// a * b + c rounded once on every host with fused multiply-adds (AVX-512, or AVX2's FMA), for either
+// compiler, so exp and the fp32 GEMM give the same bits on all of them; only an x86 without FMA
+// (before 2013) rounds twice. Kernels compile as ISO C++ (-ffp-contract=off): a * b + c never fuses.
+inline f32x16 FusedMulAdd16(f32x16 a, f32x16 b, f32x16 c) {
+#if defined(__AVX512F__)
+  return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)0xffff, 4);
+#elif defined(__FMA__)
+  const f32x8 lo = __builtin_ia32_vfmaddps256(__builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7),
+                                              __builtin_shufflevector(b, b, 0, 1, 2, 3, 4, 5, 6, 7),
+                                              __builtin_shufflevector(c, c, 0, 1, 2, 3, 4, 5, 6, 7));
+  const f32x8 hi = __builtin_ia32_vfmaddps256(__builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15),
+                                              __builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15),
+                                              __builtin_shufflevector(c, c, 8, 9, 10, 11, 12, 13, 14, 15));
+  return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+#else
+  return a * b + c;
+#endif
+}
+
 constexpr u32x16 kLaneIndex = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 
 // v with lanes n.. zeroed, in registers.

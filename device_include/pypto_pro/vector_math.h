@@ -54,22 +54,19 @@ inline f32x16 Sqrt16(f32x16 x) {
 #endif
 }
 
-// a * b + c: one rounding (a fused multiply-add) on AVX-512 hosts, two elsewhere.
+// AVX-512 instructions for exp's clamping, rounding and scaling with GCC (clang spells some of their
+// builtins otherwise; its portable forms below give the same values).
 #if defined(__AVX512F__) && !defined(__clang__)
 #define PTO_FUSED_EXP 1
-inline f32x16 MulAdd16(f32x16 a, f32x16 b, f32x16 c) {
-  return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)0xffff, 4);
-}
-#else
-inline f32x16 MulAdd16(f32x16 a, f32x16 b, f32x16 c) { return a * b + c; }
 #endif
 
 // exp(x) = 2^n * exp(r) with r = x - n ln2 in [-ln2/2, ln2/2] and Cephes' degree-5 polynomial for
-// exp(r) (about 1 ulp). Softmax and attention spend most of their time here, so AVX-512 hosts get
-// fused multiply-adds and vscalefps (2^n with over/underflow and subnormals handled in hardware):
-// 16 instructions per 16 lanes instead of 40. Elsewhere 2^n is applied as two factors so results in
-// the subnormal range and n = 128 come out right. |x| is clamped only to keep n finite and in int
-// range (the product over/underflows by itself).
+// exp(r) (about 1 ulp), in fused multiply-adds (FusedMulAdd16: the same bits on every host with FMA).
+// Softmax and attention spend most of their time here, so AVX-512 hosts also get vscalefps (2^n with
+// over/underflow and subnormals handled in hardware): 16 instructions per 16 lanes instead of 40.
+// Elsewhere 2^n is applied as two exact factors and one rounding, the same value, so results in the
+// subnormal range and n = 128 come out right. |x| is clamped only to keep n finite and in int range
+// (the product over/underflows by itself).
 inline f32x16 Exp16(f32x16 x) {
 #if PTO_FUSED_EXP
   // vminps / vmaxps return their second operand unless the first is less / greater: a NaN x stays
@@ -85,15 +82,15 @@ inline f32x16 Exp16(f32x16 x) {
 #else
   f32x16 n = Rint16(x * 1.44269504088896341f);
 #endif
-  f32x16 r = MulAdd16(n, Splat(-0.693359375f), x);  // ln2 split in two: n * 0.693359375 is exact
-  r = MulAdd16(n, Splat(2.12194440e-4f), r);
+  f32x16 r = FusedMulAdd16(n, Splat(-0.693359375f), x);  // ln2 split in two: n * 0.693359375 is exact
+  r = FusedMulAdd16(n, Splat(2.12194440e-4f), r);
   f32x16 p = Splat(1.9875691500e-4f);
-  p = MulAdd16(p, r, Splat(1.3981999507e-3f));
-  p = MulAdd16(p, r, Splat(8.3334519073e-3f));
-  p = MulAdd16(p, r, Splat(4.1665795894e-2f));
-  p = MulAdd16(p, r, Splat(1.6666665459e-1f));
-  p = MulAdd16(p, r, Splat(5.0000001201e-1f));
-  f32x16 y = MulAdd16(p, r * r, r) + 1.0f;
+  p = FusedMulAdd16(p, r, Splat(1.3981999507e-3f));
+  p = FusedMulAdd16(p, r, Splat(8.3334519073e-3f));
+  p = FusedMulAdd16(p, r, Splat(4.1665795894e-2f));
+  p = FusedMulAdd16(p, r, Splat(1.6666665459e-1f));
+  p = FusedMulAdd16(p, r, Splat(5.0000001201e-1f));
+  f32x16 y = FusedMulAdd16(p, r * r, r) + 1.0f;
 #if PTO_FUSED_EXP
   return __builtin_ia32_scalefps512_mask(y, n, y, (unsigned short)0xffff, 4);
 #else
@@ -126,8 +123,8 @@ inline f32x16 DivByReciprocal16(f32x16 a, f32x16 b, f32x16 y) {
     return a / b;
   }
   const f32x16 q0 = a * y;
-  const f32x16 q1 = MulAdd16(MulAdd16(-q0, b, a), y, q0);
-  return MulAdd16(MulAdd16(-q1, b, a), y, q1);
+  const f32x16 q1 = FusedMulAdd16(FusedMulAdd16(-q0, b, a), y, q0);
+  return FusedMulAdd16(FusedMulAdd16(-q1, b, a), y, q1);
 }
 #endif
 #undef PTO_FUSED_EXP

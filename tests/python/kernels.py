@@ -184,3 +184,22 @@ def make_matmul(dtype, acc_dtype, m, k, n, name):
 
 
 int8_matmul = make_matmul(pl.DT_INT8, pl.DT_INT32, 64, 128, 64, "int8_matmul")
+
+
+def _exp_rows(x: pl.Tensor[[16, 256], pl.DT_FP32], y: pl.Tensor[[16, 256], pl.DT_FP32]):
+    t = pl.make_tile(pl.TileType(shape=[16, 256], dtype=pl.DT_FP32), addr=0x0)
+    with pl.section_vector():
+        pl.load(t, x, [0, 0])
+        pl.exp(t, t)
+        pl.store(y, t, [0, 0])
+
+
+exp_rows = pl.jit(_exp_rows, name="exp_rows")
+
+
+def exp_inputs():
+    """Inputs of exp_rows across its whole range (underflow to subnormals and zero, overflow, specials)."""
+    import torch
+    x = torch.linspace(-110.0, 92.0, 16 * 256).reshape(16, 256)
+    x[0, :6] = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e-30])
+    return x

@@ -14,6 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+
+import pypto_pro
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,7 +30,7 @@ import pypto_pro.language as pl
 sys.path[:0] = sys.argv[1:3]
 from add import add_kernel
 from matmul import matmul_kernel
-from kernels import int8_matmul
+from kernels import exp_inputs, exp_rows, int8_matmul
 
 
 @pl.jit
@@ -60,20 +63,24 @@ ia = torch.randint(-128, 128, (64, 128), dtype=torch.int8)
 ib = torch.randint(-128, 128, (128, 64), dtype=torch.int8)
 ic = torch.empty(64, 64, dtype=torch.int32)
 int8_matmul[stream, 1](ia, ib, ic)
+ex = exp_inputs()
+ey = torch.empty_like(ex)
+exp_rows[stream, 1](ex, ey)
 stream.synchronize()
+torch.save(ey, "exp_clang.pt")  # the parent compares its bits with g++'s
 assert torch.equal(z, x + y), "add"
 torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-4, atol=1e-3)
 assert torch.equal(t_out, v.t()), "transpose"
 assert torch.equal(s_out, torch.sqrt(v)), "sqrt"
 assert torch.equal(ic.long(), ia.long() @ ib.long()), "int8 matmul"
-for kernel in (add_kernel, matmul_kernel, transpose_sqrt, int8_matmul):
+for kernel in (add_kernel, matmul_kernel, transpose_sqrt, int8_matmul, exp_rows):
     for instance in kernel.instances():  # built by clang: its version string in the .comment section
         assert b"clang version" in open(instance.library, "rb").read(), instance.library
 print("clang ok")
 '''
 
 
-def test_kernels_compiled_with_clang_match_torch(tmp_path):
+def test_kernels_compiled_with_clang_match_torch(tmp_path, monkeypatch):
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"), PYPTO_PRO_CXX="clang++", PYPTO_PRO_PCH="0",
                PYPTO_PRO_TIER0="0",  # every launch on the library clang built, none on the executor
                ASCEND_WORK_PATH=str(tmp_path))
@@ -84,6 +91,14 @@ def test_kernels_compiled_with_clang_match_torch(tmp_path):
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "clang ok" in run.stdout
+    # exp in fused multiply-adds with either compiler: the same bits as g++'s library here
+    from kernels import exp_inputs, exp_rows
+    monkeypatch.setenv("PYPTO_PRO_TIER0", "0")
+    x = exp_inputs()
+    y = torch.empty_like(x)
+    exp_rows[None, 1](x, y)
+    pypto_pro.runtime.synchronize()
+    assert torch.equal(torch.load(tmp_path / "exp_clang.pt").view(torch.int32), y.view(torch.int32))
 
 
 def test_clang_compiles_every_part_of_the_routines_library():

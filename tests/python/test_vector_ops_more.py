@@ -1384,3 +1384,27 @@ def test_integer_loops_use_packed_instructions():
                               text=True, check=True).stdout
         lines = [line for line in text.splitlines() if re.search(pattern, line)]
         assert any(f"%{reg}" in line for line in lines), f"{pattern}: no packed instruction on {reg} registers"
+
+
+def test_exp_and_fp32_matmul_give_the_same_bits_with_and_without_avx512(monkeypatch):
+    """Fused multiply-adds on every host that has them (AVX-512, or AVX2's FMA): exp's polynomial and
+    the fp32 GEMM give the same bits with and without AVX-512 (docs/device.md#numerics)."""
+    from kernels import _exp_rows, exp_inputs, make_matmul
+    x = exp_inputs()
+    gen = torch.Generator().manual_seed(5)
+    a, b = torch.randn(64, 64, generator=gen), torch.randn(64, 64, generator=gen)
+    results = []
+    for flags in ("", "-mno-avx512f -mno-f16c"):
+        monkeypatch.setenv("PYPTO_PRO_CXXFLAGS", flags)
+        monkeypatch.setenv("PYPTO_PRO_TIER0", "0")
+        suffix = "_avx2" if flags else "_host"
+        y, c = torch.empty_like(x), torch.empty(64, 64)
+        pl.jit(_exp_rows, name="exp_rows" + suffix)[None, 1](x, y)
+        make_matmul(pl.DT_FP32, pl.DT_FP32, 64, 64, 64, "fp32_matmul" + suffix)[None, 1](a, b, c)  # 16 KiB tiles
+        pypto_pro.runtime.synchronize()
+        results.append((y, c))
+    (y0, c0), (y1, c1) = results
+    assert torch.equal(y0.view(torch.int32), y1.view(torch.int32))
+    assert torch.equal(c0.view(torch.int32), c1.view(torch.int32))
+    torch.testing.assert_close(y0, torch.exp(x), rtol=3e-7, atol=0, equal_nan=True)
+    torch.testing.assert_close(c0, a @ b, rtol=1e-5, atol=1e-4)
