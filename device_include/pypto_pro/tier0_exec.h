@@ -339,6 +339,18 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         const SlotState& st = s[t[in.a]];
         const PtoT0Tensor& td = p.tensors[in.b];
         const char* op = in.e ? "store_tile" : "store";
+        if (d.elem != td.elem) {  // fp32 (an Acc tile) rounded to fp16 / bf16: the only conversion tier0.cpp admits
+          ByRank(td.rank, [&]<int N>() {
+            if (td.elem == PTO_T0_F16) {
+              detail::Store(ctx, in.line, op, in.f, in.imm, in.d, in.g, in.h, in.e != 0, false,
+                            Typed<half, N>(gm[in.b]), Ref<float>(d, st), Offsets<N>(r + in.c));
+            } else {
+              detail::Store(ctx, in.line, op, in.f, in.imm, in.d, in.g, in.h, in.e != 0, false,
+                            Typed<bfloat16, N>(gm[in.b]), Ref<float>(d, st), Offsets<N>(r + in.c));
+            }
+          });
+          break;
+        }
         ByElem(td.elem, [&]<typename T>() {
           ByRank(td.rank, [&]<int N>() {
             detail::Store(ctx, in.line, op, in.f, in.imm, in.d, in.g, in.h, in.e != 0, false, Typed<T, N>(gm[in.b]),
@@ -392,13 +404,23 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         RequireCompactWindowOf(ctx, in.line, st.valid_rows, st.valid_cols, d.rows, d.cols, in.s0, in.s1);
         break;
       }
-      case PTO_T0_MOVE: {  // move() between cube tiles of one dtype (L1 -> L0A / L0B)
+      case PTO_T0_MOVE: {  // move() between cube tiles of one dtype (L1 -> L0A / L0B / Bias), or fp16 / bf16
+                           // widened into an fp32 bias table
         const PtoT0Slot &d = p.slots[t[in.a]], &sd = p.slots[t[in.b]];
         const SlotState &dst = s[t[in.a]], &src = s[t[in.b]];
         const Fixpipe f = MakeFixpipe(in.f, in.imm);
         const int32_t rows = src.valid_rows, cols = src.valid_cols;
         if (__builtin_expect(rows < 0 || cols < 0 || rows > sd.rows || cols > sd.cols, 0)) {
           detail::MoveWindowFault(ctx, in.line, "move", rows, cols, sd.rows, sd.cols);
+        }
+        if (d.elem != sd.elem) {
+          auto widen = [&](const auto* from) {
+            detail::MoveWindowOf<false>(ctx, in.line, reinterpret_cast<float*>(dst.data), d.rows, d.cols, from,
+                                        sd.rows, sd.cols, rows, cols, false, f);
+          };
+          if (sd.elem == PTO_T0_F16) widen(reinterpret_cast<const half*>(src.data));
+          else widen(reinterpret_cast<const bfloat16*>(src.data));
+          break;
         }
         ByElem(d.elem, [&]<typename T>() {
           detail::MoveWindowOf<true>(ctx, in.line, reinterpret_cast<T*>(dst.data), d.rows, d.cols,

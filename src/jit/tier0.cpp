@@ -547,7 +547,12 @@ class Compiler {
       Emit(PTO_T0_LOAD, line, tile, tensor, offsets, int(options.at("order")), name == "load_tile");
     } else if (name == "store" || name == "store_tile") {
       const int tensor = TensorOf(s.args[0]);
-      if (s.args[0]->type.dtype != s.args[1]->type.dtype) Refuse("a store converting its dtype");
+      const DataType to = s.args[0]->type.dtype, from = s.args[1]->type.dtype;
+      // an fp32 Acc tile rounded to fp16 / bf16 by the fixpipe on its way (the verifier admits such a
+      // store only from Acc); the quantising conversions of int32 compile
+      if (to != from && !(from == DataType::kFP32 && (to == DataType::kFP16 || to == DataType::kBF16))) {
+        Refuse("a store converting its dtype other than fp32 -> fp16 / bf16");
+      }
       const int tile = TileOf(s.args[1]);
       const int offsets = Offsets(s.args[2], out_->tensors[size_t(tensor)].rank);
       const auto options = Options(s);
@@ -579,7 +584,12 @@ class Compiler {
       if (std::string(Name(src.memory)) != "Mat" || (to != "Left" && to != "Right" && to != "Bias")) {
         Refuse("a move other than L1 -> L0A/L0B/Bias");
       }
-      SameElem(s, {1});
+      // fp16 / bf16 widened to fp32 into the bias table; every other move keeps its dtype
+      const DataType to_type = s.args[0]->type.dtype, from_type = s.args[1]->type.dtype;
+      if (!(to == "Bias" && to_type == DataType::kFP32 &&
+            (from_type == DataType::kFP16 || from_type == DataType::kBF16))) {
+        SameElem(s, {1});
+      }
       const auto options = Options(s);
       // detail::kTransposes: NZ <-> ZN between transposed, non-square shapes.
       const bool transposes = ((src.layout == Layout::kNZ && dst.layout == Layout::kZN) ||

@@ -3,9 +3,9 @@ fractal tiles through compact=1, at random element offsets into larger tensors) 
 them to Left/Right, runs a matmul (with a bias table sometimes) and 0-2 matmul_acc steps along K (in
 place, or the last into a second Acc tile), and stores the Acc window at a random offset into a larger
 output, converting fp32 to fp16/bf16 sometimes. Each program runs compiled and on the tier-0 executor
-(docs/jit.md#tier-0-first-launches; a program with ops it does not run, the bias table or a converting
-store, compiles there too): every byte of the output must agree, outside the window it must be
-untouched, and inside it must match torch within the accumulation's and the store's rounding.
+(docs/jit.md#tier-0-first-launches): every byte of the output and every fault must agree, outside the
+window nothing may be written, and inside it must match torch within the accumulation's and the
+store's rounding.
 The seeds are fixed; PYPTO_PRO_FUZZ_SEEDS=<n> runs n more, drawn from the clock."""
 
 import os
@@ -166,6 +166,8 @@ def _run(tmp_path, monkeypatch, seed):
             pypto_pro.runtime.synchronize()
         except pypto_pro.KernelFault as e:
             fault = (e.op, e.line, str(e).split("\n")[0].split(": ", 1)[-1])
+        if tier0 == "always":
+            assert kernel.compile_stats()[-1]["tier0"], f"seed {seed}: the tier-0 executor runs these ops\n{source}"
         outs.append((c, fault))
     (compiled, fault), (first, fault_first) = outs
     assert fault == fault_first, f"seed {seed}: fault {fault} compiled, {fault_first} on tier-0\n{source}"
