@@ -39,7 +39,7 @@ double FmaPeakGflops() {
     __asm__ volatile("" : "+v"(a), "+v"(b));
     for (long it = 0; it < kIters; ++it) {
 #pragma GCC unroll 16
-      for (int i = 0; i < 16; ++i) acc[i] = pto::gemm::detail::Fma(acc[i], a, b);
+      for (int i = 0; i < 16; ++i) acc[i] = pto::FusedMulAdd16(acc[i], a, b);
     }
     for (int i = 0; i < 16; ++i) sink += acc[i][0];
   });
