@@ -9,7 +9,7 @@
 
 #include "pypto_pro/op_lists.h"
 
-#define PTO_T0_VERSION 7
+#define PTO_T0_VERSION 8
 #define PTO_T0_MAX_RANK 4
 
 /* Element types of tiles and tensors (the routines' PTO_ROUTINE_ELEMS). */
@@ -71,6 +71,8 @@ enum {
   PTO_T0_BITWISE,    /* t[a] = t[b] & t[c] (e=0), t[b] | t[c] (1), ~t[b] (2), t[b] ^ t[c] with scratch t[f] (3),
                         t[b] << t[c] (4), t[b] >> t[c] (5) */
   PTO_T0_BITWISES,   /* t[a] = t[b] & (e=0) or | (1) r[c] of kind d as the element type */
+  PTO_T0_SUBVIEW,    /* t[a] = slot g: t[b][r[c]:r[d], r[e]:r[f]] (pto::Subview: the tile's type, row stride and
+                        bytes from the slice's corner, its window clipped) */
 };
 
 /* Binary operators of PTO_T0_BIN (the IR's). */

@@ -450,6 +450,20 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         UnitFlagDone(ctx, in.d, 1);
         break;
       }
+      case PTO_T0_SUBVIEW: {  // pto::Subview
+        const PtoT0Slot& d = p.slots[t[in.b]];
+        const SlotState& src = s[t[in.b]];
+        const int64_t r0 = r[in.c], r1 = r[in.d], c0 = r[in.e], c1 = r[in.f];
+        detail::CheckSubview(ctx, in.line, r0, r1, c0, c1, d.rows, d.cols);
+        int64_t elem_bytes = 0;
+        ByElem(d.elem, [&]<typename T>() { elem_bytes = int64_t(sizeof(T)); });
+        const int64_t rows = (r1 < src.valid_rows ? r1 : src.valid_rows) - r0;
+        const int64_t cols = (c1 < src.valid_cols ? c1 : src.valid_cols) - c0;
+        s[in.g] = SlotState{src.data + (r0 * d.cols + c0) * elem_bytes, int32_t(rows > 0 ? rows : 0),
+                            int32_t(cols > 0 ? cols : 0)};
+        t[in.a] = in.g;
+        break;
+      }
       case PTO_T0_VALIDSHAPE: {  // set_validshape()
         const PtoT0Slot& d = p.slots[t[in.a]];
         SlotState& st = s[t[in.a]];

@@ -215,6 +215,25 @@ inline typename T::Elem* PeerData(CoreCtx& ctx, const T& tile, int peer) {
   return reinterpret_cast<typename T::Elem*>(base + (reinterpret_cast<const uint8_t*>(tile.data) - ctx.mem[T::kMem]));
 }
 
+namespace detail {
+// tile[r0:r1, c0:c1] must lie inside the tile's rows x cols (pto::Subview and the tier-0 executor).
+inline void CheckSubview(CoreCtx& ctx, int line, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64_t rows,
+                         int64_t cols) {
+  if (0 <= r0 && r0 <= r1 && r1 <= rows && 0 <= c0 && c0 <= c1 && c1 <= cols) return;
+  PtoFaultDetail d{};
+  d.op = "tile[r0:r1, c0:c1]";
+  d.message = "the slice leaves the tile's shape";
+  d.rank = 2;
+  d.offsets[0] = r0;
+  d.offsets[1] = c0;
+  d.extent[0] = r1 - r0;
+  d.extent[1] = c1 - c0;
+  d.shape[0] = rows;
+  d.shape[1] = cols;
+  Fault(ctx, line, d);
+}
+}  // namespace detail
+
 // tile[row0:row1, col0:col1] (a subview): the same bytes from (row0, col0) with the same row stride,
 // its window the slice clamped to the tile's window. A slice outside the tile's shape is a fault.
 template <typename TD, typename TS>
@@ -222,19 +241,7 @@ inline TD Subview(CoreCtx& ctx, int line, const TS& tile, int64_t r0, int64_t r1
   static_assert(__is_same(typename TD::Elem, typename TS::Elem) && TD::kRows == TS::kRows && TD::kCols == TS::kCols &&
                     TD::kMem == TS::kMem,
                 "a subview keeps its tile's type");
-  if (!(0 <= r0 && r0 <= r1 && r1 <= TS::kRows && 0 <= c0 && c0 <= c1 && c1 <= TS::kCols)) {
-    PtoFaultDetail d{};
-    d.op = "tile[r0:r1, c0:c1]";
-    d.message = "the slice leaves the tile's shape";
-    d.rank = 2;
-    d.offsets[0] = r0;
-    d.offsets[1] = c0;
-    d.extent[0] = r1 - r0;
-    d.extent[1] = c1 - c0;
-    d.shape[0] = TS::kRows;
-    d.shape[1] = TS::kCols;
-    Fault(ctx, line, d);
-  }
+  detail::CheckSubview(ctx, line, r0, r1, c0, c1, TS::kRows, TS::kCols);
   TD view;
   view.data = tile.data + r0 * TS::kCols + c0;
   const int64_t rows = (r1 < tile.valid_rows ? r1 : tile.valid_rows) - r0;

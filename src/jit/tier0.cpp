@@ -425,7 +425,7 @@ class Compiler {
       case StmtKind::kDirectRun:
       case StmtKind::kDirectLoop:
       case StmtKind::kFusedOps: Stmt_(s->body); break;
-      case StmtKind::kSubview: Refuse("a tile subview");
+      case StmtKind::kSubview: Subview(*s); break;
       case StmtKind::kReinterpret: Refuse("pl.reinterpret");
     }
   }
@@ -493,6 +493,28 @@ class Compiler {
     auto [it, fresh] = groups_.emplace(s.var->id, int(out_->groups.size()));
     if (fresh) out_->groups.push_back(group);
     Emit(PTO_T0_DECL, s.span.line, it->second);
+  }
+
+  // tile[r0:r1, c0:c1] (the kSubview line of codegen): a slot of the tile's type of its own, which the
+  // executor points at the slice each time the statement runs.
+  void Subview(const StmtNode& s) {
+    const TileType& t = *s.var->type.tile;
+    if (t.shape.size() != 2) Refuse("a subview of a tile of rank " + std::to_string(t.shape.size()));
+    const int line = s.span.line;
+    const int tile = TileOf(s.value);
+    int bounds[4];
+    for (int i = 0; i < 4; ++i) bounds[i] = Conv(Expr_(s.args[size_t(i)]), s.args[size_t(i)]->type.dtype, DataType::kInt64, line);
+    PtoT0Slot slot{};
+    slot.elem = ElemCode(t.dtype);
+    slot.mem = MemoryIndex(t);
+    slot.rows = int32_t(t.Rows());
+    slot.cols = int32_t(t.Cols());
+    slot.pad = t.pad;
+    const int at = int(out_->slots.size());
+    out_->slots.push_back(slot);
+    const int insn = Emit(PTO_T0_SUBVIEW, line, TileVarOf(s.var), tile, bounds[0], bounds[1], bounds[2]);
+    out_->insns[size_t(insn)].f = bounds[3];
+    out_->insns[size_t(insn)].g = at;
   }
 
   void Select(const StmtNode& s) {  // EmitSelect

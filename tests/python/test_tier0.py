@@ -987,3 +987,54 @@ def test_a_cube_fault_is_the_compiled_kernels(monkeypatch):
         assert kernel.compile_stats()[0]["tier0"] == (mode == "always")
         messages.append((str(info.value).replace(f"t0_partial_{mode}", "K"), info.value.line))
     assert messages[0] == messages[1]
+
+
+# ---- tile subviews: tile[r0:r1, c0:c1] ----
+
+def views(x: pl.Tensor[[32, 64], pl.DT_FP32], out: pl.Tensor[[32, 64], pl.DT_FP32],
+          strips: pl.Tensor[[8, 64], pl.DT_FP32], r: pl.Scalar[pl.DT_INT32], c: pl.Scalar[pl.DT_INT32]):
+    t = pl.make_tile(pl.TileType(shape=[32, 64], dtype=pl.DT_FP32, valid_shape=[-1, -1]), addr=0x0)
+    acc = pl.make_tile(pl.TileType(shape=[32, 64], dtype=pl.DT_FP32, valid_shape=[-1, -1]), addr=0x8000)
+    with pl.section_vector():
+        pl.load(t, x, [0, 0])
+        pl.set_validshape(acc, [8, 64])            # (a view has its tile's type: acc is one of [32, 64] too)
+        pl.expands(acc, 0.0)
+        for k in pl.range(4):                       # a view per strip of 8 rows, summed into acc
+            strip = t[k * 8:k * 8 + 8, :]
+            pl.add(acc, acc, strip)
+        part = t[r:r + 4, c:]                       # run-time bounds, an open end
+        pl.muls(part, part, 10.0)                   # in place, through the view
+        inner = part[1:3, 0:8]                      # a view of a view
+        pl.adds(inner, inner, 0.5)
+        pl.set_validshape(t, [30, 60])
+        clipped = t[28:32, 56:64]                   # clipped to the tile's [30, 60] window: [2, 4]
+        pl.muls(clipped, clipped, -1.0)
+        pl.set_validshape(t, [32, 64])
+        pl.store(out, t, [0, 0])
+        pl.store(strips, acc, [0, 0])
+
+
+def test_subviews_match_the_compiled_kernel_bit_for_bit(monkeypatch):
+    both = _twins(views, "views", monkeypatch)
+    x = torch.randn(32, 64)
+    (t0_out, t0_strips), (c_out, c_strips) = [o[1:3] for o in both(1, x, torch.zeros(32, 64), torch.zeros(8, 64), 5, 40)]
+    assert torch.equal(t0_out, c_out) and torch.equal(t0_strips, c_strips)
+    ref = x.clone()
+    ref[5:9, 40:] *= 10.0
+    ref[6:8, 40:48] += 0.5
+    ref[28:30, 56:60] *= -1.0
+    assert torch.equal(c_out, ref)
+    assert torch.equal(c_strips, x[0:8] + x[8:16] + x[16:24] + x[24:32])
+
+
+def test_a_subview_fault_is_the_compiled_kernels(monkeypatch):
+    faults = []
+    for mode in ("always", "0"):
+        monkeypatch.setenv("PYPTO_PRO_TIER0", mode)
+        kernel = pl.jit(views, name=f"views_fault_{mode}")
+        kernel[None, 1](torch.randn(32, 64), torch.zeros(32, 64), torch.zeros(8, 64), 30, 0)  # rows 30:34 of 32
+        with pytest.raises(pypto_pro.KernelFault) as e:
+            sync()
+        faults.append((e.value.op, e.value.line, str(e.value).split("\n")[0].split(": ", 1)[-1]))
+        assert kernel.compile_stats()[-1]["tier0"] == (mode == "always")
+    assert faults[0] == faults[1] and "the slice leaves the tile's shape" in faults[0][2], faults
