@@ -503,7 +503,9 @@ class Compiler {
     const int line = s.span.line;
     const int tile = TileOf(s.value);
     int bounds[4];
-    for (int i = 0; i < 4; ++i) bounds[i] = Conv(Expr_(s.args[size_t(i)]), s.args[size_t(i)]->type.dtype, DataType::kInt64, line);
+    for (int i = 0; i < 4; ++i) {
+      bounds[i] = Conv(Expr_(s.args[size_t(i)]), s.args[size_t(i)]->type.dtype, DataType::kInt64, line);
+    }
     PtoT0Slot slot{};
     slot.elem = ElemCode(t.dtype);
     slot.mem = MemoryIndex(t);
