@@ -86,20 +86,25 @@ class Program:
         self.BR, self.BC = self.bor + self.k * self.steps + rng.randint(0, 5), self.boc + self.n + rng.randint(0, 5)
         self.CR, self.CC = self.cor + self.m + rng.randint(0, 5), self.coc + self.n + rng.randint(0, 5)
         # a quarter of the programs read or write one window past its tensor's edge: A's or B's on the
-        # last step along K or the first, or C's
+        # last step along K or the first, or C's (a tensor keeps one row and column at least: where
+        # the window is a single element at offset 0, the program does not fault)
         self.fault = rng.choice([None, None, None, "a_k", "a_m", "b_k", "b_n", "c"])
-        d = lambda size: rng.randint(1, size)  # noqa: E731
-        if self.fault == "a_k":
-            self.AC = self.aoc + self.k * self.steps - d(self.k)
-        elif self.fault == "a_m":
-            self.AR = self.aor + self.m - d(self.m)
-        elif self.fault == "b_k":
-            self.BR = self.bor + self.k * self.steps - d(self.k)
-        elif self.fault == "b_n":
-            self.BC = self.boc + self.n - d(self.n)
-        elif self.fault == "c":
-            self.CR, self.CC = (self.cor + self.m - d(self.m), self.CC) if rng.random() < 0.5 else \
-                (self.CR, self.coc + self.n - d(self.n))
+
+        def short(needed, by_at_most):
+            """A dim 1 to by_at_most smaller than `needed`, at least 1; None when there is none."""
+            most = min(by_at_most, needed - 1)
+            return needed - rng.randint(1, most) if most >= 1 else None
+
+        dims = {"a_k": ("AC", self.aoc + self.k * self.steps, self.k), "a_m": ("AR", self.aor + self.m, self.m),
+                "b_k": ("BR", self.bor + self.k * self.steps, self.k), "b_n": ("BC", self.boc + self.n, self.n),
+                "c": rng.choice([("CR", self.cor + self.m, self.m), ("CC", self.coc + self.n, self.n)])}
+        if self.fault is not None:
+            attr, needed, by = dims[self.fault]
+            dim = short(needed, by)
+            if dim is None:
+                self.fault = None
+            else:
+                setattr(self, attr, dim)
         self.input_seed = rng.randrange(1 << 30)
 
     def source(self):
