@@ -203,7 +203,7 @@ def test_random_cube_program(tmp_path, monkeypatch, seed):
     _run(tmp_path, monkeypatch, 1000 + seed)
 
 
-def test_random_cube_programs_from_the_clock(tmp_path, monkeypatch):
+def test_more_random_cube_programs(tmp_path, monkeypatch):
     count = int(os.environ.get("PYPTO_PRO_FUZZ_SEEDS", "0"))
     if count == 0:
         pytest.skip("PYPTO_PRO_FUZZ_SEEDS=<n> runs n programs drawn from the clock")
