@@ -47,26 +47,27 @@ def narrow_kernel(a: pl.Tensor[[64, 64], pl.DT_FP32], b: pl.Tensor[[64, 64], pl.
         pl.store(h, t, [0, 0])
 
 
-def _matmul_k_loop(dtype, acc_dtype=pl.DT_FP32):
+def _matmul_k_loop(dtype, acc_dtype=pl.DT_FP32, kt=128):
     def matmul_k_loop(a: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], dtype], b: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], dtype],
                       c: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], acc_dtype]):
-        """C = A @ B for any K (a multiple of 128): one 128x128 output tile per step, accumulated over
-        128-deep k slices with matmul_acc in L0C."""
+        """C = A @ B for any K (a multiple of kt): one 128x128 output tile per step, accumulated over
+        kt-deep k slices with matmul_acc in L0C (32 KiB A and B tiles: kt 128 for 16-bit inputs, 64 for
+        fp32)."""
         t128 = 128
-        a_mat = pl.make_tile_group(type=pl.TileType(shape=[t128, t128], dtype=dtype, target_memory=pl.MemorySpace.Mat),
+        a_mat = pl.make_tile_group(type=pl.TileType(shape=[t128, kt], dtype=dtype, target_memory=pl.MemorySpace.Mat),
                                    addrs=0x00000, mutex_ids=[0, 1])
-        b_mat = pl.make_tile_group(type=pl.TileType(shape=[t128, t128], dtype=dtype, target_memory=pl.MemorySpace.Mat),
+        b_mat = pl.make_tile_group(type=pl.TileType(shape=[kt, t128], dtype=dtype, target_memory=pl.MemorySpace.Mat),
                                    addrs=0x10000, mutex_ids=[2, 3])
-        left = pl.make_tile_group(type=pl.TileType(shape=[t128, t128], dtype=dtype, target_memory=pl.MemorySpace.Left),
+        left = pl.make_tile_group(type=pl.TileType(shape=[t128, kt], dtype=dtype, target_memory=pl.MemorySpace.Left),
                                   addrs=0x0, mutex_ids=[4, 5])
-        right = pl.make_tile_group(type=pl.TileType(shape=[t128, t128], dtype=dtype,
+        right = pl.make_tile_group(type=pl.TileType(shape=[kt, t128], dtype=dtype,
                                                     target_memory=pl.MemorySpace.Right),
                                    addrs=0x0, mutex_ids=[6, 7])
         acc = pl.make_tile(pl.TileType(shape=[t128, t128], dtype=acc_dtype, target_memory=pl.MemorySpace.Acc),
                            addr=0)
         with pl.section_cube():
             col_tiles = c.shape[1] // t128
-            k_tiles = a.shape[1] // t128
+            k_tiles = a.shape[1] // kt
             for t in pl.range(pl.get_block_idx(), c.shape[0] // t128 * col_tiles, pl.get_block_num()):
                 i = t // col_tiles
                 j = t % col_tiles
@@ -87,6 +88,7 @@ def _matmul_k_loop(dtype, acc_dtype=pl.DT_FP32):
 matmul_k_loop = pl.jit(_matmul_k_loop(pl.DT_FP16), name="bench_matmul_k_loop_fp16")
 matmul_k_loop_bf16 = pl.jit(_matmul_k_loop(pl.DT_BF16), name="bench_matmul_k_loop_bf16")
 matmul_k_loop_int8 = pl.jit(_matmul_k_loop(pl.DT_INT8, pl.DT_INT32), name="bench_matmul_k_loop_int8")
+matmul_k_loop_fp32 = pl.jit(_matmul_k_loop(pl.DT_FP32, kt=64), name="bench_matmul_k_loop_fp32")
 
 
 class EightModes:

@@ -73,6 +73,9 @@ namespace detail {
 
 inline f32x16 Broadcast(float x) { return f32x16{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; }
 
+// FusedMulAdd16 (numeric.h), defined again inside this -O3 region (see there).
+inline f32x16 Fma(f32x16 a, f32x16 b, f32x16 c) { PTO_FUSED_MUL_ADD16_BODY(a, b, c) }
+
 // 16 consecutive elements as fp32.
 template <typename T>
 __attribute__((always_inline)) inline f32x16 LoadAsFloat(const T* p) {
@@ -152,7 +155,7 @@ inline Tile KernelFma(int kc, const float* __restrict ap, const float* __restric
     for (int i = 0; i < kMR; ++i) {
       const f32x16 a = Broadcast(rows[i][p]);
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) t.v[i][v] = FusedMulAdd16(a, b[v], t.v[i][v]);
+      for (int v = 0; v < NV; ++v) t.v[i][v] = Fma(a, b[v], t.v[i][v]);
     }
     bp += kNR;
   }
