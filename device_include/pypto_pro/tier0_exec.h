@@ -339,24 +339,19 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         const SlotState& st = s[t[in.a]];
         const PtoT0Tensor& td = p.tensors[in.b];
         const char* op = in.e ? "store_tile" : "store";
-        if (d.elem != td.elem) {  // fp32 (an Acc tile) rounded to fp16 / bf16: the only conversion tier0.cpp admits
-          ByRank(td.rank, [&]<int N>() {
-            if (td.elem == PTO_T0_F16) {
-              detail::Store(ctx, in.line, op, in.f, in.imm, in.d, in.g, in.h, in.e != 0, false,
-                            Typed<half, N>(gm[in.b]), Ref<float>(d, st), Offsets<N>(r + in.c));
-            } else {
-              detail::Store(ctx, in.line, op, in.f, in.imm, in.d, in.g, in.h, in.e != 0, false,
-                            Typed<bfloat16, N>(gm[in.b]), Ref<float>(d, st), Offsets<N>(r + in.c));
-            }
-          });
-          break;
-        }
-        ByElem(td.elem, [&]<typename T>() {
+        // E: the tile's elements, T: the tensor's
+        auto store = [&]<typename E, typename T>() {
           ByRank(td.rank, [&]<int N>() {
             detail::Store(ctx, in.line, op, in.f, in.imm, in.d, in.g, in.h, in.e != 0, false, Typed<T, N>(gm[in.b]),
-                          Ref<T>(d, st), Offsets<N>(r + in.c));
+                          Ref<E>(d, st), Offsets<N>(r + in.c));
           });
-        });
+        };
+        if (d.elem != td.elem) {  // fp32 (an Acc tile) rounded to fp16 / bf16: the only conversion tier0.cpp admits
+          if (td.elem == PTO_T0_F16) store.template operator()<float, half>();
+          else store.template operator()<float, bfloat16>();
+          break;
+        }
+        ByElem(td.elem, [&]<typename T>() { store.template operator()<T, T>(); });
         break;
       }
       case PTO_T0_VBIN: {  // Binary(): the destination's columns and window for all three

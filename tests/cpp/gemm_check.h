@@ -249,6 +249,20 @@ inline void ExpectFp16InfinityAndNanPropagate(int n, int k) {
   }
 }
 
+// bf16 A (m x k) and B (k x n) of small multiples of 1/2 and 1/4 in a fixed pattern: every product
+// and every sum of up to thousands of them is exact in fp32, in any order.
+inline void SmallMultiplesOfAQuarter(int m, int n, int k, std::vector<pto::bfloat16>& a,
+                                     std::vector<pto::bfloat16>& b) {
+  a.assign(size_t(m) * k, pto::bfloat16{0});
+  b.assign(size_t(k) * n, pto::bfloat16{0});
+  for (int i = 0; i < m; ++i) {
+    for (int p = 0; p < k; ++p) a[size_t(i) * k + p] = pto::FromFloat<pto::bfloat16>(0.5f * float((i + 2 * p) % 5 - 2));
+  }
+  for (int p = 0; p < k; ++p) {
+    for (int j = 0; j < n; ++j) b[size_t(p) * n + j] = pto::FromFloat<pto::bfloat16>(0.25f * float((3 * p + j) % 7 - 3));
+  }
+}
+
 // bf16 subnormals give IEEE's results on every path: the host's bf16 dot products (AMX, vdpbf16ps)
 // flush subnormal inputs and results, so gemm.h hands such matmuls (on AMX: the rows from the first
 // row block of A that needs it) to the fp32 path. Every other value is a small multiple of 1/4 and
@@ -257,13 +271,8 @@ inline void ExpectFp16InfinityAndNanPropagate(int n, int k) {
 // product is subnormal); r = 40, in A's second row block of 32.
 inline void ExpectBf16SubnormalsKept(int m, int n, int k, const char* where) {
   SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n) + " x " + std::to_string(k) + " " + where);
-  std::vector<pto::bfloat16> a(size_t(m) * k), b(size_t(k) * n);
-  for (int i = 0; i < m; ++i) {
-    for (int p = 0; p < k; ++p) a[size_t(i) * k + p] = pto::FromFloat<pto::bfloat16>(0.5f * float((i + 2 * p) % 5 - 2));
-  }
-  for (int p = 0; p < k; ++p) {
-    for (int j = 0; j < n; ++j) b[size_t(p) * n + j] = pto::FromFloat<pto::bfloat16>(0.25f * float((3 * p + j) % 7 - 3));
-  }
+  std::vector<pto::bfloat16> a, b;
+  SmallMultiplesOfAQuarter(m, n, k, a, b);
   const int r = 40 < m ? 40 : m - 1, col = n / 2;
   // Row r of A holds one value, in column 1, the only one there: row r of C is that value times B's row 1.
   for (int i = 0; i < m; ++i) a[size_t(i) * k + 1] = pto::bfloat16{0};
@@ -295,13 +304,8 @@ inline void ExpectBf16SubnormalsKept(int m, int n, int k, const char* where) {
 // every other value is a small multiple of 1/4 and every sum exact, so C must be exact bit for bit.
 inline void ExpectFp32PriorKeptExactly() {
   const int m = 64, n = 64, k = 64;
-  std::vector<pto::bfloat16> a(size_t(m) * k), b(size_t(k) * n);
-  for (int i = 0; i < m; ++i) {
-    for (int p = 0; p < k; ++p) a[size_t(i) * k + p] = pto::FromFloat<pto::bfloat16>(0.5f * float((i + 2 * p) % 5 - 2));
-  }
-  for (int p = 0; p < k; ++p) {
-    for (int j = 0; j < n; ++j) b[size_t(p) * n + j] = pto::FromFloat<pto::bfloat16>(0.25f * float((3 * p + j) % 7 - 3));
-  }
+  std::vector<pto::bfloat16> a, b;
+  SmallMultiplesOfAQuarter(m, n, k, a, b);
   for (int p = 0; p < k; ++p) a[p] = a[size_t(40) * k + p] = pto::bfloat16{0};  // rows 0 and 40 of A: zeros
   for (int i = 0; i < m; ++i) a[size_t(i) * k + 1] = pto::bfloat16{0};
   for (int j = 0; j < n; ++j) b[size_t(1) * n + j] = pto::bfloat16{0};

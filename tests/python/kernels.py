@@ -35,6 +35,21 @@ def module_from_source(tmp_path, name, source):
     return module
 
 
+def fault_of(error):
+    """A KernelFault as what two runs of one program must agree on: (op, line, the first line of its
+    message without the kernel's name)."""
+    return (error.op, error.line, str(error).split("\n")[0].split(": ", 1)[-1])
+
+
+def synchronize_fault():
+    """Synchronizes the device: the fault it raises, as fault_of, or None."""
+    try:
+        pypto_pro.runtime.synchronize()
+    except pypto_pro.KernelFault as e:
+        return fault_of(e)
+    return None
+
+
 def cpu_flags():
     """The host CPU's feature flags (/proc/cpuinfo)."""
     with open("/proc/cpuinfo") as f:

@@ -17,7 +17,7 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
-from kernels import module_from_source
+from kernels import module_from_source, synchronize_fault
 
 TORCH = {"DT_FP16": torch.float16, "DT_BF16": torch.bfloat16, "DT_FP32": torch.float32, "DT_INT8": torch.int8,
          "DT_INT32": torch.int32}
@@ -165,12 +165,8 @@ def _run(tmp_path, monkeypatch, seed):
         monkeypatch.setenv("PYPTO_PRO_TIER0", tier0)
         kernel = pl.jit(module.kernel, name=f"cube_fuzz_{seed}_{tier0}")
         c = p.sentinel()
-        fault = None
         kernel[None, 1](a, b, bias, c)
-        try:
-            pypto_pro.runtime.synchronize()
-        except pypto_pro.KernelFault as e:
-            fault = (e.op, e.line, str(e).split("\n")[0].split(": ", 1)[-1])
+        fault = synchronize_fault()
         if tier0 == "always":
             assert kernel.compile_stats()[-1]["tier0"], f"seed {seed}: the tier-0 executor runs these ops\n{source}"
         outs.append((c, fault))

@@ -17,7 +17,7 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
-from kernels import module_from_source
+from kernels import module_from_source, synchronize_fault
 from test_fuse_direct import BINARY, NO_BF16, SCALAR, TORCH_DTYPE, UNARY
 from test_fuse_fuzz import SHORT, UNARY_MODEL, _binary, _same_values
 
@@ -179,12 +179,8 @@ def _run(tmp_path, monkeypatch, seed):
         monkeypatch.setenv("PYPTO_PRO_TIER0", tier0)
         kernel = pl.jit(module.kernel, name=f"dfuzz_{seed}_{mode.replace('-', '')}")
         w, y = w0.clone(), y0.clone()
-        fault = None
         kernel[None, 1](x, w, y, p.rows, p.cols)
-        try:
-            pypto_pro.runtime.synchronize()
-        except pypto_pro.KernelFault as e:
-            fault = (e.op, e.line, str(e).split("\n")[0].split(": ", 1)[-1])
+        fault = synchronize_fault()
         results.append((mode, w, y, fault))
     (_, w_u, y_u, fault_u) = results[0]
     for mode, w, y, fault in results[1:]:

@@ -15,6 +15,7 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
+from kernels import fault_of
 
 sync = pypto_pro.runtime.synchronize
 
@@ -1035,6 +1036,6 @@ def test_a_subview_fault_is_the_compiled_kernels(monkeypatch):
         kernel[None, 1](torch.randn(32, 64), torch.zeros(32, 64), torch.zeros(8, 64), 30, 0)  # rows 30:34 of 32
         with pytest.raises(pypto_pro.KernelFault) as e:
             sync()
-        faults.append((e.value.op, e.value.line, str(e.value).split("\n")[0].split(": ", 1)[-1]))
+        faults.append(fault_of(e.value))
         assert kernel.compile_stats()[-1]["tier0"] == (mode == "always")
     assert faults[0] == faults[1] and "the slice leaves the tile's shape" in faults[0][2], faults
