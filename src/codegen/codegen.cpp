@@ -369,6 +369,16 @@ class KernelWriter {
       case StmtKind::kDirectRun: EmitDirectRun(*s, indent); break;
       case StmtKind::kDirectLoop: EmitDirectLoop(*s, indent); break;
       case StmtKind::kFusedOps: EmitFusedOps(*s, indent); break;
+      case StmtKind::kForwardedMove:  // its locks stay (auto_mutex): the move itself is not run
+        skip_forwarded_move_ = true;
+        Stmt_(s->body, indent);
+        skip_forwarded_move_ = false;
+        break;
+      case StmtKind::kForwardedReads:
+        for (size_t i = 0; i + 1 < s->args.size(); i += 2) forwarded_[s->args[i]->var->id] = s->args[i + 1];
+        Stmt_(s->body, indent);
+        forwarded_.clear();
+        break;
       case StmtKind::kStage:
         Line(indent, "{  // pipeline stage " + s->attrs.at(0).text);
         Stmt_(s->body, indent + 1);
@@ -865,6 +875,11 @@ class KernelWriter {
   // device_fn(ctx, line, attrs..., operands...); in sanitizer mode under its hook (sanitizer_hooks.h),
   // with scalar and offset operands evaluated once, ahead of both.
   void EmitOp(const StmtNode& s, int indent) {
+    if (skip_forwarded_move_ && s.op->name == "move") {
+      Line(indent, "// line " + std::to_string(s.span.line) + ": move(" + s.args[0]->var->name + ", " +
+                       s.args[1]->var->name + ") forwarded: its matmuls read the source (docs/device.md#forwarded-moves)");
+      return;
+    }
     std::vector<std::string> operands;
     std::vector<std::string> hoisted;
     for (size_t i = 0; i < s.args.size(); ++i) {
@@ -873,7 +888,7 @@ class KernelWriter {
         for (const Expr& item : s.args[i]->operands) operands.push_back(Expr_(item));
         continue;
       }
-      operands.push_back(OpArg(s.args[i]));
+      operands.push_back(OpArg(Forwarded(s, s.args[i])));
       if (instrument_ && (kind == OperandKind::kOffsets || kind == OperandKind::kScalar) && !s.args[i]->IsConst()) {
         std::string local = "op" + std::to_string(i);
         hoisted.push_back("const auto " + local + " = " + operands.back() + ";");
@@ -1113,6 +1128,15 @@ class KernelWriter {
 
   const Function& func_;
   const ArchModel& arch_;
+  // forward_moves: inside a kForwardedMove its move is not emitted; inside a kForwardedReads its
+  // matmul reads each forwarded L0 operand (by var id) from the Mat tile moved into it.
+  bool skip_forwarded_move_ = false;
+  std::map<int, Expr> forwarded_;
+  const Expr& Forwarded(const StmtNode& s, const Expr& arg) const {
+    if (forwarded_.empty() || s.op->window != WindowRule::kMatmul || arg->kind != ExprKind::kVar) return arg;
+    auto it = forwarded_.find(arg->var->id);
+    return it == forwarded_.end() ? arg : it->second;
+  }
   const bool instrument_;  // the sanitizer's hooks: sanitizer mode, or profile mode (which records instead)
   bool cached_stores_ = false;  // the stores being emitted go through the caches (LoopBody)
   const bool profile_;     // profile mode: each op also reports its work

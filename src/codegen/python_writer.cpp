@@ -436,7 +436,9 @@ class Writer {
       }
       case StmtKind::kDirectRun:  // (written before fusion: never met)
       case StmtKind::kDirectLoop:
-      case StmtKind::kFusedOps: Stmt_(s->body, indent, os); break;
+      case StmtKind::kFusedOps:
+      case StmtKind::kForwardedMove:
+      case StmtKind::kForwardedReads: Stmt_(s->body, indent, os); break;
       case StmtKind::kStage: {
         std::ostringstream body;
         Stmt_(s->body, indent, body);

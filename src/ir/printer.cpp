@@ -184,6 +184,15 @@ std::string Print(const Stmt& s, int indent) {
     }
     case StmtKind::kDirectLoop: os << pad << "direct loop:\n" << Print(s->body, indent + 1); break;
     case StmtKind::kFusedOps: os << pad << "fused ops:\n" << Print(s->body, indent + 1); break;
+    case StmtKind::kForwardedMove: os << pad << "forwarded (not run):\n" << Print(s->body, indent + 1); break;
+    case StmtKind::kForwardedReads: {
+      std::string pairs;
+      for (size_t i = 0; i + 1 < s->args.size(); i += 2) {
+        pairs += (i ? ", " : "") + Print(s->args[i + 1]) + " for " + Print(s->args[i]);
+      }
+      os << pad << "reading " << pairs << ":\n" << Print(s->body, indent + 1);
+      break;
+    }
     case StmtKind::kReinterpret:
       os << pad << s->var->name << " = reinterpret(" << Print(s->value) << ") as " << s->var->type.ToString() << "\n";
       break;

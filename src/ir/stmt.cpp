@@ -157,6 +157,22 @@ Stmt DirectRun(Stmt body, const std::vector<Var>& unwritten, Span span) {
   return node;
 }
 
+Stmt ForwardedMove(Stmt move, Span span) {
+  auto node = New(StmtKind::kForwardedMove, span);
+  node->body = std::move(move);
+  return node;
+}
+
+Stmt ForwardedReads(Stmt matmul, const std::vector<std::pair<Var, Var>>& pairs, Span span) {
+  auto node = New(StmtKind::kForwardedReads, span);
+  for (const auto& [l0, mat] : pairs) {
+    node->args.push_back(VarRef(l0, span));
+    node->args.push_back(VarRef(mat, span));
+  }
+  node->body = std::move(matmul);
+  return node;
+}
+
 std::shared_ptr<StmtNode> CopyNode(const Stmt& stmt) { return std::make_shared<StmtNode>(*stmt); }
 
 Var Function::NewVar(const std::string& name, Type type, Span span, std::shared_ptr<const TileGroupInfo> group) {

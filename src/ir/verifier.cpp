@@ -150,7 +150,9 @@ class Verifier : public IRVisitor {
       case StmtKind::kStage:
       case StmtKind::kDirectRun:
       case StmtKind::kDirectLoop:
-      case StmtKind::kFusedOps: Visit(s->body); break;
+      case StmtKind::kFusedOps:
+      case StmtKind::kForwardedMove:
+      case StmtKind::kForwardedReads: Visit(s->body); break;
       case StmtKind::kSection:
         if (in_section_) Fail(ErrorKind::kSyntax, s->span, "sections cannot be nested");
         in_section_ = true;

@@ -424,7 +424,9 @@ class Compiler {
       case StmtKind::kStage:
       case StmtKind::kDirectRun:
       case StmtKind::kDirectLoop:
-      case StmtKind::kFusedOps: Stmt_(s->body); break;
+      case StmtKind::kFusedOps:
+      case StmtKind::kForwardedMove:
+      case StmtKind::kForwardedReads: Stmt_(s->body); break;
       case StmtKind::kSubview: Subview(*s); break;
       case StmtKind::kReinterpret: Refuse("pl.reinterpret");
     }

@@ -13,6 +13,7 @@ const std::vector<Pass>& Pipeline() {
       {"fuse_direct_loops", &FuseDirectLoops},
       {"fuse_rows", &FuseRows},
       {"fuse_ops", &FuseOps},
+      {"forward_moves", &ForwardMoves},
       {"auto_mutex", &AutoMutex},
   };
   return pipeline;

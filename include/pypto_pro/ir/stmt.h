@@ -35,6 +35,10 @@ enum class StmtKind : uint8_t {
                 // docs/device.md#direct-loops), else the loop as written
   kFusedOps,    // body: element-wise and broadcast ops over one window of local memory the fuse_ops pass
                 // runs in one pass over it (docs/device.md#fused-ops), else as written
+  kForwardedMove,   // body: a move Mat -> Left/Right the forward_moves pass found only its matmuls read
+                    // (docs/device.md#forwarded-moves): the generated code does not run it
+  kForwardedReads,  // body: a matmul reading, for each pair (args[2k], args[2k+1]), the Mat tile
+                    // args[2k+1] a forwarded move copied into its operand args[2k]
 };
 
 enum class SelectMode : uint8_t { kNext, kCurrent, kPrevious, kIndex };
@@ -96,6 +100,11 @@ Stmt DirectRun(Stmt body, const std::vector<Var>& unwritten, Span span = {});
 Stmt DirectLoop(Stmt loop, Span span = {});
 // Fused ops over `body` (a Seq of the op statements, also what runs when their windows differ or overlap).
 Stmt FusedOps(Stmt body, Span span = {});
+
+// forward_moves: a move the generated code skips, and a matmul reading each forwarded operand's source
+// (`pairs`: (L0 tile, the Mat tile moved into it)).
+Stmt ForwardedMove(Stmt move, Span span = {});
+Stmt ForwardedReads(Stmt matmul, const std::vector<std::pair<Var, Var>>& pairs, Span span = {});
 
 // Rebuilds `stmt` with new children; passes use it to keep unchanged subtrees shared.
 std::shared_ptr<StmtNode> CopyNode(const Stmt& stmt);

@@ -1,0 +1,282 @@
+// Forwarded moves (docs/device.md#forwarded-moves): in a cube or mixed kernel, a plain move of a Mat
+// tile into a Left (Right) tile that only the matmuls right after it read is not run; those matmuls
+// read the Mat tile instead. On the NPU the move is MTE1's copy into L0; here it is a 32 KiB copy the
+// matmul's own read of the same values makes unnecessary.
+//
+// The matmul must read exactly what the move would have left, so a move M (dst L, src A) is forwarded
+// only when:
+// - M is a plain copy (no offset, no option) between tiles of one dtype and shape whose valid
+//   windows are their whole shape for good: static types, and no statement in the kernel can change
+//   them (set_validshape, handle assignments, views). M then overwrites all of L with all of A.
+// - Its readers are in M's shadow: the statements after M in its block (at any depth of `if`) up to
+//   the first one that may write Mat or L's memory, rebind a tile variable, leave the block early,
+//   or synchronise with the other cores. So a reader sees A as M copied it, and L as M wrote it.
+// - Every read of L's memory kind anywhere in the kernel is such a reader's (matmul operands of tiles
+//   whose declarations nothing else mentions), so no statement can see that the L0 tiles were not
+//   written. (What a later block or launch finds in local memory it did not write is unspecified,
+//   as on the device.)
+// - No data path from the vector cores writes Mat (in a mixed kernel another core could write A).
+// Sanitizer and profile instances are never forwarded; PYPTO_PRO_FUSE_ROWS=0 turns the pass off.
+#include <map>
+#include <set>
+
+#include "pypto_pro/ir/analysis.h"
+#include "pypto_pro/ir/visitor.h"
+#include "pypto_pro/passes/pass.h"
+
+namespace pypto_pro::passes {
+
+namespace {
+
+using namespace ir;
+
+bool IsMatmul(const StmtNode& s) { return s.kind == StmtKind::kOp && s.op && s.op->window == WindowRule::kMatmul; }
+
+// Valid window = the whole shape, known at compile time.
+bool WholeWindow(const TileType& t) {
+  for (size_t i = 0; i < t.valid_shape.size(); ++i) {
+    if (t.valid_shape[i] != -1 && t.valid_shape[i] != t.shape[i]) return false;
+  }
+  return true;
+}
+
+bool AnyReadsTileElement(const StmtNode& s) {
+  for (const Expr& arg : s.args) {
+    if (arg && ReadsTileElement(arg)) return true;
+  }
+  return false;
+}
+
+// The move statements a block's candidates are, their readers and the tile declarations.
+class Forwarding {
+ public:
+  explicit Forwarding(const Function& func) {
+    ForEachStmt(func.body, [&](const StmtNode& s) {
+      if (s.kind == StmtKind::kDeclTiles) decls_.insert(s.var.get());
+      if (s.kind == StmtKind::kSelectTile) origins_[s.var->id].insert(s.group.get());
+      if (s.kind == StmtKind::kOp && s.op && CrossCoreWriteOf(s) == CrossCoreWrite::kToCubeCore) vec_to_mat_ = true;
+      if (s.kind == StmtKind::kReinterpret) vec_to_mat_ = true;  // its views may reach past their declaration
+    });
+    if (vec_to_mat_) return;
+    for (const VarNode* d : decls_) {
+      const MemorySpace m = d->group->tile.memory;
+      if (m == MemorySpace::kMat || m == MemorySpace::kLeft || m == MemorySpace::kRight) {
+        if (WholeWindow(d->group->tile) && OnlyPlainUses(func, *d)) clean_.insert(d);
+      }
+    }
+    for (MemorySpace x : {MemorySpace::kLeft, MemorySpace::kRight}) Plan(func, x);
+  }
+
+  bool Forwarded(const StmtNode* move) const { return moves_.count(move) > 0; }
+  // The (L0 tile, Mat tile) pairs a matmul reads through (empty if none).
+  const std::vector<std::pair<Var, Var>>* ReadsOf(const StmtNode* matmul) const {
+    auto it = reads_.find(matmul);
+    return it == reads_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  const VarNode* DeclOf(const Var& var) const {
+    auto it = origins_.find(var->id);
+    return it == origins_.end() || it->second.size() != 1 ? nullptr : *it->second.begin();
+  }
+
+  // The declaration's tiles appear only where their windows stay whole and their values are followed:
+  // selected from it, loaded, moved from or into, matmul operands (no views, handle copies, element
+  // accesses or descriptor ops).
+  bool OnlyPlainUses(const Function& func, const VarNode& decl) const {
+    std::set<int> vars = {decl.id};
+    for (const auto& [id, from] : origins_) {
+      if (from.count(&decl)) vars.insert(id);
+    }
+    bool plain = true;
+    auto mentions = [&](const Expr& e) {
+      bool found = false;
+      ForEachExpr(e, [&](const ExprNode& node) { found = found || (node.var && vars.count(node.var->id)); });
+      return found;
+    };
+    ForEachStmt(func.body, [&](const StmtNode& s) {
+      if (!plain || s.kind == StmtKind::kDeclTiles) return;
+      if (s.kind == StmtKind::kSelectTile) {
+        if (s.group.get() != &decl && vars.count(s.var->id)) plain = false;  // (one origin: DeclOf)
+        if (s.value && mentions(s.value)) plain = false;
+        return;
+      }
+      const bool load = s.kind == StmtKind::kOp && (s.op->name == "load" || s.op->name == "load_tile");
+      const bool move = s.kind == StmtKind::kOp && s.op->name == "move";
+      for (size_t i = 0; i < s.args.size(); ++i) {
+        const Expr& arg = s.args[i];
+        if (!arg || !mentions(arg)) continue;
+        const bool tile_operand = arg->kind == ExprKind::kVar && arg->type.IsTile();
+        const bool allowed = tile_operand && ((load && i == 0) || (move && i < 2) || IsMatmul(s));
+        if (!allowed) plain = false;
+      }
+      for (const Expr* e : {&s.value, &s.start, &s.stop, &s.step, &s.cond}) {
+        if (*e && mentions(*e)) plain = false;
+      }
+      if (s.var && vars.count(s.var->id)) plain = false;
+    });
+    return plain;
+  }
+
+  bool Clean(const Var& var) const {
+    const VarNode* d = DeclOf(var);
+    return d && clean_.count(d);
+  }
+
+  // A plain whole-tile copy from a Mat tile into an `x` tile.
+  bool Candidate(const StmtNode& s, MemorySpace x) const {
+    if (s.kind != StmtKind::kOp || s.op->name != "move" || s.args.size() != 2) return false;
+    const Expr &dst = s.args[0], &src = s.args[1];
+    if (dst->kind != ExprKind::kVar || src->kind != ExprKind::kVar) return false;
+    const TileType &d = *dst->type.tile, &a = *src->type.tile;
+    if (d.memory != x || a.memory != MemorySpace::kMat || d.dtype != a.dtype || d.shape != a.shape) return false;
+    if (MoveFormOf(s) != MoveForm::kCopy) return false;
+    for (const Attr& attr : s.attrs) {
+      const KwargSpec* spec = s.op->FindKwarg(attr.name);
+      if (!spec || attr.is_string || attr.value != spec->default_value) return false;
+    }
+    return Clean(dst->var) && Clean(src->var);
+  }
+
+  // Whether `s` keeps an `x` move's shadow going: writes neither Mat nor `x`, rebinds no tile, stays
+  // in the block, does not wait for the other cores.
+  static bool InShadow(const StmtNode& s, MemorySpace x) {
+    switch (s.kind) {
+      case StmtKind::kSeq:
+        for (const Stmt& child : s.stmts) {
+          if (!InShadow(*child, x)) return false;
+        }
+        return true;
+      case StmtKind::kIf:
+        return !ReadsTileElement(s.cond) && InShadow(*s.body, x) && (!s.orelse || InShadow(*s.orelse, x));
+      case StmtKind::kAssign: return !s.var->type.IsTile() && !ReadsTileElement(s.value);
+      case StmtKind::kOp: {
+        if (AnyReadsTileElement(s)) return false;
+        if (IsMatmul(s)) return true;
+        if (s.op->name == "move") {
+          const MemorySpace to = s.args[0]->type.tile->memory;
+          return to != x && to != MemorySpace::kMat && CrossCoreWriteOf(s) == CrossCoreWrite::kNone;
+        }
+        switch (s.op->sync.event) {
+          case SyncEvent::kFlagSet:
+          case SyncEvent::kFlagWait:
+          case SyncEvent::kLock:
+          case SyncEvent::kUnlock:
+          case SyncEvent::kAutoLock:
+          case SyncEvent::kAutoUnlock:
+          case SyncEvent::kBarrier: return true;
+          default: return false;
+        }
+      }
+      default: return false;
+    }
+  }
+
+  // The matmuls in `s` reading `dst` as their `x` operand.
+  static void ReadersIn(const Stmt& s, MemorySpace x, const Var& dst, std::vector<const StmtNode*>& out) {
+    ForEachStmt(s, [&](const StmtNode& t) {
+      if (!IsMatmul(t)) return;
+      for (const Expr& arg : t.args) {
+        if (arg->kind == ExprKind::kVar && arg->type.IsTile() && arg->type.tile->memory == x &&
+            arg->var->id == dst->id) {
+          out.push_back(&t);
+          return;
+        }
+      }
+    });
+  }
+
+  // Forwards the `x` moves of every block if every read of an `x` tile is a reader in a shadow.
+  void Plan(const Function& func, MemorySpace x) {
+    std::map<const StmtNode*, std::vector<std::pair<Var, Var>>> reads;
+    std::set<const StmtNode*> moves;
+    ForEachStmt(func.body, [&](const StmtNode& block) {
+      if (block.kind != StmtKind::kSeq) return;
+      for (size_t i = 0; i < block.stmts.size(); ++i) {
+        const StmtNode& m = *block.stmts[i];
+        if (!Candidate(m, x)) continue;
+        std::vector<const StmtNode*> readers;
+        for (size_t j = i + 1; j < block.stmts.size() && InShadow(*block.stmts[j], x); ++j) {
+          ReadersIn(block.stmts[j], x, m.args[0]->var, readers);
+        }
+        if (readers.empty()) continue;
+        moves.insert(&m);
+        for (const StmtNode* r : readers) reads[r].emplace_back(m.args[0]->var, m.args[1]->var);
+      }
+    });
+    if (!OnlyForwardedReads(func, x, reads)) return;
+    moves_.insert(moves.begin(), moves.end());
+    for (auto& [r, pairs] : reads) {
+      auto& mine = reads_[r];
+      mine.insert(mine.end(), pairs.begin(), pairs.end());
+    }
+  }
+
+  // Whether `x` memory is read only by the planned readers: every mention of an `x` tile (or of a
+  // declaration of them) anywhere is a selection, a move's destination or a forwarded matmul operand.
+  static bool OnlyForwardedReads(const Function& func, MemorySpace x,
+                                 const std::map<const StmtNode*, std::vector<std::pair<Var, Var>>>& reads) {
+    auto in_x = [&](const VarNode* v) {
+      return v && ((v->type.IsTile() && v->type.tile->memory == x) || (v->group && v->group->tile.memory == x));
+    };
+    auto mentions_x = [&](const Expr& e) {
+      bool found = false;
+      ForEachExpr(e, [&](const ExprNode& node) { found = found || in_x(node.var.get()); });
+      return found;
+    };
+    bool only = true;
+    ForEachStmt(func.body, [&](const StmtNode& s) {
+      if (s.kind == StmtKind::kDeclTiles || s.kind == StmtKind::kSelectTile) {
+        only = only && !mentions_x(s.value);
+        return;
+      }
+      if (in_x(s.var.get())) only = false;  // a handle copy, a view, a reinterpretation
+      for (const Expr* e : {&s.value, &s.start, &s.stop, &s.step, &s.cond}) only = only && !mentions_x(*e);
+      for (size_t i = 0; i < s.args.size(); ++i) {
+        const Expr& arg = s.args[i];
+        if (!mentions_x(arg)) continue;
+        const bool tile = arg->kind == ExprKind::kVar && arg->type.IsTile();
+        if (tile && s.kind == StmtKind::kOp && s.op->name == "move" && i == 0) continue;  // written
+        bool covered = false;
+        auto it = reads.find(&s);
+        if (tile && it != reads.end()) {
+          for (const auto& [dst, src] : it->second) covered = covered || dst->id == arg->var->id;
+        }
+        only = only && covered;
+      }
+    });
+    return only;
+  }
+
+  std::set<const VarNode*> decls_, clean_;
+  std::map<int, std::set<const VarNode*>> origins_;
+  bool vec_to_mat_ = false;
+  std::set<const StmtNode*> moves_;
+  std::map<const StmtNode*, std::vector<std::pair<Var, Var>>> reads_;
+};
+
+class Rewriter : public IRMutator {
+ public:
+  explicit Rewriter(const Forwarding& plan) : plan_(plan) {}
+
+ protected:
+  Stmt MutateStmt(const Stmt& s) override {
+    if (plan_.Forwarded(s.get())) return ForwardedMove(s, s->span);
+    if (const auto* pairs = plan_.ReadsOf(s.get())) return ForwardedReads(s, *pairs, s->span);
+    return IRMutator::MutateStmt(s);
+  }
+  Expr MutateExpr(const Expr& e) override { return e; }
+
+ private:
+  const Forwarding& plan_;
+};
+
+}  // namespace
+
+void ForwardMoves(Function& func, const PassContext& ctx) {
+  if (!ctx.fuse_rows || !func.body || KernelKindOf(func) == KernelKind::kVector) return;
+  const Forwarding plan(func);
+  func.body = Rewriter(plan).Mutate(func.body);
+}
+
+}  // namespace pypto_pro::passes
