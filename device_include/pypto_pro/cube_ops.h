@@ -9,7 +9,60 @@
 
 namespace pto {
 
+// forward_moves (docs/device.md#forwarded-moves): where a load whose Mat tile only forwarded matmuls
+// read left its window: in GM (the window's first element and row stride) when its columns lie
+// together there, else in the tile.
+template <typename T>
+struct InPlace {
+  const T* data;
+  int64_t stride;
+};
+
+// A forwarded matmul operand read in place: the Mat tile's type and window, its elements at `data`.
+template <typename TileT>
+struct InPlaceTile {
+  using Elem = typename TileT::Elem;
+  static constexpr int kRows = TileT::kRows;
+  static constexpr int kCols = TileT::kCols;
+  static constexpr int kMem = TileT::kMem;
+  const Elem* data;
+  int64_t stride;
+  int32_t valid_rows;
+  int32_t valid_cols;
+};
+
+template <typename TileT>
+inline InPlaceTile<TileT> ReadInPlace(const TileT& tile, const InPlace<typename TileT::Elem>& at) {
+  return {at.data, at.stride, tile.valid_rows, tile.valid_cols};
+}
+
 namespace detail {
+
+template <typename TileT>
+constexpr int64_t RowStride(const TileT&) {
+  return TileT::kCols;
+}
+template <typename TileT>
+inline int64_t RowStride(const InPlaceTile<TileT>& t) {
+  return t.stride;
+}
+
+// The load's checks (the same faults at the same line), then its window left where it is when the
+// matmul can read it there: the tensor's last two axes, columns together, rows apart and ascending.
+template <typename TileT, typename T, int N>
+inline InPlace<T> LoadInPlace(CoreCtx& ctx, int line, const char* op, int order, bool tile_units, TileT& dst,
+                              const GmTensor<T, N>& src, Idx<N> index) {
+  static_assert(__is_same(typename TileT::Elem, T), "tile and tensor dtypes differ");
+  if constexpr (N >= 2) {
+    if (order < 0 && src.stride[N - 1] == 1 && src.stride[N - 2] >= TileT::kCols) {
+      const Axes axes = DecodeOrder<N>(-1);
+      const Idx<N> offsets = tile_units ? TileOffsets<TileT>(index, axes) : index;
+      return {CheckedWindow(ctx, line, op, dst, src, offsets, axes), src.stride[N - 2]};
+    }
+  }
+  Load(ctx, line, op, order, tile_units, RefOf(dst), src, index);
+  return {dst.data, TileT::kCols};
+}
 
 // The cube unit takes M and K from the left matrix and N from the right one (the right tile's valid
 // rows are not consulted), each in [1, 4095]; a window outside its tile is a kernel fault.
@@ -45,11 +98,23 @@ inline void Matmul(CoreCtx& ctx, int line, const char* op, TD& dst, const TL& lh
                    gemm::Init<typename TD::Elem> init) {
   static_assert(kMatmulShapes<TD, TL, TR>, "matmul shapes: lhs [M, K] x rhs [K, N] -> dst [M, N]");
   CheckMatmulWindow(ctx, line, op, lhs, rhs);
-  gemm::Gemm(lhs.valid_rows, rhs.valid_cols, lhs.valid_cols, lhs.data, TL::kCols, rhs.data, TR::kCols, dst.data,
-             TD::kCols, init);
+  gemm::Gemm(lhs.valid_rows, rhs.valid_cols, lhs.valid_cols, lhs.data, RowStride(lhs), rhs.data, RowStride(rhs),
+             dst.data, TD::kCols, init);
 }
 
 }  // namespace detail
+
+template <typename TileT, typename T, int N>
+inline InPlace<T> load_in_place(CoreCtx& ctx, int line, int order, TileT& dst, const GmTensor<T, N>& src,
+                                Idx<N> offsets) {
+  return detail::LoadInPlace(ctx, line, "load", order, false, dst, src, offsets);
+}
+
+template <typename TileT, typename T, int N>
+inline InPlace<T> load_tile_in_place(CoreCtx& ctx, int line, int order, TileT& dst, const GmTensor<T, N>& src,
+                                     Idx<N> tile_idx) {
+  return detail::LoadInPlace(ctx, line, "load_tile", order, true, dst, src, tile_idx);
+}
 
 // dst[:M, :N] = lhs[:M, :K] x rhs[:K, :N]; phase: the unit-flag handshake (fixpipe.h)
 template <typename TD, typename TL, typename TR>

@@ -375,9 +375,19 @@ class KernelWriter {
         skip_forwarded_move_ = false;
         break;
       case StmtKind::kForwardedReads:
-        for (size_t i = 0; i + 1 < s->args.size(); i += 2) forwarded_[s->args[i]->var->id] = s->args[i + 1];
+        for (size_t i = 0; i + 1 < s->args.size(); i += 2) {
+          const int64_t in_place = s->attrs.at(i / 2).value;
+          const std::string mat = "*" + Expr_(s->args[i + 1]);
+          forwarded_[s->args[i]->var->id] =
+              in_place < 0 ? mat : "pto::ReadInPlace(" + mat + ", " + InPlaceName(in_place) + ")";
+        }
         Stmt_(s->body, indent);
         forwarded_.clear();
+        break;
+      case StmtKind::kInPlaceLoad:  // its locks stay (auto_mutex): the load leaves its window in GM
+        in_place_load_ = s->attrs.at(0).value;
+        Stmt_(s->body, indent);
+        in_place_load_ = -1;
         break;
       case StmtKind::kStage:
         Line(indent, "{  // pipeline stage " + s->attrs.at(0).text);
@@ -888,16 +898,18 @@ class KernelWriter {
         for (const Expr& item : s.args[i]->operands) operands.push_back(Expr_(item));
         continue;
       }
-      operands.push_back(OpArg(Forwarded(s, s.args[i])));
+      operands.push_back(ForwardedArg(s, s.args[i]));
       if (instrument_ && (kind == OperandKind::kOffsets || kind == OperandKind::kScalar) && !s.args[i]->IsConst()) {
         std::string local = "op" + std::to_string(i);
         hoisted.push_back("const auto " + local + " = " + operands.back() + ";");
         operands.back() = local;
       }
     }
-    std::string call = std::string(s.op->device_fn) +
+    const bool in_place = in_place_load_ >= 0 && (s.op->name == "load" || s.op->name == "load_tile");
+    std::string call = (in_place ? "const auto " + InPlaceName(in_place_load_) + " = " : "") +
+                       std::string(s.op->device_fn) +
                        (cached_stores_ && (s.op->name == "store" || s.op->name == "store_tile") ? "_cached" : "") +
-                       "(ctx, " + std::to_string(s.span.line);
+                       (in_place ? "_in_place" : "") + "(ctx, " + std::to_string(s.span.line);
     // Every implemented option in declaration order (a default when the IR carries none), so each
     // device function has one signature however the statement was built.
     for (const auto& [spec, attr] : OpOptions(s)) {
@@ -1130,12 +1142,18 @@ class KernelWriter {
   const ArchModel& arch_;
   // forward_moves: inside a kForwardedMove its move is not emitted; inside a kForwardedReads its
   // matmul reads each forwarded L0 operand (by var id) from the Mat tile moved into it.
+  // Inside a kInPlaceLoad its load keeps its window where it is, for the matmuls to read (the number
+  // names the local holding it).
   bool skip_forwarded_move_ = false;
-  std::map<int, Expr> forwarded_;
-  const Expr& Forwarded(const StmtNode& s, const Expr& arg) const {
-    if (forwarded_.empty() || s.op->window != WindowRule::kMatmul || arg->kind != ExprKind::kVar) return arg;
-    auto it = forwarded_.find(arg->var->id);
-    return it == forwarded_.end() ? arg : it->second;
+  std::map<int, std::string> forwarded_;
+  int64_t in_place_load_ = -1;
+  static std::string InPlaceName(int64_t number) { return "in_place_" + std::to_string(number); }
+  std::string ForwardedArg(const StmtNode& s, const Expr& arg) {
+    if (!forwarded_.empty() && s.op->window == WindowRule::kMatmul && arg->kind == ExprKind::kVar) {
+      auto it = forwarded_.find(arg->var->id);
+      if (it != forwarded_.end()) return it->second;
+    }
+    return OpArg(arg);
   }
   const bool instrument_;  // the sanitizer's hooks: sanitizer mode, or profile mode (which records instead)
   bool cached_stores_ = false;  // the stores being emitted go through the caches (LoopBody)

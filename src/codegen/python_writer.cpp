@@ -438,7 +438,8 @@ class Writer {
       case StmtKind::kDirectLoop:
       case StmtKind::kFusedOps:
       case StmtKind::kForwardedMove:
-      case StmtKind::kForwardedReads: Stmt_(s->body, indent, os); break;
+      case StmtKind::kForwardedReads:
+      case StmtKind::kInPlaceLoad: Stmt_(s->body, indent, os); break;
       case StmtKind::kStage: {
         std::ostringstream body;
         Stmt_(s->body, indent, body);

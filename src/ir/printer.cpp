@@ -185,10 +185,15 @@ std::string Print(const Stmt& s, int indent) {
     case StmtKind::kDirectLoop: os << pad << "direct loop:\n" << Print(s->body, indent + 1); break;
     case StmtKind::kFusedOps: os << pad << "fused ops:\n" << Print(s->body, indent + 1); break;
     case StmtKind::kForwardedMove: os << pad << "forwarded (not run):\n" << Print(s->body, indent + 1); break;
+    case StmtKind::kInPlaceLoad:
+      os << pad << "in place #" << s->attrs.at(0).value << " (window checked, left in GM):\n" << Print(s->body, indent + 1);
+      break;
     case StmtKind::kForwardedReads: {
       std::string pairs;
       for (size_t i = 0; i + 1 < s->args.size(); i += 2) {
-        pairs += (i ? ", " : "") + Print(s->args[i + 1]) + " for " + Print(s->args[i]);
+        const int64_t in_place = s->attrs.at(i / 2).value;
+        pairs += (i ? ", " : "") + Print(s->args[i + 1]) +
+                 (in_place >= 0 ? " (in place #" + std::to_string(in_place) + ")" : "") + " for " + Print(s->args[i]);
       }
       os << pad << "reading " << pairs << ":\n" << Print(s->body, indent + 1);
       break;

@@ -163,13 +163,30 @@ Stmt ForwardedMove(Stmt move, Span span) {
   return node;
 }
 
-Stmt ForwardedReads(Stmt matmul, const std::vector<std::pair<Var, Var>>& pairs, Span span) {
+namespace {
+Attr InPlaceAttr(int number) {
+  Attr attr;
+  attr.name = "in_place";
+  attr.value = number;
+  return attr;
+}
+}  // namespace
+
+Stmt ForwardedReads(Stmt matmul, const std::vector<ForwardedRead>& reads, Span span) {
   auto node = New(StmtKind::kForwardedReads, span);
-  for (const auto& [l0, mat] : pairs) {
-    node->args.push_back(VarRef(l0, span));
-    node->args.push_back(VarRef(mat, span));
+  for (const ForwardedRead& read : reads) {
+    node->args.push_back(VarRef(read.l0, span));
+    node->args.push_back(VarRef(read.mat, span));
+    node->attrs.push_back(InPlaceAttr(read.in_place));
   }
   node->body = std::move(matmul);
+  return node;
+}
+
+Stmt InPlaceLoad(Stmt load, int number, Span span) {
+  auto node = New(StmtKind::kInPlaceLoad, span);
+  node->attrs.push_back(InPlaceAttr(number));
+  node->body = std::move(load);
   return node;
 }
 

@@ -152,7 +152,8 @@ class Verifier : public IRVisitor {
       case StmtKind::kDirectLoop:
       case StmtKind::kFusedOps:
       case StmtKind::kForwardedMove:
-      case StmtKind::kForwardedReads: Visit(s->body); break;
+      case StmtKind::kForwardedReads:
+      case StmtKind::kInPlaceLoad: Visit(s->body); break;
       case StmtKind::kSection:
         if (in_section_) Fail(ErrorKind::kSyntax, s->span, "sections cannot be nested");
         in_section_ = true;

@@ -426,7 +426,8 @@ class Compiler {
       case StmtKind::kDirectLoop:
       case StmtKind::kFusedOps:
       case StmtKind::kForwardedMove:
-      case StmtKind::kForwardedReads: Stmt_(s->body); break;
+      case StmtKind::kForwardedReads:
+      case StmtKind::kInPlaceLoad: Stmt_(s->body); break;
       case StmtKind::kSubview: Subview(*s); break;
       case StmtKind::kReinterpret: Refuse("pl.reinterpret");
     }

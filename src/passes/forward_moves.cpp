@@ -16,6 +16,15 @@
 //   written. (What a later block or launch finds in local memory it did not write is unspecified,
 //   as on the device.)
 // - No data path from the vector cores writes Mat (in a mixed kernel another core could write A).
+//
+// A load into a Mat tile that only forwarded moves read need not write the tile either: it checks its
+// window (the same faults at its line) and the matmuls read the window in GM, where it is (in place;
+// the generated code loads the tile as written when the window's columns do not lie together). That
+// holds when the Mat declaration shares no byte with another, every move reading its tiles is
+// forwarded and lies in the shadow of a load of the same tile (up to the first statement that stores
+// to GM, writes the declaration, rebinds a tile, leaves the block or synchronises with the other
+// cores: so GM holds the window while the matmuls read it), and the tensor is a parameter no statement
+// of the kernel writes (another block cannot change it either).
 // Sanitizer and profile instances are never forwarded; PYPTO_PRO_FUSE_ROWS=0 turns the pass off.
 #include <map>
 #include <set>
@@ -30,6 +39,13 @@ namespace {
 
 using namespace ir;
 
+// A matmul operand read through a forwarded move: the move, and the in-place load it reads (-1: none).
+struct ForwardedOperand {
+  Var l0, mat;
+  const StmtNode* move;
+  int load;
+};
+
 bool IsMatmul(const StmtNode& s) { return s.kind == StmtKind::kOp && s.op && s.op->window == WindowRule::kMatmul; }
 
 // Valid window = the whole shape, known at compile time.
@@ -38,6 +54,20 @@ bool WholeWindow(const TileType& t) {
     if (t.valid_shape[i] != -1 && t.valid_shape[i] != t.shape[i]) return false;
   }
   return true;
+}
+
+// Synchronisation within the core: flags, mutexes, barriers.
+bool IntraCoreSync(const StmtNode& s) {
+  switch (s.op->sync.event) {
+    case SyncEvent::kFlagSet:
+    case SyncEvent::kFlagWait:
+    case SyncEvent::kLock:
+    case SyncEvent::kUnlock:
+    case SyncEvent::kAutoLock:
+    case SyncEvent::kAutoUnlock:
+    case SyncEvent::kBarrier: return true;
+    default: return false;
+  }
 }
 
 bool AnyReadsTileElement(const StmtNode& s) {
@@ -50,7 +80,7 @@ bool AnyReadsTileElement(const StmtNode& s) {
 // The move statements a block's candidates are, their readers and the tile declarations.
 class Forwarding {
  public:
-  explicit Forwarding(const Function& func) {
+  explicit Forwarding(const Function& func) : written_(WrittenParams(func)) {
     ForEachStmt(func.body, [&](const StmtNode& s) {
       if (s.kind == StmtKind::kDeclTiles) decls_.insert(s.var.get());
       if (s.kind == StmtKind::kSelectTile) origins_[s.var->id].insert(s.group.get());
@@ -65,13 +95,22 @@ class Forwarding {
       }
     }
     for (MemorySpace x : {MemorySpace::kLeft, MemorySpace::kRight}) Plan(func, x);
+    for (const VarNode* d : clean_) {
+      if (d->group->tile.memory == MemorySpace::kMat) PlanLoads(func, *d);
+    }
+    NumberLoads(func);
   }
 
   bool Forwarded(const StmtNode* move) const { return moves_.count(move) > 0; }
-  // The (L0 tile, Mat tile) pairs a matmul reads through (empty if none).
-  const std::vector<std::pair<Var, Var>>* ReadsOf(const StmtNode* matmul) const {
+  // The operands a matmul reads through forwarded moves (null if none).
+  const std::vector<ForwardedOperand>* ReadsOf(const StmtNode* matmul) const {
     auto it = reads_.find(matmul);
     return it == reads_.end() ? nullptr : &it->second;
+  }
+  // The number of a load the matmuls read in place (-1: not one).
+  int InPlaceLoad(const StmtNode* load) const {
+    auto it = in_place_.find(load);
+    return it == in_place_.end() ? -1 : it->second;
   }
 
  private:
@@ -157,16 +196,7 @@ class Forwarding {
           const MemorySpace to = s.args[0]->type.tile->memory;
           return to != x && to != MemorySpace::kMat && CrossCoreWriteOf(s) == CrossCoreWrite::kNone;
         }
-        switch (s.op->sync.event) {
-          case SyncEvent::kFlagSet:
-          case SyncEvent::kFlagWait:
-          case SyncEvent::kLock:
-          case SyncEvent::kUnlock:
-          case SyncEvent::kAutoLock:
-          case SyncEvent::kAutoUnlock:
-          case SyncEvent::kBarrier: return true;
-          default: return false;
-        }
+        return IntraCoreSync(s);
       }
       default: return false;
     }
@@ -188,7 +218,7 @@ class Forwarding {
 
   // Forwards the `x` moves of every block if every read of an `x` tile is a reader in a shadow.
   void Plan(const Function& func, MemorySpace x) {
-    std::map<const StmtNode*, std::vector<std::pair<Var, Var>>> reads;
+    std::map<const StmtNode*, std::vector<ForwardedOperand>> reads;
     std::set<const StmtNode*> moves;
     ForEachStmt(func.body, [&](const StmtNode& block) {
       if (block.kind != StmtKind::kSeq) return;
@@ -201,7 +231,7 @@ class Forwarding {
         }
         if (readers.empty()) continue;
         moves.insert(&m);
-        for (const StmtNode* r : readers) reads[r].emplace_back(m.args[0]->var, m.args[1]->var);
+        for (const StmtNode* r : readers) reads[r].push_back({m.args[0]->var, m.args[1]->var, &m, -1});
       }
     });
     if (!OnlyForwardedReads(func, x, reads)) return;
@@ -215,7 +245,7 @@ class Forwarding {
   // Whether `x` memory is read only by the planned readers: every mention of an `x` tile (or of a
   // declaration of them) anywhere is a selection, a move's destination or a forwarded matmul operand.
   static bool OnlyForwardedReads(const Function& func, MemorySpace x,
-                                 const std::map<const StmtNode*, std::vector<std::pair<Var, Var>>>& reads) {
+                                 const std::map<const StmtNode*, std::vector<ForwardedOperand>>& reads) {
     auto in_x = [&](const VarNode* v) {
       return v && ((v->type.IsTile() && v->type.tile->memory == x) || (v->group && v->group->tile.memory == x));
     };
@@ -240,7 +270,7 @@ class Forwarding {
         bool covered = false;
         auto it = reads.find(&s);
         if (tile && it != reads.end()) {
-          for (const auto& [dst, src] : it->second) covered = covered || dst->id == arg->var->id;
+          for (const ForwardedOperand& f : it->second) covered = covered || f.l0->id == arg->var->id;
         }
         only = only && covered;
       }
@@ -248,11 +278,106 @@ class Forwarding {
     return only;
   }
 
+  // A plain load of a whole tile from a parameter no statement writes.
+  bool PlainLoad(const Function& func, const StmtNode& s) const {
+    if (s.kind != StmtKind::kOp || (s.op->name != "load" && s.op->name != "load_tile") || s.args.size() != 3) {
+      return false;
+    }
+    for (const Attr& attr : s.attrs) {
+      const KwargSpec* spec = s.op->FindKwarg(attr.name);
+      if (!spec || attr.is_string || attr.value != spec->default_value) return false;
+    }
+    const Expr& tensor = s.args[1];
+    if (tensor->kind != ExprKind::kVar || !tensor->type.IsTensor() || tensor->type.dtype != s.args[0]->type.dtype ||
+        ReadsTileElement(s.args[2])) {
+      return false;
+    }
+    for (size_t p = 0; p < func.params.size(); ++p) {
+      if (func.params[p]->id == tensor->var->id) return !written_[p];
+    }
+    return false;
+  }
+
+  // Whether `s` keeps a load's shadow going (see the top of the file): `decl` is the loaded tile's.
+  bool InLoadShadow(const StmtNode& s, const VarNode& decl) const {
+    switch (s.kind) {
+      case StmtKind::kSeq:
+        for (const Stmt& child : s.stmts) {
+          if (!InLoadShadow(*child, decl)) return false;
+        }
+        return true;
+      case StmtKind::kIf:
+        return !ReadsTileElement(s.cond) && InLoadShadow(*s.body, decl) && (!s.orelse || InLoadShadow(*s.orelse, decl));
+      case StmtKind::kAssign: return !s.var->type.IsTile() && !ReadsTileElement(s.value);
+      case StmtKind::kOp: {
+        if (AnyReadsTileElement(s)) return false;
+        if (IsMatmul(s)) return true;
+        if (s.op->name == "move") {
+          return s.args[0]->type.tile->memory != MemorySpace::kMat && CrossCoreWriteOf(s) == CrossCoreWrite::kNone;
+        }
+        if (s.op->name == "load" || s.op->name == "load_tile") {  // into another Mat declaration
+          const VarNode* other = s.args[0]->kind == ExprKind::kVar ? DeclOf(s.args[0]->var) : nullptr;
+          return other && s.args[0]->type.tile->memory == MemorySpace::kMat && !DeclarationsMayOverlap(*other, decl);
+        }
+        return IntraCoreSync(s);
+      }
+      default: return false;
+    }
+  }
+
+  // The loads into `decl`'s tiles go in place if every move reading them is forwarded and in the
+  // shadow of a plain load of its tile.
+  void PlanLoads(const Function& func, const VarNode& decl) {
+    for (const VarNode* other : decls_) {
+      if (other != &decl && DeclarationsMayOverlap(*other, decl)) return;
+    }
+    auto of_decl = [&](const Expr& e) { return e->kind == ExprKind::kVar && DeclOf(e->var) == &decl; };
+    std::set<const StmtNode*> reading;  // the moves reading the declaration's tiles
+    bool all_forwarded = true;
+    ForEachStmt(func.body, [&](const StmtNode& s) {
+      if (s.kind != StmtKind::kOp || s.op->name != "move" || !of_decl(s.args[1])) return;
+      reading.insert(&s);
+      all_forwarded = all_forwarded && moves_.count(&s);
+    });
+    if (!all_forwarded || reading.empty()) return;
+    std::map<const StmtNode*, const StmtNode*> load_of;  // move -> the load whose value it reads
+    ForEachStmt(func.body, [&](const StmtNode& block) {
+      if (block.kind != StmtKind::kSeq) return;
+      for (size_t i = 0; i < block.stmts.size(); ++i) {
+        const StmtNode& load = *block.stmts[i];
+        if (!PlainLoad(func, load) || !of_decl(load.args[0])) continue;
+        for (size_t j = i + 1; j < block.stmts.size() && InLoadShadow(*block.stmts[j], decl); ++j) {
+          const StmtNode* s = block.stmts[j].get();
+          if (reading.count(s) && s->args[1]->var->id == load.args[0]->var->id) load_of[s] = &load;
+        }
+      }
+    });
+    if (load_of.size() == reading.size()) load_of_.insert(load_of.begin(), load_of.end());
+  }
+
+  // Numbers the in-place loads in program order and tells their matmuls.
+  void NumberLoads(const Function& func) {
+    std::set<const StmtNode*> loads;
+    for (const auto& [move, load] : load_of_) loads.insert(load);
+    ForEachStmt(func.body, [&](const StmtNode& s) {
+      if (loads.count(&s)) in_place_.emplace(&s, int(in_place_.size()));
+    });
+    for (auto& [matmul, operands] : reads_) {
+      for (ForwardedOperand& f : operands) {
+        auto it = load_of_.find(f.move);
+        if (it != load_of_.end()) f.load = in_place_.at(it->second);
+      }
+    }
+  }
+
   std::set<const VarNode*> decls_, clean_;
   std::map<int, std::set<const VarNode*>> origins_;
   bool vec_to_mat_ = false;
+  std::vector<bool> written_;
   std::set<const StmtNode*> moves_;
-  std::map<const StmtNode*, std::vector<std::pair<Var, Var>>> reads_;
+  std::map<const StmtNode*, std::vector<ForwardedOperand>> reads_;
+  std::map<const StmtNode*, const StmtNode*> load_of_;  // forwarded move -> the in-place load it reads
+  std::map<const StmtNode*, int> in_place_;             // in-place load -> its number
 };
 
 class Rewriter : public IRMutator {
@@ -262,7 +387,12 @@ class Rewriter : public IRMutator {
  protected:
   Stmt MutateStmt(const Stmt& s) override {
     if (plan_.Forwarded(s.get())) return ForwardedMove(s, s->span);
-    if (const auto* pairs = plan_.ReadsOf(s.get())) return ForwardedReads(s, *pairs, s->span);
+    if (const auto* operands = plan_.ReadsOf(s.get())) {
+      std::vector<ForwardedRead> reads;
+      for (const ForwardedOperand& f : *operands) reads.push_back({f.l0, f.mat, f.load});
+      return ForwardedReads(s, reads, s->span);
+    }
+    if (const int load = plan_.InPlaceLoad(s.get()); load >= 0) return InPlaceLoad(s, load, s->span);
     return IRMutator::MutateStmt(s);
   }
   Expr MutateExpr(const Expr& e) override { return e; }

@@ -43,7 +43,8 @@ const std::vector<EnvVarSpec>& EnvVarTable() {
       {"PYPTO_PRO_FUSE_ROWS", "1",
        "0 = run every op as written; 1 = the fusion passes: load -> op -> store runs from GM to GM, runs of "
        "row-local vector ops strip by strip, element-wise ops of one window in one pass, matmuls reading the "
-       "Mat tile a move would copy into L0 (the same results, docs/device.md#direct-runs)."},
+       "Mat tile a move would copy into L0 or the GM window a load would copy into it (the same results, "
+       "docs/device.md#direct-runs)."},
       {"PYPTO_PRO_PCH", "1",
        "0 = every kernel compile parses the device headers and compiles the GEMM and GM transfers inline; "
        "1 = both come precompiled, built once per compiler, flags and headers into the cache directory's "

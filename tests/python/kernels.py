@@ -2,6 +2,7 @@
 each test sees its own compile counts) from the add kernel of docs/language.md#kernels-and-launch."""
 
 import importlib.util
+import inspect
 import sys
 import threading
 from pathlib import Path
@@ -33,6 +34,12 @@ def module_from_source(tmp_path, name, source):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def line_of(fn, text):
+    """The source line of the first line of `fn` that contains `text`."""
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if text in line)
 
 
 def fault_of(error):

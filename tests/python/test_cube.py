@@ -1,7 +1,6 @@
 """Cube kernels: matmul / matmul_acc / bias against torch, moves between tiles, stores from Acc, the
 matmul example at several shapes and block_dims, and the located errors of misuse."""
 
-import inspect
 
 import numpy as np
 import pytest
@@ -10,7 +9,7 @@ import torch
 import pypto_pro
 import pypto_pro.language as pl
 from pypto_pro import errors
-from kernels import load_example
+from kernels import line_of, load_example
 
 M = pl.MemorySpace
 TORCH = {pl.DT_FP16: torch.float16, pl.DT_BF16: torch.bfloat16, pl.DT_FP32: torch.float32, pl.DT_INT8: torch.int8,
@@ -255,11 +254,6 @@ def test_example_matmul(m, n, block_dim):
 
 
 # ---- errors point at the offending line ----
-
-def line_of(fn, text):
-    lines, first = inspect.getsourcelines(fn)
-    return first + next(i for i, line in enumerate(lines) if text in line)
-
 
 def expect_error(body, exc_type, text, message):
     with pytest.raises(exc_type) as info:

@@ -1,15 +1,16 @@
 """forward_moves (docs/device.md#forwarded-moves): a plain move of a Mat tile into a Left/Right tile that only
-the matmuls right after it read is not run; they read the Mat tile. Each kernel runs compiled with the pass
-(PYPTO_PRO_FUSE_ROWS=1) and without it: the same bits, torch's values within the matmul's rounding, and the
-IR dump shows which moves were forwarded. The kernels where forwarding would change a result (the Mat tile
-written again before the matmul, an L0 tile read outside the move's shadow, partial windows, views) keep
-their moves."""
+the matmuls right after it read is not run; they read the Mat tile, or the GM window of the load before it
+(in place). Each kernel runs compiled with the pass (PYPTO_PRO_FUSE_ROWS=1) and without it: the same bits
+and faults, torch's values within the matmul's rounding, and the IR dump shows which moves were forwarded
+and which loads left their windows in GM. The kernels where forwarding would change a result (the Mat
+tile written again before the matmul, an L0 tile read outside the move's shadow, partial windows, a
+written tensor, another tile reading the loaded bytes) keep those moves and loads."""
 
 import pytest
 import torch
 
 import pypto_pro.language as pl
-from kernels import fused_and_unfused
+from kernels import fused_and_unfused, line_of, synchronize_fault
 
 M = pl.MemorySpace
 DUMP = "ir_9_forward_moves.txt"
@@ -79,13 +80,36 @@ def test_the_k_loop_matmuls_read_the_mat_tiles(monkeypatch, dtype, kt):
         assert torch.allclose(forwarded.double(), ref, rtol=1e-5, atol=1e-4 * kt ** 0.5), \
             (forwarded.double() - ref).abs().max()
     assert ir.count("forwarded (not run):") == 2
-    assert ir.count("reading ta for tl, tb for tr:") == 2
-    # The moves are comments; the matmuls take the Mat tiles.
-    assert "pto::move(" not in code
-    assert "*v_acc, *v_ta, *v_tb);" in code and "*v_acc, *v_acc, *v_ta, *v_tb);" in code
+    assert ir.count("reading ta (in place #0) for tl, tb (in place #1) for tr:") == 2
+    assert "in place #0 (window checked, left in GM):\n          load_tile(ta, a, [i, kk])" in ir
+    assert "in place #1 (window checked, left in GM):\n          load_tile(tb, b, [kk, j])" in ir
+    # The moves are comments; the loads check their windows; the matmuls read GM.
+    assert "pto::move(" not in code and "pto::load_tile(" not in code
+    assert "const auto in_place_0 = pto::load_tile_in_place(" in code
+    operands = "pto::ReadInPlace(*v_ta, in_place_0), pto::ReadInPlace(*v_tb, in_place_1));"
+    assert f"*v_acc, {operands}" in code and f"*v_acc, *v_acc, {operands}" in code
 
 
-def _single(rows=64, reload=False, read_later=False, set_window=False):
+def test_an_in_place_load_faults_as_the_load(monkeypatch):
+    """A window past the tensor's end: the same fault (op, line, message) with the loads in place."""
+    a, b = _operands(pl.DT_BF16, 150, 256, 128)  # row tile 2 of a ends at row 192 > 150
+
+    def launch(kernel):
+        c = torch.zeros(192, 128)
+        kernel[None, 1](a, b, c)
+        return synchronize_fault(), c
+
+    (unfused_fault, unfused), (fault, c), ir, _ = fused_and_unfused(monkeypatch, _k_loop(pl.DT_BF16, 128),
+                                                                    "fwd_k_loop_fault", launch, DUMP)
+    assert "in place #0" in ir
+    assert fault == unfused_fault
+    assert fault[:2] == ("load_tile", line_of(_k_loop, "pl.load_tile(ta, a, [i, kk])"))
+    assert "GM access out of bounds" in fault[2]
+    assert torch.equal(c, unfused)  # the tiles before the fault were stored, as without the pass
+    assert torch.allclose(c[:128], a[:128].float() @ b.float(), rtol=1e-5, atol=1e-3)
+
+
+def _single(rows=64, reload=False, read_later=False, set_window=False, write_a=False):
     """One [rows, 64] x [64, 64] fp16 matmul through Mat and L0 tiles of 64 rows; the options each break
     one condition of forwarding."""
     partial = rows < 64
@@ -116,6 +140,8 @@ def _single(rows=64, reload=False, read_later=False, set_window=False):
                 pl.load_tile(ta, a2, [blk, 0])  # after the move: the matmul must still see a
             pl.matmul(acc, tl, tr)
             pl.store_tile(c, acc, [blk, 0])
+            if write_a:
+                pl.store_tile(a, acc, [blk, 0])  # a is written: its loads copy their windows
             if read_later:
                 pl.load_tile(tb, a2, [blk, 0])
                 pl.move(tr, tb)
@@ -125,21 +151,24 @@ def _single(rows=64, reload=False, read_later=False, set_window=False):
     return single
 
 
-@pytest.mark.parametrize("case", ["plain", "reload", "read_later", "partial", "set_window"])
+@pytest.mark.parametrize("case", ["plain", "reload", "read_later", "partial", "set_window", "write_a"])
 def test_forwarding_never_changes_a_result(monkeypatch, case):
     blocks = 8
     a, a2 = torch.randn(64 * blocks, 64).half(), torch.randn(64 * blocks, 64).half()
     b = torch.randn(64, 64).half()
     rows = 40 if case == "partial" else 64
-    fn = _single(rows, reload=case == "reload", read_later=case == "read_later", set_window=case == "set_window")
+    fn = _single(rows, reload=case == "reload", read_later=case == "read_later", set_window=case == "set_window",
+                 write_a=case == "write_a")
 
     def launch(kernel):
-        c, c2 = torch.zeros(64 * blocks, 64), torch.zeros(64 * blocks, 64)
-        kernel[None, blocks](a, a2, b, c, c2)
-        return c, c2
+        c, c2, a_out = torch.zeros(64 * blocks, 64), torch.zeros(64 * blocks, 64), a.clone()
+        kernel[None, blocks](a_out, a2, b, c, c2)
+        return c, c2, a_out
 
-    (c0, c20), (c, c2), ir, _ = fused_and_unfused(monkeypatch, fn, f"fwd_single_{case}", launch, DUMP)
-    assert torch.equal(c0, c) and torch.equal(c20, c2)
+    (c0, c20, a0), (c, c2, a_out), ir, _ = fused_and_unfused(monkeypatch, fn, f"fwd_single_{case}", launch, DUMP)
+    assert torch.equal(c0, c) and torch.equal(c20, c2) and torch.equal(a0, a_out)
+    if case == "write_a":
+        assert torch.equal(a_out, c.half())
     for blk in range(blocks):
         r = slice(64 * blk, 64 * blk + rows)
         assert torch.allclose(c[r], a[r].float() @ b.float(), rtol=1e-3, atol=1e-3)
@@ -149,9 +178,52 @@ def test_forwarding_never_changes_a_result(monkeypatch, case):
             assert torch.allclose(c2[r], a[r].float() @ right, rtol=1e-3, atol=1e-3)
     # What stays: nothing when the Mat tile changes before the matmul (the Right move's shadow ends at
     # the load too); the Right move alone when the Left tile is read again later or its window may
-    # change; everything goes when nothing can tell.
-    forwarded = {"plain": ["tl", "tr"], "reload": [], "read_later": ["tr", "tr"], "partial": ["tr"],
-                 "set_window": ["tr"]}[case]
+    # change; everything goes when nothing can tell. A load goes in place when all its moves go, and
+    # its tensor is not written.
+    forwarded, in_place = {"plain": (["tl", "tr"], ["ta", "tb"]), "reload": ([], []),
+                           "read_later": (["tr", "tr"], ["tb", "tb"]), "partial": (["tr"], ["tb"]),
+                           "set_window": (["tr"], ["tb"]), "write_a": (["tl", "tr"], ["tb"])}[case]
     assert ir.count("forwarded (not run):") == len(forwarded)
     for name in forwarded:
         assert f"forwarded (not run):\n      move({name}, t{'a' if name == 'tl' else 'b'})" in ir
+    assert ir.count("(window checked, left in GM):") == len(in_place)
+    for name in in_place:
+        assert f"(window checked, left in GM):\n      load_tile({name}, " in ir
+
+
+def aliased_row(a: pl.Tensor[[64, 64], pl.DT_FP16], b: pl.Tensor[[64, 64], pl.DT_FP16],
+                c: pl.Tensor[[64, 64], pl.DT_FP32]):
+    """The bias row is the first row of the loaded Mat tile (another tile at its address)."""
+    ta = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP16, target_memory=M.Mat, layout=pl.ND), addr=0x0)
+    first_row = pl.make_tile(pl.TileType(shape=[1, 64], dtype=pl.DT_FP16, target_memory=M.Mat, layout=pl.ND), addr=0x0)
+    tb = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP16, target_memory=M.Mat), addr=0x8000)
+    tl = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP16, target_memory=M.Left), addr=0x0)
+    tr = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP16, target_memory=M.Right), addr=0x0)
+    bias = pl.make_tile(pl.TileType(shape=[1, 64], dtype=pl.DT_FP32, target_memory=M.Bias), addr=0x0)
+    acc = pl.make_tile(pl.TileType(shape=[64, 64], dtype=pl.DT_FP32, target_memory=M.Acc), addr=0x0)
+    with pl.section_cube():
+        pl.load_tile(ta, a, [0, 0])
+        pl.load_tile(tb, b, [0, 0])
+        pl.move(tl, ta)
+        pl.move(tr, tb)
+        pl.move(bias, first_row)  # reads the bytes the load wrote: the load must write them
+        pl.matmul(acc, tl, tr, bias)
+        pl.store_tile(c, acc, [0, 0])
+
+
+@pytest.mark.filterwarnings("ignore::pypto_pro.TileOverlapWarning")
+def test_a_load_whose_bytes_another_tile_reads_writes_them(monkeypatch):
+    a, b = torch.randn(64, 64).half(), torch.randn(64, 64).half()
+
+    def launch(kernel):
+        c = torch.zeros(64, 64)
+        kernel[None, 1](a, b, c)
+        return c
+
+    unfused, c, ir, _ = fused_and_unfused(monkeypatch, aliased_row, "fwd_aliased_row", launch, DUMP)
+    assert torch.equal(unfused, c)
+    assert torch.allclose(c, a.float() @ b.float() + a[0].float(), rtol=1e-3, atol=1e-3)
+    # The matmul reads ta and tb; tb's window in GM, ta's tile as loaded.
+    assert ir.count("forwarded (not run):") == 2 and "in place #1" not in ir
+    assert "in place #0 (window checked, left in GM):\n      load_tile(tb, b, [0, 0])" in ir
+    assert "reading ta for tl, tb (in place #0) for tr:" in ir

@@ -38,7 +38,10 @@ enum class StmtKind : uint8_t {
   kForwardedMove,   // body: a move Mat -> Left/Right the forward_moves pass found only its matmuls read
                     // (docs/device.md#forwarded-moves): the generated code does not run it
   kForwardedReads,  // body: a matmul reading, for each pair (args[2k], args[2k+1]), the Mat tile
-                    // args[2k+1] a forwarded move copied into its operand args[2k]
+                    // args[2k+1] a forwarded move copied into its operand args[2k]; attrs[k] "in_place":
+                    // the number of the in-place load whose window that Mat tile stands for (-1: none)
+  kInPlaceLoad,     // body: a load into a Mat tile that only forwarded matmuls read; attrs[0] "in_place":
+                    // its number. The generated code checks its window and leaves it in GM for them
 };
 
 enum class SelectMode : uint8_t { kNext, kCurrent, kPrevious, kIndex };
@@ -101,10 +104,15 @@ Stmt DirectLoop(Stmt loop, Span span = {});
 // Fused ops over `body` (a Seq of the op statements, also what runs when their windows differ or overlap).
 Stmt FusedOps(Stmt body, Span span = {});
 
-// forward_moves: a move the generated code skips, and a matmul reading each forwarded operand's source
-// (`pairs`: (L0 tile, the Mat tile moved into it)).
+// forward_moves: a move the generated code skips; a matmul reading each forwarded operand's source (the
+// Mat tile moved into the L0 tile, or the GM window of in-place load `in_place`); such a load.
+struct ForwardedRead {
+  Var l0, mat;
+  int in_place = -1;
+};
 Stmt ForwardedMove(Stmt move, Span span = {});
-Stmt ForwardedReads(Stmt matmul, const std::vector<std::pair<Var, Var>>& pairs, Span span = {});
+Stmt ForwardedReads(Stmt matmul, const std::vector<ForwardedRead>& reads, Span span = {});
+Stmt InPlaceLoad(Stmt load, int number, Span span = {});
 
 // Rebuilds `stmt` with new children; passes use it to keep unchanged subtrees shared.
 std::shared_ptr<StmtNode> CopyNode(const Stmt& stmt);

@@ -70,7 +70,8 @@ void FuseOps(ir::Function& func, const PassContext& ctx);
 // broadcast rows only), so fuse_rows may run it strip by strip.
 bool RowLocalOp(const ir::OpDef& op);
 // A plain move of a Mat tile into a Left/Right tile that only the matmuls right after it read is not
-// run: they read the Mat tile (forward_moves.cpp); on with fuse_rows.
+// run: they read the Mat tile, or the GM window of the load before it (forward_moves.cpp); on with
+// fuse_rows.
 void ForwardMoves(ir::Function& func, const PassContext& ctx);
 // Lock/unlock TileGroup mutex ids around every op whose tiles carry them (when ctx.auto_mutex).
 void AutoMutex(ir::Function& func, const PassContext& ctx);
