@@ -132,15 +132,15 @@ struct Tile {
   f32x16 v[kMR][kNV];
 };
 
-// acc = sum over p < kc of A[:, p] x B[p, :] on the fp32 panels PackA and PackB wrote, for the
-// panel's first NV vectors of columns (a narrower last panel skips the zeros PackB padded it with;
-// the tile's other vectors stay zero).
+// acc = sum over p < kc of A[:, p] x B[p, :] on A's kMR rows (`a_stride` apart: PackA's panel, or
+// fp32 A itself) and the fp32 panel PackB wrote, for the panel's first NV vectors of columns (a
+// narrower last panel skips the zeros PackB padded it with; the tile's other vectors stay zero).
 template <int NV>
-inline Tile KernelFma(int kc, const float* __restrict ap, const float* __restrict bp) {
+inline Tile KernelFma(int kc, const float* __restrict ap, int64_t a_stride, const float* __restrict bp) {
   Tile t;
   const float* rows[kMR];
 #pragma GCC unroll 8
-  for (int i = 0; i < kMR; ++i) rows[i] = ap + i * kc;
+  for (int i = 0; i < kMR; ++i) rows[i] = ap + i * a_stride;
 #pragma GCC unroll 8
   for (int i = 0; i < kMR; ++i) {
 #pragma GCC unroll 4
@@ -163,13 +163,13 @@ inline Tile KernelFma(int kc, const float* __restrict ap, const float* __restric
 }
 
 // KernelFma for a panel of `width` columns.
-inline Tile KernelFmaOf(int width, int kc, const float* ap, const float* bp) {
+inline Tile KernelFmaOf(int width, int kc, const float* ap, int64_t a_stride, const float* bp) {
   static_assert(kNV == 4, "one case per vector count");
   switch ((width + 15) / 16) {
-    case 1: return KernelFma<1>(kc, ap, bp);
-    case 2: return KernelFma<2>(kc, ap, bp);
-    case 3: return KernelFma<3>(kc, ap, bp);
-    default: return KernelFma<4>(kc, ap, bp);
+    case 1: return KernelFma<1>(kc, ap, a_stride, bp);
+    case 2: return KernelFma<2>(kc, ap, a_stride, bp);
+    case 3: return KernelFma<3>(kc, ap, a_stride, bp);
+    default: return KernelFma<4>(kc, ap, a_stride, bp);
   }
 }
 
@@ -1106,7 +1106,12 @@ inline void GemmBody(int m, int n, int k, const TIn* a, int64_t lda, const TIn* 
 #if PTO_GEMM_INT8_DOT
         if constexpr (kInt8Dot) PackQuadsA(reinterpret_cast<uint8_t*>(s.a), a_block, lda, mr, kc);
 #endif
-        if constexpr (!kBf16Dot && !kInt8Dot) PackA(s.a, a_block, lda, mr, kc);
+        // fp32 A of whole kMR rows is read where it is; other dtypes and a last partial row block are
+        // converted / zero-padded into PackA's panel.
+        [[maybe_unused]] const bool a_direct = __is_same(TIn, float) && mr == kMR;
+        if constexpr (!kBf16Dot && !kInt8Dot) {
+          if (!a_direct) PackA(s.a, a_block, lda, mr, kc);
+        }
         for (int jr = 0; jr < nc; jr += kNR) {
           const int width = nc - jr < kNR ? nc - jr : kNR;
           TC* out = c + i0 * ldc + j0 + jr;
@@ -1124,7 +1129,8 @@ inline void GemmBody(int m, int n, int k, const TIn* a, int64_t lda, const TIn* 
           }
 #endif
           if constexpr (!kBf16Dot && !kInt8Dot) {
-            const Tile t = KernelFmaOf(width, kc, s.a, s.b + (jr / kNR) * panel_stride);
+            const float* ap = a_direct ? reinterpret_cast<const float*>(a_block) : s.a;
+            const Tile t = KernelFmaOf(width, kc, ap, a_direct ? lda : kc, s.b + (jr / kNR) * panel_stride);
             StoreTile(t, out, ldc, mr, width, k0 == 0, init, i0, j0 + jr);
           }
         }
