@@ -15,7 +15,8 @@
 //   whose declarations nothing else mentions), so no statement can see that the L0 tiles were not
 //   written. (What a later block or launch finds in local memory it did not write is unspecified,
 //   as on the device.)
-// - No data path from the vector cores writes Mat (in a mixed kernel another core could write A).
+// - No data path from the vector cores (a Vec -> Mat move, pl.insert) writes A's declaration or bytes
+//   it shares: those values come from another core, ordered by flags.
 //
 // A load into a Mat tile that only forwarded moves read need not write the tile either: it checks its
 // window (the same faults at its line) and the matmuls read the window in GM, where it is (in place;
@@ -84,15 +85,35 @@ class Forwarding {
     ForEachStmt(func.body, [&](const StmtNode& s) {
       if (s.kind == StmtKind::kDeclTiles) decls_.insert(s.var.get());
       if (s.kind == StmtKind::kSelectTile) origins_[s.var->id].insert(s.group.get());
-      if (s.kind == StmtKind::kOp && s.op && CrossCoreWriteOf(s) == CrossCoreWrite::kToCubeCore) vec_to_mat_ = true;
-      if (s.kind == StmtKind::kReinterpret) vec_to_mat_ = true;  // its views may reach past their declaration
+      if (s.kind == StmtKind::kReinterpret) unknown_writes_ = true;  // its views may reach past their declaration
     });
-    if (vec_to_mat_) return;
+    if (unknown_writes_) return;
+    // The Mat tiles something other than a load writes: the vector cores' data paths into L1 (a Vec ->
+    // Mat move, pl.insert). Their values come from another core, ordered by flags: they keep their copies.
+    std::vector<const VarNode*> written_otherwise;
+    ForEachStmt(func.body, [&](const StmtNode& s) {
+      if (s.kind != StmtKind::kOp || !s.op || s.op->name == "load" || s.op->name == "load_tile") return;
+      auto written = [&](const Expr& tile) {
+        if (!tile->type.IsTile() || tile->type.tile->memory != MemorySpace::kMat) return;
+        const VarNode* d = tile->kind == ExprKind::kVar ? DeclOf(tile->var) : nullptr;
+        if (d) written_otherwise.push_back(d);
+        else unknown_writes_ = true;
+      };
+      for (size_t i = 0; i < s.args.size() && i < s.op->operands.size(); ++i) {
+        if (s.op->operands[i].access == Access::kRead) continue;
+        written(s.args[i]);
+        if (s.args[i]->kind == ExprKind::kTuple) {  // workspaces
+          for (const Expr& item : s.args[i]->operands) written(item);
+        }
+      }
+    });
+    if (unknown_writes_) return;
     for (const VarNode* d : decls_) {
       const MemorySpace m = d->group->tile.memory;
-      if (m == MemorySpace::kMat || m == MemorySpace::kLeft || m == MemorySpace::kRight) {
-        if (WholeWindow(d->group->tile) && OnlyPlainUses(func, *d)) clean_.insert(d);
-      }
+      if (m != MemorySpace::kMat && m != MemorySpace::kLeft && m != MemorySpace::kRight) continue;
+      bool apart = true;
+      for (const VarNode* w : written_otherwise) apart = apart && !DeclarationsMayOverlap(*d, *w);
+      if (apart && WholeWindow(d->group->tile) && OnlyPlainUses(func, *d)) clean_.insert(d);
     }
     for (MemorySpace x : {MemorySpace::kLeft, MemorySpace::kRight}) Plan(func, x);
     for (const VarNode* d : clean_) {
@@ -372,7 +393,7 @@ class Forwarding {
 
   std::set<const VarNode*> decls_, clean_;
   std::map<int, std::set<const VarNode*>> origins_;
-  bool vec_to_mat_ = false;
+  bool unknown_writes_ = false;  // a Mat write (or view) the pass cannot place: nothing is forwarded
   std::vector<bool> written_;
   std::set<const StmtNode*> moves_;
   std::map<const StmtNode*, std::vector<ForwardedOperand>> reads_;

@@ -72,16 +72,17 @@ def fp16_matmul_on_amx():
     return "amx_bf16" in cpu_flags()
 
 
-def fused_and_unfused(monkeypatch, fn, name, launch, dump):
-    """`fn` compiled without the fusion passes (PYPTO_PRO_FUSE_ROWS=0) and with them, each launched by
-    `launch(kernel)` on its compiled library (no tier-0): (unfused results, fused results, the fused
-    instance's IR dump `dump` (PYPTO_PRO_DUMP_IR's ir_<n>_<pass>.txt), its kernel.cpp)."""
+def fused_and_unfused(monkeypatch, fn, name, launch, dump, **jit_options):
+    """`fn` compiled (with `jit_options`) without the fusion passes (PYPTO_PRO_FUSE_ROWS=0) and with
+    them, each launched by `launch(kernel)` on its compiled library (no tier-0): (unfused results, fused
+    results, the fused instance's IR dump `dump` (PYPTO_PRO_DUMP_IR's ir_<n>_<pass>.txt), its
+    kernel.cpp)."""
     results = []
     for fuse in ("0", "1"):
         monkeypatch.setenv("PYPTO_PRO_FUSE_ROWS", fuse)
         monkeypatch.setenv("PYPTO_PRO_DUMP_IR", "1")
         monkeypatch.setenv("PYPTO_PRO_TIER0", "0")
-        kernel = pl.jit(fn, name=f"{name}_fuse{fuse}")
+        kernel = pl.jit(fn, name=f"{name}_fuse{fuse}", **jit_options)
         results.append(launch(kernel))
         pypto_pro.runtime.synchronize()
         inst = Path(kernel.instances()[0].dir)

@@ -6,11 +6,13 @@ and which loads left their windows in GM. The kernels where forwarding would cha
 tile written again before the matmul, an L0 tile read outside the move's shadow, partial windows, a
 written tensor, another tile reading the loaded bytes) keep those moves and loads."""
 
+import re
+
 import pytest
 import torch
 
 import pypto_pro.language as pl
-from kernels import fused_and_unfused, line_of, synchronize_fault
+from kernels import fused_and_unfused, line_of, load_example, synchronize_fault
 
 M = pl.MemorySpace
 DUMP = "ir_9_forward_moves.txt"
@@ -227,3 +229,21 @@ def test_a_load_whose_bytes_another_tile_reads_writes_them(monkeypatch):
     assert ir.count("forwarded (not run):") == 2 and "in place #1" not in ir
     assert "in place #0 (window checked, left in GM):\n      load_tile(tb, b, [0, 0])" in ir
     assert "reading ta for tl, tb (in place #0) for tr:" in ir
+
+
+def test_tiles_the_vector_cores_write_keep_their_moves(monkeypatch):
+    """pipeline_mlp: the weights' Right tiles (loaded from GM) are forwarded; the Left tile of the second
+    product, whose Mat tile the vector cores insert into, is moved as written (and with it every Left
+    move: Left memory is then read outside forwarded matmuls)."""
+    mlp = load_example("pipeline_mlp", "fwd_example")
+    a, b, d = torch.randn(192, 64), torch.randn(64, 64), torch.randn(64, 64)
+
+    def launch(kernel):
+        return mlp.relu_mlp(a, b, d, kernel=kernel)
+
+    unfused, out, ir, _ = fused_and_unfused(monkeypatch, mlp.mlp, "fwd_mlp", launch, DUMP,
+                                            auto_mutex=True, pipeline=pl.pipeline.PipelineConfig(preload=2))
+    assert torch.equal(unfused, out)
+    assert torch.allclose(out, torch.relu(a @ b) @ d, rtol=1e-4, atol=1e-4)
+    assert ir.count("forwarded (not run):") == 2 and "insert(" in ir
+    assert re.search(r"forwarded \(not run\):\n +move\(r_t", ir) and not re.search(r"forwarded \(not run\):\n +move\(l_t", ir)
