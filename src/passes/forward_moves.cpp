@@ -78,14 +78,17 @@ bool AnyReadsTileElement(const StmtNode& s) {
   return false;
 }
 
-// The move statements a block's candidates are, their readers and the tile declarations.
+// The plan: which moves are forwarded, which matmuls read through them, which loads stay in GM.
 class Forwarding {
  public:
   explicit Forwarding(const Function& func) : written_(WrittenParams(func)) {
+    std::set<const StmtNode*> seen;
     ForEachStmt(func.body, [&](const StmtNode& s) {
       if (s.kind == StmtKind::kDeclTiles) decls_.insert(s.var.get());
       if (s.kind == StmtKind::kSelectTile) origins_[s.var->id].insert(s.group.get());
       if (s.kind == StmtKind::kReinterpret) unknown_writes_ = true;  // its views may reach past their declaration
+      // The plan names statements by node: one node in two places of the tree would be two statements.
+      if (!seen.insert(&s).second) unknown_writes_ = true;
     });
     if (unknown_writes_) return;
     // The Mat tiles something other than a load writes: the vector cores' data paths into L1 (a Vec ->
@@ -393,7 +396,9 @@ class Forwarding {
 
   std::set<const VarNode*> decls_, clean_;
   std::map<int, std::set<const VarNode*>> origins_;
-  bool unknown_writes_ = false;  // a Mat write (or view) the pass cannot place: nothing is forwarded
+  // A Mat write (or view) the pass cannot place, or a statement node shared by two places of the tree:
+  // nothing is forwarded.
+  bool unknown_writes_ = false;
   std::vector<bool> written_;
   std::set<const StmtNode*> moves_;
   std::map<const StmtNode*, std::vector<ForwardedOperand>> reads_;
