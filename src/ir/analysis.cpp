@@ -138,6 +138,14 @@ std::vector<bool> WrittenParams(const Function& func) {
   return written;
 }
 
+bool DefaultOptions(const StmtNode& s) {
+  for (const Attr& attr : s.attrs) {
+    const KwargSpec* spec = s.op->FindKwarg(attr.name);
+    if (!spec || attr.is_string || attr.value != spec->default_value) return false;
+  }
+  return true;
+}
+
 bool ReadsTileElement(const Expr& e) {
   bool reads = false;
   ForEachExpr(e, [&](const ExprNode& node) { reads = reads || node.kind == ExprKind::kElement; });

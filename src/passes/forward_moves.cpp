@@ -78,6 +78,24 @@ bool AnyReadsTileElement(const StmtNode& s) {
   return false;
 }
 
+// Whether `s` keeps a shadow going: straight-line code (`if`s of it, scalar assignments) reading no
+// tile element, whose ops are matmuls, synchronisation within the core, or ops `keeps` admits.
+template <typename OpKeeps>
+bool KeepsShadow(const StmtNode& s, const OpKeeps& keeps) {
+  switch (s.kind) {
+    case StmtKind::kSeq:
+      for (const Stmt& child : s.stmts) {
+        if (!KeepsShadow(*child, keeps)) return false;
+      }
+      return true;
+    case StmtKind::kIf:
+      return !ReadsTileElement(s.cond) && KeepsShadow(*s.body, keeps) && (!s.orelse || KeepsShadow(*s.orelse, keeps));
+    case StmtKind::kAssign: return !s.var->type.IsTile() && !ReadsTileElement(s.value);
+    case StmtKind::kOp: return !AnyReadsTileElement(s) && (IsMatmul(s) || IntraCoreSync(s) || keeps(s));
+    default: return false;
+  }
+}
+
 // The plan: which moves are forwarded, which matmuls read through them, which loads stay in GM.
 class Forwarding {
  public:
@@ -193,37 +211,17 @@ class Forwarding {
     if (dst->kind != ExprKind::kVar || src->kind != ExprKind::kVar) return false;
     const TileType &d = *dst->type.tile, &a = *src->type.tile;
     if (d.memory != x || a.memory != MemorySpace::kMat || d.dtype != a.dtype || d.shape != a.shape) return false;
-    if (MoveFormOf(s) != MoveForm::kCopy) return false;
-    for (const Attr& attr : s.attrs) {
-      const KwargSpec* spec = s.op->FindKwarg(attr.name);
-      if (!spec || attr.is_string || attr.value != spec->default_value) return false;
-    }
-    return Clean(dst->var) && Clean(src->var);
+    return MoveFormOf(s) == MoveForm::kCopy && DefaultOptions(s) && Clean(dst->var) && Clean(src->var);
   }
 
   // Whether `s` keeps an `x` move's shadow going: writes neither Mat nor `x`, rebinds no tile, stays
   // in the block, does not wait for the other cores.
   static bool InShadow(const StmtNode& s, MemorySpace x) {
-    switch (s.kind) {
-      case StmtKind::kSeq:
-        for (const Stmt& child : s.stmts) {
-          if (!InShadow(*child, x)) return false;
-        }
-        return true;
-      case StmtKind::kIf:
-        return !ReadsTileElement(s.cond) && InShadow(*s.body, x) && (!s.orelse || InShadow(*s.orelse, x));
-      case StmtKind::kAssign: return !s.var->type.IsTile() && !ReadsTileElement(s.value);
-      case StmtKind::kOp: {
-        if (AnyReadsTileElement(s)) return false;
-        if (IsMatmul(s)) return true;
-        if (s.op->name == "move") {
-          const MemorySpace to = s.args[0]->type.tile->memory;
-          return to != x && to != MemorySpace::kMat && CrossCoreWriteOf(s) == CrossCoreWrite::kNone;
-        }
-        return IntraCoreSync(s);
-      }
-      default: return false;
-    }
+    return KeepsShadow(s, [x](const StmtNode& op) {
+      if (op.op->name != "move") return false;
+      const MemorySpace to = op.args[0]->type.tile->memory;
+      return to != x && to != MemorySpace::kMat && CrossCoreWriteOf(op) == CrossCoreWrite::kNone;
+    });
   }
 
   // The matmuls in `s` reading `dst` as their `x` operand.
@@ -304,12 +302,9 @@ class Forwarding {
 
   // A plain load of a whole tile from a parameter no statement writes.
   bool PlainLoad(const Function& func, const StmtNode& s) const {
-    if (s.kind != StmtKind::kOp || (s.op->name != "load" && s.op->name != "load_tile") || s.args.size() != 3) {
+    if (s.kind != StmtKind::kOp || (s.op->name != "load" && s.op->name != "load_tile") || s.args.size() != 3 ||
+        !DefaultOptions(s)) {
       return false;
-    }
-    for (const Attr& attr : s.attrs) {
-      const KwargSpec* spec = s.op->FindKwarg(attr.name);
-      if (!spec || attr.is_string || attr.value != spec->default_value) return false;
     }
     const Expr& tensor = s.args[1];
     if (tensor->kind != ExprKind::kVar || !tensor->type.IsTensor() || tensor->type.dtype != s.args[0]->type.dtype ||
@@ -324,29 +319,14 @@ class Forwarding {
 
   // Whether `s` keeps a load's shadow going (see the top of the file): `decl` is the loaded tile's.
   bool InLoadShadow(const StmtNode& s, const VarNode& decl) const {
-    switch (s.kind) {
-      case StmtKind::kSeq:
-        for (const Stmt& child : s.stmts) {
-          if (!InLoadShadow(*child, decl)) return false;
-        }
-        return true;
-      case StmtKind::kIf:
-        return !ReadsTileElement(s.cond) && InLoadShadow(*s.body, decl) && (!s.orelse || InLoadShadow(*s.orelse, decl));
-      case StmtKind::kAssign: return !s.var->type.IsTile() && !ReadsTileElement(s.value);
-      case StmtKind::kOp: {
-        if (AnyReadsTileElement(s)) return false;
-        if (IsMatmul(s)) return true;
-        if (s.op->name == "move") {
-          return s.args[0]->type.tile->memory != MemorySpace::kMat && CrossCoreWriteOf(s) == CrossCoreWrite::kNone;
-        }
-        if (s.op->name == "load" || s.op->name == "load_tile") {  // into another Mat declaration
-          const VarNode* other = s.args[0]->kind == ExprKind::kVar ? DeclOf(s.args[0]->var) : nullptr;
-          return other && s.args[0]->type.tile->memory == MemorySpace::kMat && !DeclarationsMayOverlap(*other, decl);
-        }
-        return IntraCoreSync(s);
+    return KeepsShadow(s, [&](const StmtNode& op) {
+      if (op.op->name == "move") {
+        return op.args[0]->type.tile->memory != MemorySpace::kMat && CrossCoreWriteOf(op) == CrossCoreWrite::kNone;
       }
-      default: return false;
-    }
+      if (op.op->name != "load" && op.op->name != "load_tile") return false;
+      const VarNode* other = op.args[0]->kind == ExprKind::kVar ? DeclOf(op.args[0]->var) : nullptr;  // into another
+      return other && op.args[0]->type.tile->memory == MemorySpace::kMat && !DeclarationsMayOverlap(*other, decl);
+    });
   }
 
   // The loads into `decl`'s tiles go in place if every move reading them is forwarded and in the

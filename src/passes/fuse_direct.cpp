@@ -50,15 +50,6 @@ bool IsElementwise(const StmtNode& s) {
   return s.kind == StmtKind::kOp && s.op && ElementwiseOp(s.op->name);
 }
 
-// Every option of the statement at its default (no order=, atomic=, relu, scale, phase).
-bool DefaultOptions(const StmtNode& s) {
-  for (const Attr& attr : s.attrs) {
-    const KwargSpec* spec = s.op->FindKwarg(attr.name);
-    if (!spec || attr.is_string || attr.value != spec->default_value) return false;
-  }
-  return true;
-}
-
 // A tile a direct run computes on: 1-D or 2-D ND Vec, float-like, no pad, no static partial valid
 // window (a run-time one is checked when the run starts).
 bool DirectTile(const TileType& t) {

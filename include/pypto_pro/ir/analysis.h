@@ -63,6 +63,8 @@ bool TransposedLayouts(const TileType& a, const TileType& b);   // one NZ, the o
 bool ReorderedBytes(const TileType& t);
 bool SameView(const TileType& a, const TileType& b);  // same dtype, shape and layout
 
+// Whether every option of an op statement is at its default (no order=, atomic=, relu, scale, phase).
+bool DefaultOptions(const StmtNode& op_stmt);
 // Whether an expression reads a tile element (tile[i, j], pl.getval).
 bool ReadsTileElement(const Expr& e);
 // Whether the slots of two tile declarations (make_tile / make_tile_group vars) may share bytes.
