@@ -1035,13 +1035,25 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   job.routines_ms = routines_ms;
   job.handle = handle;
   // Nothing to reuse: a kernel the tier-0 executor runs launches on it at once while its library
-  // compiles in the background; any other waits for the compile.
+  // compiles in the background; any other waits for the compile, and its stats say why.
   // (A mixed kernel's cores exchange data: its cross-core data paths are the executor's to learn.)
   std::unique_ptr<Tier0Program> tier0;
-  if (inst->stats.reused.empty() && before_fusion && sources.kind != ir::KernelKind::kMixed) {
-    tier0 = CompileTier0(*before_fusion);
+  std::string& refused = inst->stats.tier0_refused;
+  if (!inst->stats.reused.empty()) {
+    // (nothing to compile: nothing to wait for)
+  } else if (!before_fusion) {
+    refused = options.sanitizer ? "a sanitizer instance" : options.profile ? "a profile instance"
+              : options.debug   ? "a debug instance"
+                                : "PYPTO_PRO_TIER0=0";
+  } else if (sources.kind == ir::KernelKind::kMixed) {
+    refused = "a mixed kernel (its cores exchange data)";
+  } else {
+    tier0 = CompileTier0(*before_fusion, &refused);
   }
-  if (tier0 && StartTier0(*inst, std::move(tier0), job.func, routines_lib, options.arch, tier0_mode)) {
+  const bool started =
+      tier0 && StartTier0(*inst, std::move(tier0), job.func, routines_lib, options.arch, tier0_mode);
+  if (!started && refused.empty() && inst->stats.reused.empty()) refused = "the executor could not be loaded";
+  if (started) {
     job.options.interrupted = nullptr;  // Python's signals are the launching thread's to check
     job.build->Publish(job.published, "", /*copy=*/true);  // the sources are readable at once
     inst->stats.compile_ms = routines_ms;

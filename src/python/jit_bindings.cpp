@@ -111,6 +111,7 @@ void BindJit(py::module_& m) {
                                d["load_ms"] = s.load_ms;
                                d["reused"] = s.reused;
                                d["tier0"] = s.tier0;
+                               d["tier0_refused"] = s.tier0_refused;
                                d["compiled"] = i.compiled.load();
                                return d;
                              })

@@ -15,7 +15,7 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
-from kernels import fault_of
+from kernels import fault_of, load_example
 
 sync = pypto_pro.runtime.synchronize
 
@@ -225,7 +225,7 @@ def test_the_add_examples_first_launch_runs_at_once_and_its_library_follows(monk
     sync()
     assert torch.equal(z, x + y)
     stats = kernel.compile_stats()[0]
-    assert stats["tier0"]
+    assert stats["tier0"] and stats["tier0_refused"] == ""
     inst_dir = Path(stats["dir"])
     assert (inst_dir / "kernel.cpp").is_file() and (inst_dir / "call_kernel.cpp").is_file()  # at once
     kernel.wait_compiled()
@@ -247,7 +247,7 @@ def test_off_waits_for_the_library(monkeypatch):
     sync()
     assert torch.equal(z, x + x)
     stats = kernel.compile_stats()[0]
-    assert not stats["tier0"] and stats["compiled"]
+    assert not stats["tier0"] and stats["compiled"] and stats["tier0_refused"] == "PYPTO_PRO_TIER0=0"
 
 
 def test_a_bad_mode_is_a_value_error_naming_the_variable(monkeypatch):
@@ -275,7 +275,20 @@ def test_a_kernel_beyond_the_executor_waits_for_its_library(monkeypatch):
     kernel[None, 1](x, out)
     sync()
     assert torch.equal(out, x * 3)
-    assert not kernel.compile_stats()[0]["tier0"]
+    stats = kernel.compile_stats()[0]
+    assert not stats["tier0"] and stats["tier0_refused"] == "pl.axpy"  # what the executor does not run
+
+
+def test_the_stats_say_why_an_instance_waited_for_its_library(monkeypatch):
+    monkeypatch.delenv("PYPTO_PRO_TIER0", raising=False)
+    x = torch.randn(128, 128).half()
+    checked = pl.jit(add, name="t0_add_sanitized", sanitizer=True)
+    checked[None, 1](x, x, torch.zeros_like(x))
+    sync()
+    assert checked.compile_stats()[0]["tier0_refused"] == "a sanitizer instance"
+    mlp = load_example("pipeline_mlp", "t0_example")
+    mlp.relu_mlp(torch.randn(64, 64), torch.randn(64, 64), torch.randn(64, 64), kernel=mlp.mlp_serial)
+    assert mlp.mlp_serial.compile_stats()[0]["tier0_refused"] == "a mixed kernel (its cores exchange data)"
 
 
 def _transposes(dtype):

@@ -64,6 +64,9 @@ struct CompileStats {
   // The library compiles in the background while launches run on the tier-0 executor
   // (docs/jit.md#tier-0-first-launches); compile_ms and load_ms are that compile's once it is done.
   bool tier0 = false;
+  // Why a library compiled here ran no launch on the tier-0 executor ("" when one did, or when the
+  // library was reused): what the executor does not run, or what turned it off.
+  std::string tier0_refused;
 };
 
 struct Tier0Program;

@@ -355,7 +355,8 @@ class JitFunction(_C.KernelBase):
     def compile_stats(self) -> list:
         """Per-instance milliseconds of parse, passes, codegen, write, compile and load; 'tier0': its
         first launches ran on the tier-0 executor while the library compiled in the background,
-        'compiled': that library is loaded (docs/jit.md#tier-0-first-launches)."""
+        'tier0_refused': why they did not ("" if they did), 'compiled': that library is loaded
+        (docs/jit.md#tier-0-first-launches)."""
         return [dict(inst.stats, dir=str(inst.dir)) for inst in self._instances()]
 
     def wait_compiled(self) -> None:
