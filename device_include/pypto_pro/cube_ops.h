@@ -279,12 +279,11 @@ inline typename TD::Elem* MoveTarget(CoreCtx& ctx, int acc_to_vec_mode, TD& dst)
 }
 
 // The fixpipe splitting an Acc window between the UBs of AIV 0 and AIV 1 (each share at the top-left
-// of that AIV's destination tile).
-template <typename TD, typename TS>
-inline void MoveSplit(CoreCtx& ctx, int line, int mode, TD& dst, const TS& src, int32_t rows, int32_t cols,
-                      const Fixpipe& f) {
-  typename TD::Elem* aiv0 = PeerData(ctx, dst, PTO_PEER_AIV0);
-  typename TD::Elem* aiv1 = PeerData(ctx, dst, PTO_PEER_AIV1);
+// of that AIV's destination tile, a d_rows x d_cols tile at aiv0 / aiv1; null outside a mixed kernel).
+// (MoveSplit below, and the tier-0 executor's slots.)
+template <typename ED, typename ES>
+inline void MoveSplitOf(CoreCtx& ctx, int line, int mode, ED* aiv0, ED* aiv1, int32_t d_rows, int32_t d_cols,
+                        const ES* src, int32_t s_cols, int32_t rows, int32_t cols, const Fixpipe& f) {
   if (!aiv0 || !aiv1) {
     Fault(ctx, line, "move", mode == kDualModeSplitM
                                  ? "acc_to_vec_mode=DualModeSplitM splits between the two AIVs of a mixed kernel; "
@@ -295,15 +294,20 @@ inline void MoveSplit(CoreCtx& ctx, int line, int mode, TD& dst, const TS& src, 
   const int32_t share = AccToVecShare(mode, rows, cols);
   const bool by_rows = mode == kDualModeSplitM;
   const int32_t rows0 = by_rows ? share : rows, cols0 = by_rows ? cols : share;
-  if (rows0 > TD::kRows || cols0 > TD::kCols) {
-    MoveWindowFault(ctx, line, "move", rows0, cols0, TD::kRows, TD::kCols);
-  }
-  CopyWindow(aiv0, TD::kCols, src.data, TS::kCols, rows0, cols0, f);
+  if (rows0 > d_rows || cols0 > d_cols) MoveWindowFault(ctx, line, "move", rows0, cols0, d_rows, d_cols);
+  CopyWindow(aiv0, d_cols, src, s_cols, rows0, cols0, f);
   if (by_rows) {
-    CopyWindow(aiv1, TD::kCols, src.data + int64_t(share) * TS::kCols, TS::kCols, rows - share, cols, f);
+    CopyWindow(aiv1, d_cols, src + int64_t(share) * s_cols, s_cols, rows - share, cols, f);
   } else {
-    CopyWindow(aiv1, TD::kCols, src.data + share, TS::kCols, rows, cols - share, f);
+    CopyWindow(aiv1, d_cols, src + share, s_cols, rows, cols - share, f);
   }
+}
+
+template <typename TD, typename TS>
+inline void MoveSplit(CoreCtx& ctx, int line, int mode, TD& dst, const TS& src, int32_t rows, int32_t cols,
+                      const Fixpipe& f) {
+  MoveSplitOf(ctx, line, mode, PeerData(ctx, dst, PTO_PEER_AIV0), PeerData(ctx, dst, PTO_PEER_AIV1), TD::kRows,
+              TD::kCols, src.data, TS::kCols, rows, cols, f);
 }
 
 // UB -> L1 copies an NZ source's fractal blocks as they are: into a ZN tile, whose bytes read as the
@@ -312,22 +316,28 @@ inline void MoveSplit(CoreCtx& ctx, int line, int mode, TD& dst, const TS& src, 
 template <typename TD, typename TS>
 constexpr bool kInsertTransposes = TS::kMem == kVec && TD::kMem == kMat && TS::kLayout == kNZ && TD::kLayout == kZN;
 
+// The source's rows x cols valid window (of an s_rows x s_cols tile) written at `off` into `out`, a
+// d_rows x d_cols tile, transposed (kInsertTransposes) or not. (Insert below, and the tier-0 executor.)
+template <typename T>
+inline void InsertOf(CoreCtx& ctx, int line, const char* op, T* out, int64_t d_rows, int64_t d_cols, bool transposed,
+                     const T* src, int32_t s_rows, int32_t s_cols, int32_t rows, int32_t cols, Idx<2> off) {
+  const int64_t dst_rows = transposed ? d_cols : d_rows, dst_cols = transposed ? d_rows : d_cols;
+  const bool fits = rows >= 0 && cols >= 0 && rows <= s_rows && cols <= s_cols && off.v[0] >= 0 &&
+                    off.v[1] >= 0 && off.v[0] + rows <= dst_rows && off.v[1] + cols <= dst_cols;
+  if (__builtin_expect(!fits, 0)) MoveWindowFault(ctx, line, op, rows, cols, dst_rows, dst_cols, off.v[0], off.v[1]);
+  if (transposed) {
+    TransposeWindow(out + off.v[1] * d_cols + off.v[0], d_cols, src, s_cols, rows, cols, MakeFixpipe(0, -1));
+  } else {
+    CopyWindow(out + off.v[0] * d_cols + off.v[1], d_cols, src, s_cols, rows, cols, MakeFixpipe(0, -1));
+  }
+}
+
 // The source's valid window written into `dst` at `off` (pl.insert, and move's insert form).
 template <typename TD, typename TS>
 inline void Insert(CoreCtx& ctx, int line, const char* op, TD& dst, const TS& src, Idx<2> off) {
-  const int32_t rows = src.valid_rows, cols = src.valid_cols;
-  constexpr bool kTransposed = kInsertTransposes<TD, TS>;
-  const int64_t dst_rows = kTransposed ? TD::kCols : TD::kRows, dst_cols = kTransposed ? TD::kRows : TD::kCols;
-  const bool fits = rows >= 0 && cols >= 0 && rows <= TS::kRows && cols <= TS::kCols && off.v[0] >= 0 &&
-                    off.v[1] >= 0 && off.v[0] + rows <= dst_rows && off.v[1] + cols <= dst_cols;
-  if (__builtin_expect(!fits, 0)) MoveWindowFault(ctx, line, op, rows, cols, dst_rows, dst_cols, off.v[0], off.v[1]);
-  if constexpr (kTransposed) {
-    typename TD::Elem* out = MoveTarget<TD, TS>(ctx, -1, dst) + off.v[1] * TD::kCols + off.v[0];
-    TransposeWindow(out, TD::kCols, src.data, TS::kCols, rows, cols, MakeFixpipe(0, -1));
-  } else {
-    typename TD::Elem* out = MoveTarget<TD, TS>(ctx, -1, dst) + off.v[0] * TD::kCols + off.v[1];
-    CopyWindow(out, TD::kCols, src.data, TS::kCols, rows, cols, MakeFixpipe(0, -1));
-  }
+  static_assert(__is_same(typename TD::Elem, typename TS::Elem), "UB -> L1 keeps the dtype");
+  InsertOf(ctx, line, op, MoveTarget<TD, TS>(ctx, -1, dst), TD::kRows, TD::kCols, kInsertTransposes<TD, TS>, src.data,
+           TS::kRows, TS::kCols, src.valid_rows, src.valid_cols, off);
 }
 
 // NZ <-> ZN tiles of swapped, non-square shapes: the bytes stay, the logical matrix transposes.

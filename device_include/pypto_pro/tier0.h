@@ -9,7 +9,7 @@
 
 #include "pypto_pro/op_lists.h"
 
-#define PTO_T0_VERSION 8
+#define PTO_T0_VERSION 9
 #define PTO_T0_MAX_RANK 4
 
 /* Element types of tiles and tensors (the routines' PTO_ROUTINE_ELEMS). */
@@ -73,6 +73,10 @@ enum {
   PTO_T0_BITWISES,   /* t[a] = t[b] & (e=0) or | (1) r[c] of kind d as the element type */
   PTO_T0_SUBVIEW,    /* t[a] = slot g: t[b][r[c]:r[d], r[e]:r[f]] (pto::Subview: the tile's type, row stride and
                         bytes from the slice's corner, its window clipped) */
+  /* The data paths between the cores of a mixed block (they land in the other core's memory): */
+  PTO_T0_ACCTOVEC,   /* Vec t[a] <- Acc t[b] through the fixpipe: acc_to_vec_mode c (-1: not given), relu f, scale imm */
+  PTO_T0_INSERT,     /* Mat t[a] <- Vec t[b]'s window at [r[c], r[d]], transposed (NZ into ZN) if e; op name s0 */
+  PTO_T0_CROSS,      /* set_cross_core (a=0) / wait_cross_core (a=1): pipe b, event c, sync mode d */
 };
 
 /* Binary operators of PTO_T0_BIN (the IR's). */

@@ -94,6 +94,26 @@ inline void ByCompare(int op, Fn&& fn) {
   }
 }
 
+// fn.template operator()<T>() for the element types an Acc tile moves into a Vec tile as (the compiler
+// admits no other).
+template <typename Fn>
+inline void ByFixpipeElem(int elem, Fn&& fn) {
+  switch (elem) {
+    case PTO_T0_I8: fn.template operator()<int8_t>(); break;
+    case PTO_T0_I32: fn.template operator()<int32_t>(); break;
+    case PTO_T0_F16: fn.template operator()<half>(); break;
+    case PTO_T0_BF16: fn.template operator()<bfloat16>(); break;
+    default: fn.template operator()<float>(); break;
+  }
+}
+
+// Where a slot's bytes lie in core `peer`'s (PTO_PEER_*) copy of its memory (pto::PeerData); null
+// outside a mixed kernel.
+inline uint8_t* PeerOf(CoreCtx& ctx, const PtoT0Slot& slot, const uint8_t* data, int peer) {
+  uint8_t* base = ctx.api->peer_memory ? ctx.api->peer_memory(&ctx, peer, slot.mem) : nullptr;
+  return base ? base + (data - ctx.mem[slot.mem]) : nullptr;
+}
+
 // fn.template operator()<T>() for the element type `elem`.
 template <typename Fn>
 inline void ByElem(int elem, Fn&& fn) {
@@ -346,9 +366,17 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
                           Ref<E>(d, st), Offsets<N>(r + in.c));
           });
         };
-        if (d.elem != td.elem) {  // fp32 (an Acc tile) rounded to fp16 / bf16: the only conversion tier0.cpp admits
-          if (td.elem == PTO_T0_F16) store.template operator()<float, half>();
-          else store.template operator()<float, bfloat16>();
+        if (d.elem != td.elem) {  // an Acc tile through the fixpipe: the conversions tier0.cpp admits
+          if (d.elem == PTO_T0_I32) {  // int32 -> int8 / fp16
+            if (td.elem == PTO_T0_I8) store.template operator()<int32_t, int8_t>();
+            else store.template operator()<int32_t, half>();
+          } else if (td.elem == PTO_T0_F16) {  // fp32 -> fp16 / bf16 / int8
+            store.template operator()<float, half>();
+          } else if (td.elem == PTO_T0_BF16) {
+            store.template operator()<float, bfloat16>();
+          } else {
+            store.template operator()<float, int8_t>();
+          }
           break;
         }
         ByElem(td.elem, [&]<typename T>() { store.template operator()<T, T>(); });
@@ -459,6 +487,52 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         t[in.a] = in.g;
         break;
       }
+      case PTO_T0_ACCTOVEC: {  // move() Acc -> Vec (cube_ops.h): into the UB of the AIV(s) the mode names
+        const PtoT0Slot &d = p.slots[t[in.a]], &sd = p.slots[t[in.b]];
+        const SlotState &dst = s[t[in.a]], &src = s[t[in.b]];
+        const Fixpipe fp = MakeFixpipe(in.f, in.imm);
+        const int32_t rows = src.valid_rows, cols = src.valid_cols;
+        if (__builtin_expect(rows < 0 || cols < 0 || rows > sd.rows || cols > sd.cols, 0)) {
+          detail::MoveWindowFault(ctx, in.line, "move", rows, cols, sd.rows, sd.cols);
+        }
+        ByFixpipeElem(d.elem, [&]<typename TD>() {
+          auto from = [&]<typename TS>() {
+            const TS* in_acc = reinterpret_cast<const TS*>(src.data);
+            if (in.c == kDualModeSplitM || in.c == kDualModeSplitN) {
+              detail::MoveSplitOf(ctx, in.line, in.c, reinterpret_cast<TD*>(PeerOf(ctx, d, dst.data, PTO_PEER_AIV0)),
+                                  reinterpret_cast<TD*>(PeerOf(ctx, d, dst.data, PTO_PEER_AIV1)), d.rows, d.cols,
+                                  in_acc, sd.cols, rows, cols, fp);
+              return;
+            }
+            uint8_t* out = PeerOf(ctx, d, dst.data, in.c == kSingleModeVec1 ? PTO_PEER_AIV1 : PTO_PEER_AIV0);
+            detail::MoveWindowOf<false>(ctx, in.line, reinterpret_cast<TD*>(out ? out : dst.data), d.rows, d.cols,
+                                        in_acc, sd.rows, sd.cols, rows, cols, false, fp);
+          };
+          if constexpr (__is_same(TD, int32_t)) {  // int32 sums stay int32 (the compiler admits no fp32 ones)
+            from.template operator()<int32_t>();
+          } else if (sd.elem == PTO_T0_I32) {
+            from.template operator()<int32_t>();
+          } else {
+            from.template operator()<float>();
+          }
+        });
+        break;
+      }
+      case PTO_T0_INSERT: {  // insert(), move() Vec -> Mat: into the AIC's L1
+        const PtoT0Slot &d = p.slots[t[in.a]], &sd = p.slots[t[in.b]];
+        const SlotState &dst = s[t[in.a]], &src = s[t[in.b]];
+        uint8_t* out = PeerOf(ctx, d, dst.data, PTO_PEER_AIC);
+        ByElem(d.elem, [&]<typename T>() {
+          detail::InsertOf(ctx, in.line, in.s0, reinterpret_cast<T*>(out ? out : dst.data), d.rows, d.cols, in.e != 0,
+                           reinterpret_cast<const T*>(src.data), sd.rows, sd.cols, src.valid_rows, src.valid_cols,
+                           Idx<2>{{r[in.c], r[in.d]}});
+        });
+        break;
+      }
+      case PTO_T0_CROSS:  // set_cross_core / wait_cross_core (sync.h)
+        if (in.a == 0) ctx.api->set_cross_core(&ctx, in.line, in.b, in.c, in.d);
+        else ctx.api->wait_cross_core(&ctx, in.line, in.b, in.c, in.d);
+        break;
       case PTO_T0_VALIDSHAPE: {  // set_validshape()
         const PtoT0Slot& d = p.slots[t[in.a]];
         SlotState& st = s[t[in.a]];

@@ -146,19 +146,6 @@ class KernelWriter {
   }
 
   // pl.system.sync_all and INTER_BLOCK cross-core flags hold every block of the launch at once.
-  bool NeedsResidentBlocks() const {
-    bool found = false;
-    ForEachStmt(func_.body, [&](const StmtNode& s) {
-      if (s.kind != StmtKind::kOp) return;
-      if (s.op->name == "system.sync_all" || s.op->name == "system.sync_all_soft") found = true;
-      if (!s.op->sync.CrossCore()) return;
-      for (const Attr& a : s.attrs) {
-        if (a.name == "sync_mode" && a.value == int64_t(hw::CrossCoreSyncMode::kINTER_BLOCK)) found = true;
-      }
-    });
-    return found;
-  }
-
   bool IsParam(const Var& v) const {
     for (const Var& p : func_.params) {
       if (p->id == v->id) return true;
@@ -1130,7 +1117,7 @@ class KernelWriter {
     os << "const PtoKernelDesc kKernelDesc = {PTO_ABI_VERSION, " << KindConstant(kind_) << ", " << CString(func_.name)
        << ", " << CString(func_.source_file) << ", " << CString(std::string(arch_.name)) << ", &KernelEntry, "
        << (report_.empty() ? "nullptr" : CString(report_)) << ", "
-       << (NeedsResidentBlocks() ? "PTO_KERNEL_FLAG_RESIDENT" : "0u") << (profile_ ? " | PTO_KERNEL_FLAG_PROFILE" : "")
+       << (NeedsResidentBlocks(func_) ? "PTO_KERNEL_FLAG_RESIDENT" : "0u") << (profile_ ? " | PTO_KERNEL_FLAG_PROFILE" : "")
        << (debug_ ? " | PTO_KERNEL_FLAG_DEBUG" : "")
        << ", " << (dump_dir_.empty() || !HasDumps() ? "nullptr" : CString(dump_dir_)) << ", kSourceFiles, "
        << 1 + func_.other_files.size() << ", &KernelOutputs};\n\n";

@@ -103,6 +103,19 @@ KernelKind KernelKindOf(const Function& func) {
   return cube ? KernelKind::kCube : KernelKind::kVector;
 }
 
+bool NeedsResidentBlocks(const Function& func) {
+  bool found = false;
+  ForEachStmt(func.body, [&](const StmtNode& s) {
+    if (s.kind != StmtKind::kOp) return;
+    if (s.op->name == "system.sync_all" || s.op->name == "system.sync_all_soft") found = true;
+    if (!s.op->sync.CrossCore()) return;
+    for (const Attr& a : s.attrs) {
+      if (a.name == "sync_mode" && a.value == int64_t(hw::CrossCoreSyncMode::kINTER_BLOCK)) found = true;
+    }
+  });
+  return found;
+}
+
 std::vector<bool> WrittenParams(const Function& func) {
   // The parameters whose buffers each GM view and pointer variable may lie in: a parameter its own,
   // a variable those of every value assigned to it (to a fixed point: loops assign after use).

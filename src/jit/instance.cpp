@@ -703,9 +703,12 @@ bool StartTier0(Instance& inst, std::unique_ptr<Tier0Program> program, const ir:
   Tier0Program* p = program.release();
   p->source_files.push_back(p->names.emplace_back(func.source_file).c_str());
   for (const std::string& file : func.other_files) p->source_files.push_back(p->names.emplace_back(file).c_str());
-  const uint32_t kind = inst.kind == ir::KernelKind::kCube ? PTO_KERNEL_CUBE : PTO_KERNEL_VECTOR;
+  const uint32_t kind = inst.kind == ir::KernelKind::kCube    ? PTO_KERNEL_CUBE
+                        : inst.kind == ir::KernelKind::kMixed ? PTO_KERNEL_MIXED
+                                                              : PTO_KERNEL_VECTOR;
+  const uint32_t flags = ir::NeedsResidentBlocks(func) ? PTO_KERNEL_FLAG_RESIDENT : 0u;
   inst.tier0_desc = PtoKernelDesc{PTO_ABI_VERSION, kind, p->names.emplace_back(func.name).c_str(),
-                                  p->source_files[0], p->names.emplace_back(arch).c_str(), entry, nullptr, 0u,
+                                  p->source_files[0], p->names.emplace_back(arch).c_str(), entry, nullptr, flags,
                                   nullptr, p->source_files.data(), int32_t(p->source_files.size()), &Tier0Outputs};
   inst.tier0 = p;
   inst.tier0_always = mode == Tier0Mode::kAlways;
@@ -1036,23 +1039,29 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   job.handle = handle;
   // Nothing to reuse: a kernel the tier-0 executor runs launches on it at once while its library
   // compiles in the background; any other waits for the compile, and its stats say why.
-  // (A mixed kernel's cores exchange data: its cross-core data paths are the executor's to learn.)
+  // PYPTO_PRO_TIER0=always runs a reused library's launches on the executor too (the tests compare the two).
   std::unique_ptr<Tier0Program> tier0;
   std::string& refused = inst->stats.tier0_refused;
-  if (!inst->stats.reused.empty()) {
+  const bool reused = !inst->stats.reused.empty();
+  if (reused && tier0_mode != Tier0Mode::kAlways) {
     // (nothing to compile: nothing to wait for)
   } else if (!before_fusion) {
     refused = options.sanitizer ? "a sanitizer instance" : options.profile ? "a profile instance"
               : options.debug   ? "a debug instance"
                                 : "PYPTO_PRO_TIER0=0";
-  } else if (sources.kind == ir::KernelKind::kMixed) {
-    refused = "a mixed kernel (its cores exchange data)";
   } else {
     tier0 = CompileTier0(*before_fusion, &refused);
   }
   const bool started =
       tier0 && StartTier0(*inst, std::move(tier0), job.func, routines_lib, options.arch, tier0_mode);
-  if (!started && refused.empty() && inst->stats.reused.empty()) refused = "the executor could not be loaded";
+  if (!started && refused.empty() && !reused) refused = "the executor could not be loaded";
+  if (reused) refused.clear();
+  if (started && reused) {  // the library is here already: loaded now, the launches stay on the executor
+    inst->stats.load_ms = LoadAndPublish(job);
+    std::lock_guard<std::mutex> lock(inst->mutex);
+    inst->background_done = true;
+    return inst;
+  }
   if (started) {
     job.options.interrupted = nullptr;  // Python's signals are the launching thread's to check
     job.build->Publish(job.published, "", /*copy=*/true);  // the sources are readable at once

@@ -225,7 +225,7 @@ class Compiler {
     };
     const std::string name(Name(t.memory));
     const bool cube = name == "Mat" || name == "Left" || name == "Right" || name == "Acc" || name == "Bias";
-    const bool layout_ok = t.layout == Layout::kND || (cube && (t.layout == Layout::kNZ || t.layout == Layout::kZN)) ||
+    const bool layout_ok = t.layout == Layout::kND || t.layout == Layout::kNZ || t.layout == Layout::kZN ||
                            (name == "Vec" && t.layout == Layout::kDN);
     if (!(name == "Vec" || cube) || !layout_ok) Refuse("a tile of memory " + name + " in layout " + std::string(Name(t.layout)));
     for (size_t i = 0; i < sizeof kNames / sizeof kNames[0]; ++i) {
@@ -575,11 +575,12 @@ class Compiler {
     } else if (name == "store" || name == "store_tile") {
       const int tensor = TensorOf(s.args[0]);
       const DataType to = s.args[0]->type.dtype, from = s.args[1]->type.dtype;
-      // an fp32 Acc tile rounded to fp16 / bf16 by the fixpipe on its way (the verifier admits such a
-      // store only from Acc); the quantising conversions of int32 compile
-      if (to != from && !(from == DataType::kFP32 && (to == DataType::kFP16 || to == DataType::kBF16))) {
-        Refuse("a store converting its dtype other than fp32 -> fp16 / bf16");
-      }
+      // an Acc tile converted by the fixpipe on its way (the verifier admits such a store only from Acc):
+      // fp32 rounded to fp16 / bf16 or quantised to int8, int32 quantised to int8 or dequantised to fp16
+      const bool converts = (from == DataType::kFP32 && (to == DataType::kFP16 || to == DataType::kBF16 ||
+                                                         to == DataType::kInt8)) ||
+                            (from == DataType::kInt32 && (to == DataType::kInt8 || to == DataType::kFP16));
+      if (to != from && !converts) Refuse("a store converting its dtype other than fp32 -> fp16 / bf16 / int8, int32 -> int8 / fp16");
       const int tile = TileOf(s.args[1]);
       const int offsets = Offsets(s.args[2], out_->tensors[size_t(tensor)].rank);
       const auto options = Options(s);
@@ -603,13 +604,60 @@ class Compiler {
       SameElem(s, {1});
       Options(s);
       Emit(PTO_T0_VUNARY, line, TileOf(s.args[0]), TileOf(s.args[1]), 0, 0, u->second);
-    } else if (name == "move") {
-      // L1 -> L0A / L0B / the bias table of one dtype: the other data paths (Acc -> Vec, Vec -> Mat)
-      // cross cores.
+    } else if (name == "move" && s.args[1]->type.tile->memory == MemorySpace::kAcc &&
+               s.args[0]->type.tile->memory == MemorySpace::kVec) {
+      // Acc -> Vec through the fixpipe into the UB of the AIV(s) acc_to_vec_mode names
+      const DataType to = s.args[0]->type.dtype, from = s.args[1]->type.dtype;
+      const bool to_ok = to == DataType::kFP32 || to == DataType::kFP16 || to == DataType::kBF16 ||
+                         to == DataType::kInt8 || to == DataType::kInt32;
+      if (!to_ok || (from != DataType::kFP32 && from != DataType::kInt32) ||
+          (to == DataType::kInt32 && from != DataType::kInt32)) {
+        Refuse("a move Acc -> Vec of these dtypes");
+      }
+      if (s.args[0]->type.tile->layout != Layout::kND) Refuse("a move Acc -> Vec into a tile of another layout");
+      ElemCode(to);
+      const auto options = Options(s);
+      const int at = Emit(PTO_T0_ACCTOVEC, line, TileOf(s.args[0]), TileOf(s.args[1]),
+                          int(options.at("acc_to_vec_mode")), 0, 0, options.at("scale"));
+      out_->insns[size_t(at)].f = int32_t(options.at("relu_pre_mode"));
+    } else if ((name == "move" && s.args[1]->type.tile->memory == MemorySpace::kVec &&
+                s.args[0]->type.tile->memory == MemorySpace::kMat) ||
+               name == "insert") {
+      // UB -> L1 (an insert at [0, 0] for move) into the AIC's L1; NZ into ZN lands transposed
+      SameElem(s, {1});
+      Options(s);
       const TileType &dst = *s.args[0]->type.tile, &src = *s.args[1]->type.tile;
-      const std::string to(Name(dst.memory));
-      if (std::string(Name(src.memory)) != "Mat" || (to != "Left" && to != "Right" && to != "Bias")) {
-        Refuse("a move other than L1 -> L0A/L0B/Bias");
+      int offsets = 0;  // [row, col] in two registers
+      if (name == "insert") {
+        const std::vector<Expr>& given = s.args[2]->operands;
+        if (given.size() == 2) {
+          offsets = Offsets(s.args[2], 2);
+        } else {  // a 1-D tile's [col]
+          const int col = Conv(Expr_(given.at(0)), given.at(0)->type.dtype, DataType::kInt64, line);
+          offsets = NewReg();
+          Emit(PTO_T0_CONST, line, offsets, 0, 0, 0, 0, 0);
+          Emit(PTO_T0_MOV, line, NewReg(), col);
+        }
+      } else {
+        offsets = NewReg();
+        Emit(PTO_T0_CONST, line, offsets, 0, 0, 0, 0, 0);
+        Emit(PTO_T0_CONST, line, NewReg(), 0, 0, 0, 0, 0);
+      }
+      const int at = Emit(PTO_T0_INSERT, line, TileOf(s.args[0]), TileOf(s.args[1]), offsets, offsets + 1,
+                          src.layout == Layout::kNZ && dst.layout == Layout::kZN);
+      out_->insns[size_t(at)].s0 = out_->names.emplace_back(s.op->PublicName()).c_str();
+    } else if (name == "system.set_cross_core" || name == "system.wait_cross_core") {
+      std::map<std::string_view, int64_t> values;  // (pipe and mode: their enums' numbers)
+      for (const auto& [spec, attr] : codegen::OpOptions(s)) values[spec->name] = attr.value;
+      Emit(PTO_T0_CROSS, line, name == "system.wait_cross_core", int(values.at("pipe")), int(values.at("event_id")),
+           int(values.at("sync_mode")));
+    } else if (name == "move") {
+      // L1 -> L0A / L0B / the bias table, or UB -> UB (a layout change), of one dtype
+      const TileType &dst = *s.args[0]->type.tile, &src = *s.args[1]->type.tile;
+      const std::string to(Name(dst.memory)), from(Name(src.memory));
+      const bool l1_to_l0 = from == "Mat" && (to == "Left" || to == "Right" || to == "Bias");
+      if (!l1_to_l0 && !(from == "Vec" && to == "Vec")) {
+        Refuse("a move other than L1 -> L0A/L0B/Bias, Acc -> Vec, Vec -> Mat or Vec -> Vec");
       }
       // fp16 / bf16 widened to fp32 into the bias table; every other move keeps its dtype
       const DataType to_type = s.args[0]->type.dtype, from_type = s.args[1]->type.dtype;

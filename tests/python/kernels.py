@@ -7,6 +7,8 @@ import sys
 import threading
 from pathlib import Path
 
+import torch
+
 import pypto_pro
 import pypto_pro.language as pl
 
@@ -222,7 +224,43 @@ exp_rows = pl.jit(_exp_rows, name="exp_rows")
 
 def exp_inputs():
     """Inputs of exp_rows across its whole range (underflow to subnormals and zero, overflow, specials)."""
-    import torch
     x = torch.linspace(-110.0, 92.0, 16 * 256).reshape(16, 256)
     x[0, :6] = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1e-30])
     return x
+
+
+def _example_attention(module):
+    """The attention example's outputs for one input, causal and not."""
+    q, k, v = (torch.randn(1, 256, 2, 128).half() for _ in range(3))
+    return [module.attention(q, k, v, causal, block_dim=3) for causal in (False, True)]
+
+
+def _example_matmul(module):
+    a, b = torch.randn(256, 128).half(), torch.randn(128, 384).half()
+    c = torch.empty(256, 384)
+    module.matmul_kernel[None, 5](a, b, c)
+    return c
+
+
+def _example_add(module):
+    x, y = torch.randn(256, 384).half(), torch.randn(256, 384).half()
+    z = torch.empty_like(x)
+    module.add_kernel[None, 5](x, y, z)
+    return z
+
+
+# Every example but distributed.py (which runs softmax.py's kernel on several processes): its own
+# launch code, on a fresh module (load_example); the differential tests run each twice (fused and
+# unfused: test_fuse_rows.py; on the tier-0 executor and compiled: test_tier0.py) and compare the bits.
+EXAMPLE_RUNS = {
+    "add": _example_add,
+    "matmul": _example_matmul,
+    "softmax": lambda m: m.softmax(torch.randn(1000, 300) * 3, block_dim=7),
+    "layernorm": lambda m: m.layernorm(torch.randn(777, 300) * 3, torch.randn(300), torch.randn(300), block_dim=7),
+    "fused_softmax_matmul": lambda m: m.run(m=96, block_dim=3, seed=1)[0],
+    "flash_attention": _example_attention,
+    "flash_attention_gm": _example_attention,
+    "flash_attention_pipeline": _example_attention,
+    "pipeline_mlp": lambda m: m.relu_mlp(torch.randn(192, 64), torch.randn(64, 64), torch.randn(64, 64)),
+    "data_paths": lambda m: [path()[0] for path in m.PATHS],
+}

@@ -12,7 +12,7 @@ import torch
 import pypto_pro
 import pypto_pro.language as pl
 from pypto_pro import _C
-from kernels import load_example, module_from_source
+from kernels import EXAMPLE_RUNS, load_example, module_from_source
 
 ROOT = Path(__file__).resolve().parents[2]
 R, C, VR, VC = 16, 512, 13, 500  # tiles of 16 x 512 with a tail window: strips cross its edge
@@ -200,42 +200,6 @@ def test_the_examples_give_the_unfused_bits(monkeypatch):
             pypto_pro.runtime.synchronize()
             runs.append(out)
         assert torch.equal(runs[0], runs[1])
-
-
-def _attention(module):
-    """The attention example's outputs for one input, causal and not."""
-    q, k, v = (torch.randn(1, 256, 2, 128).half() for _ in range(3))
-    return [module.attention(q, k, v, causal, block_dim=3) for causal in (False, True)]
-
-
-def _matmul(module):
-    a, b = torch.randn(256, 128).half(), torch.randn(128, 384).half()
-    c = torch.empty(256, 384)
-    module.matmul_kernel[None, 5](a, b, c)
-    return c
-
-
-def _add(module):
-    x, y = torch.randn(256, 384).half(), torch.randn(256, 384).half()
-    z = torch.empty_like(x)
-    module.add_kernel[None, 5](x, y, z)
-    return z
-
-
-# Every example but distributed.py (which runs softmax.py's kernel on several processes): its own
-# launch code, run once compiled with fuse_rows off and once on.
-EXAMPLE_RUNS = {
-    "add": _add,
-    "matmul": _matmul,
-    "softmax": lambda m: m.softmax(torch.randn(1000, 300) * 3, block_dim=7),
-    "layernorm": lambda m: m.layernorm(torch.randn(777, 300) * 3, torch.randn(300), torch.randn(300), block_dim=7),
-    "fused_softmax_matmul": lambda m: m.run(m=96, block_dim=3, seed=1)[0],
-    "flash_attention": _attention,
-    "flash_attention_gm": _attention,
-    "flash_attention_pipeline": _attention,
-    "pipeline_mlp": lambda m: m.relu_mlp(torch.randn(192, 64), torch.randn(64, 64), torch.randn(64, 64)),
-    "data_paths": lambda m: [path()[0] for path in m.PATHS],
-}
 
 
 def test_every_example_is_in_the_differential():

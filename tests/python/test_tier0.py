@@ -15,7 +15,7 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
-from kernels import fault_of, load_example
+from kernels import EXAMPLE_RUNS, fault_of, line_of, load_example, synchronize_fault
 
 sync = pypto_pro.runtime.synchronize
 
@@ -286,9 +286,6 @@ def test_the_stats_say_why_an_instance_waited_for_its_library(monkeypatch):
     checked[None, 1](x, x, torch.zeros_like(x))
     sync()
     assert checked.compile_stats()[0]["tier0_refused"] == "a sanitizer instance"
-    mlp = load_example("pipeline_mlp", "t0_example")
-    mlp.relu_mlp(torch.randn(64, 64), torch.randn(64, 64), torch.randn(64, 64), kernel=mlp.mlp_serial)
-    assert mlp.mlp_serial.compile_stats()[0]["tier0_refused"] == "a mixed kernel (its cores exchange data)"
 
 
 def _transposes(dtype):
@@ -1052,3 +1049,75 @@ def test_a_subview_fault_is_the_compiled_kernels(monkeypatch):
         faults.append(fault_of(e.value))
         assert kernel.compile_stats()[-1]["tier0"] == (mode == "always")
     assert faults[0] == faults[1] and "the slice leaves the tile's shape" in faults[0][2], faults
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE_RUNS))
+def test_every_example_runs_at_once_with_the_librarys_bits(monkeypatch, name):
+    """Each example's own launch code on the executor (PYPTO_PRO_TIER0=always) and compiled: the
+    mixed kernels too, their cores exchanging tiles through the cross-core data paths and flags."""
+    results = []
+    for mode in ("always", "0"):
+        monkeypatch.setenv("PYPTO_PRO_TIER0", mode)
+        module = load_example(name, f"t0_{mode}")  # fresh kernel objects: they compile under this mode
+        torch.manual_seed(0)
+        out = EXAMPLE_RUNS[name](module)
+        sync()
+        results.append(out if isinstance(out, list) else [out])
+        for kernel in (v for v in vars(module).values() if isinstance(v, pl.JitFunction)):
+            for stats in kernel.compile_stats():
+                assert stats["tier0"] == (mode == "always"), (kernel.kernel_name, stats["tier0_refused"])
+    for on_tier0, compiled in zip(*results):
+        assert torch.equal(on_tier0, compiled)
+
+
+M_ROWS, K_COLS = 32, 64
+
+
+def shifted_insert(x: pl.Tensor[[M_ROWS, K_COLS], pl.DT_FP16], eye: pl.Tensor[[K_COLS, K_COLS], pl.DT_FP16],
+                   c: pl.Tensor[[M_ROWS, K_COLS], pl.DT_FP32], shift: pl.Scalar[pl.DT_INT32]):
+    """data_paths.py's insert kernel, each AIV's rows inserted `shift` rows further down."""
+    x_mat = pl.make_tile(pl.TileType(shape=[M_ROWS, K_COLS], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Mat,
+                                     layout=pl.NZ), addr=0x4000)
+    with pl.section_vector():
+        rows = pl.make_tile(pl.TileType(shape=[M_ROWS // 2, K_COLS], dtype=pl.DT_FP16), addr=0x0)
+        rows_nz = pl.make_tile(pl.TileType(shape=[M_ROWS // 2, K_COLS], dtype=pl.DT_FP16, layout=pl.NZ), addr=0x1000)
+        row0 = pl.get_subblock_idx() * (M_ROWS // 2)
+        pl.load(rows, x, [row0, 0])
+        pl.move(rows_nz, rows)
+        pl.insert(x_mat, rows_nz, [row0 + shift, 0])  # INSERT
+        pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=1)
+    with pl.section_cube():
+        eye_mat = pl.make_tile(pl.TileType(shape=[K_COLS, K_COLS], dtype=pl.DT_FP16,
+                                           target_memory=pl.MemorySpace.Mat), addr=0x8000)
+        left = pl.make_tile(pl.TileType(shape=[M_ROWS, K_COLS], dtype=pl.DT_FP16,
+                                        target_memory=pl.MemorySpace.Left), addr=0x0)
+        right = pl.make_tile(pl.TileType(shape=[K_COLS, K_COLS], dtype=pl.DT_FP16,
+                                         target_memory=pl.MemorySpace.Right), addr=0x0)
+        acc = pl.make_tile(pl.TileType(shape=[M_ROWS, K_COLS], dtype=pl.DT_FP32,
+                                       target_memory=pl.MemorySpace.Acc), addr=0x0)
+        pl.load(eye_mat, eye, [0, 0])
+        pl.system.wait_cross_core(pipe=pl.PipeType.MTE1, event_id=1)
+        pl.move(left, x_mat)
+        pl.move(right, eye_mat)
+        pl.matmul(acc, left, right)
+        pl.store(c, acc, [0, 0], scale=0.5)  # through the fixpipe
+
+
+def test_a_mixed_kernels_cross_core_paths_and_faults_match_the_library(monkeypatch):
+    x, eye = torch.randn(M_ROWS, K_COLS).half(), torch.eye(K_COLS).half()
+    both = _twins(shifted_insert, "t0_shifted_insert", monkeypatch)
+    (*_, on_tier0, _), (*_, compiled, _) = both(1, x, eye, torch.zeros(M_ROWS, K_COLS), 0)
+    assert torch.equal(on_tier0, compiled) and torch.equal(on_tier0, x.float() * 0.5)
+    faults = []
+    for name, mode in (("t0_shifted_insert_fault_tier0", "always"), ("t0_shifted_insert_fault_compiled", "0")):
+        monkeypatch.setenv("PYPTO_PRO_TIER0", mode)
+        kernel = pl.jit(shifted_insert, name=name)
+        kernel[None, 1](x, eye, torch.zeros(M_ROWS, K_COLS), 8)  # AIV 1's rows reach past the tile
+        faults.append(synchronize_fault())
+        assert kernel.compile_stats()[0]["tier0"] == (mode == "always")
+    assert faults[0] == faults[1]
+    assert faults[0][:2] == ("insert", line_of(shifted_insert, "# INSERT"))
+    assert "the window at the offset does not fit" in faults[0][2]
+    # the stream is usable after the fault
+    (*_, on_tier0, _), (*_, compiled, _) = both(1, x, eye, torch.zeros(M_ROWS, K_COLS), 0)
+    assert torch.equal(on_tier0, compiled)

@@ -13,6 +13,9 @@ namespace pypto_pro::ir {
 // none (a kernel without sections that uses Vec tiles is a vector kernel).
 KernelKind KernelKindOf(const Function& func);
 
+// Whether every block of a launch must be resident at once: the kernel calls pl.system.sync_all or
+// uses INTER_BLOCK cross-core flags (PTO_KERNEL_FLAG_RESIDENT).
+bool NeedsResidentBlocks(const Function& func);
 // Which parameters (by index) some op writes: the GM tensors a launch must be allowed to modify.
 std::vector<bool> WrittenParams(const Function& func);
 
