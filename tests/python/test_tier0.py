@@ -1121,3 +1121,63 @@ def test_a_mixed_kernels_cross_core_paths_and_faults_match_the_library(monkeypat
     # the stream is usable after the fault
     (*_, on_tier0, _), (*_, compiled, _) = both(1, x, eye, torch.zeros(M_ROWS, K_COLS), 0)
     assert torch.equal(on_tier0, compiled)
+
+
+def _acc_to_vec(mode, dtype, relu, scale):
+    """C = A @ B moved from the AIC's Acc into the AIVs' UB with acc_to_vec_mode `mode` (each AIV zeroes
+    its tile first, then stores all of it: the rows or columns it did not get stay zero)."""
+    to_vec = getattr(pl.AccToVecMode, mode)
+    mem = pl.MemorySpace
+
+    def acc_to_vec(a: pl.Tensor[[32, 64], pl.DT_FP16], b: pl.Tensor[[64, 32], pl.DT_FP16],
+                   c: pl.Tensor[[64, 32], dtype]):
+        vec = pl.make_tile(pl.TileType(shape=[32, 32], dtype=dtype), addr=0x0)
+        with pl.section_vector():
+            pl.expands(vec, 0)
+            pl.system.set_cross_core(pipe=pl.PipeType.MTE3, event_id=1)
+            pl.system.wait_cross_core(pipe=pl.PipeType.MTE3, event_id=0)
+            pl.store(c, vec, [pl.get_subblock_idx() * 32, 0])
+        with pl.section_cube():
+            a_mat = pl.make_tile(pl.TileType(shape=[32, 64], dtype=pl.DT_FP16, target_memory=mem.Mat), addr=0x0)
+            b_mat = pl.make_tile(pl.TileType(shape=[64, 32], dtype=pl.DT_FP16, target_memory=mem.Mat), addr=0x1000)
+            left = pl.make_tile(pl.TileType(shape=[32, 64], dtype=pl.DT_FP16, target_memory=mem.Left), addr=0x0)
+            right = pl.make_tile(pl.TileType(shape=[64, 32], dtype=pl.DT_FP16, target_memory=mem.Right), addr=0x0)
+            acc = pl.make_tile(pl.TileType(shape=[32, 32], dtype=pl.DT_FP32, target_memory=mem.Acc), addr=0x0)
+            pl.load(a_mat, a, [0, 0])
+            pl.load(b_mat, b, [0, 0])
+            pl.move(left, a_mat)
+            pl.move(right, b_mat)
+            pl.matmul(acc, left, right)
+            pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=1)
+            if relu:  # (relu and scale given together here)
+                pl.move(vec, acc, acc_to_vec_mode=to_vec, relu_pre_mode=pl.ReluPreMode.NormalRelu, scale=scale)
+            else:
+                pl.move(vec, acc, acc_to_vec_mode=to_vec)
+            pl.system.set_cross_core(pipe=pl.PipeType.FIX, event_id=0)
+
+    return acc_to_vec
+
+
+@pytest.mark.parametrize("mode", ["SingleModeVec0", "SingleModeVec1", "DualModeSplitM", "DualModeSplitN"])
+@pytest.mark.parametrize("dtype,relu,scale", [(pl.DT_FP32, False, None), (pl.DT_FP16, True, 0.25),
+                                              (pl.DT_INT8, True, 4.0)])
+def test_acc_to_vec_moves_match_the_library(monkeypatch, mode, dtype, relu, scale):
+    a, b = torch.randn(32, 64).half(), torch.randn(64, 32).half()
+    torch_dtype = {pl.DT_FP32: torch.float32, pl.DT_FP16: torch.float16, pl.DT_INT8: torch.int8}[dtype]
+    name = f"t0_acc_to_vec_{mode}_{dtype.name}"
+    (*_, on_tier0), (*_, compiled) = _twins(_acc_to_vec(mode, dtype, relu, scale), name, monkeypatch)(
+        1, a, b, torch.full((64, 32), 7, dtype=torch_dtype))
+    assert torch.equal(on_tier0, compiled)
+    c = a.float() @ b.float()
+    want = (torch.relu(c) if relu else c) * (scale or 1.0)
+    got = torch.zeros(32, 32)
+    for aiv, rows, cols in {"SingleModeVec0": [(0, slice(0, 32), slice(0, 32))],
+                            "SingleModeVec1": [(1, slice(0, 32), slice(0, 32))],
+                            "DualModeSplitM": [(0, slice(0, 16), slice(0, 32)), (1, slice(16, 32), slice(0, 32))],
+                            "DualModeSplitN": [(0, slice(0, 32), slice(0, 16)), (1, slice(0, 32), slice(16, 32))]}[mode]:
+        share = compiled[32 * aiv:32 * aiv + 32].float()
+        got[rows, cols] = share[:rows.stop - rows.start, :cols.stop - cols.start]
+    tol = {pl.DT_FP32: 1e-4, pl.DT_FP16: 2e-2, pl.DT_INT8: 0.51}[dtype]
+    if dtype is pl.DT_INT8:
+        want = want.round().clamp(-128, 127)
+    assert (got - want).abs().max() <= tol * max(1.0, want.abs().max().item() if dtype is not pl.DT_INT8 else 1.0)
