@@ -264,3 +264,17 @@ EXAMPLE_RUNS = {
     "pipeline_mlp": lambda m: m.relu_mlp(torch.randn(192, 64), torch.randn(64, 64), torch.randn(64, 64)),
     "data_paths": lambda m: [path()[0] for path in m.PATHS],
 }
+
+
+def example_outputs(monkeypatch, name, variable, values):
+    """EXAMPLE_RUNS[name] on a fresh module of the example (its kernels compile anew) for each value of
+    the environment variable `variable`: [(module, its outputs as a list)] in the order of `values`."""
+    runs = []
+    for value in values:
+        monkeypatch.setenv(variable, value)
+        module = load_example(name, f"ex_{variable.removeprefix('PYPTO_PRO_').lower()}_{value}")
+        torch.manual_seed(0)
+        out = EXAMPLE_RUNS[name](module)
+        pypto_pro.runtime.synchronize()
+        runs.append((module, out if isinstance(out, list) else [out]))
+    return runs

@@ -12,7 +12,7 @@ import torch
 import pypto_pro
 import pypto_pro.language as pl
 from pypto_pro import _C
-from kernels import EXAMPLE_RUNS, load_example, module_from_source
+from kernels import EXAMPLE_RUNS, example_outputs, load_example, module_from_source
 
 ROOT = Path(__file__).resolve().parents[2]
 R, C, VR, VC = 16, 512, 13, 500  # tiles of 16 x 512 with a tail window: strips cross its edge
@@ -209,16 +209,9 @@ def test_every_example_is_in_the_differential():
 
 @pytest.mark.parametrize("name", sorted(EXAMPLE_RUNS))
 def test_each_example_gives_the_unfused_bits(monkeypatch, name):
-    results = []
-    for fuse in ("0", "1"):
-        monkeypatch.setenv("PYPTO_PRO_FUSE_ROWS", fuse)
-        module = load_example(name, f"fuse{fuse}")  # fresh kernel objects: they compile under this setting
-        torch.manual_seed(0)
-        out = EXAMPLE_RUNS[name](module)
-        pypto_pro.runtime.synchronize()
-        results.append(out if isinstance(out, list) else [out])
-    for unfused, fused in zip(*results):
-        assert torch.equal(unfused, fused)
+    (_, unfused), (_, fused) = example_outputs(monkeypatch, name, "PYPTO_PRO_FUSE_ROWS", ("0", "1"))
+    for a, b in zip(unfused, fused):
+        assert torch.equal(a, b)
 
 
 LOAD_FAULT = '''

@@ -15,7 +15,7 @@ import torch
 
 import pypto_pro
 import pypto_pro.language as pl
-from kernels import EXAMPLE_RUNS, fault_of, line_of, load_example, synchronize_fault
+from kernels import EXAMPLE_RUNS, example_outputs, fault_of, line_of, load_example, synchronize_fault
 
 sync = pypto_pro.runtime.synchronize
 
@@ -1055,18 +1055,12 @@ def test_a_subview_fault_is_the_compiled_kernels(monkeypatch):
 def test_every_example_runs_at_once_with_the_librarys_bits(monkeypatch, name):
     """Each example's own launch code on the executor (PYPTO_PRO_TIER0=always) and compiled: the
     mixed kernels too, their cores exchanging tiles through the cross-core data paths and flags."""
-    results = []
-    for mode in ("always", "0"):
-        monkeypatch.setenv("PYPTO_PRO_TIER0", mode)
-        module = load_example(name, f"t0_{mode}")  # fresh kernel objects: they compile under this mode
-        torch.manual_seed(0)
-        out = EXAMPLE_RUNS[name](module)
-        sync()
-        results.append(out if isinstance(out, list) else [out])
+    runs = example_outputs(monkeypatch, name, "PYPTO_PRO_TIER0", ("always", "0"))
+    for (module, _), mode in zip(runs, ("always", "0")):
         for kernel in (v for v in vars(module).values() if isinstance(v, pl.JitFunction)):
             for stats in kernel.compile_stats():
                 assert stats["tier0"] == (mode == "always"), (kernel.kernel_name, stats["tier0_refused"])
-    for on_tier0, compiled in zip(*results):
+    for on_tier0, compiled in zip(runs[0][1], runs[1][1]):
         assert torch.equal(on_tier0, compiled)
 
 
