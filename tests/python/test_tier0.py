@@ -1175,3 +1175,38 @@ def test_acc_to_vec_moves_match_the_library(monkeypatch, mode, dtype, relu, scal
     if dtype is pl.DT_INT8:
         want = want.round().clamp(-128, 127)
     assert (got - want).abs().max() <= tol * max(1.0, want.abs().max().item() if dtype is not pl.DT_INT8 else 1.0)
+
+
+def int8_product_stores(a: pl.Tensor[[32, 64], pl.DT_INT8], b: pl.Tensor[[64, 32], pl.DT_INT8],
+                        q: pl.Tensor[[32, 32], pl.DT_INT8], h: pl.Tensor[[32, 32], pl.DT_FP16],
+                        w: pl.Tensor[[32, 32], pl.DT_INT32]):
+    """An int8 matmul's int32 sums stored as they are, quantised to int8 and dequantised to fp16."""
+    mem = pl.MemorySpace
+    a_mat = pl.make_tile(pl.TileType(shape=[32, 64], dtype=pl.DT_INT8, target_memory=mem.Mat), addr=0x0)
+    b_mat = pl.make_tile(pl.TileType(shape=[64, 32], dtype=pl.DT_INT8, target_memory=mem.Mat), addr=0x1000)
+    left = pl.make_tile(pl.TileType(shape=[32, 64], dtype=pl.DT_INT8, target_memory=mem.Left), addr=0x0)
+    right = pl.make_tile(pl.TileType(shape=[64, 32], dtype=pl.DT_INT8, target_memory=mem.Right), addr=0x0)
+    acc = pl.make_tile(pl.TileType(shape=[32, 32], dtype=pl.DT_INT32, target_memory=mem.Acc), addr=0x0)
+    with pl.section_cube():
+        pl.load(a_mat, a, [0, 0])
+        pl.load(b_mat, b, [0, 0])
+        pl.move(left, a_mat)
+        pl.move(right, b_mat)
+        pl.matmul(acc, left, right)
+        pl.store(w, acc, [0, 0])
+        pl.store(q, acc, [0, 0], relu_pre_mode=pl.ReluPreMode.NormalRelu, scale=0.01)
+        pl.store(h, acc, [0, 0], scale=0.5)
+
+
+def test_an_int32_accumulators_converting_stores_match_the_library(monkeypatch):
+    g = torch.Generator().manual_seed(3)
+    a = torch.randint(-128, 128, (32, 64), generator=g, dtype=torch.int8)
+    b = torch.randint(-128, 128, (64, 32), generator=g, dtype=torch.int8)
+    both = _twins(int8_product_stores, "t0_int8_stores", monkeypatch)
+    outs = (torch.zeros(32, 32, dtype=torch.int8), torch.zeros(32, 32).half(), torch.zeros(32, 32, dtype=torch.int32))
+    (*_, q0, h0, w0), (*_, q1, h1, w1) = both(1, a, b, *outs)
+    assert torch.equal(q0, q1) and torch.equal(h0, h1) and torch.equal(w0, w1)
+    sums = a.long() @ b.long()
+    assert torch.equal(w1.long(), sums)
+    assert (q1.float() - (torch.relu(sums.float()) * 0.01).round().clamp(-128, 127)).abs().max() <= 1
+    torch.testing.assert_close(h1.float(), (sums.float() * 0.5).half().float(), rtol=1e-3, atol=1e-3)
