@@ -77,6 +77,8 @@ enum {
   PTO_T0_ACCTOVEC,   /* Vec t[a] <- Acc t[b] through the fixpipe: acc_to_vec_mode c (-1: not given), relu f, scale imm */
   PTO_T0_INSERT,     /* Mat t[a] <- Vec t[b]'s window at [r[c], r[d]], transposed (NZ into ZN) if e; op name s0 */
   PTO_T0_CROSS,      /* set_cross_core (a=0) / wait_cross_core (a=1): pipe b, event c, sync mode d */
+  PTO_T0_GETVAL,     /* r[a] = element r[c] (a linear offset) of t[b], as kind d (pl.getval, tile[i, j]) */
+  PTO_T0_SETVAL,     /* element r[b] of t[a] = r[c] of kind d (pl.setval) */
 };
 
 /* Binary operators of PTO_T0_BIN (the IR's). */
@@ -107,6 +109,7 @@ typedef struct PtoT0Tensor {
  * window, its mutex ids. */
 typedef struct PtoT0Slot {
   int32_t elem, mem, rows, cols, pad;
+  int32_t layout, compact; /* pto::Layout; TileType(compact=): where element offsets land (ElementIndexOf) */
   uint32_t addr;
   int32_t valid_rows, valid_cols;
   uint32_t mutex_mask;

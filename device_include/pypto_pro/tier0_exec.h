@@ -529,6 +529,27 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         });
         break;
       }
+      case PTO_T0_GETVAL:    // getval() of a tile (tile.h)
+      case PTO_T0_SETVAL: {  // setval() of a tile
+        const bool get = in.code == PTO_T0_GETVAL;
+        const PtoT0Slot& d = p.slots[t[get ? in.b : in.a]];
+        const SlotState& st = s[t[get ? in.b : in.a]];
+        const int64_t offset = r[get ? in.c : in.b], count = int64_t(d.rows) * d.cols;
+        if (offset < 0 || offset >= count) detail::ElementFault(ctx, in.line, get ? "getval" : "setval", nullptr, offset, count);
+        ByElem(d.elem, [&]<typename T>() {
+          T* data = reinterpret_cast<T*>(st.data) +
+                    ElementIndexOf(d.layout, d.rows, d.cols, int64_t(sizeof(T)), d.compact, st.valid_rows,
+                                   st.valid_cols, offset);
+          if (get) {
+            if constexpr (__is_same(T, float) || __is_same(T, int32_t) || __is_same(T, int64_t)) {
+              r[in.a] = Store(*data, in.d);  // (the compiler admits these element types only)
+            }
+          } else {
+            WithScalar(r[in.c], in.d, [&](auto v) { *data = detail::ToElement<T>(v); return 0; });
+          }
+        });
+        break;
+      }
       case PTO_T0_CROSS:  // set_cross_core / wait_cross_core (sync.h)
         if (in.a == 0) ctx.api->set_cross_core(&ctx, in.line, in.b, in.c, in.d);
         else ctx.api->wait_cross_core(&ctx, in.line, in.b, in.c, in.d);

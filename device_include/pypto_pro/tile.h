@@ -549,33 +549,34 @@ inline T* GmElement(CoreCtx& ctx, int line, const char* op, const GmTensor<T, N>
 // NPU: row-major for ND tiles; column-major for DN; for NZ, 32-byte columns of C0 elements, each
 // holding every row (the rows of a compact tile's partial window rounded up to 16) one after another;
 // ZN is NZ of the transpose. `offset` is in [0, rows x cols).
+// (ElementIndexOf: the same for a tile described at run time, as the tier-0 executor's slots are; with
+// the template's constants it inlines to the same code.)
+inline int64_t ElementIndexOf(int layout, int64_t R, int64_t C, int64_t elem_bytes, int compact, int64_t valid_rows,
+                              int64_t valid_cols, int64_t offset) {
+  if (layout == kDN) return (offset % R) * C + offset / R;
+  if (layout != kNZ && layout != kZN) return offset;
+  const bool nz = layout == kNZ;
+  const int64_t c0 = 32 / elem_bytes;
+  // The NZ view: ZN [R, C] is NZ [C, R] of the transposed matrix.
+  const int64_t rows_nz = nz ? R : C, cols_nz = nz ? C : R;
+  const int64_t valid = nz ? valid_rows : valid_cols;
+  const int64_t stride = compact == 1 && valid < rows_nz ? (valid + 15) / 16 * 16 : rows_nz;
+  int64_t r, c;  // in the NZ view
+  if (offset < stride * cols_nz) {
+    const int64_t block = offset / (stride * c0), within = offset % (stride * c0);
+    r = within / c0;
+    c = block * c0 + within % c0;
+  } else {  // past a compact window's blocks: the rows below them, in order
+    r = stride + (offset - stride * cols_nz) / cols_nz;
+    c = (offset - stride * cols_nz) % cols_nz;
+  }
+  return nz ? r * C + c : c * C + r;
+}
+
 template <typename TileT>
 inline int64_t ElementIndex(const TileT& tile, int64_t offset) {
-  constexpr int64_t R = TileT::kRows, C = TileT::kCols;
-  if constexpr (TileT::kLayout == kDN) {
-    return (offset % R) * C + offset / R;
-  } else if constexpr (TileT::kLayout == kNZ || TileT::kLayout == kZN) {
-    constexpr bool kNZ_ = TileT::kLayout == kNZ;
-    constexpr int64_t kC0 = 32 / int64_t(sizeof(typename TileT::Elem));
-    // The NZ view: ZN [R, C] is NZ [C, R] of the transposed matrix.
-    constexpr int64_t kRowsNZ = kNZ_ ? R : C;
-    const int64_t valid = kNZ_ ? tile.valid_rows : tile.valid_cols;
-    constexpr int64_t kColsNZ = kNZ_ ? C : R;
-    const int64_t stride = TileT::kCompact == 1 && valid < kRowsNZ ? (valid + 15) / 16 * 16 : kRowsNZ;
-    int64_t r, c;  // in the NZ view
-    if (offset < stride * kColsNZ) {
-      const int64_t block = offset / (stride * kC0), within = offset % (stride * kC0);
-      r = within / kC0;
-      c = block * kC0 + within % kC0;
-    } else {  // past a compact window's blocks: the rows below them, in order
-      r = stride + (offset - stride * kColsNZ) / kColsNZ;
-      c = (offset - stride * kColsNZ) % kColsNZ;
-    }
-    return kNZ_ ? r * C + c : c * C + r;
-  } else {
-    (void)tile;
-    return offset;
-  }
+  return ElementIndexOf(TileT::kLayout, TileT::kRows, TileT::kCols, int64_t(sizeof(typename TileT::Elem)),
+                        TileT::kCompact, tile.valid_rows, tile.valid_cols, offset);
 }
 
 template <typename TileT>

@@ -35,6 +35,16 @@ int ScalarKind(DataType dtype) {
   }
 }
 
+// The register kind an element read of a tile of `dtype` gives (pto::getval's type): fp32, int32, int64.
+int ElementKind(DataType dtype) {
+  switch (dtype) {
+    case DataType::kInt32: return PTO_T0_INT32;
+    case DataType::kInt64: return PTO_T0_INT64;
+    case DataType::kFP32: return PTO_T0_FP32;
+    default: Refuse("an element read of a tile of " + std::string(Name(dtype)));
+  }
+}
+
 int ElemCode(DataType dtype) {
   const std::string_view c = Info(dtype).ctype;
   static const std::pair<std::string_view, int> kCodes[] = {
@@ -214,9 +224,9 @@ class Compiler {
     return TileVarOf(e->var);
   }
 
-  // PtoCoreCtx::mem's index of the tile's memory: Vec tiles in ND or DN layout, and the cube's L1, L0A,
-  // L0B, L0C and bias tiles in ND, NZ or ZN (the simulator keeps every layout in logical row-major order; the
-  // element reads that see the layout are refused).
+  // PtoCoreCtx::mem's index of the tile's memory: Vec tiles in ND, DN, NZ or ZN layout, and the cube's L1,
+  // L0A, L0B, L0C and bias tiles in ND, NZ or ZN (the simulator keeps every layout in logical row-major order;
+  // element accesses place their linear offsets by the slot's layout, as ElementIndex does).
   static int MemoryIndex(const TileType& t) {
     static const char* const kNames[] = {
 #define PTO_T0_MEM_(name) #name,
@@ -315,7 +325,16 @@ class Compiler {
         return out;
       }
       case ExprKind::kBinary: return Binary(*e);
-      default: Refuse("an expression of this kind (element reads, views, fields, pointers)");
+      case ExprKind::kElement: {  // pl.getval(tile, offset), tile[i, j]: an element of fp32, int32 or int64
+        if (!e->var->type.IsTile()) Refuse("an element read of a GM tensor");
+        const int kind = ElementKind(e->var->type.dtype);
+        if (kind != ScalarKind(e->type.dtype)) Refuse("an element read converting its type");
+        const int offset = Conv(Expr_(e->operands[0]), e->operands[0]->type.dtype, DataType::kInt64, line);
+        const int out = NewReg();
+        Emit(PTO_T0_GETVAL, line, out, TileOf(VarRef(e->var, e->span)), offset, kind);
+        return out;
+      }
+      default: Refuse("an expression of this kind (views, fields, pointers)");
     }
   }
 
@@ -485,6 +504,8 @@ class Compiler {
       slot.rows = int32_t(t.Rows());
       slot.cols = int32_t(t.Cols());
       slot.pad = t.pad;
+      slot.layout = int32_t(t.layout);
+      slot.compact = t.compact;
       slot.addr = uint32_t(g.addrs[size_t(i)]);
       slot.valid_rows = window(0);
       slot.valid_cols = window(1);
@@ -515,6 +536,8 @@ class Compiler {
     slot.rows = int32_t(t.Rows());
     slot.cols = int32_t(t.Cols());
     slot.pad = t.pad;
+    slot.layout = int32_t(t.layout);
+    slot.compact = t.compact;
     const int at = int(out_->slots.size());
     out_->slots.push_back(slot);
     const int insn = Emit(PTO_T0_SUBVIEW, line, TileVarOf(s.var), tile, bounds[0], bounds[1], bounds[2]);
@@ -776,6 +799,12 @@ class Compiler {
         Emit(PTO_T0_VSELECTS, line, TileOf(s.args[0]), TileOf(s.args[1]), TileOf(s.args[2]), scalar,
              ScalarKind(s.args[3]->type.dtype));
       }
+    } else if (name == "setval") {  // container[offset] = value, converted as pto::ToElement
+      if (!s.args[0]->type.IsTile()) Refuse("an element write of a GM tensor");
+      ElemCode(s.args[0]->type.dtype);
+      const int offset = Conv(Expr_(s.args[1]), s.args[1]->type.dtype, DataType::kInt64, line);
+      const int value = Expr_(s.args[2]);
+      Emit(PTO_T0_SETVAL, line, TileOf(s.args[0]), offset, value, ScalarKind(s.args[2]->type.dtype));
     } else if (name == "printf" || name == "pto_assert") {
       Debug(s);
     } else if (name == "trap") {

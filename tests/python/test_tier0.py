@@ -1210,3 +1210,50 @@ def test_an_int32_accumulators_converting_stores_match_the_library(monkeypatch):
     assert torch.equal(w1.long(), sums)
     assert (q1.float() - (torch.relu(sums.float()) * 0.01).round().clamp(-128, 127)).abs().max() <= 1
     torch.testing.assert_close(h1.float(), (sums.float() * 0.5).half().float(), rtol=1e-3, atol=1e-3)
+
+
+def _elements(dtype, layout):
+    """Element reads and writes (pl.getval / pl.setval, tile[i, j]) of a Vec tile in `layout` (an NZ one
+    gets its values by a move from an ND tile, and gives them back so) at run-time offsets: the linear
+    offsets land where the layout puts them."""
+    def elements(x: pl.Tensor[[16, 32], dtype], y: pl.Tensor[[16, 32], dtype], at: pl.Scalar[pl.DT_INT32],
+                 v: pl.Scalar[pl.DT_FP32]):
+        rows = pl.make_tile(pl.TileType(shape=[16, 32], dtype=dtype), addr=0x0)
+        t = pl.make_tile(pl.TileType(shape=[16, 32], dtype=dtype, layout=layout), addr=0x1000)
+        with pl.section_vector():
+            pl.load(rows, x, [0, 0])
+            pl.move(t, rows)
+            first = pl.getval(t, at)
+            pl.setval(t, at + 1, first * 2)  # READ-WRITE
+            pl.setval(t, 3, v)
+            pl.setval(t, at + 5, t[1, 2] + pl.getval(t, 0))
+            pl.move(rows, t)
+            pl.store(y, rows, [0, 0])
+
+    return elements
+
+
+@pytest.mark.parametrize("layout", ["ND", "NZ"])
+@pytest.mark.parametrize("dtype", [pl.DT_FP32, pl.DT_INT32])
+def test_element_reads_and_writes_match_the_library(monkeypatch, dtype, layout):
+    torch_dtype = {pl.DT_FP32: torch.float32, pl.DT_INT32: torch.int32}[dtype]
+    x = (torch.randn(16, 32) * 100).to(torch_dtype)
+    both = _twins(_elements(dtype, getattr(pl, layout)), f"t0_elements_{dtype.name}_{layout}", monkeypatch)
+    for at in (0, 17, 300):
+        (*_, y0, _, _), (*_, y1, _, _) = both(1, x, torch.zeros_like(x), at, 2.75)
+        assert torch.equal(y0, y1)
+        if layout == "ND":  # row-major offsets: the expected values
+            want = x.clone().flatten()
+            want[at + 1] = want[at] * 2
+            want[3] = torch.tensor(2.75).to(torch_dtype)
+            want[at + 5] = want[32 + 2] + want[0]
+            assert torch.equal(y1.flatten(), want)
+    faults = []
+    for name, mode in ((f"t0_elements_fault_{dtype.name}_{layout}", "always"),
+                       (f"t0_elements_fault_{dtype.name}_{layout}_lib", "0")):
+        monkeypatch.setenv("PYPTO_PRO_TIER0", mode)
+        kernel = pl.jit(_elements(dtype, getattr(pl, layout)), name=name)
+        kernel[None, 1](x, torch.zeros_like(x), 511, 1.0)  # at + 1 is past the tile's 512 elements
+        faults.append(synchronize_fault())
+    assert faults[0] == faults[1] and faults[0][:2] == ("setval", line_of(_elements, "# READ-WRITE"))
+    assert "element offset out of range" in faults[0][2]
