@@ -1043,19 +1043,17 @@ std::shared_ptr<Instance> BuildInstance(ir::Function func, const CompileOptions&
   std::unique_ptr<Tier0Program> tier0;
   std::string& refused = inst->stats.tier0_refused;
   const bool reused = !inst->stats.reused.empty();
-  if (reused && tier0_mode != Tier0Mode::kAlways) {
-    // (nothing to compile: nothing to wait for)
+  if (before_fusion && (!reused || tier0_mode == Tier0Mode::kAlways)) {
+    tier0 = CompileTier0(*before_fusion, &refused);
   } else if (!before_fusion) {
     refused = options.sanitizer ? "a sanitizer instance" : options.profile ? "a profile instance"
               : options.debug   ? "a debug instance"
                                 : "PYPTO_PRO_TIER0=0";
-  } else {
-    tier0 = CompileTier0(*before_fusion, &refused);
   }
   const bool started =
       tier0 && StartTier0(*inst, std::move(tier0), job.func, routines_lib, options.arch, tier0_mode);
-  if (!started && refused.empty() && !reused) refused = "the executor could not be loaded";
-  if (reused) refused.clear();
+  if (started || reused) refused.clear();  // (a reused library waited for nothing)
+  else if (refused.empty()) refused = "the executor could not be loaded";
   if (started && reused) {  // the library is here already: loaded now, the launches stay on the executor
     inst->stats.load_ms = LoadAndPublish(job);
     std::lock_guard<std::mutex> lock(inst->mutex);

@@ -563,11 +563,15 @@ class Compiler {
     }
   }
 
-  // The value of each of the op's options, as EmitOp passes them.
+  // The value of each of the op's options, as EmitOp passes them. An enum EmitOp spells as a named
+  // constant is its index where the constants come from the same hw_tables.h list as the choices
+  // (pipes, cross-core sync modes).
   std::map<std::string_view, int64_t> Options(const StmtNode& s) {
     std::map<std::string_view, int64_t> values;
     for (const auto& [spec, attr] : codegen::OpOptions(s)) {
-      if (attr.is_string || !spec->cpp_prefix.empty()) Refuse("an op option of this kind");
+      const bool by_index = spec->cpp_prefix.empty() || spec->cpp_prefix == "pto::kPipe" ||
+                            spec->cpp_prefix == "PTO_SYNC_";
+      if (attr.is_string || !by_index) Refuse("an op option of this kind");
       values[spec->name] = attr.value;
     }
     return values;
@@ -670,8 +674,7 @@ class Compiler {
                           src.layout == Layout::kNZ && dst.layout == Layout::kZN);
       out_->insns[size_t(at)].s0 = out_->names.emplace_back(s.op->PublicName()).c_str();
     } else if (name == "system.set_cross_core" || name == "system.wait_cross_core") {
-      std::map<std::string_view, int64_t> values;  // (pipe and mode: their enums' numbers)
-      for (const auto& [spec, attr] : codegen::OpOptions(s)) values[spec->name] = attr.value;
+      const auto values = Options(s);
       Emit(PTO_T0_CROSS, line, name == "system.wait_cross_core", int(values.at("pipe")), int(values.at("event_id")),
            int(values.at("sync_mode")));
     } else if (name == "move") {

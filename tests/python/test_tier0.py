@@ -1117,6 +1117,21 @@ def test_a_mixed_kernels_cross_core_paths_and_faults_match_the_library(monkeypat
     assert torch.equal(on_tier0, compiled)
 
 
+def _product(acc, a, b):
+    """acc = a [32, 64] @ b [64, 32] through L1 and L0 tiles of a's dtype (inlined into the cube sections
+    of the kernels below)."""
+    mem = pl.MemorySpace
+    a_mat = pl.make_tile(pl.TileType(shape=[32, 64], dtype=a.dtype, target_memory=mem.Mat), addr=0x0)
+    b_mat = pl.make_tile(pl.TileType(shape=[64, 32], dtype=a.dtype, target_memory=mem.Mat), addr=0x1000)
+    left = pl.make_tile(pl.TileType(shape=[32, 64], dtype=a.dtype, target_memory=mem.Left), addr=0x0)
+    right = pl.make_tile(pl.TileType(shape=[64, 32], dtype=a.dtype, target_memory=mem.Right), addr=0x0)
+    pl.load(a_mat, a, [0, 0])
+    pl.load(b_mat, b, [0, 0])
+    pl.move(left, a_mat)
+    pl.move(right, b_mat)
+    pl.matmul(acc, left, right)
+
+
 def _acc_to_vec(mode, dtype, relu, scale):
     """C = A @ B moved from the AIC's Acc into the AIVs' UB with acc_to_vec_mode `mode` (each AIV zeroes
     its tile first, then stores all of it: the rows or columns it did not get stay zero)."""
@@ -1132,16 +1147,8 @@ def _acc_to_vec(mode, dtype, relu, scale):
             pl.system.wait_cross_core(pipe=pl.PipeType.MTE3, event_id=0)
             pl.store(c, vec, [pl.get_subblock_idx() * 32, 0])
         with pl.section_cube():
-            a_mat = pl.make_tile(pl.TileType(shape=[32, 64], dtype=pl.DT_FP16, target_memory=mem.Mat), addr=0x0)
-            b_mat = pl.make_tile(pl.TileType(shape=[64, 32], dtype=pl.DT_FP16, target_memory=mem.Mat), addr=0x1000)
-            left = pl.make_tile(pl.TileType(shape=[32, 64], dtype=pl.DT_FP16, target_memory=mem.Left), addr=0x0)
-            right = pl.make_tile(pl.TileType(shape=[64, 32], dtype=pl.DT_FP16, target_memory=mem.Right), addr=0x0)
             acc = pl.make_tile(pl.TileType(shape=[32, 32], dtype=pl.DT_FP32, target_memory=mem.Acc), addr=0x0)
-            pl.load(a_mat, a, [0, 0])
-            pl.load(b_mat, b, [0, 0])
-            pl.move(left, a_mat)
-            pl.move(right, b_mat)
-            pl.matmul(acc, left, right)
+            _product(acc, a, b)
             pl.system.wait_cross_core(pipe=pl.PipeType.FIX, event_id=1)
             if relu:  # (relu and scale given together here)
                 pl.move(vec, acc, acc_to_vec_mode=to_vec, relu_pre_mode=pl.ReluPreMode.NormalRelu, scale=scale)
@@ -1181,18 +1188,9 @@ def int8_product_stores(a: pl.Tensor[[32, 64], pl.DT_INT8], b: pl.Tensor[[64, 32
                         q: pl.Tensor[[32, 32], pl.DT_INT8], h: pl.Tensor[[32, 32], pl.DT_FP16],
                         w: pl.Tensor[[32, 32], pl.DT_INT32]):
     """An int8 matmul's int32 sums stored as they are, quantised to int8 and dequantised to fp16."""
-    mem = pl.MemorySpace
-    a_mat = pl.make_tile(pl.TileType(shape=[32, 64], dtype=pl.DT_INT8, target_memory=mem.Mat), addr=0x0)
-    b_mat = pl.make_tile(pl.TileType(shape=[64, 32], dtype=pl.DT_INT8, target_memory=mem.Mat), addr=0x1000)
-    left = pl.make_tile(pl.TileType(shape=[32, 64], dtype=pl.DT_INT8, target_memory=mem.Left), addr=0x0)
-    right = pl.make_tile(pl.TileType(shape=[64, 32], dtype=pl.DT_INT8, target_memory=mem.Right), addr=0x0)
-    acc = pl.make_tile(pl.TileType(shape=[32, 32], dtype=pl.DT_INT32, target_memory=mem.Acc), addr=0x0)
+    acc = pl.make_tile(pl.TileType(shape=[32, 32], dtype=pl.DT_INT32, target_memory=pl.MemorySpace.Acc), addr=0x0)
     with pl.section_cube():
-        pl.load(a_mat, a, [0, 0])
-        pl.load(b_mat, b, [0, 0])
-        pl.move(left, a_mat)
-        pl.move(right, b_mat)
-        pl.matmul(acc, left, right)
+        _product(acc, a, b)
         pl.store(w, acc, [0, 0])
         pl.store(q, acc, [0, 0], relu_pre_mode=pl.ReluPreMode.NormalRelu, scale=0.01)
         pl.store(h, acc, [0, 0], scale=0.5)
