@@ -7,7 +7,7 @@
 
 #include "pypto_pro/hw_tables.h"
 
-#define PTO_ABI_VERSION 15
+#define PTO_ABI_VERSION 16
 #define PTO_MEM_ONE_(name) +1
 #define PTO_MEM_COUNT (0 PTO_HW_MEMORIES(PTO_MEM_ONE_)) /* memories indexed as in hw_tables.h, DDR first */
 #define PTO_MEM_SSBUF PTO_MEM_COUNT /* sanitizer accesses of the block's SSBUF (shared like GM) */
@@ -273,6 +273,9 @@ typedef struct PtoCoreCtx {
   int64_t ahead_stride;    /* bytes between rows */
   int64_t ahead_rows;      /* rows left, the current one included */
   const void* ahead_window; /* the predicted next window of the load (its first strip follows the last) */
+  /* The launch's number, unique in the process and never 0: what device code derives from GM that
+   * cannot change during a launch is kept for the rest of the launch under it (gemm.h, Reuse). */
+  uint64_t launch_id;
 } PtoCoreCtx;
 
 /* The special registers as a block starts: a bit-mode mask of all ones, CTRL at its hardware

@@ -11,11 +11,13 @@ namespace pto {
 
 // forward_moves (docs/device.md#forwarded-moves): where a load whose Mat tile only forwarded matmuls
 // read left its window: in GM (the window's first element and row stride) when its columns lie
-// together there, else in the tile.
+// together there, else in the tile. launch: the launch during which its values cannot change (a
+// window in GM of a tensor no written buffer of the launch overlaps), else 0 (gemm::Reuse).
 template <typename T>
 struct InPlace {
   const T* data;
   int64_t stride;
+  uint64_t launch;
 };
 
 // A forwarded matmul operand read in place: the Mat tile's type and window, its elements at `data`.
@@ -29,11 +31,12 @@ struct InPlaceTile {
   int64_t stride;
   int32_t valid_rows;
   int32_t valid_cols;
+  uint64_t launch;
 };
 
 template <typename TileT>
 inline InPlaceTile<TileT> ReadInPlace(const TileT& tile, const InPlace<typename TileT::Elem>& at) {
-  return {at.data, at.stride, tile.valid_rows, tile.valid_cols};
+  return {at.data, at.stride, tile.valid_rows, tile.valid_cols, at.launch};
 }
 
 namespace detail {
@@ -47,21 +50,43 @@ inline int64_t RowStride(const InPlaceTile<TileT>& t) {
   return t.stride;
 }
 
+// The launch during which a matmul operand's values cannot change (gemm::Reuse), or 0.
+template <typename TileT>
+constexpr uint64_t SteadyDuring(const TileT&) {
+  return 0;
+}
+template <typename TileT>
+inline uint64_t SteadyDuring(const InPlaceTile<TileT>& t) {
+  return t.launch;
+}
+
+// Whether buffer x shares no byte with any of `written` (the buffers a launch writes).
+template <int N>
+inline bool ApartFrom(PtoRange x, const PtoRange (&written)[N]) {
+  const uintptr_t lo = uintptr_t(x.lo), hi = lo + uintptr_t(x.bytes);
+  for (const PtoRange& w : written) {
+    const uintptr_t w_lo = uintptr_t(w.lo), w_hi = w_lo + uintptr_t(w.bytes);
+    if (lo < w_hi && w_lo < hi) return false;
+  }
+  return true;
+}
+
 // The load's checks (the same faults at the same line), then its window left where it is when the
 // matmul can read it there: the tensor's last two axes, columns together, rows apart and ascending.
+// steady: no buffer the launch writes overlaps src's (the kernel's entry checks, ApartFrom).
 template <typename TileT, typename T, int N>
 inline InPlace<T> LoadInPlace(CoreCtx& ctx, int line, const char* op, int order, bool tile_units, TileT& dst,
-                              const GmTensor<T, N>& src, Idx<N> index) {
+                              const GmTensor<T, N>& src, Idx<N> index, bool steady) {
   static_assert(__is_same(typename TileT::Elem, T), "tile and tensor dtypes differ");
   if constexpr (N >= 2) {
     if (order < 0 && src.stride[N - 1] == 1 && src.stride[N - 2] >= TileT::kCols) {
       const Axes axes = DecodeOrder<N>(-1);
       const Idx<N> offsets = tile_units ? TileOffsets<TileT>(index, axes) : index;
-      return {CheckedWindow(ctx, line, op, dst, src, offsets, axes), src.stride[N - 2]};
+      return {CheckedWindow(ctx, line, op, dst, src, offsets, axes), src.stride[N - 2], steady ? ctx.launch_id : 0};
     }
   }
   Load(ctx, line, op, order, tile_units, RefOf(dst), src, index);
-  return {dst.data, TileT::kCols};
+  return {dst.data, TileT::kCols, 0};
 }
 
 // The cube unit takes M and K from the left matrix and N from the right one (the right tile's valid
@@ -99,21 +124,21 @@ inline void Matmul(CoreCtx& ctx, int line, const char* op, TD& dst, const TL& lh
   static_assert(kMatmulShapes<TD, TL, TR>, "matmul shapes: lhs [M, K] x rhs [K, N] -> dst [M, N]");
   CheckMatmulWindow(ctx, line, op, lhs, rhs);
   gemm::Gemm(lhs.valid_rows, rhs.valid_cols, lhs.valid_cols, lhs.data, RowStride(lhs), rhs.data, RowStride(rhs),
-             dst.data, TD::kCols, init);
+             dst.data, TD::kCols, init, gemm::Reuse{SteadyDuring(lhs), SteadyDuring(rhs)});
 }
 
 }  // namespace detail
 
 template <typename TileT, typename T, int N>
 inline InPlace<T> load_in_place(CoreCtx& ctx, int line, int order, TileT& dst, const GmTensor<T, N>& src,
-                                Idx<N> offsets) {
-  return detail::LoadInPlace(ctx, line, "load", order, false, dst, src, offsets);
+                                Idx<N> offsets, bool steady) {
+  return detail::LoadInPlace(ctx, line, "load", order, false, dst, src, offsets, steady);
 }
 
 template <typename TileT, typename T, int N>
 inline InPlace<T> load_tile_in_place(CoreCtx& ctx, int line, int order, TileT& dst, const GmTensor<T, N>& src,
-                                     Idx<N> tile_idx) {
-  return detail::LoadInPlace(ctx, line, "load_tile", order, true, dst, src, tile_idx);
+                                     Idx<N> tile_idx, bool steady) {
+  return detail::LoadInPlace(ctx, line, "load_tile", order, true, dst, src, tile_idx, steady);
 }
 
 // dst[:M, :N] = lhs[:M, :K] x rhs[:K, :N]; phase: the unit-flag handshake (fixpipe.h)

@@ -911,6 +911,11 @@ class KernelWriter {
       }
     }
     for (const std::string& operand : operands) call += ", " + operand;
+    if (in_place) {  // whether the launch writes nothing over the tensor (what Gemm derives from it lasts)
+      const Expr& src = s.args.at(1);
+      steady_params_.insert(src->var->id);
+      call += ", " + SteadyName(src->var);
+    }
     call += ");";
     EmitCompactChecks(s, indent);
     if (!instrument_) {
@@ -1019,6 +1024,44 @@ class KernelWriter {
     return os.str();
   }
 
+  // Per tensor parameter an in-place load reads: whether no buffer the launch writes overlaps it, so
+  // its values cannot change during the launch (gemm::Reuse). Never where a tensor is restrided (its
+  // reads and writes leave shape x dtype bytes) or blocks synchronise (a SOFT sync_all's workspaces).
+  std::string SteadyFlags(const std::vector<bool>& written) {
+    auto bytes_of = [&](const Var& p) {
+      if (p->type.IsPtr()) return "args." + BytesFieldName(p);
+      std::string bytes = "int64_t(sizeof(" + DeviceType(p->type.tensor->dtype) + "))";
+      for (const Dim& d : p->type.tensor->dims) {
+        bytes += " * " + (d.kind == DimKind::kDynamic ? "int64_t(args.dyn" + std::to_string(d.dyn_slot) + ")"
+                                                     : std::to_string(d.value));
+      }
+      return bytes;
+    };
+    const bool never = !restrided_.empty() || NeedsResidentBlocks(func_);
+    std::string buffers;
+    for (size_t i = 0; i < func_.params.size(); ++i) {
+      const Var& p = func_.params[i];
+      if (written[i] && (p->type.IsTensor() || p->type.IsPtr())) {
+        buffers += std::string(buffers.empty() ? "" : ", ") + "PtoRange{args." + FieldName(p) + ", " + bytes_of(p) + "}";
+      }
+    }
+    std::ostringstream os;
+    if (!never && !buffers.empty()) os << "  const PtoRange written_buffers[] = {" << buffers << "};\n";
+    for (const Var& p : func_.params) {
+      if (!steady_params_.count(p->id)) continue;
+      os << "  const bool " << SteadyName(p) << " = ";
+      if (never) {
+        os << "false;\n";
+      } else if (buffers.empty()) {
+        os << "true;\n";
+      } else {
+        os << "pto::detail::ApartFrom(PtoRange{args." << FieldName(p) << ", " << bytes_of(p)
+           << "}, written_buffers);\n";
+      }
+    }
+    return os.str();
+  }
+
   std::string KernelSource(const std::string& tiling_header) {
     // Body first: it registers the tile types the declarations need.
     int indent = 1;
@@ -1059,6 +1102,7 @@ class KernelWriter {
       }
     }
     Stmt_(func_.body, indent);
+    if (!steady_params_.empty()) decls << SteadyFlags(written);
     for (const Var& g : groups_) {
       decls << "  " << TileTypeName(g->group->tile) << " " << GroupName(g) << "[" << g->group->depth << "];\n";
       decls << "  int32_t " << CursorName(g) << " = 0;\n";
@@ -1135,6 +1179,8 @@ class KernelWriter {
   std::map<int, std::string> forwarded_;
   int64_t in_place_load_ = -1;
   static std::string InPlaceName(int64_t number) { return "in_place_" + std::to_string(number); }
+  std::set<int> steady_params_;  // the tensor parameters in-place loads read
+  static std::string SteadyName(const Var& tensor) { return CppIdent("steady_", tensor->name); }
   std::string ForwardedArg(const StmtNode& s, const Expr& arg) {
     if (!forwarded_.empty() && s.op->window == WindowRule::kMatmul && arg->kind == ExprKind::kVar) {
       auto it = forwarded_.find(arg->var->id);

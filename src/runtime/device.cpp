@@ -95,6 +95,7 @@ struct Device::Job {
   LaunchControl* control = nullptr;
   int core_type = PTO_CORE_AIV;
   int blocks = 0;
+  uint64_t launch_id = 0;
   std::atomic<int> next{0};
   std::atomic<int> done{0};
   std::atomic<int> faults{0};
@@ -138,6 +139,7 @@ void Device::RunBlocks(Job& job, AfterBlock after_block) {
   ctx.api = &CoreApi();
   ctx.core_type = job.core_type;
   ctx.block_num = job.blocks;
+  ctx.launch_id = job.launch_id;
   ctx.subblock_idx = 0;
   ctx.subblock_num = 1;
   ctx.runtime = &core;
@@ -156,7 +158,7 @@ void Device::RunBlocks(Job& job, AfterBlock after_block) {
         fault->block = block;
         fault->message = job.control->Describe();
       } else if (mixed) {
-        fault = mixed_block->Run(*job.desc, job.args, *job.arch, block, job.blocks, job.control);
+        fault = mixed_block->Run(*job.desc, job.args, *job.arch, block, job.blocks, job.control, job.launch_id);
       } else {
         ctx.block_idx = block;
         ctx.poll_seen = *ctx.poll_word;
@@ -243,6 +245,8 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
   // Exactly block_dim blocks, never truncated: more blocks than the arch has cores run in waves, as
   // on the hardware (the host threads claim blocks until none are left).
   const int blocks = int(std::max<uint32_t>(block_dim, 1));
+  static std::atomic<uint64_t> launches{0};
+  const uint64_t launch_id = launches.fetch_add(1, std::memory_order_relaxed) + 1;
   DebugThreadName thread_name(desc);
   if (desc.flags & PTO_KERNEL_FLAG_RESIDENT) {
     // pl.system.sync_all: every block resident at once, as fibers of this thread.
@@ -250,7 +254,7 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
     SanitizerLaunch sanitizer(desc, args);
     ProfileLaunch profile(desc, args, uint32_t(blocks));
     std::optional<FaultInfo> result =
-        ResidentLaunch::ForThisThread().Run(desc, args, arch ? *arch : DefaultArch(), blocks, control);
+        ResidentLaunch::ForThisThread().Run(desc, args, arch ? *arch : DefaultArch(), blocks, control, launch_id);
     if (result) {
       result->kernel = desc.name ? desc.name : "?";
       if (result->source_file.empty()) result->source_file = desc.source_file ? desc.source_file : "?";
@@ -272,6 +276,7 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
   job->control = control;
   job->core_type = desc.kind == PTO_KERNEL_CUBE ? PTO_CORE_AIC : PTO_CORE_AIV;
   job->blocks = blocks;
+  job->launch_id = launch_id;
 
   SanitizerLaunch sanitizer(desc, args);
   ProfileLaunch profile(desc, args, uint32_t(blocks));

@@ -31,7 +31,7 @@ void MixedBlock::Program(void* raw) {
 }
 
 void MixedBlock::Start(const PtoKernelDesc& desc, const void* args, const ArchModel& arch, int block, int blocks,
-                       LaunchControl* control, ResidentLaunch* resident) {
+                       LaunchControl* control, ResidentLaunch* resident, uint64_t launch_id) {
   desc_ = &desc;
   args_ = args;
   block_ = block;
@@ -46,6 +46,7 @@ void MixedBlock::Start(const PtoKernelDesc& desc, const void* args, const ArchMo
     s.ctx.core_type = aic ? PTO_CORE_AIC : PTO_CORE_AIV;
     s.ctx.block_idx = aic ? block : 2 * block + subblock;  // AIVs are numbered across the launch
     s.ctx.block_num = blocks;
+    s.ctx.launch_id = launch_id;
     s.ctx.subblock_idx = subblock;
     s.ctx.subblock_num = aic ? 1 : 2;
     s.ctx.runtime = &s.core;
@@ -88,8 +89,8 @@ MixedBlock::StepResult MixedBlock::Step() {
 }
 
 std::optional<FaultInfo> MixedBlock::Run(const PtoKernelDesc& desc, const void* args, const ArchModel& arch,
-                                         int block, int blocks, LaunchControl* control) {
-  Start(desc, args, arch, block, blocks, control, nullptr);
+                                         int block, int blocks, LaunchControl* control, uint64_t launch_id) {
+  Start(desc, args, arch, block, blocks, control, nullptr, launch_id);
   std::optional<FaultInfo> fault;
   for (;;) {
     StepResult r = Step();

@@ -26,7 +26,7 @@ class MixedBlock {
   // Runs logical block `block` of a launch of `blocks` to its end. Returns the first fault of its
   // cores (a failed check or pl.pto_assert), or a deadlock report.
   std::optional<FaultInfo> Run(const PtoKernelDesc& desc, const void* args, const ArchModel& arch, int block,
-                               int blocks, LaunchControl* control);
+                               int blocks, LaunchControl* control, uint64_t launch_id);
 
   // The same in steps, for a resident launch that interleaves all its blocks (pl.system.sync_all):
   // Start() sets the cores up (their Core::resident = `resident`); each Step() runs every core that
@@ -37,7 +37,7 @@ class MixedBlock {
     std::optional<FaultInfo> fault;
   };
   void Start(const PtoKernelDesc& desc, const void* args, const ArchModel& arch, int block, int blocks,
-             LaunchControl* control, ResidentLaunch* resident);
+             LaunchControl* control, ResidentLaunch* resident, uint64_t launch_id);
   StepResult Step();
   void Cancel();
   // The deadlock report of the block's cross-core waits; a core waiting at a barrier says so.

@@ -45,7 +45,7 @@ int ResidentLaunch::KindOf(const PtoCoreCtx& ctx) {
 }
 
 std::optional<FaultInfo> ResidentLaunch::Run(const PtoKernelDesc& desc, const void* args, const ArchModel& arch,
-                                             int blocks, LaunchControl* control) {
+                                             int blocks, LaunchControl* control, uint64_t launch_id) {
   const bool mixed = desc.kind == PTO_KERNEL_MIXED;
   const bool cube = desc.kind == PTO_KERNEL_CUBE;
   // A mixed block needs an AIC (and two AIVs); a vector or cube block one core of its kind.
@@ -66,6 +66,7 @@ std::optional<FaultInfo> ResidentLaunch::Run(const PtoKernelDesc& desc, const vo
   desc_ = &desc;
   args_ = args;
   blocks_ = blocks;
+  launch_id_ = launch_id;
   cancelled_ = false;
   for (int k = 0; k < kBarrierKinds; ++k) arrived_[k] = 0, expected_[k] = 0, generation_[k] = 0, line_[k] = 0;
   inter_.Reset(mixed ? 2 * blocks : cube ? 0 : blocks, mixed || cube ? blocks : 0);
@@ -88,6 +89,7 @@ std::optional<FaultInfo> ResidentLaunch::RunSingle(const ArchModel& arch, Launch
     s.ctx.core_type = cube ? PTO_CORE_AIC : PTO_CORE_AIV;
     s.ctx.block_idx = b;
     s.ctx.block_num = blocks;
+    s.ctx.launch_id = launch_id_;
     s.ctx.subblock_idx = 0;
     s.ctx.subblock_num = 1;
     s.ctx.runtime = &s.core;
@@ -150,7 +152,7 @@ std::optional<FaultInfo> ResidentLaunch::RunSingle(const ArchModel& arch, Launch
 std::optional<FaultInfo> ResidentLaunch::RunMixed(const ArchModel& arch, LaunchControl* control) {
   const int blocks = blocks_;
   while (int(mixed_.size()) < blocks) mixed_.push_back(std::make_unique<MixedBlock>());
-  for (int b = 0; b < blocks; ++b) mixed_[size_t(b)]->Start(*desc_, args_, arch, b, blocks, control, this);
+  for (int b = 0; b < blocks; ++b) mixed_[size_t(b)]->Start(*desc_, args_, arch, b, blocks, control, this, launch_id_);
   std::optional<FaultInfo> fault;
   for (;;) {
     bool unfinished = false, ran = false;

@@ -32,7 +32,7 @@ class ResidentLaunch {
 
   // Runs every block of the launch to its end; the first fault, or a deadlock report.
   std::optional<FaultInfo> Run(const PtoKernelDesc& desc, const void* args, const ArchModel& arch, int blocks,
-                               LaunchControl* control);
+                               LaunchControl* control, uint64_t launch_id);
 
   // pl.system.sync_all(core_type=) on a core's fiber (0 AIV_ONLY, 1 AIC_ONLY, 2 MIX); `soft`: its
   // SOFT form, a barrier of its own, held by `participants` cores (0: every core of core_type).
@@ -82,6 +82,7 @@ class ResidentLaunch {
   const PtoKernelDesc* desc_ = nullptr;
   const void* args_ = nullptr;
   int blocks_ = 0;
+  uint64_t launch_id_ = 0;
   int arrived_[kBarrierKinds] = {};
   int64_t expected_[kBarrierKinds] = {};  // the participants the barrier's first arrival named
   uint64_t generation_[kBarrierKinds] = {};

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <random>
+#include <vector>
 
 #include "gemm_check.h"
 #include "pypto_pro/device.h"
@@ -77,6 +79,54 @@ TEST(CubeGemm, Bf16DotExactnessBoundary) {
 TEST(CubeGemm, Fp16InfinityAndNanPropagate) {
   test_util::ExpectFp16InfinityAndNanPropagate(48, 40);    // one k block
   test_util::ExpectFp16InfinityAndNanPropagate(300, 700);  // several k blocks (the last one holds the inf)
+}
+
+// What Gemm derives from operands that cannot change during a launch (gemm::Reuse: packed panels, A's
+// smallest magnitudes) is kept for that launch only: within it a later matmul of the same windows
+// reads what was kept (so changing them in between, which forward_moves' conditions rule out, shows the
+// old values); another launch derives afresh. Kept results are the bits of a matmul without Reuse, for
+// values the tile unit takes and values it would flush (those run on the fp32 path either way).
+template <typename TIn, typename TC>
+void ExpectKeptForTheLaunch(uint64_t launch, float subnormal_at) {
+  constexpr int kM = 96, kK = 128, kN = 64, kLd = 256;  // windows of wider arrays, as in GM
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> small(-8, 8);
+  std::vector<TIn> a(size_t(kM) * kLd), b(size_t(kK) * kLd);
+  auto value = [&](int v) {
+    if constexpr (__is_same(TIn, int8_t)) return int8_t(v);
+    else return pto::FromFloat<TIn>(float(v) * 0.25f);
+  };
+  for (TIn& x : a) x = value(small(rng));
+  for (TIn& x : b) x = value(small(rng));
+  if constexpr (__is_same(TIn, pto::bfloat16)) {
+    if (subnormal_at != 0) b[5 * kLd + 3] = pto::FromFloat<pto::bfloat16>(subnormal_at);  // fp32 path
+  }
+  auto product = [&](pto::gemm::Reuse reuse) {
+    std::vector<TC> c(size_t(kM) * kN);
+    pto::gemm::Gemm(kM, kN, kK, a.data(), kLd, b.data(), kLd, c.data(), kN, pto::gemm::Init<TC>{}, reuse);
+    return c;
+  };
+  const std::vector<TC> plain = product({});
+  EXPECT_EQ(product({launch, launch}), plain);
+  EXPECT_EQ(product({launch, launch}), plain);  // from the kept panels
+  for (TIn& x : b) x = value(1);
+  const std::vector<TC> changed = product({});
+  EXPECT_NE(changed, plain);
+  EXPECT_EQ(product({launch + 1, launch + 1}), changed);  // another launch: derived afresh
+  for (TIn& x : b) x = value(2);
+  const std::vector<TC> kept = product({launch + 1, launch + 1});
+#if PTO_GEMM_AMX
+  const bool keeps = pto::gemm::amx::Enabled() && pto::gemm::amx::Fits<TIn>(kM, kN);
+#else
+  const bool keeps = false;  // only the tile unit's path keeps panels
+#endif
+  EXPECT_EQ(kept, keeps ? changed : product({}));
+}
+TEST(CubeGemm, OperandsAreKeptForTheirLaunchOnly) {
+  ExpectKeptForTheLaunch<pto::bfloat16, float>(1000, 0);
+  ExpectKeptForTheLaunch<pto::bfloat16, float>(1010, 0x1p-130f);  // B subnormal: the fp32 path, kept or not
+  ExpectKeptForTheLaunch<pto::half, float>(1020, 0);
+  ExpectKeptForTheLaunch<int8_t, int32_t>(1030, 0);
 }
 
 }  // namespace

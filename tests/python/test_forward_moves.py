@@ -11,6 +11,7 @@ import re
 import pytest
 import torch
 
+import pypto_pro
 import pypto_pro.language as pl
 from kernels import fused_and_unfused, line_of, load_example, synchronize_fault
 
@@ -247,3 +248,74 @@ def test_tiles_the_vector_cores_write_keep_their_moves(monkeypatch):
     assert torch.allclose(out, torch.relu(a @ b) @ d, rtol=1e-4, atol=1e-4)
     assert ir.count("forwarded (not run):") == 2 and "insert(" in ir
     assert re.search(r"forwarded \(not run\):\n +move\(r_t", ir) and not re.search(r"forwarded \(not run\):\n +move\(l_t", ir)
+
+
+@pytest.mark.parametrize("dtype,kt", [(pl.DT_FP16, 128), (pl.DT_BF16, 128), (pl.DT_INT8, 256)])
+def test_what_matmuls_keep_of_in_place_windows_lasts_one_launch(monkeypatch, dtype, kt):
+    """Each B window is read by every row of output tiles and each A window by every column (what the
+    matmuls derive from them is kept for the launch, gemm::Reuse); the tensors' values change in place
+    between launches, and each launch computes from its own."""
+    acc_t = torch.int32 if dtype is pl.DT_INT8 else torch.float32
+
+    def launch(kernel):
+        a, b = _operands(dtype, 256, 2 * kt, 256)
+        results = []
+        for seed in (1, 2):
+            c = torch.full((256, 256), -1, dtype=acc_t)
+            kernel[None, 2](a, b, c)
+            pypto_pro.runtime.synchronize()
+            results.append((c, a.clone(), b.clone()))
+            new_a, new_b = _operands(dtype, 256, 2 * kt, 256, seed=seed)
+            a.copy_(new_a)
+            b.copy_(new_b)
+        return results
+
+    unfused, fused, _, code = fused_and_unfused(monkeypatch, _k_loop(dtype, kt), f"fwd_kept_{dtype.name}", launch,
+                                                DUMP)
+    assert "const bool steady_b = pto::detail::ApartFrom(" in code
+    for (c, a_then, b_then), (c_unfused, _, _) in zip(fused, unfused):
+        assert torch.equal(c, c_unfused)
+        if dtype is pl.DT_INT8:
+            assert torch.equal(c.long(), a_then.long() @ b_then.long())
+        else:
+            assert torch.allclose(c.double(), a_then.double() @ b_then.double(), rtol=1e-5, atol=1e-3)
+
+
+def _twice(a: pl.Tensor[[128, 128], pl.DT_BF16], b: pl.Tensor[[128, 128], pl.DT_BF16],
+           c: pl.Tensor[[128, 128], pl.DT_BF16]):
+    """c = a @ b twice, b's window read in place each time: where c is b's storage, the second product
+    reads the first one's result."""
+    ta = pl.make_tile(pl.TileType(shape=[128, 128], dtype=pl.DT_BF16, target_memory=M.Mat), addr=0x0)
+    tb = pl.make_tile(pl.TileType(shape=[128, 128], dtype=pl.DT_BF16, target_memory=M.Mat), addr=0x8000)
+    tl = pl.make_tile(pl.TileType(shape=[128, 128], dtype=pl.DT_BF16, target_memory=M.Left), addr=0x0)
+    tr = pl.make_tile(pl.TileType(shape=[128, 128], dtype=pl.DT_BF16, target_memory=M.Right), addr=0x0)
+    acc = pl.make_tile(pl.TileType(shape=[128, 128], dtype=pl.DT_FP32, target_memory=M.Acc), addr=0x0)
+    with pl.section_cube():
+        for r in pl.range(2):
+            pl.load(ta, a, [0, 0])
+            pl.load(tb, b, [0, 0])
+            pl.move(tl, ta)
+            pl.move(tr, tb)
+            pl.matmul(acc, tl, tr)
+            pl.store(c, acc, [0, 0])
+
+
+@pytest.mark.parametrize("aliased", [False, True])
+def test_a_window_the_launch_writes_over_is_read_anew(monkeypatch, aliased):
+    """b's load is in place (the kernel never writes b), and the tensor passed as b is c's storage: the
+    second matmul reads what the first stored (4 b), not what was kept from the first read (2 b)."""
+    a = (2 * torch.eye(128)).to(torch.bfloat16)
+    b0 = torch.randint(-8, 9, (128, 128)).to(torch.bfloat16)
+
+    def launch(kernel):
+        c = b0.clone() if aliased else torch.zeros(128, 128, dtype=torch.bfloat16)
+        b = c if aliased else b0.clone()
+        kernel[None, 1](a, b, c)
+        pypto_pro.runtime.synchronize()
+        return c
+
+    unfused, fused, ir, code = fused_and_unfused(monkeypatch, _twice, f"fwd_aliased_{int(aliased)}", launch, DUMP)
+    assert "in place #1 (window checked, left in GM):\n" in ir
+    assert "const bool steady_b = pto::detail::ApartFrom(" in code
+    assert torch.equal(fused, unfused)
+    assert torch.equal(fused, (4 if aliased else 2) * b0)
