@@ -141,6 +141,38 @@ inline InPlace<T> load_tile_in_place(CoreCtx& ctx, int line, int order, TileT& d
   return detail::LoadInPlace(ctx, line, "load_tile", order, true, dst, src, tile_idx, steady);
 }
 
+// fuse_k_loops (docs/device.md#k-loops): steps [lo, hi) of a K loop that loads ta = A[row, kk] and
+// tb = B[kk, col] in place and runs matmul(acc, ...) at step 0 and matmul_acc(acc, acc, ...) after,
+// run as one GEMM (gemm::KLoop; ta, tb: any slot of the loop's Mat tiles, all of one whole window).
+// Returns false, having changed nothing, when the loop must run as written: fewer than two steps, a
+// window not in GM or failing its load's checks (the loop faults at its step), operands the launch
+// could change (steady_*: the kernel's entry checks), or a GEMM that would not give the steps' bits.
+template <typename TD, typename TA, typename TB, typename T>
+inline bool k_loop_matmul(CoreCtx& ctx, TD& acc, const TA& ta, const TB& tb, const GmTensor<T, 2>& a, int64_t row,
+                          const GmTensor<T, 2>& b, int64_t col, int64_t lo, int64_t hi, bool steady_a, bool steady_b) {
+  static_assert(detail::kMatmulShapes<TD, TA, TB>, "matmul shapes: lhs [M, K] x rhs [K, N] -> dst [M, N]");
+  if (!steady_a || !steady_b || ctx.launch_id == 0 || lo != 0 || hi - lo < 2 || hi - lo > (int64_t(1) << 30)) {
+    return false;
+  }
+  // LoadInPlace's condition (columns together, rows apart), each step's load checks, the matmul's window.
+  if (a.stride[1] != 1 || a.stride[0] < TA::kCols || b.stride[1] != 1 || b.stride[0] < TB::kCols) return false;
+  using namespace detail;
+  const Axes axes = DecodeOrder<2>(-1);
+  for (int64_t step = lo; step < hi; ++step) {
+    if (!WindowPasses(ta.valid_rows, ta.valid_cols, TA::kRows, TA::kCols, a, TileOffsets<TA>(Idx<2>{{row, step}}, axes),
+                      axes) ||
+        !WindowPasses(tb.valid_rows, tb.valid_cols, TB::kRows, TB::kCols, b, TileOffsets<TB>(Idx<2>{{step, col}}, axes),
+                      axes)) {
+      return false;
+    }
+  }
+  const int32_t m = ta.valid_rows, k = ta.valid_cols, n = tb.valid_cols;
+  if (m != TA::kRows || k != TA::kCols || n != TB::kCols || m > 4095 || k > 4095 || n > 4095) return false;
+  const Idx<2> a_at = TileOffsets<TA>(Idx<2>{{row, lo}}, axes), b_at = TileOffsets<TB>(Idx<2>{{lo, col}}, axes);
+  return gemm::KLoop(m, n, k, int(hi - lo), ElementAt(a, a_at.v), a.stride[0], int64_t(TA::kCols), ElementAt(b, b_at.v),
+                     b.stride[0], int64_t(TB::kRows) * b.stride[0], acc.data, int64_t(TD::kCols), ctx.launch_id);
+}
+
 // dst[:M, :N] = lhs[:M, :K] x rhs[:K, :N]; phase: the unit-flag handshake (fixpipe.h)
 template <typename TD, typename TL, typename TR>
 inline void matmul(CoreCtx& ctx, int line, int phase, TD& dst, const TL& lhs, const TR& rhs) {

@@ -928,6 +928,76 @@ inline void FinishBlock(const TC* sum, TC* c, int64_t ldc, const Init<TC>& init,
   }
 }
 
+// The packed panel of A's window at `at` (is_a: rows x kc, rows ld apart) or of B's (kc x rows) kept
+// in this launch, or packed now into the ring, or null when the ring is full. finite, field: PackA's
+// and PackB's findings (field: B's; a kept A panel leaves it alone).
+template <typename TIn>
+inline const uint8_t* KeptPanel(Reused& r, uint64_t launch, const TIn* at, int64_t ld, int kc, int rows, int rows_pad,
+                                bool is_a, bool* finite, int* field) {
+  constexpr int kTypeB = int(sizeof(TIn)) * 4 + Traits<TIn>::kBParts;  // A's: -kTypeB
+  if (Reused::Panel* p = FindPanel(r, launch, at, ld, kc, rows, is_a ? -kTypeB : kTypeB)) {
+    *finite = p->finite;
+    if (!is_a) *field = p->b_field;
+    return r.ring + p->offset;
+  }
+  const int k_tiles = (kc + Traits<TIn>::kTileK - 1) / Traits<TIn>::kTileK;
+  const int64_t bytes = int64_t(k_tiles) * (rows_pad / 16) * (is_a ? 1 : Traits<TIn>::kBParts) * kTileBytes;
+  Reused::Panel* p = NewPanel(r, at, ld, kc, rows, is_a ? -kTypeB : kTypeB, bytes);
+  if (!p) return nullptr;
+  uint8_t* into = r.ring + p->offset;
+  *finite = is_a ? PackA(into, at, ld, rows, rows_pad, kc) : PackB(into, at, ld, kc, rows, rows_pad, field);
+  p->finite = *finite;
+  if (!is_a) p->b_field = *field;
+  return into;
+}
+
+// One block's products over k_tiles tiles of k into tiles 0-3: A's row tiles at a0 and a1 (16 rows
+// `a_row` bytes apart, the next k tile `a_step` bytes on), B's column tiles packed at b0 and b1. Gemm
+// and KLoop both run it: the same instructions in the same order give the same sums.
+template <typename TIn>
+__attribute__((always_inline)) inline void BlockProducts(int k_tiles, const uint8_t* a0, const uint8_t* a1,
+                                                         int64_t a_row, int64_t a_step, const uint8_t* b0,
+                                                         const uint8_t* b1) {
+  for (int kt = 0; kt < k_tiles; ++kt) {  // loads between the products they feed
+    const int64_t off = int64_t(kt) * kTileBytes, a_off = kt * a_step;
+    if constexpr (__is_same(TIn, half)) {  // B's hi tile, then its lo tile, per column tile
+      const int64_t b_off = off * 2;
+      PTO_AMX_LOAD(4, a0 + a_off, a_row);
+      PTO_AMX_LOAD(5, a1 + a_off, a_row);
+      PTO_AMX_LOAD(6, b0 + b_off, 64);
+      PTO_AMX_DOT("tdpbf16ps", 0, 4, 6);
+      PTO_AMX_DOT("tdpbf16ps", 2, 5, 6);
+      PTO_AMX_LOAD(7, b0 + b_off + kTileBytes, 64);
+      PTO_AMX_DOT("tdpbf16ps", 0, 4, 7);
+      PTO_AMX_DOT("tdpbf16ps", 2, 5, 7);
+      PTO_AMX_LOAD(6, b1 + b_off, 64);
+      PTO_AMX_DOT("tdpbf16ps", 1, 4, 6);
+      PTO_AMX_DOT("tdpbf16ps", 3, 5, 6);
+      PTO_AMX_LOAD(7, b1 + b_off + kTileBytes, 64);
+      PTO_AMX_DOT("tdpbf16ps", 1, 4, 7);
+      PTO_AMX_DOT("tdpbf16ps", 3, 5, 7);
+      continue;
+    }
+    PTO_AMX_LOAD(4, a0 + a_off, a_row);
+    PTO_AMX_LOAD(6, b0 + off, 64);
+    if constexpr (__is_same(TIn, int8_t)) {
+      PTO_AMX_DOT("tdpbssd", 0, 4, 6);
+      PTO_AMX_LOAD(7, b1 + off, 64);
+      PTO_AMX_DOT("tdpbssd", 1, 4, 7);
+      PTO_AMX_LOAD(5, a1 + a_off, a_row);
+      PTO_AMX_DOT("tdpbssd", 2, 5, 6);
+      PTO_AMX_DOT("tdpbssd", 3, 5, 7);
+    } else {
+      PTO_AMX_DOT("tdpbf16ps", 0, 4, 6);
+      PTO_AMX_LOAD(7, b1 + off, 64);
+      PTO_AMX_DOT("tdpbf16ps", 1, 4, 7);
+      PTO_AMX_LOAD(5, a1 + a_off, a_row);
+      PTO_AMX_DOT("tdpbf16ps", 2, 5, 6);
+      PTO_AMX_DOT("tdpbf16ps", 3, 5, 7);
+    }
+  }
+}
+
 // C[m, n] = init + A x B (C may be init.data: matmul_acc in place). Returns the rows of C it wrote: m,
 // or fewer when the tile unit cannot give the fp32 path's results for the others, which the caller runs
 // on the fp32 path: 0 when fp16 inputs hold an infinity or a NaN; for bf16 inputs too small for the tile
@@ -975,29 +1045,20 @@ inline int Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, in
     // blocks of rows, whole tiles of k) and no conversion (not fp16). A kept copy is faster even so:
     // A's rows in GM are often a power of two apart, and the tile loads' lines then crowd a few L1
     // sets (a 1024^3 bf16 K loop 15% faster from contiguous A, Intel Xeon).
-    auto packed = [&](const TIn* at, int64_t ld, int rows, int rows_pad, int parts, uint64_t launch, int type,
-                      uint8_t* scratch, bool is_a, bool* finite, int* field) -> const uint8_t* {
-      Reused::Panel* kept = launch ? FindPanel(reused, launch, at, ld, kc, rows, type) : nullptr;
-      if (kept) {
-        *finite = kept->finite;
-        *field = kept->b_field;
-        return reused.ring + kept->offset;
+    auto packed = [&](const TIn* at, int64_t ld, int rows, int rows_pad, uint64_t launch, uint8_t* scratch, bool is_a,
+                      bool* finite, int* field) -> const uint8_t* {
+      if (launch) {
+        if (const uint8_t* kept = KeptPanel(reused, launch, at, ld, kc, rows, rows_pad, is_a, finite, field)) return kept;
       }
-      const int64_t bytes = int64_t(k_tiles) * (rows_pad / 16) * parts * kTileBytes;
-      Reused::Panel* fresh = launch ? NewPanel(reused, at, ld, kc, rows, type, bytes) : nullptr;
-      if (!fresh && is_a && !__is_same(TIn, half) && rows == rows_pad && kc % Tr::kTileK == 0) return nullptr;
-      uint8_t* into = fresh ? reused.ring + fresh->offset : scratch;
-      *finite = is_a ? PackA(into, at, ld, rows, rows_pad, kc) : PackB(into, at, ld, kc, rows, rows_pad, field);
-      if (fresh) fresh->finite = *finite, fresh->b_field = *field;
-      return into;
+      if (is_a && !__is_same(TIn, half) && rows == rows_pad && kc % Tr::kTileK == 0) return nullptr;
+      *finite = is_a ? PackA(scratch, at, ld, rows, rows_pad, kc) : PackB(scratch, at, ld, kc, rows, rows_pad, field);
+      return scratch;
     };
-    constexpr int kTypeB = int(sizeof(TIn)) * 4 + Tr::kBParts, kTypeA = -kTypeB;
     bool a_finite = true, b_finite = true;
     int no_field = 0;
     const uint8_t* const b_packed =
-        packed(b + int64_t(k0) * ldb, ldb, n, n_pad, Tr::kBParts, reuse.b_launch, kTypeB, s.b, false, &b_finite, &b_field);
-    const uint8_t* const a_packed =
-        packed(a + k0, lda, m, m_pad, 1, reuse.a_launch, kTypeA, s.a, true, &a_finite, &no_field);
+        packed(b + int64_t(k0) * ldb, ldb, n, n_pad, reuse.b_launch, s.b, false, &b_finite, &b_field);
+    const uint8_t* const a_packed = packed(a + k0, lda, m, m_pad, reuse.a_launch, s.a, true, &a_finite, &no_field);
     const bool direct = a_packed == nullptr;
     const bool finite = a_finite && b_finite;
     if (!finite || (a_checked_first && !detail::Bf16DotIsExact(a_field, b_field))) {  // before any write to C
@@ -1052,44 +1113,7 @@ inline int Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, in
           PTO_AMX_LOAD(2, acc + 16 * n_pad, acc_stride);
           PTO_AMX_LOAD(3, acc + 16 * n_pad + 16, acc_stride);
         }
-        for (int kt = 0; kt < k_tiles; ++kt) {  // loads between the products they feed
-          const int64_t off = int64_t(kt) * kTileBytes, a_off = kt * a_step;
-          if constexpr (__is_same(TIn, half)) {  // B's hi tile, then its lo tile, per column tile
-            const int64_t b_off = off * 2;
-            PTO_AMX_LOAD(4, a0 + a_off, a_row);
-            PTO_AMX_LOAD(5, a1 + a_off, a_row);
-            PTO_AMX_LOAD(6, b0 + b_off, 64);
-            PTO_AMX_DOT("tdpbf16ps", 0, 4, 6);
-            PTO_AMX_DOT("tdpbf16ps", 2, 5, 6);
-            PTO_AMX_LOAD(7, b0 + b_off + kTileBytes, 64);
-            PTO_AMX_DOT("tdpbf16ps", 0, 4, 7);
-            PTO_AMX_DOT("tdpbf16ps", 2, 5, 7);
-            PTO_AMX_LOAD(6, b1 + b_off, 64);
-            PTO_AMX_DOT("tdpbf16ps", 1, 4, 6);
-            PTO_AMX_DOT("tdpbf16ps", 3, 5, 6);
-            PTO_AMX_LOAD(7, b1 + b_off + kTileBytes, 64);
-            PTO_AMX_DOT("tdpbf16ps", 1, 4, 7);
-            PTO_AMX_DOT("tdpbf16ps", 3, 5, 7);
-            continue;
-          }
-          PTO_AMX_LOAD(4, a0 + a_off, a_row);
-          PTO_AMX_LOAD(6, b0 + off, 64);
-          if constexpr (__is_same(TIn, int8_t)) {
-            PTO_AMX_DOT("tdpbssd", 0, 4, 6);
-            PTO_AMX_LOAD(7, b1 + off, 64);
-            PTO_AMX_DOT("tdpbssd", 1, 4, 7);
-            PTO_AMX_LOAD(5, a1 + a_off, a_row);
-            PTO_AMX_DOT("tdpbssd", 2, 5, 6);
-            PTO_AMX_DOT("tdpbssd", 3, 5, 7);
-          } else {
-            PTO_AMX_DOT("tdpbf16ps", 0, 4, 6);
-            PTO_AMX_LOAD(7, b1 + off, 64);
-            PTO_AMX_DOT("tdpbf16ps", 1, 4, 7);
-            PTO_AMX_LOAD(5, a1 + a_off, a_row);
-            PTO_AMX_DOT("tdpbf16ps", 2, 5, 6);
-            PTO_AMX_DOT("tdpbf16ps", 3, 5, 7);
-          }
-        }
+        BlockProducts<TIn>(k_tiles, a0, a1, a_row, a_step, b0, b1);
         if (!last) {
           PTO_AMX_STORE(0, acc, acc_stride);
           PTO_AMX_STORE(1, acc + 16, acc_stride);
@@ -1123,6 +1147,87 @@ inline int Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, in
   if (pending) FinishBlock(reinterpret_cast<const TC*>(s.block[!parity]), c, ldc, init, m, n, pending_i, pending_j);
   __asm__ volatile("tilerelease" ::);
   return m;
+}
+
+// fuse_k_loops (docs/device.md#k-loops): C[m, n] = the sum over steps s of A_s[m, kt] x B_s[kt, n]
+// (A_s at a + s * a_step, B_s at b + s * b_step), as Gemm called for step 0 without a prior and for
+// each later step with C as its prior (matmul, then matmul_acc in place) leaves it, with each block's
+// sums kept in the tiles over several steps instead of going through C between steps.
+// The same bits when every step's Gemm would keep its prior in the tiles: whole blocks, one k panel
+// per step, and inputs whose products and partial sums are all multiples of 2^-103 (bf16: exponents
+// of A's and B's smallest magnitudes adding up to -89 or more, so each prior passes PriorFitsTiles; fp16
+// parts: multiples of 2^-48) and never sent to another path (fp16: finite). Returns false, having
+// written nothing, otherwise, or when the steps' packed panels cannot all be kept for the launch
+// (Reuse): the caller runs the steps as written.
+template <typename TIn, typename TC>
+inline bool KLoop(int m, int n, int kt, int steps, const TIn* a, int64_t lda, int64_t a_step, const TIn* b,
+                  int64_t ldb, int64_t b_step, TC* c, int64_t ldc, uint64_t launch) {
+  using Tr = Traits<TIn>;
+  constexpr int kMaxSteps = 64;
+  if (launch == 0 || steps < 1 || steps > kMaxSteps || m % kM || n % kN || kt % Tr::kTileK || !Fits<TIn>(m, n)) {
+    return false;
+  }
+  const int widest = m > n ? m : n;
+  if (kt > kPanelBytes / (widest * Tr::kBytesPerK) / Tr::kTileK * Tr::kTileK) return false;  // Gemm's kc_max
+  Reused& reused = detail::Pinned(ThreadReused());
+  const uint8_t* a_panels[kMaxSteps];
+  const uint8_t* b_panels[kMaxSteps];
+  for (int step = 0; step < steps; ++step) {
+    const TIn* a_s = a + step * a_step;
+    bool a_finite = true, b_finite = true;
+    int b_field = 0, unused = 0;
+    b_panels[step] = KeptPanel(reused, launch, b + step * b_step, ldb, kt, n, n, false, &b_finite, &b_field);
+    a_panels[step] = KeptPanel(reused, launch, a_s, lda, kt, m, m, true, &a_finite, &unused);
+    if (!a_panels[step] || !b_panels[step] || !a_finite || !b_finite) return false;
+    if constexpr (__is_same(TIn, bfloat16)) {
+      if (b_field == 0) return false;
+      for (int i0 = 0; i0 < m; i0 += kM) {
+        const int a_field = MinExponentFieldOf(reused, launch, a_s + int64_t(i0) * lda, lda, kM, kt);
+        if (a_field == 0 || (a_field - 127) + (b_field - 127) < -89) return false;
+      }
+    }
+  }
+  const int k_tiles = kt / Tr::kTileK;
+  const int64_t packed_stride = int64_t(k_tiles) * kTileBytes, b_stride = packed_stride * Tr::kBParts;
+  const Config config;
+  __asm__ volatile("ldtilecfg %0" ::"m"(config));
+  // Steps in chunks whose A row panels (16 KiB) stay in L1 while the chunk's blocks along the row read
+  // them; between chunks the sums go through C as between Gemm calls (exact). bf16 1024^3 K loop 8%
+  // faster in chunks of two 128-deep steps than in one pass; int8, whose products take half the time
+  // per byte, in one pass (Intel Xeon).
+  const int chunk = __is_same(TIn, int8_t) ? steps : (16 * kTileBytes) / (2 * packed_stride) > 1
+                                                          ? int((16 * kTileBytes) / (2 * packed_stride))
+                                                          : 1;
+  for (int c0 = 0; c0 < steps; c0 += chunk) {
+    const int c1 = c0 + chunk < steps ? c0 + chunk : steps;
+    for (int i0 = 0; i0 < m; i0 += kM) {
+      for (int j0 = 0; j0 < n; j0 += kN) {
+        TC* out = c + int64_t(i0) * ldc + j0;
+        if (c0 == 0) {
+          PTO_AMX_ZERO(0);
+          PTO_AMX_ZERO(1);
+          PTO_AMX_ZERO(2);
+          PTO_AMX_ZERO(3);
+        } else {
+          PTO_AMX_LOAD(0, out, ldc * 4);
+          PTO_AMX_LOAD(1, out + 16, ldc * 4);
+          PTO_AMX_LOAD(2, out + 16 * ldc, ldc * 4);
+          PTO_AMX_LOAD(3, out + 16 * ldc + 16, ldc * 4);
+        }
+        for (int step = c0; step < c1; ++step) {
+          const uint8_t* a0 = a_panels[step] + (i0 / 16) * packed_stride;
+          const uint8_t* b0 = b_panels[step] + (j0 / 16) * b_stride;
+          BlockProducts<TIn>(k_tiles, a0, a0 + packed_stride, 64, kTileBytes, b0, b0 + b_stride);
+        }
+        PTO_AMX_STORE(0, out, ldc * 4);
+        PTO_AMX_STORE(1, out + 16, ldc * 4);
+        PTO_AMX_STORE(2, out + 16 * ldc, ldc * 4);
+        PTO_AMX_STORE(3, out + 16 * ldc + 16, ldc * 4);
+      }
+    }
+  }
+  __asm__ volatile("tilerelease" ::);
+  return true;
 }
 
 #undef PTO_AMX_LOAD
@@ -1242,6 +1347,21 @@ inline void GemmBody(int m, int n, int k, const TIn* a, int64_t lda, const TIn* 
   }
 }
 
+// fuse_k_loops' steps as one GEMM (amx::KLoop), or false (nothing written) where the tile unit would
+// not run them (no AMX, a host refusing it) or cannot give their bits.
+template <typename TIn, typename TC>
+inline bool KLoopBody(int m, int n, int kt, int steps, const TIn* a, int64_t lda, int64_t a_step, const TIn* b,
+                      int64_t ldb, int64_t b_step, TC* c, int64_t ldc, uint64_t launch) {
+#if PTO_GEMM_AMX
+  if constexpr (__is_same(TIn, bfloat16) || __is_same(TIn, half) || (PTO_GEMM_AMX_INT8 && __is_same(TIn, int8_t))) {
+    if (amx::Enabled()) return amx::KLoop(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch);
+  }
+#endif
+  (void)m, (void)n, (void)kt, (void)steps, (void)a, (void)lda, (void)a_step, (void)b, (void)ldb, (void)b_step;
+  (void)c, (void)ldc, (void)launch;
+  return false;
+}
+
 // The routines precompiled once per compiler, flags and headers (routines/*.cpp; docs/jit.md#precompiled-
 // device-headers-and-routines): a cube kernel compiled with PTO_EXTERN_ROUTINES calls them instead of
 // compiling GemmBody itself, the same code from the same source and flags.
@@ -1254,6 +1374,12 @@ void pto_gemm_f32(int m, int n, int k, const float* a, int64_t lda, const float*
                   int64_t ldc, const float* init, int64_t init_row_stride, uint64_t a_launch, uint64_t b_launch);
 void pto_gemm_i8(int m, int n, int k, const int8_t* a, int64_t lda, const int8_t* b, int64_t ldb, int32_t* c,
                  int64_t ldc, const int32_t* init, int64_t init_row_stride, uint64_t a_launch, uint64_t b_launch);
+bool pto_k_loop_f16(int m, int n, int kt, int steps, const half* a, int64_t lda, int64_t a_step, const half* b,
+                    int64_t ldb, int64_t b_step, float* c, int64_t ldc, uint64_t launch);
+bool pto_k_loop_bf16(int m, int n, int kt, int steps, const bfloat16* a, int64_t lda, int64_t a_step, const bfloat16* b,
+                     int64_t ldb, int64_t b_step, float* c, int64_t ldc, uint64_t launch);
+bool pto_k_loop_i8(int m, int n, int kt, int steps, const int8_t* a, int64_t lda, int64_t a_step, const int8_t* b,
+                   int64_t ldb, int64_t b_step, int32_t* c, int64_t ldc, uint64_t launch);
 }
 
 template <typename TIn, typename TC>
@@ -1271,6 +1397,26 @@ inline void Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
   }
 #else
   GemmBody(m, n, k, a, lda, b, ldb, c, ldc, init, reuse);
+#endif
+}
+
+// C[m, n] = the sum over `steps` steps of A_s[m, kt] x B_s[kt, n] as matmul and then matmul_acc calls
+// would leave it (KLoopBody), or false with nothing written.
+template <typename TIn, typename TC>
+inline bool KLoop(int m, int n, int kt, int steps, const TIn* a, int64_t lda, int64_t a_step, const TIn* b,
+                  int64_t ldb, int64_t b_step, TC* c, int64_t ldc, uint64_t launch) {
+#if defined(PTO_EXTERN_ROUTINES)
+  if constexpr (__is_same(TIn, half)) {
+    return pto_k_loop_f16(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch);
+  } else if constexpr (__is_same(TIn, bfloat16)) {
+    return pto_k_loop_bf16(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch);
+  } else if constexpr (__is_same(TIn, int8_t)) {
+    return pto_k_loop_i8(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch);
+  } else {
+    return false;  // fp32: no tile unit path
+  }
+#else
+  return KLoopBody(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch);
 #endif
 }
 

@@ -355,6 +355,7 @@ class KernelWriter {
         break;
       case StmtKind::kDirectRun: EmitDirectRun(*s, indent); break;
       case StmtKind::kDirectLoop: EmitDirectLoop(*s, indent); break;
+      case StmtKind::kKLoop: EmitKLoop(*s, indent); break;
       case StmtKind::kFusedOps: EmitFusedOps(*s, indent); break;
       case StmtKind::kForwardedMove:  // its locks stay (auto_mutex): the move itself is not run
         skip_forwarded_move_ = true;
@@ -678,6 +679,45 @@ class KernelWriter {
     Line(in, "}");
     Line(indent + 1, "}");
     Line(indent + 1, "if (!" + done + ") {");
+    EmitFor(loop, indent + 2);
+    Line(indent + 1, "}");
+    Line(indent, "}");
+  }
+
+  // K loops (fuse_k_loops; docs/device.md#k-loops): the steps as one GEMM when pto::k_loop_matmul can
+  // give their bits (it checks every step's windows first and changes nothing when it declines), then
+  // the steps' tile selections replayed in order; else the loop as written.
+  void EmitKLoop(const StmtNode& s, int indent) {
+    const StmtNode& loop = *s.body;
+    std::map<int, Var> group_of;  // tile variable -> the group the loop selects it from
+    for (const Stmt& child : loop.body->stmts) {
+      if (child->kind == StmtKind::kSelectTile) group_of[child->var->id] = child->group;
+    }
+    auto witness = [&](const Expr& tile) {  // the Mat tile as every slot shows it (one whole window)
+      auto it = group_of.find(tile->var->id);
+      return it != group_of.end() ? GroupName(it->second) + "[0]" : "(*" + Expr_(tile) + ")";
+    };
+    const Expr& a = s.args[2];
+    const Expr& b = s.args[5];
+    steady_params_.insert(a->var->id);
+    steady_params_.insert(b->var->id);
+    const std::string n = std::to_string(loop_counter_++), lo = "klo" + n, hi = "khi" + n;
+    const std::string line = std::to_string(loop.span.line);
+    Line(indent, "{  // K loop, line " + std::to_string(LineNumber(loop.span.line)) +
+                     ": its matmul steps as one GEMM over k (docs/device.md#k-loops), else as written");
+    Line(indent + 1, "const int64_t " + lo + " = " + Expr_(loop.start) + ", " + hi + " = " + Expr_(loop.stop) + ";");
+    Line(indent + 1, "if (pto::k_loop_matmul(ctx, *" + Expr_(s.args[0]) + ", " + witness(s.args[1]) + ", " +
+                         witness(s.args[4]) + ", " + Expr_(a) + ", int64_t(" + Expr_(s.args[3]) + "), " + Expr_(b) +
+                         ", int64_t(" + Expr_(s.args[6]) + "), " + lo + ", " + hi + ", " + SteadyName(a->var) + ", " +
+                         SteadyName(b->var) + ")) {");
+    Line(indent + 2, "pto::Poll(ctx, " + line + ");");
+    Line(indent + 2, "for (int64_t it = " + lo + "; it < " + hi + "; ++it) {  // the steps' tile selections");
+    Line(indent + 3, VarName(loop.var) + " = " + ScalarCType(loop.var->type.dtype) + "(it);");
+    for (const Stmt& child : loop.body->stmts) {
+      if (child->kind == StmtKind::kSelectTile) EmitSelect(*child, indent + 3);
+    }
+    Line(indent + 2, "}");
+    Line(indent + 1, "} else {");
     EmitFor(loop, indent + 2);
     Line(indent + 1, "}");
     Line(indent, "}");

@@ -439,7 +439,8 @@ class Writer {
       case StmtKind::kFusedOps:
       case StmtKind::kForwardedMove:
       case StmtKind::kForwardedReads:
-      case StmtKind::kInPlaceLoad: Stmt_(s->body, indent, os); break;
+      case StmtKind::kInPlaceLoad:
+      case StmtKind::kKLoop: Stmt_(s->body, indent, os); break;
       case StmtKind::kStage: {
         std::ostringstream body;
         Stmt_(s->body, indent, body);

@@ -183,6 +183,7 @@ std::string Print(const Stmt& s, int indent) {
       break;
     }
     case StmtKind::kDirectLoop: os << pad << "direct loop:\n" << Print(s->body, indent + 1); break;
+    case StmtKind::kKLoop: os << pad << "k loop (one GEMM over its steps):\n" << Print(s->body, indent + 1); break;
     case StmtKind::kFusedOps: os << pad << "fused ops:\n" << Print(s->body, indent + 1); break;
     case StmtKind::kForwardedMove: os << pad << "forwarded (not run):\n" << Print(s->body, indent + 1); break;
     case StmtKind::kInPlaceLoad:

@@ -144,6 +144,13 @@ Stmt DirectLoop(Stmt loop, Span span) {
   return node;
 }
 
+Stmt KLoop(Stmt loop, std::vector<Expr> operands, Span span) {
+  auto node = New(StmtKind::kKLoop, span);
+  node->body = std::move(loop);
+  node->args = std::move(operands);
+  return node;
+}
+
 Stmt DirectRun(Stmt body, const std::vector<Var>& unwritten, Span span) {
   auto node = New(StmtKind::kDirectRun, span);
   for (const Var& var : unwritten) {

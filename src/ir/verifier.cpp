@@ -153,7 +153,8 @@ class Verifier : public IRVisitor {
       case StmtKind::kFusedOps:
       case StmtKind::kForwardedMove:
       case StmtKind::kForwardedReads:
-      case StmtKind::kInPlaceLoad: Visit(s->body); break;
+      case StmtKind::kInPlaceLoad:
+      case StmtKind::kKLoop: Visit(s->body); break;
       case StmtKind::kSection:
         if (in_section_) Fail(ErrorKind::kSyntax, s->span, "sections cannot be nested");
         in_section_ = true;

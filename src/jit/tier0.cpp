@@ -446,7 +446,8 @@ class Compiler {
       case StmtKind::kFusedOps:
       case StmtKind::kForwardedMove:
       case StmtKind::kForwardedReads:
-      case StmtKind::kInPlaceLoad: Stmt_(s->body); break;
+      case StmtKind::kInPlaceLoad:
+      case StmtKind::kKLoop: Stmt_(s->body); break;
       case StmtKind::kSubview: Subview(*s); break;
       case StmtKind::kReinterpret: Refuse("pl.reinterpret");
     }

@@ -15,6 +15,7 @@ const std::vector<Pass>& Pipeline() {
       {"fuse_ops", &FuseOps},
       {"forward_moves", &ForwardMoves},
       {"auto_mutex", &AutoMutex},
+      {"fuse_k_loops", &FuseKLoops},
   };
   return pipeline;
 }

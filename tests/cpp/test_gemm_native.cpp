@@ -4,7 +4,9 @@
 // in test_vector_ops.cpp compiled portably (the fp32 paths).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -127,6 +129,53 @@ TEST(CubeGemm, OperandsAreKeptForTheirLaunchOnly) {
   ExpectKeptForTheLaunch<pto::bfloat16, float>(1010, 0x1p-130f);  // B subnormal: the fp32 path, kept or not
   ExpectKeptForTheLaunch<pto::half, float>(1020, 0);
   ExpectKeptForTheLaunch<int8_t, int32_t>(1030, 0);
+}
+
+// KLoop (fuse_k_loops) leaves C as Gemm called step by step does (matmul, then matmul_acc in place),
+// bit for bit, or declines with C untouched: on a host without the tile unit, for a launch of 0, for
+// steps whose panels are not whole blocks, and for bf16 products below its margin (2^-106 here).
+template <typename TIn, typename TC>
+void ExpectKLoopGivesTheSteps(int m, int n, int kt, int steps, float scale, bool expect_fused, uint64_t launch) {
+  const int k = kt * steps;
+  const int64_t lda = k + 16, ldb = n + 32;  // windows of wider arrays, as in GM
+  std::mt19937 rng(uint32_t(m * 7 + n * 3 + steps));
+  std::normal_distribution<float> normal;
+  std::vector<TIn> a(size_t(m) * lda), b(size_t(k) * ldb);
+  auto value = [&](float scaled) {
+    if constexpr (__is_same(TIn, int8_t)) return int8_t(int(normal(rng) * 40) % 128);
+    else return pto::FromFloat<TIn>(normal(rng) * scaled);
+  };
+  for (TIn& x : a) x = value(1.0f);
+  for (TIn& x : b) x = value(scale);
+  std::vector<TC> stepwise(size_t(m) * n), fused(size_t(m) * n, TC(7));
+  for (int s = 0; s < steps; ++s) {
+    const pto::gemm::Init<TC> prior{s ? stepwise.data() : nullptr, s ? int64_t(n) : 0};
+    pto::gemm::Gemm(m, n, kt, a.data() + s * kt, lda, b.data() + int64_t(s) * kt * ldb, ldb, stepwise.data(), n, prior,
+                    pto::gemm::Reuse{launch, launch});
+  }
+  const bool ran = pto::gemm::KLoop(m, n, kt, steps, a.data(), lda, int64_t(kt), b.data(), ldb, int64_t(kt) * ldb,
+                                    fused.data(), int64_t(n), launch);
+#if PTO_GEMM_AMX
+  const bool tile_unit = pto::gemm::amx::Enabled() && (!__is_same(TIn, int8_t) || PTO_GEMM_AMX_INT8);
+#else
+  const bool tile_unit = false;
+#endif
+  EXPECT_EQ(ran, expect_fused && tile_unit) << m << "x" << n << " kt " << kt << " steps " << steps;
+  if (ran) {
+    EXPECT_EQ(std::memcmp(fused.data(), stepwise.data(), fused.size() * sizeof(TC)), 0);
+  } else {
+    EXPECT_TRUE(std::all_of(fused.begin(), fused.end(), [](TC x) { return x == TC(7); }));
+  }
+}
+TEST(CubeGemm, KLoopGivesTheStepsBits) {
+  ExpectKLoopGivesTheSteps<pto::bfloat16, float>(128, 128, 128, 4, 1.0f, true, 2000);
+  ExpectKLoopGivesTheSteps<pto::bfloat16, float>(64, 96, 64, 3, 1.0f, true, 2001);
+  ExpectKLoopGivesTheSteps<pto::half, float>(64, 64, 128, 5, 1.0f, true, 2002);
+  ExpectKLoopGivesTheSteps<int8_t, int32_t>(96, 128, 256, 3, 1.0f, true, 2003);
+  ExpectKLoopGivesTheSteps<pto::bfloat16, float>(128, 128, 128, 2, 0x1p-100f, false, 2004);  // below the margin
+  ExpectKLoopGivesTheSteps<pto::bfloat16, float>(48, 64, 128, 2, 1.0f, false, 2005);  // not whole blocks
+  ExpectKLoopGivesTheSteps<pto::bfloat16, float>(64, 64, 128, 2, 1.0f, false, 0);     // no launch to keep for
+  ExpectKLoopGivesTheSteps<float, float>(64, 64, 64, 2, 1.0f, false, 2006);           // no tile-unit path
 }
 
 }  // namespace

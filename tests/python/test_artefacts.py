@@ -79,7 +79,8 @@ def test_dump_ir_after_every_pass(tmp_path, monkeypatch):
     dumps = sorted((p.name for p in inst_dir.glob("ir_*.txt")), key=lambda name: int(name.split("_")[1]))
     assert dumps == ["ir_0_parse.txt", "ir_1_fold_constants.txt", "ir_2_check_memory.txt", "ir_3_check_data_paths.txt",
                      "ir_4_cv_pipeline.txt", "ir_5_fuse_direct.txt", "ir_6_fuse_direct_loops.txt", "ir_7_fuse_rows.txt",
-                     "ir_8_fuse_ops.txt", "ir_9_forward_moves.txt", "ir_10_auto_mutex.txt"]
+                     "ir_8_fuse_ops.txt", "ir_9_forward_moves.txt", "ir_10_auto_mutex.txt",
+                     "ir_11_fuse_k_loops.txt"]
     parsed = (inst_dir / "ir_0_parse.txt").read_text()
     assert parsed.startswith("kernel add_dump(x: Tensor[[DYNAMIC#0, DYNAMIC#1], fp16]")
     assert "a = make_tile_group(Tile[[128, 128], fp16, Vec], addrs=[0x0, 0x8000], mutex_ids=[[0], [1]]" in parsed

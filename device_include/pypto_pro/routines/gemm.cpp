@@ -1,4 +1,4 @@
-// The GEMMs of matmul / matmul_acc / matmul_bias, one per input element type.
+// The GEMMs of matmul / matmul_acc / matmul_bias and of fused K loops, one per input element type.
 #include "pypto_pro/routines/routines.h"
 
 namespace g = pto::gemm;
@@ -25,4 +25,22 @@ PTO_ROUTINE void pto_gemm_i8(int m, int n, int k, const int8_t* a, int64_t lda, 
                              int32_t* c, int64_t ldc, const int32_t* init, int64_t init_row_stride, uint64_t a_launch,
                              uint64_t b_launch) {
   g::GemmBody(m, n, k, a, lda, b, ldb, c, ldc, g::Init<int32_t>{init, init_row_stride}, g::Reuse{a_launch, b_launch});
+}
+
+PTO_ROUTINE bool pto_k_loop_f16(int m, int n, int kt, int steps, const pto::half* a, int64_t lda, int64_t a_step,
+                                const pto::half* b, int64_t ldb, int64_t b_step, float* c, int64_t ldc,
+                                uint64_t launch) {
+  return g::KLoopBody(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch);
+}
+
+PTO_ROUTINE bool pto_k_loop_bf16(int m, int n, int kt, int steps, const pto::bfloat16* a, int64_t lda, int64_t a_step,
+                                 const pto::bfloat16* b, int64_t ldb, int64_t b_step, float* c, int64_t ldc,
+                                 uint64_t launch) {
+  return g::KLoopBody(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch);
+}
+
+PTO_ROUTINE bool pto_k_loop_i8(int m, int n, int kt, int steps, const int8_t* a, int64_t lda, int64_t a_step,
+                               const int8_t* b, int64_t ldb, int64_t b_step, int32_t* c, int64_t ldc,
+                               uint64_t launch) {
+  return g::KLoopBody(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch);
 }

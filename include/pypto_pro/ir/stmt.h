@@ -42,6 +42,8 @@ enum class StmtKind : uint8_t {
                     // the number of the in-place load whose window that Mat tile stands for (-1: none)
   kInPlaceLoad,     // body: a load into a Mat tile that only forwarded matmuls read; attrs[0] "in_place":
                     // its number. The generated code checks its window and leaves it in GM for them
+  kKLoop,           // body: a kFor whose matmul, then matmul_acc, steps may run as one GEMM over k
+                    // (fuse_k_loops; docs/device.md#k-loops), else the loop as written; args: KLoop's
 };
 
 enum class SelectMode : uint8_t { kNext, kCurrent, kPrevious, kIndex };
@@ -101,6 +103,9 @@ Stmt Stage(const std::string& name, Stmt body, Span span = {});
 Stmt DirectRun(Stmt body, const std::vector<Var>& unwritten, Span span = {});
 // A loop (kFor) the generated code may run as one direct run over its iterations' windows.
 Stmt DirectLoop(Stmt loop, Span span = {});
+// A K loop (kFor) the generated code may run as one GEMM over its steps (fuse_k_loops); args: the
+// accumulator, A's Mat tile, A, its row tile index, B's Mat tile, B, its column tile index.
+Stmt KLoop(Stmt loop, std::vector<Expr> operands, Span span = {});
 // Fused ops over `body` (a Seq of the op statements, also what runs when their windows differ or overlap).
 Stmt FusedOps(Stmt body, Span span = {});
 

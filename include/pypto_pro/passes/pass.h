@@ -75,6 +75,9 @@ bool RowLocalOp(const ir::OpDef& op);
 void ForwardMoves(ir::Function& func, const PassContext& ctx);
 // Lock/unlock TileGroup mutex ids around every op whose tiles carry them (when ctx.auto_mutex).
 void AutoMutex(ir::Function& func, const PassContext& ctx);
+// A K loop of in-place matmul then matmul_acc steps may run as one GEMM over k whose sums stay in the
+// host's tile unit (fuse_k_loops.cpp); on with fuse_rows.
+void FuseKLoops(ir::Function& func, const PassContext& ctx);
 
 // The pipeline in order.
 const std::vector<Pass>& Pipeline();
