@@ -614,7 +614,9 @@ inline Scratch& ThreadScratch() {
 // 32 windows of 128 KiB per thread, 18% slower that way, Intel Xeon). A new launch starts afresh.
 struct Reused {
   static constexpr int kPanels = 128;
-  static constexpr int64_t kBytes = int64_t(4) << 20;  // a 1024^3 bf16 K loop's B windows of one thread: 1 MiB
+  static constexpr int kSlots = 256;  // an open-addressed index of the panels by address: a K loop's GEMM
+                                      // looks up two panels per step (a scan of them: 5% of its time)
+  static constexpr int64_t kBytes = int64_t(4) << 20;  // a 1024^3 bf16 K loop's panels of one thread: 3 MiB
   static constexpr int kFields = 512;  // direct-mapped by address: a K loop looks one up per 32 rows
   struct Panel {
     const void* at = nullptr;
@@ -632,6 +634,7 @@ struct Reused {
   };
   uint64_t launch = 0;  // the launch the panels are of
   int panel_count = 0;
+  uint8_t slots[kSlots];  // panel index + 1, 0: empty
   int64_t used = 0;  // bytes of the ring
   Panel panels[kPanels];
   Field fields[kFields];
@@ -643,11 +646,17 @@ inline Reused& ThreadReused() {
   return reused;
 }
 
+inline int SlotOf(const void* at) { return int((uint64_t(uintptr_t(at)) >> 6) * 0x9e3779b97f4a7c15ull >> 56); }
+static_assert(Reused::kSlots == 256 && Reused::kPanels < Reused::kSlots, "SlotOf's 8 bits index the slots");
+
 // The packed panel of B's window (at, ld, kc x n, packed as type) kept in this launch, or null.
 inline Reused::Panel* FindPanel(Reused& r, uint64_t launch, const void* at, int64_t ld, int kc, int n, int type) {
-  if (r.launch != launch) r.launch = launch, r.panel_count = 0, r.used = 0;
-  for (int i = 0; i < r.panel_count; ++i) {
-    Reused::Panel& p = r.panels[i];
+  if (r.launch != launch) {
+    r.launch = launch, r.panel_count = 0, r.used = 0;
+    __builtin_memset(r.slots, 0, sizeof r.slots);
+  }
+  for (int slot = SlotOf(at); r.slots[slot] != 0; slot = (slot + 1) % Reused::kSlots) {
+    Reused::Panel& p = r.panels[r.slots[slot] - 1];
     if (p.at == at && p.ld == ld && p.kc == kc && p.n == n && p.type == type) return &p;
   }
   return nullptr;
@@ -656,6 +665,9 @@ inline Reused::Panel* FindPanel(Reused& r, uint64_t launch, const void* at, int6
 // Room for a new panel of `bytes` (after FindPanel of the same launch), or null when the ring is full.
 inline Reused::Panel* NewPanel(Reused& r, const void* at, int64_t ld, int kc, int n, int type, int64_t bytes) {
   if (r.panel_count == Reused::kPanels || r.used + bytes > Reused::kBytes) return nullptr;
+  int slot = SlotOf(at);
+  while (r.slots[slot] != 0) slot = (slot + 1) % Reused::kSlots;
+  r.slots[slot] = uint8_t(r.panel_count + 1);
   Reused::Panel& p = r.panels[r.panel_count++];
   p = Reused::Panel{at, ld, kc, n, type, r.used, 0, false};
   r.used = (r.used + bytes + 63) / 64 * 64;
