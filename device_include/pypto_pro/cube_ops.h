@@ -151,7 +151,7 @@ template <typename TD, typename TA, typename TB, typename T>
 inline bool k_loop_matmul(CoreCtx& ctx, TD& acc, const TA& ta, const TB& tb, const GmTensor<T, 2>& a, int64_t row,
                           const GmTensor<T, 2>& b, int64_t col, int64_t lo, int64_t hi, bool steady_a, bool steady_b) {
   static_assert(detail::kMatmulShapes<TD, TA, TB>, "matmul shapes: lhs [M, K] x rhs [K, N] -> dst [M, N]");
-  if (!steady_a || !steady_b || ctx.launch_id == 0 || lo != 0 || hi - lo < 2 || hi - lo > (int64_t(1) << 30)) {
+  if (!steady_a || !steady_b || ctx.launch_id == 0 || lo != 0 || hi - lo < 2 || hi - lo > gemm::kKLoopMaxSteps) {
     return false;
   }
   // LoadInPlace's condition (columns together, rows apart), each step's load checks, the matmul's window.

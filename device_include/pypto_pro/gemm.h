@@ -63,6 +63,9 @@ static_assert(kKC % 2 == 0 && kKC <= 1024, "int8 sums of kKC products must stay 
 
 // Where the result starts from: nothing, a row vector broadcast over the rows (bias), or a matrix
 // (the accumulator of matmul_acc, possibly C itself).
+// The most steps KLoop runs as one GEMM (a longer loop runs as written).
+constexpr int kKLoopMaxSteps = 64;
+
 template <typename TC>
 struct Init {
   const TC* data = nullptr;
@@ -1175,7 +1178,7 @@ template <typename TIn, typename TC>
 inline bool KLoop(int m, int n, int kt, int steps, const TIn* a, int64_t lda, int64_t a_step, const TIn* b,
                   int64_t ldb, int64_t b_step, TC* c, int64_t ldc, uint64_t launch) {
   using Tr = Traits<TIn>;
-  constexpr int kMaxSteps = 64;
+  constexpr int kMaxSteps = kKLoopMaxSteps;
   if (launch == 0 || steps < 1 || steps > kMaxSteps || m % kM || n % kN || kt % Tr::kTileK || !Fits<TIn>(m, n)) {
     return false;
   }
