@@ -9,7 +9,7 @@
 
 #include "pypto_pro/op_lists.h"
 
-#define PTO_T0_VERSION 9
+#define PTO_T0_VERSION 10
 #define PTO_T0_MAX_RANK 4
 
 /* Element types of tiles and tensors (the routines' PTO_ROUTINE_ELEMS). */
@@ -79,6 +79,8 @@ enum {
   PTO_T0_CROSS,      /* set_cross_core (a=0) / wait_cross_core (a=1): pipe b, event c, sync mode d */
   PTO_T0_GETVAL,     /* r[a] = element r[c] (a linear offset) of t[b], as kind d (pl.getval, tile[i, j]) */
   PTO_T0_SETVAL,     /* element r[b] of t[a] = r[c] of kind d (pl.setval) */
+  PTO_T0_FIELD,      /* r[a] = the TilingData field at byte imm, of kind d: a scalar (c = 0) or element r[e] of an
+                        array of c (checked: pto::ArrayAt's fault) */
 };
 
 /* Binary operators of PTO_T0_BIN (the IR's). */
@@ -123,13 +125,17 @@ typedef struct PtoT0Group {
 typedef struct PtoT0Program {
   uint32_t version;
   int32_t num_regs, num_tile_vars, num_slots, num_groups, num_tensors, num_insns;
+  /* The TilingData parameter's launcher slot (-1: none) and size: a tier-0 launch copies its bytes after
+   * the slots (PtoT0Args) and the slot then holds their offset from slots[0]. */
+  int32_t tiling_slot, tiling_bytes;
   const PtoT0Insn* insns;
   const PtoT0Tensor* tensors;
   const PtoT0Slot* slots;
   const PtoT0Group* groups;
 } PtoT0Program;
 
-/* What a tier-0 launch submits as its arguments: the program, then the launcher's 64-bit slots. */
+/* What a tier-0 launch submits as its arguments: the program, then the launcher's 64-bit slots, then
+ * the TilingData's bytes (8-byte aligned) when the kernel has one. */
 typedef struct PtoT0Args {
   const PtoT0Program* program;
   uint64_t slots[1]; /* as many as the launcher has */

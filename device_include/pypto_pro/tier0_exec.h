@@ -288,6 +288,25 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         break;
       }
       case PTO_T0_SHAPE: r[in.a] = int32_t(gm[in.b].shape[in.c]); break;
+      case PTO_T0_FIELD: {  // the TilingData's bytes follow the slots (PtoT0Args); the slot holds their offset
+        const uint8_t* field = reinterpret_cast<const uint8_t*>(launcher) + launcher[in.b] + in.imm;
+        if (in.c > 0) {
+          if (r[in.e] < 0 || r[in.e] >= in.c) ArrayIndexFault(ctx, in.line, r[in.e], in.c);
+          field += r[in.e] * (in.d == PTO_T0_BOOL ? 1 : in.d == PTO_T0_INT64 ? 8 : 4);
+        }
+        if (in.d == PTO_T0_BOOL) {
+          r[in.a] = *field != 0;
+        } else if (in.d == PTO_T0_INT64) {
+          int64_t v;
+          __builtin_memcpy(&v, field, sizeof v);
+          r[in.a] = v;
+        } else {  // fp32 (its bits in the low 32) or int32 (sign-extended)
+          int32_t v;
+          __builtin_memcpy(&v, field, sizeof v);
+          r[in.a] = in.d == PTO_T0_FP32 ? int64_t(uint32_t(v)) : int64_t(v);
+        }
+        break;
+      }
       case PTO_T0_BUILTIN:
         r[in.a] = in.b == 0 ? ctx.block_idx : in.b == 1 ? ctx.block_num : in.b == 2 ? ctx.subblock_idx
                   : in.b == 3 ? ctx.subblock_num : in.b == 4 ? ctx.core_type == PTO_CORE_AIV : ctx.core_type == PTO_CORE_AIC;

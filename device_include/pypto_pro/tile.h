@@ -421,19 +421,22 @@ inline float FloatMod(float a, float b) { return __builtin_fmodf(a, b); }
 
 namespace pto {
 
+// A TilingData array read at an index outside it (ArrayAt; the tier-0 executor's PTO_T0_FIELD).
+[[noreturn]] inline void ArrayIndexFault(CoreCtx& ctx, int line, int64_t index, int count) {
+  PtoFaultDetail d{};
+  d.op = "TilingData array";
+  d.message = "TilingData array index out of range";
+  d.rank = 1;
+  d.offsets[0] = index;
+  d.extent[0] = 1;
+  d.shape[0] = count;
+  Fault(ctx, line, d);
+}
+
 // tiling.array[index] with a run-time index: checked, like every other access of a kernel.
 template <typename T, int N>
 inline T ArrayAt(CoreCtx& ctx, int line, const T (&array)[N], int count, int64_t index) {
-  if (index < 0 || index >= count) {
-    PtoFaultDetail d{};
-    d.op = "TilingData array";
-    d.message = "TilingData array index out of range";
-    d.rank = 1;
-    d.offsets[0] = index;
-    d.extent[0] = 1;
-    d.shape[0] = count;
-    Fault(ctx, line, d);
-  }
+  if (index < 0 || index >= count) ArrayIndexFault(ctx, line, index, count);
   return array[index];
 }
 

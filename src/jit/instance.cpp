@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <fstream>
 #include <cerrno>
 #include <map>
@@ -831,20 +832,29 @@ int64_t Launch(Instance& inst, uint32_t block_dim, void* stream, const uint64_t*
     }
   }
   if (inst.compiled.load(std::memory_order_acquire)) return inst.launch(block_dim, stream, slots);
-  // The program, then the launcher's slots: a PtoT0Args.
-  constexpr int kInline = 32;
-  uint64_t inline_args[1 + kInline];
+  // The program, the launcher's slots, the TilingData's bytes: a PtoT0Args (the launch queue copies it;
+  // the slot of the TilingData, a pointer to the caller's bytes, becomes their offset from slots[0]).
+  const PtoT0Program& program = inst.tier0->program;
+  const int tiling_words = program.tiling_slot >= 0 ? (program.tiling_bytes + 7) / 8 : 0;
+  const int words = 1 + inst.num_slots + tiling_words;
+  constexpr int kInline = 64;
+  uint64_t inline_args[kInline];
   std::vector<uint64_t> heap_args;
   uint64_t* args = inline_args;
-  if (inst.num_slots > kInline) {
-    heap_args.resize(size_t(1 + inst.num_slots));
+  if (words > kInline) {
+    heap_args.resize(size_t(words));
     args = heap_args.data();
   }
-  args[0] = uint64_t(reinterpret_cast<uintptr_t>(&inst.tier0->program));
+  args[0] = uint64_t(reinterpret_cast<uintptr_t>(&program));
   for (int i = 0; i < inst.num_slots; ++i) args[1 + i] = slots[i];
+  if (tiling_words > 0) {
+    args[words - 1] = 0;  // the last word's padding
+    std::memcpy(args + 1 + inst.num_slots, reinterpret_cast<const void*>(slots[program.tiling_slot]),
+                size_t(program.tiling_bytes));
+    args[1 + program.tiling_slot] = uint64_t(inst.num_slots) * sizeof(uint64_t);
+  }
   return static_cast<PtoStreamHandle*>(stream)->api->submit(stream, &inst.tier0_desc, args,
-                                                            uint32_t(sizeof(uint64_t) * size_t(1 + inst.num_slots)),
-                                                            block_dim);
+                                                            uint32_t(sizeof(uint64_t) * size_t(words)), block_dim);
 }
 
 void WaitCompiled(Instance& inst) {

@@ -142,6 +142,8 @@ class Compiler {
     p.num_groups = int32_t(out_->groups.size());
     p.num_tensors = int32_t(out_->tensors.size());
     p.num_insns = int32_t(out_->insns.size());
+    p.tiling_slot = tiling_slot_;
+    p.tiling_bytes = tiling_bytes_;
     p.insns = out_->insns.data();
     p.tensors = out_->tensors.data();
     p.slots = out_->slots.data();
@@ -200,7 +202,11 @@ class Compiler {
         }
         case SlotKind::kDynamicDim: break;
         case SlotKind::kBufferBytes: Refuse("a pl.Ptr parameter");
-        case SlotKind::kTiling: Refuse("a TilingData parameter");
+        case SlotKind::kTiling:  // its bytes follow the slots (PtoT0Args); the slot their offset
+          tiling_param_ = p->id;
+          tiling_slot_ = int(n);
+          tiling_bytes_ = int(p->type.strct->size);
+          break;
       }
     }
   }
@@ -334,7 +340,17 @@ class Compiler {
         Emit(PTO_T0_GETVAL, line, out, TileOf(VarRef(e->var, e->span)), offset, kind);
         return out;
       }
-      default: Refuse("an expression of this kind (views, fields, pointers)");
+      case ExprKind::kField: {  // a TilingData field, or an element of an array field (checked)
+        if (e->var->id != tiling_param_) Refuse("a field of a pl.struct other than the TilingData");
+        const StructField& f = e->var->type.strct->fields[size_t(e->axis)];
+        const int kind = ScalarKind(f.dtype);
+        const int index = e->operands.empty() ? 0 : Conv(Expr_(e->operands[0]), e->operands[0]->type.dtype,
+                                                          DataType::kInt64, line);
+        const int out = NewReg();
+        Emit(PTO_T0_FIELD, line, out, tiling_slot_, e->operands.empty() ? 0 : f.count, kind, index, f.offset);
+        return out;
+      }
+      default: Refuse("an expression of this kind (views, pointers)");
     }
   }
 
@@ -876,6 +892,7 @@ class Compiler {
   std::unique_ptr<Tier0Program> out_;
   int num_regs_ = 0;
   std::map<int, int> regs_, tile_vars_, tensors_, groups_;
+  int tiling_param_ = -1, tiling_slot_ = -1, tiling_bytes_ = 0;  // the TilingData parameter
   std::vector<Loop> loops_;
 };
 

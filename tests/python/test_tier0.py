@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -196,6 +197,61 @@ def test_scalar_code_matches_the_compiled_kernel_and_python(monkeypatch):
                 0 * 10 + 3, 1 * 10 + 3, 2 * 10 + 3, 0, int(np.float32(f) * np.float32(3.5))]
     assert t0_out[:11, 0].tolist() == expected
     assert t0_out[11:14, 0].tolist() == [11064, 12064, 13064]
+
+
+@dataclass
+class Plan:
+    rows: int
+    scale: float
+    shift: bool
+    bias: "float[4]"
+    pick: "int[3]"
+    flags: "bool[2]"
+
+
+def planned(x: pl.Tensor[[pl.DYNAMIC, 32], pl.DT_FP32], y: pl.Tensor[[pl.DYNAMIC, 32], pl.DT_FP32], plan: Plan):
+    """TilingData fields of every kind: int, float, bool, and arrays read at run-time indices."""
+    t = pl.make_tile(pl.TileType(shape=[1, 32], dtype=pl.DT_FP32), addr=0)
+    with pl.section_vector():
+        for i in pl.range(plan.rows):
+            pl.load_tile(t, x, [i, 0])
+            pl.muls(t, t, plan.scale)
+            if plan.shift and plan.flags[i % 2]:
+                pl.adds(t, t, 1.0)
+            pl.adds(t, t, plan.bias[plan.pick[i % 3]] + plan.pick[2] * 0.5)
+            pl.store_tile(y, t, [i, 0])
+
+
+def test_tiling_data_fields_match_the_compiled_kernel(monkeypatch):
+    both = _twins(planned, "t0_planned", monkeypatch)
+    x = torch.randn(8, 32)
+    for plan in [Plan(8, 1.5, True, [0.25, -1.0, 2.0, 8.0], [3, 0, 1], [True, False]),
+                 Plan(5, -2.0, False, [1.0, 2.0, 3.0, 4.0], [2, 2, 0], [False, True])]:
+        (_, t0_y, _), (_, compiled_y, _) = both(1, x, torch.zeros(8, 32), plan)
+        assert torch.equal(t0_y, compiled_y)
+        ref = torch.zeros(8, 32)
+        for i in range(plan.rows):
+            ref[i] = x[i] * plan.scale + (1.0 if plan.shift and plan.flags[i % 2] else 0.0)
+            ref[i] += plan.bias[plan.pick[i % 3]] + plan.pick[2] * 0.5
+        assert torch.allclose(t0_y, ref, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("index", [4, 7, -1])
+def test_a_tiling_array_index_out_of_range_faults_as_the_compiled_kernel(monkeypatch, index):
+    faults = []
+    for mode in ("always", "0"):
+        kernel = pl.jit(planned, name=f"t0_planned_fault_{mode}_{index + 1}")
+        monkeypatch.setenv("PYPTO_PRO_TIER0", mode)
+        y = torch.zeros(8, 32)
+        kernel[None, 1](torch.ones(8, 32), y, Plan(3, 1.0, False, [0.0] * 4, [0, 1, index], [False, False]))
+        faults.append((synchronize_fault(), y))
+        assert kernel.compile_stats()[-1]["tier0"] == (mode == "always")
+    (t0_fault, t0_y), (compiled_fault, compiled_y) = faults
+    assert t0_fault == compiled_fault
+    assert t0_fault == ("TilingData array", line_of(planned, "pl.adds(t, t, plan.bias[plan.pick[i % 3]]"),
+                        f"TilingData array index out of range: size [4], offsets [{index}], window [1]")
+    assert torch.equal(t0_y, compiled_y)  # rows 0 and 1 stored before row 2 faulted
+    assert torch.equal(t0_y[:2], torch.full((2, 32), 1.0 + index * 0.5)) and not t0_y[2:].any()
 
 
 # ---- tile groups, dynamic shapes, several blocks: the add example ----
