@@ -77,8 +77,9 @@ enum {
   PTO_T0_ACCTOVEC,   /* Vec t[a] <- Acc t[b] through the fixpipe: acc_to_vec_mode c (-1: not given), relu f, scale imm */
   PTO_T0_INSERT,     /* Mat t[a] <- Vec t[b]'s window at [r[c], r[d]], transposed (NZ into ZN) if e; op name s0 */
   PTO_T0_CROSS,      /* set_cross_core (a=0) / wait_cross_core (a=1): pipe b, event c, sync mode d */
-  PTO_T0_GETVAL,     /* r[a] = element r[c] (a linear offset) of t[b], as kind d (pl.getval, tile[i, j]) */
-  PTO_T0_SETVAL,     /* element r[b] of t[a] = r[c] of kind d (pl.setval) */
+  PTO_T0_GETVAL,     /* r[a] = element r[c] (a linear offset) of t[b] (e = 1: of gm[b]), as kind d (pl.getval,
+                        tile[i, j]; fp16 / bf16 read as fp32) */
+  PTO_T0_SETVAL,     /* element r[b] of t[a] (e = 1: of gm[a]) = r[c] of kind d (pl.setval) */
   PTO_T0_FIELD,      /* r[a] = the TilingData field at byte imm, of kind d: a scalar (c = 0) or element r[e] of an
                         array of c (checked: pto::ArrayAt's fault) */
 };

@@ -548,9 +548,29 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         });
         break;
       }
-      case PTO_T0_GETVAL:    // getval() of a tile (tile.h)
-      case PTO_T0_SETVAL: {  // setval() of a tile
+      case PTO_T0_GETVAL:    // getval() of a tile or a tensor (tile.h)
+      case PTO_T0_SETVAL: {  // setval() of a tile or a tensor
         const bool get = in.code == PTO_T0_GETVAL;
+        auto read = [&](auto v) {  // (the compiler admits the element types whose scalars are registers)
+          if constexpr (__is_same(decltype(v), float) || __is_same(decltype(v), int32_t) ||
+                        __is_same(decltype(v), int64_t)) {
+            r[in.a] = Store(v, in.d);
+          }
+        };
+        if (in.e) {  // a GM tensor: its element by the tensor's shape and strides, checked as compiled
+          const PtoT0Tensor& td = p.tensors[get ? in.b : in.a];
+          ByElem(td.elem, [&]<typename T>() {
+            ByRank(td.rank, [&]<int N>() {
+              const GmTensor<T, N> tensor = Typed<T, N>(gm[get ? in.b : in.a]);
+              if (get) {
+                read(getval(ctx, in.line, tensor, r[in.c]));
+              } else {
+                WithScalar(r[in.c], in.d, [&](auto v) { setval(ctx, in.line, tensor, r[in.b], v); return 0; });
+              }
+            });
+          });
+          break;
+        }
         const PtoT0Slot& d = p.slots[t[get ? in.b : in.a]];
         const SlotState& st = s[t[get ? in.b : in.a]];
         const int64_t offset = r[get ? in.c : in.b], count = int64_t(d.rows) * d.cols;
@@ -560,9 +580,8 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
                     ElementIndexOf(d.layout, d.rows, d.cols, int64_t(sizeof(T)), d.compact, st.valid_rows,
                                    st.valid_cols, offset);
           if (get) {
-            if constexpr (__is_same(T, float) || __is_same(T, int32_t) || __is_same(T, int64_t)) {
-              r[in.a] = Store(*data, in.d);  // (the compiler admits these element types only)
-            }
+            if constexpr (kIsNarrowFloat<T>) read(ToFloat(*data));
+            else read(*data);
           } else {
             WithScalar(r[in.c], in.d, [&](auto v) { *data = detail::ToElement<T>(v); return 0; });
           }

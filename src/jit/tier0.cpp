@@ -35,12 +35,15 @@ int ScalarKind(DataType dtype) {
   }
 }
 
-// The register kind an element read of a tile of `dtype` gives (pto::getval's type): fp32, int32, int64.
+// The register kind an element read of a tile or tensor of `dtype` gives (pto::getval's type): fp32
+// (fp16 and bf16 read as fp32 too), int32, int64.
 int ElementKind(DataType dtype) {
   switch (dtype) {
     case DataType::kInt32: return PTO_T0_INT32;
     case DataType::kInt64: return PTO_T0_INT64;
-    case DataType::kFP32: return PTO_T0_FP32;
+    case DataType::kFP32:
+    case DataType::kFP16:
+    case DataType::kBF16: return PTO_T0_FP32;
     default: Refuse("an element read of a tile of " + std::string(Name(dtype)));
   }
 }
@@ -331,13 +334,14 @@ class Compiler {
         return out;
       }
       case ExprKind::kBinary: return Binary(*e);
-      case ExprKind::kElement: {  // pl.getval(tile, offset), tile[i, j]: an element of fp32, int32 or int64
-        if (!e->var->type.IsTile()) Refuse("an element read of a GM tensor");
+      case ExprKind::kElement: {  // pl.getval(tile or tensor, offset), tile[i, j]: of fp16 / bf16 / fp32, int32, int64
         const int kind = ElementKind(e->var->type.dtype);
         if (kind != ScalarKind(e->type.dtype)) Refuse("an element read converting its type");
+        const bool tensor = e->var->type.IsTensor();
+        const int container = tensor ? TensorOf(VarRef(e->var, e->span)) : TileOf(VarRef(e->var, e->span));
         const int offset = Conv(Expr_(e->operands[0]), e->operands[0]->type.dtype, DataType::kInt64, line);
         const int out = NewReg();
-        Emit(PTO_T0_GETVAL, line, out, TileOf(VarRef(e->var, e->span)), offset, kind);
+        Emit(PTO_T0_GETVAL, line, out, container, offset, kind, tensor ? 1 : 0);
         return out;
       }
       case ExprKind::kField: {  // a TilingData field, or an element of an array field (checked)
@@ -820,11 +824,12 @@ class Compiler {
              ScalarKind(s.args[3]->type.dtype));
       }
     } else if (name == "setval") {  // container[offset] = value, converted as pto::ToElement
-      if (!s.args[0]->type.IsTile()) Refuse("an element write of a GM tensor");
       ElemCode(s.args[0]->type.dtype);
+      const bool tensor = s.args[0]->type.IsTensor();
+      const int container = tensor ? TensorOf(s.args[0]) : TileOf(s.args[0]);
       const int offset = Conv(Expr_(s.args[1]), s.args[1]->type.dtype, DataType::kInt64, line);
       const int value = Expr_(s.args[2]);
-      Emit(PTO_T0_SETVAL, line, TileOf(s.args[0]), offset, value, ScalarKind(s.args[2]->type.dtype));
+      Emit(PTO_T0_SETVAL, line, container, offset, value, ScalarKind(s.args[2]->type.dtype), tensor ? 1 : 0);
     } else if (name == "printf" || name == "pto_assert") {
       Debug(s);
     } else if (name == "trap") {

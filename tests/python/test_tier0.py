@@ -1288,9 +1288,10 @@ def _elements(dtype, layout):
 
 
 @pytest.mark.parametrize("layout", ["ND", "NZ"])
-@pytest.mark.parametrize("dtype", [pl.DT_FP32, pl.DT_INT32])
+@pytest.mark.parametrize("dtype", [pl.DT_FP32, pl.DT_INT32, pl.DT_FP16, pl.DT_BF16])
 def test_element_reads_and_writes_match_the_library(monkeypatch, dtype, layout):
-    torch_dtype = {pl.DT_FP32: torch.float32, pl.DT_INT32: torch.int32}[dtype]
+    torch_dtype = {pl.DT_FP32: torch.float32, pl.DT_INT32: torch.int32, pl.DT_FP16: torch.float16,
+                   pl.DT_BF16: torch.bfloat16}[dtype]
     x = (torch.randn(16, 32) * 100).to(torch_dtype)
     both = _twins(_elements(dtype, getattr(pl, layout)), f"t0_elements_{dtype.name}_{layout}", monkeypatch)
     for at in (0, 17, 300):
@@ -1310,4 +1311,38 @@ def test_element_reads_and_writes_match_the_library(monkeypatch, dtype, layout):
         kernel[None, 1](x, torch.zeros_like(x), 511, 1.0)  # at + 1 is past the tile's 512 elements
         faults.append(synchronize_fault())
     assert faults[0] == faults[1] and faults[0][:2] == ("setval", line_of(_elements, "# READ-WRITE"))
+    assert "element offset out of range" in faults[0][2]
+
+
+def _gm_elements(dtype):
+    """Element reads and writes of GM tensors (pl.getval / pl.setval at linear offsets)."""
+    def gm_elements(x: pl.Tensor[[16, 32], dtype], y: pl.Tensor[[16, 32], dtype], at: pl.Scalar[pl.DT_INT32]):
+        with pl.section_vector():
+            first = pl.getval(x, at)  # GM READ
+            pl.setval(y, at + 1, first * 3)
+            pl.setval(y, 0, pl.getval(x, 511) + pl.getval(y, at + 1))
+
+    return gm_elements
+
+
+@pytest.mark.parametrize("dtype", [pl.DT_FP32, pl.DT_INT32, pl.DT_FP16, pl.DT_BF16])
+def test_gm_element_reads_and_writes_match_the_library(monkeypatch, dtype):
+    torch_dtype = {pl.DT_FP32: torch.float32, pl.DT_INT32: torch.int32, pl.DT_FP16: torch.float16,
+                   pl.DT_BF16: torch.bfloat16}[dtype]
+    x = (torch.randn(16, 32) * 10).to(torch_dtype)
+    both = _twins(_gm_elements(dtype), f"t0_gm_elements_{dtype.name}", monkeypatch)
+    for at in (0, 17, 300):
+        (_, y0, _), (_, y1, _) = both(1, x, torch.zeros_like(x), at)
+        assert torch.equal(y0, y1)
+        want = torch.zeros(512, dtype=torch_dtype)
+        want[at + 1] = (x.flatten()[at].float() * 3).to(torch_dtype)
+        want[0] = (x.flatten()[511].float() + want[at + 1].float()).to(torch_dtype)
+        assert torch.equal(y1.flatten(), want)
+    faults = []
+    for mode in ("always", "0"):
+        monkeypatch.setenv("PYPTO_PRO_TIER0", mode)
+        kernel = pl.jit(_gm_elements(dtype), name=f"t0_gm_elements_fault_{dtype.name}_{mode}")
+        kernel[None, 1](x, torch.zeros_like(x), 512)
+        faults.append(synchronize_fault())
+    assert faults[0] == faults[1] and faults[0][:2] == ("getval", line_of(_gm_elements, "# GM READ"))
     assert "element offset out of range" in faults[0][2]
