@@ -1064,25 +1064,28 @@ class KernelWriter {
     return os.str();
   }
 
+  // The bytes of a tensor parameter's buffer (row-major: its dims times its element's size), or of a
+  // pointer parameter's (the launcher's count), as an expression over the kernel's arguments.
+  static std::string BufferBytes(const Var& p) {
+    if (p->type.IsPtr()) return "args." + BytesFieldName(p);
+    std::string bytes = "int64_t(sizeof(" + DeviceType(p->type.tensor->dtype) + "))";
+    for (const Dim& d : p->type.tensor->dims) {
+      bytes += " * " + (d.kind == DimKind::kDynamic ? "int64_t(args.dyn" + std::to_string(d.dyn_slot) + ")"
+                                                   : std::to_string(d.value));
+    }
+    return bytes;
+  }
+
   // Per tensor parameter an in-place load reads: whether no buffer the launch writes overlaps it, so
   // its values cannot change during the launch (gemm::Reuse). Never where a tensor is restrided (its
   // reads and writes leave shape x dtype bytes) or blocks synchronise (a SOFT sync_all's workspaces).
   std::string SteadyFlags(const std::vector<bool>& written) {
-    auto bytes_of = [&](const Var& p) {
-      if (p->type.IsPtr()) return "args." + BytesFieldName(p);
-      std::string bytes = "int64_t(sizeof(" + DeviceType(p->type.tensor->dtype) + "))";
-      for (const Dim& d : p->type.tensor->dims) {
-        bytes += " * " + (d.kind == DimKind::kDynamic ? "int64_t(args.dyn" + std::to_string(d.dyn_slot) + ")"
-                                                     : std::to_string(d.value));
-      }
-      return bytes;
-    };
     const bool never = !restrided_.empty() || NeedsResidentBlocks(func_);
     std::string buffers;
     for (size_t i = 0; i < func_.params.size(); ++i) {
       const Var& p = func_.params[i];
       if (written[i] && (p->type.IsTensor() || p->type.IsPtr())) {
-        buffers += std::string(buffers.empty() ? "" : ", ") + "PtoRange{args." + FieldName(p) + ", " + bytes_of(p) + "}";
+        buffers += std::string(buffers.empty() ? "" : ", ") + "PtoRange{args." + FieldName(p) + ", " + BufferBytes(p) + "}";
       }
     }
     std::ostringstream os;
@@ -1095,7 +1098,7 @@ class KernelWriter {
       } else if (buffers.empty()) {
         os << "true;\n";
       } else {
-        os << "pto::detail::ApartFrom(PtoRange{args." << FieldName(p) << ", " << bytes_of(p)
+        os << "pto::detail::ApartFrom(PtoRange{args." << FieldName(p) << ", " << BufferBytes(p)
            << "}, written_buffers);\n";
       }
     }
@@ -1112,13 +1115,11 @@ class KernelWriter {
       const Var& p = func_.params[i_param];
       if (p->type.IsTensor()) {
         const TensorType& t = *p->type.tensor;
-        std::string dims, bytes = "int64_t(sizeof(" + DeviceType(t.dtype) + "))";  // bytes: KernelOutputs'
+        std::string dims;
         for (size_t i = 0; i < t.dims.size(); ++i) {
           const Dim& d = t.dims[i];
-          const std::string dim = d.kind == DimKind::kDynamic ? "int64_t(args.dyn" + std::to_string(d.dyn_slot) + ")"
-                                                              : std::to_string(d.value);
-          dims += (i ? ", " : "") + dim;
-          bytes += " * " + dim;
+          dims += (i ? ", " : "") + (d.kind == DimKind::kDynamic ? "int64_t(args.dyn" + std::to_string(d.dyn_slot) + ")"
+                                                                : std::to_string(d.value));
         }
         // pl.set_stride changes a tensor in place; the others stay const (their loads can be hoisted).
         // An output is marked with whether its buffer is still untouched (MarkFresh: the runtime faults
@@ -1129,7 +1130,7 @@ class KernelWriter {
         decls << (restrided_.count(p->id) ? "  auto " : "  const auto ") << TensorName(p) << " = "
               << (written[i_param] ? "pto::detail::MarkFresh(ctx, " + gm + ")" : gm) << ";\n";
         if (written[i_param]) {
-          outputs << "  if (n < max) out[n++] = PtoRange{args." << FieldName(p) << ", " << bytes << "};\n";
+          outputs << "  if (n < max) out[n++] = PtoRange{args." << FieldName(p) << ", " << BufferBytes(p) << "};\n";
         }
       } else if (p->type.IsPtr()) {
         decls << "  const auto " << PtrName(p) << " = pto::MakeGmPtr<" << DeviceType(p->type.dtype) << ">(args."
