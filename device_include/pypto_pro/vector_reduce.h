@@ -137,30 +137,35 @@ inline void ColumnReduce(TO& out, const TS& src) {
   ColumnReduceBody<F>(out.data, src.data, TS::kCols, src.valid_rows, src.valid_cols);
 }
 
-// Index of the first greatest (F = GtF-like `better`) element of each row.
-template <typename Better, typename TO, typename TS>
-inline void RowArgExtreme(TO& out, const TS& src, Better better) {
-  using I = typename TO::Elem;
-  ForEachRow(out, src, [&](const typename TS::Elem* row, int64_t n) {
+// Index of the first greatest (F = GtF-like `better`) element of each row of the rows x cols window
+// of a tile of `src_cols` columns, into column 0 of a tile of `out_cols` columns.
+template <typename Better, typename I, typename T>
+inline void RowArgExtremeBody(I* out, int64_t out_cols, const T* src, int64_t src_cols, int64_t rows, int64_t cols,
+                              Better better) {
+  if (rows <= 0 || cols <= 0) return;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* row = src + r * src_cols;
     auto best = Exact(row[0]);
     int64_t index = 0;
-    for (int64_t c = 1; c < n; ++c) {
+    for (int64_t c = 1; c < cols; ++c) {
       auto v = Exact(row[c]);
       if (better(v, best)) {
         best = v;
         index = c;
       }
     }
-    return I(index);
-  });
+    out[r * out_cols] = I(index);
+  }
+}
+
+template <typename Better, typename TO, typename TS>
+inline void RowArgExtreme(TO& out, const TS& src, Better better) {
+  RowArgExtremeBody(out.data, TO::kCols, src.data, TS::kCols, src.valid_rows, src.valid_cols, better);
 }
 
 // Row index of the first greatest element of each column, 256 columns at a time.
-template <typename Better, typename TO, typename TS>
-inline void ColArgExtreme(TO& out, const TS& src, Better better) {
-  using T = typename TS::Elem;
-  using I = typename TO::Elem;
-  const int64_t rows = src.valid_rows, cols = src.valid_cols;
+template <typename Better, typename I, typename T>
+inline void ColArgExtremeBody(I* out, const T* src, int64_t src_cols, int64_t rows, int64_t cols, Better better) {
   if (rows <= 0 || cols <= 0) return;
   constexpr int64_t kChunk = 256;
   for (int64_t c0 = 0; c0 < cols; c0 += kChunk) {
@@ -168,11 +173,11 @@ inline void ColArgExtreme(TO& out, const TS& src, Better better) {
     decltype(Exact(T{})) best[kChunk];
     I index[kChunk];
     for (int64_t j = 0; j < n; ++j) {
-      best[j] = Exact(src.data[c0 + j]);
+      best[j] = Exact(src[c0 + j]);
       index[j] = 0;
     }
     for (int64_t r = 1; r < rows; ++r) {
-      const T* row = src.data + r * TS::kCols + c0;
+      const T* row = src + r * src_cols + c0;
       for (int64_t j = 0; j < n; ++j) {
         auto v = Exact(row[j]);
         bool take = better(v, best[j]);
@@ -180,8 +185,13 @@ inline void ColArgExtreme(TO& out, const TS& src, Better better) {
         index[j] = take ? I(r) : index[j];
       }
     }
-    __builtin_memcpy(out.data + c0, index, size_t(n) * sizeof(I));
+    __builtin_memcpy(out + c0, index, size_t(n) * sizeof(I));
   }
+}
+
+template <typename Better, typename TO, typename TS>
+inline void ColArgExtreme(TO& out, const TS& src, Better better) {
+  ColArgExtremeBody(out.data, src.data, TS::kCols, src.valid_rows, src.valid_cols, better);
 }
 
 struct Greater { template <typename V> bool operator()(V a, V b) const { return a > b; } };

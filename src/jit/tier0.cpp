@@ -763,6 +763,16 @@ class Compiler {
       TileOf(s.args[2]);  // the unused tmp: a tile the executor could place
       Emit(PTO_T0_COLREDUCE, line, TileOf(s.args[0]), TileOf(s.args[1]), 0, 0,
            name == "col_sum" ? 0 : name == "col_max" ? 1 : 2);
+    } else if (name == "argmax" || name == "argmin" || name == "col_argmax" || name == "col_argmin") {
+      Options(s);
+      const DataType index = s.args[0]->type.dtype;
+      if (index != DataType::kInt32 && index != DataType::kUInt32) {
+        Refuse("pl." + std::string(name) + " into " + std::string(Name(index)));
+      }
+      ElemCode(s.args[1]->type.dtype);
+      TileOf(s.args[2]);  // the unused tmp: a tile the executor could place
+      Emit(PTO_T0_ARGREDUCE, line, TileOf(s.args[0]), TileOf(s.args[1]), name[0] == 'c' ? 1 : 0, 0,
+           name.find("argmax") != std::string::npos ? 0 : 1);
     } else if (auto bw = kBitwiseOps.find(name); bw != kBitwiseOps.end()) {
       const bool unary = name == "not_";
       SameElem(s, unary ? std::initializer_list<size_t>{1} : std::initializer_list<size_t>{1, 2});

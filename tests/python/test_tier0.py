@@ -1346,3 +1346,45 @@ def test_gm_element_reads_and_writes_match_the_library(monkeypatch, dtype):
         faults.append(synchronize_fault())
     assert faults[0] == faults[1] and faults[0][:2] == ("getval", line_of(_gm_elements, "# GM READ"))
     assert "element offset out of range" in faults[0][2]
+
+
+def _arg_extremes(dtype, rows_ok):
+    """argmax / argmin along rows (fp16 / fp32) and columns (every dtype with a column form) of a tile with a
+    partial valid window, into int32 index tiles."""
+    def arg_extremes(x: pl.Tensor[[16, 64], dtype], by_row: pl.Tensor[[16, 8], pl.DT_INT32],
+                     by_col: pl.Tensor[[2, 64], pl.DT_INT32]):
+        a = pl.make_tile(pl.TileType(shape=[16, 64], dtype=dtype, valid_shape=[13, 50]), addr=0x0)
+        tmp = pl.make_tile(pl.TileType(shape=[16, 64], dtype=dtype, valid_shape=[13, 50]), addr=0x4000)
+        icol = pl.make_tile(pl.TileType(shape=[16, 1], dtype=pl.DT_INT32, valid_shape=[13, 1]), addr=0x8000)
+        irow = pl.make_tile(pl.TileType(shape=[1, 64], dtype=pl.DT_INT32, valid_shape=[1, 50]), addr=0x9000)
+        with pl.section_vector():
+            pl.load(a, x, [0, 0])
+            if rows_ok:
+                pl.expands(icol, 99)
+                pl.argmax(icol, a, tmp)
+                pl.store(by_row, icol, [0, 0])
+                pl.expands(icol, 99)
+                pl.argmin(icol, a, tmp, dim=0)
+                pl.store(by_row, icol, [0, 1])
+            pl.expands(irow, 99)
+            pl.argmax(irow, a, tmp, dim=1)
+            pl.store(by_col, irow, [0, 0])
+            pl.expands(irow, 99)
+            pl.argmin(irow, a, tmp, dim=1)
+            pl.store(by_col, irow, [1, 0])
+
+    return arg_extremes
+
+
+@pytest.mark.parametrize("dtype,torch_dtype", [(pl.DT_FP32, torch.float32), (pl.DT_FP16, torch.float16),
+                                               (pl.DT_INT32, torch.int32)])
+def test_arg_extremes_match_the_library_and_torch(monkeypatch, dtype, torch_dtype):
+    rows_ok = dtype is not pl.DT_INT32  # argmax(dim=0) takes fp16 / fp32
+    x = torch.randint(-6, 7, (16, 64)).to(torch_dtype)  # small integers: ties, the first one wins
+    both = _twins(_arg_extremes(dtype, rows_ok), f"t0_arg_{dtype.name}", monkeypatch)
+    (_, r0, c0), (_, r1, c1) = both(1, x, torch.zeros(16, 8, dtype=torch.int32), torch.zeros(2, 64, dtype=torch.int32))
+    assert torch.equal(r0, r1) and torch.equal(c0, c1)
+    window = x[:13, :50].double()
+    if rows_ok:
+        assert torch.equal(r1[:13, 0], window.argmax(1).int()) and torch.equal(r1[:13, 1], window.argmin(1).int())
+    assert torch.equal(c1[0, :50], window.argmax(0).int()) and torch.equal(c1[1, :50], window.argmin(0).int())

@@ -1,4 +1,5 @@
-// The tier-0 executor's expands(), column reductions, transpose() and bitwise ops (tier0_exec.h).
+// The tier-0 executor's expands(), column reductions, argmax / argmin, transpose() and bitwise ops
+// (tier0_exec.h).
 #define PTO_EXTERN_ROUTINES  // its tile ops call this library's routines, as a kernel compiled against it does
 #include "pypto_pro/routines/routines.h"
 #include "pypto_pro/tier0_exec.h"
@@ -28,6 +29,25 @@ void RunTileOp(CoreCtx& ctx, const PtoT0Program& p, const PtoT0Insn& in, const F
         if (in.e == 0) detail::ColumnReduceBody<detail::AddF>(o, x, sd.cols, src.valid_rows, src.valid_cols);
         else if (in.e == 1) detail::ColumnReduceBody<detail::MaxF>(o, x, sd.cols, src.valid_rows, src.valid_cols);
         else detail::ColumnReduceBody<detail::MinF>(o, x, sd.cols, src.valid_rows, src.valid_cols);
+      });
+      break;
+    }
+    case PTO_T0_ARGREDUCE: {  // argmax() / argmin() / col_argmax() / col_argmin(): their bodies
+      const PtoT0Slot &d = p.slots[t[in.a]], &sd = p.slots[t[in.b]];
+      const SlotState &out = s[t[in.a]], &src = s[t[in.b]];
+      ByElem(sd.elem, [&]<typename T>() {
+        auto body = [&]<typename I>() {
+          I* o = reinterpret_cast<I*>(out.data);
+          const T* x = reinterpret_cast<const T*>(src.data);
+          auto by = [&](auto better) {
+            if (in.c == 0) detail::RowArgExtremeBody(o, d.cols, x, sd.cols, src.valid_rows, src.valid_cols, better);
+            else detail::ColArgExtremeBody(o, x, sd.cols, src.valid_rows, src.valid_cols, better);
+          };
+          if (in.e == 0) by(detail::Greater{});
+          else by(detail::Less{});
+        };
+        if (d.elem == PTO_T0_U32) body.template operator()<uint32_t>();
+        else body.template operator()<int32_t>();
       });
       break;
     }
