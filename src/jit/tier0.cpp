@@ -642,6 +642,12 @@ class Compiler {
       SameElem(s, {1, 2});
       Options(s);
       Emit(PTO_T0_VBIN, line, TileOf(s.args[0]), TileOf(s.args[1]), TileOf(s.args[2]), 0, b->second);
+    } else if (name == "add_relu" || name == "sub_relu") {  // the add (sub) into lhs, then relu into out (vector_ops.h)
+      SameElem(s, {1, 2});
+      Options(s);
+      Emit(PTO_T0_VBIN, line, TileOf(s.args[1]), TileOf(s.args[1]), TileOf(s.args[2]), 0,
+           kBinaryOps.at(name == "add_relu" ? "add" : "sub"));
+      Emit(PTO_T0_VUNARY, line, TileOf(s.args[0]), TileOf(s.args[1]), 0, 0, kUnaryOps.at("relu"));
     } else if (auto sc = kScalarOps.find(name); sc != kScalarOps.end()) {
       SameElem(s, {1});
       Options(s);

@@ -1388,3 +1388,38 @@ def test_arg_extremes_match_the_library_and_torch(monkeypatch, dtype, torch_dtyp
     if rows_ok:
         assert torch.equal(r1[:13, 0], window.argmax(1).int()) and torch.equal(r1[:13, 1], window.argmin(1).int())
     assert torch.equal(c1[0, :50], window.argmax(0).int()) and torch.equal(c1[1, :50], window.argmin(0).int())
+
+
+def _relu_forms(dtype):
+    """add_relu / sub_relu: the sum (difference) into lhs, then its relu into out, over partial windows."""
+    def relu_forms(x: pl.Tensor[[16, 64], dtype], y: pl.Tensor[[16, 64], dtype], out: pl.Tensor[[64, 64], dtype]):
+        a = pl.make_tile(pl.TileType(shape=[16, 64], dtype=dtype, valid_shape=[12, 40]), addr=0x0)
+        b = pl.make_tile(pl.TileType(shape=[16, 64], dtype=dtype), addr=0x4000)
+        r = pl.make_tile(pl.TileType(shape=[16, 64], dtype=dtype, valid_shape=[10, 40]), addr=0x8000)
+        with pl.section_vector():
+            pl.load(b, y, [0, 0])
+            pl.load(a, x, [0, 0])
+            pl.expands(r, -7.0)
+            pl.add_relu(r, a, b)
+            pl.store(out, a, [0, 0])
+            pl.store(out, r, [16, 0])
+            pl.load(a, x, [0, 0])
+            pl.expands(r, -7.0)
+            pl.sub_relu(r, a, b)
+            pl.store(out, a, [32, 0])
+            pl.store(out, r, [48, 0])
+
+    return relu_forms
+
+
+@pytest.mark.parametrize("dtype,torch_dtype", [(pl.DT_FP32, torch.float32), (pl.DT_FP16, torch.float16)])
+def test_relu_forms_match_the_library(monkeypatch, dtype, torch_dtype):
+    x, y = torch.randn(16, 64).to(torch_dtype), torch.randn(16, 64).to(torch_dtype)
+    both = _twins(_relu_forms(dtype), f"t0_relu_forms_{dtype.name}", monkeypatch)
+    (*_, out0), (*_, out1) = both(1, x, y, torch.zeros(64, 64, dtype=torch_dtype))
+    assert torch.equal(out0, out1)
+    for k, op in ((0, torch.add), (2, torch.sub)):
+        inter = op(x.float(), y.float()).to(torch_dtype)[:12, :40]
+        assert torch.equal(out1[16 * k:16 * k + 12, :40], inter)  # lhs holds the sum (difference)
+        relu = out1[16 * (k + 1):16 * (k + 1) + 10]
+        assert torch.equal(relu[:, :40], torch.relu(op(x.float(), y.float()).to(torch_dtype).float()[:10, :40]).to(torch_dtype))
