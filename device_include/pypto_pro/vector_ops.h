@@ -419,33 +419,48 @@ inline void sub_relu(CoreCtx& ctx, int line, TD& dst, TA& lhs, const TB& rhs) {
   relu(ctx, line, dst, lhs);
 }
 
+namespace detail {
+// The three-operand forms' element functions (the tile ops below and the tier-0 executor): f(x, y, z)
+// of elements of T, each intermediate rounded to T.
+template <typename T>
+struct AddcOf {  // x + y + z
+  template <typename V>
+  V operator()(V x, V y, V z) const { return Round<T>(x + y) + z; }
+};
+template <typename T>
+struct MulAddOf {  // x * y + z
+  template <typename V>
+  V operator()(V x, V y, V z) const { return Round<T>(x * y) + z; }
+};
+template <typename T>
+struct MulAddReluOf {  // relu(x * y + z)
+  template <typename V>
+  V operator()(V x, V y, V z) const { return ReluF{}(Round<T>(x * y) + z); }
+};
+}  // namespace detail
+
 // out = a + b + c, rounded after each add.
 template <typename TD, typename TA, typename TB, typename TC>
 inline void addc(CoreCtx&, int, TD& dst, const TA& a, const TB& b, const TC& c) {
-  using T = typename TD::Elem;
-  detail::MapWindow(dst, [](auto x, auto y, auto z) { return detail::Round<T>(x + y) + z; }, a, b, c);
+  detail::MapWindow(dst, detail::AddcOf<typename TD::Elem>{}, a, b, c);
 }
 
 // out = lhs * rhs + out
 template <typename TD, typename TA, typename TB>
 inline void mul_add_dst(CoreCtx&, int, TD& dst, const TA& lhs, const TB& rhs) {
-  using T = typename TD::Elem;
-  detail::MapWindow(dst, [](auto x, auto y, auto acc) { return detail::Round<T>(x * y) + acc; }, lhs, rhs, dst);
+  detail::MapWindow(dst, detail::MulAddOf<typename TD::Elem>{}, lhs, rhs, dst);
 }
 
 // out = lhs * out + rhs
 template <typename TD, typename TA, typename TB>
 inline void fused_mul_add(CoreCtx&, int, TD& dst, const TA& lhs, const TB& rhs) {
-  using T = typename TD::Elem;
-  detail::MapWindow(dst, [](auto x, auto acc, auto y) { return detail::Round<T>(x * acc) + y; }, lhs, dst, rhs);
+  detail::MapWindow(dst, detail::MulAddOf<typename TD::Elem>{}, lhs, dst, rhs);
 }
 
 // out = relu(out * a + b)
 template <typename TD, typename TA, typename TB>
 inline void fused_mul_add_relu(CoreCtx&, int, TD& dst, const TA& a, const TB& b) {
-  using T = typename TD::Elem;
-  detail::MapWindow(dst, [](auto acc, auto x, auto y) { return detail::ReluF{}(detail::Round<T>(acc * x) + y); },
-                    dst, a, b);
+  detail::MapWindow(dst, detail::MulAddReluOf<typename TD::Elem>{}, dst, a, b);
 }
 
 // out = alpha * src + out. alpha is taken as src's element type; the product and the sum are rounded

@@ -769,6 +769,18 @@ class Compiler {
       TileOf(s.args[2]);  // the unused tmp: a tile the executor could place
       Emit(PTO_T0_COLREDUCE, line, TileOf(s.args[0]), TileOf(s.args[1]), 0, 0,
            name == "col_sum" ? 0 : name == "col_max" ? 1 : 2);
+    } else if (name == "addc" || name == "mul_add_dst" || name == "fused_mul_add" || name == "fused_mul_add_relu") {
+      // f(x, y, z) into dst: addc(dst, a, b, c): a + b + c; mul_add_dst(dst, l, r): l * r + dst;
+      // fused_mul_add(dst, l, r): l * dst + r; fused_mul_add_relu(dst, a, b): relu(dst * a + b)
+      const bool addc = name == "addc";
+      SameElem(s, addc ? std::initializer_list<size_t>{1, 2, 3} : std::initializer_list<size_t>{1, 2});
+      Options(s);
+      const int dst = TileOf(s.args[0]), a = TileOf(s.args[1]), b = TileOf(s.args[2]);
+      const int at = addc ? Emit(PTO_T0_TERNARY, line, dst, a, b, 0, 0)
+                     : name == "mul_add_dst" ? Emit(PTO_T0_TERNARY, line, dst, a, b, 0, 1)
+                     : name == "fused_mul_add" ? Emit(PTO_T0_TERNARY, line, dst, a, dst, 0, 1)
+                                               : Emit(PTO_T0_TERNARY, line, dst, dst, a, 0, 2);
+      out_->insns[size_t(at)].f = addc ? TileOf(s.args[3]) : name == "mul_add_dst" ? dst : b;
     } else if (name == "argmax" || name == "argmin" || name == "col_argmax" || name == "col_argmin") {
       Options(s);
       const DataType index = s.args[0]->type.dtype;

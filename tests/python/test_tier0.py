@@ -1423,3 +1423,46 @@ def test_relu_forms_match_the_library(monkeypatch, dtype, torch_dtype):
         assert torch.equal(out1[16 * k:16 * k + 12, :40], inter)  # lhs holds the sum (difference)
         relu = out1[16 * (k + 1):16 * (k + 1) + 10]
         assert torch.equal(relu[:, :40], torch.relu(op(x.float(), y.float()).to(torch_dtype).float()[:10, :40]).to(torch_dtype))
+
+
+def _ternary_forms(dtype):
+    """addc, mul_add_dst, fused_mul_add, fused_mul_add_relu over a destination with a partial window."""
+    def ternary_forms(x: pl.Tensor[[16, 64], dtype], y: pl.Tensor[[16, 64], dtype], z: pl.Tensor[[16, 64], dtype],
+                      out: pl.Tensor[[64, 64], dtype]):
+        a = pl.make_tile(pl.TileType(shape=[16, 64], dtype=dtype), addr=0x0)
+        b = pl.make_tile(pl.TileType(shape=[16, 64], dtype=dtype), addr=0x4000)
+        c = pl.make_tile(pl.TileType(shape=[16, 64], dtype=dtype), addr=0x8000)
+        d = pl.make_tile(pl.TileType(shape=[16, 64], dtype=dtype, valid_shape=[11, 48]), addr=0xc000)
+        with pl.section_vector():
+            pl.load(a, x, [0, 0])
+            pl.load(b, y, [0, 0])
+            pl.load(c, z, [0, 0])
+            pl.addc(d, a, b, c)
+            pl.store(out, d, [0, 0])
+            pl.load(d, z, [0, 0])
+            pl.mul_add_dst(d, a, b)
+            pl.store(out, d, [16, 0])
+            pl.load(d, z, [0, 0])
+            pl.fused_mul_add(d, a, b)
+            pl.store(out, d, [32, 0])
+            pl.load(d, z, [0, 0])
+            pl.fused_mul_add_relu(d, a, b)
+            pl.store(out, d, [48, 0])
+
+    return ternary_forms
+
+
+@pytest.mark.parametrize("dtype,torch_dtype", [(pl.DT_FP32, torch.float32), (pl.DT_FP16, torch.float16),
+                                               (pl.DT_BF16, torch.bfloat16), (pl.DT_INT32, torch.int32)])
+def test_ternary_forms_match_the_library(monkeypatch, dtype, torch_dtype):
+    gen = torch.Generator().manual_seed(3)
+    x, y, z = ((torch.randn(16, 64, generator=gen) * 20).to(torch_dtype) for _ in range(3))
+    both = _twins(_ternary_forms(dtype), f"t0_ternary_{dtype.name}", monkeypatch)
+    (*_, out0), (*_, out1) = both(1, x, y, z, torch.zeros(64, 64, dtype=torch_dtype))
+    assert torch.equal(out0, out1)
+    r = lambda v: v.to(torch_dtype).double()  # each intermediate rounded to the element type
+    xd, yd, zd = x.double(), y.double(), z.double()
+    expected = [r(xd + yd) + zd, r(xd * yd) + zd, r(xd * zd) + yd, torch.relu(r(zd * xd) + yd)]
+    for k, want in enumerate(expected):
+        got = out1[16 * k:16 * k + 11, :48]
+        assert torch.equal(got, want.to(torch_dtype)[:11, :48]), k

@@ -1,5 +1,5 @@
-// The tier-0 executor's expands(), column reductions, argmax / argmin, transpose() and bitwise ops
-// (tier0_exec.h).
+// The tier-0 executor's expands(), column reductions, argmax / argmin, the three-operand fused ops,
+// transpose() and bitwise ops (tier0_exec.h).
 #define PTO_EXTERN_ROUTINES  // its tile ops call this library's routines, as a kernel compiled against it does
 #include "pypto_pro/routines/routines.h"
 #include "pypto_pro/tier0_exec.h"
@@ -29,6 +29,22 @@ void RunTileOp(CoreCtx& ctx, const PtoT0Program& p, const PtoT0Insn& in, const F
         if (in.e == 0) detail::ColumnReduceBody<detail::AddF>(o, x, sd.cols, src.valid_rows, src.valid_cols);
         else if (in.e == 1) detail::ColumnReduceBody<detail::MaxF>(o, x, sd.cols, src.valid_rows, src.valid_cols);
         else detail::ColumnReduceBody<detail::MinF>(o, x, sd.cols, src.valid_rows, src.valid_cols);
+      });
+      break;
+    }
+    case PTO_T0_TERNARY: {  // addc() / mul_add_dst() / fused_mul_add() / fused_mul_add_relu(): their functions
+      const PtoT0Slot& d = p.slots[t[in.a]];
+      const SlotState &sd = s[t[in.a]], &x = s[t[in.b]], &y = s[t[in.c]], &z = s[t[in.f]];
+      ByElem(d.elem, [&]<typename T>() {
+        auto run = [&](auto f) {  // MapWindow: every operand by the destination's columns and window
+          detail::ForWindowOf(d.cols, sd.valid_rows, sd.valid_cols, [&](int64_t off, int64_t n) {
+            detail::Map(reinterpret_cast<T*>(sd.data) + off, n, f, reinterpret_cast<const T*>(x.data) + off,
+                        reinterpret_cast<const T*>(y.data) + off, reinterpret_cast<const T*>(z.data) + off);
+          });
+        };
+        if (in.e == 0) run(detail::AddcOf<T>{});
+        else if (in.e == 1) run(detail::MulAddOf<T>{});
+        else run(detail::MulAddReluOf<T>{});
       });
       break;
     }
