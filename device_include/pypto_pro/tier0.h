@@ -82,6 +82,7 @@ enum {
   PTO_T0_SETVAL,     /* element r[b] of t[a] (e = 1: of gm[a]) = r[c] of kind d (pl.setval) */
   PTO_T0_TERNARY,    /* t[a] = x + y + z (e=0), x * y + z (1), relu(x * y + z) (2) of x = t[b], y = t[c], z = t[f] over
                         t[a]'s window, each intermediate rounded (addc, mul_add_dst, fused_mul_add(_relu)) */
+  PTO_T0_FILLINDEX,  /* t[a]'s first row: r[c] of kind d + k along its valid columns (fill_index) */
   PTO_T0_ARGREDUCE,  /* t[a] = the index (int32 / uint32) of the first max (e=0) or min (1) of each row (c=0) or
                         column (1) of t[b] (argmax, argmin, col_argmax, col_argmin) */
   PTO_T0_FIELD,      /* r[a] = the TilingData field at byte imm, of kind d: a scalar (c = 0) or element r[e] of an

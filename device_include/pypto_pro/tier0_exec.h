@@ -629,6 +629,7 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
       case PTO_T0_EXPANDS:
       case PTO_T0_COLREDUCE:
       case PTO_T0_ARGREDUCE:
+      case PTO_T0_FILLINDEX:
       case PTO_T0_TERNARY:
       case PTO_T0_TRANSPOSE:
       case PTO_T0_BITWISE:

@@ -398,12 +398,17 @@ inline void expands(CoreCtx&, int, TD& dst, S s) {
 
 // fill_index: start, start + 1, ... (wrapping in the element type) along the valid columns of the
 // first row; the valid rows are not consulted (as the ISA's TCI).
+namespace detail {
+template <typename T, typename S>
+inline void FillIndexBody(T* d, int64_t cols, S start) {
+  using U = __typeof__(T(0) + 0u);  // unsigned arithmetic wraps
+  for (int64_t k = 0; k < cols; ++k) d[k] = T(U(start) + U(k));
+}
+}  // namespace detail
+
 template <typename TD, typename S>
 inline void fill_index(CoreCtx&, int, TD& dst, S start) {
-  using T = typename TD::Elem;
-  using U = __typeof__(T(0) + 0u);  // unsigned arithmetic wraps
-  const int64_t cols = dst.valid_cols < TD::kCols ? dst.valid_cols : TD::kCols;
-  for (int64_t k = 0; k < cols; ++k) dst.data[k] = T(U(start) + U(k));
+  detail::FillIndexBody(dst.data, dst.valid_cols < TD::kCols ? dst.valid_cols : TD::kCols, start);
 }
 
 // add_relu / sub_relu issue the add (sub) into lhs and then the relu into out, as the public docs

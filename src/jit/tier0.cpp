@@ -781,6 +781,12 @@ class Compiler {
                      : name == "fused_mul_add" ? Emit(PTO_T0_TERNARY, line, dst, a, dst, 0, 1)
                                                : Emit(PTO_T0_TERNARY, line, dst, dst, a, 0, 2);
       out_->insns[size_t(at)].f = addc ? TileOf(s.args[3]) : name == "mul_add_dst" ? dst : b;
+    } else if (name == "fill_index") {
+      const DataType dtype = s.args[0]->type.dtype;
+      if (!IsInteger(dtype)) Refuse("pl.fill_index of " + std::string(Name(dtype)));
+      ElemCode(dtype);
+      const int start = Expr_(s.args[1]);
+      Emit(PTO_T0_FILLINDEX, line, TileOf(s.args[0]), 0, start, ScalarKind(s.args[1]->type.dtype));
     } else if (name == "argmax" || name == "argmin" || name == "col_argmax" || name == "col_argmin") {
       Options(s);
       const DataType index = s.args[0]->type.dtype;

@@ -1466,3 +1466,32 @@ def test_ternary_forms_match_the_library(monkeypatch, dtype, torch_dtype):
     for k, want in enumerate(expected):
         got = out1[16 * k:16 * k + 11, :48]
         assert torch.equal(got, want.to(torch_dtype)[:11, :48]), k
+
+
+def _fill_index(out: pl.Tensor[[2, 48], pl.DT_INT32], out16: pl.Tensor[[1, 32], pl.DT_INT16],
+                start: pl.Scalar[pl.DT_INT32]):
+    """fill_index along the first row's valid columns (wrapping in the element type)."""
+    t = pl.make_tile(pl.TileType(shape=[2, 48], dtype=pl.DT_INT32), addr=0)
+    s = pl.make_tile(pl.TileType(shape=[1, 32], dtype=pl.DT_INT16, valid_shape=[1, 20]), addr=0x1000)
+    with pl.section_vector():
+        pl.expands(t, -1)
+        pl.expands(s, 7)
+        pl.set_validshape(t, [2, 40])
+        pl.fill_index(t, start)
+        pl.fill_index(s, start)
+        pl.set_validshape(t, [2, 48])
+        pl.store(out, t, [0, 0])
+        pl.store(out16, s, [0, 0])
+
+
+def test_fill_index_matches_the_library(monkeypatch):
+    both = _twins(_fill_index, "t0_fill_index", monkeypatch)
+    for start in (-5, 65530):
+        (o0, p0, _), (o1, p1, _) = both(1, torch.zeros(2, 48, dtype=torch.int32), torch.zeros(1, 32, dtype=torch.int16),
+                                        start)
+        assert torch.equal(o0, o1) and torch.equal(p0, p1)
+        ref = torch.full((2, 48), -1, dtype=torch.int32)
+        ref[0, :40] = torch.arange(start, start + 40, dtype=torch.int32)
+        assert torch.equal(o1, ref)
+        wrapped = (torch.arange(start, start + 20) + 32768) % 65536 - 32768  # int16 arithmetic wraps
+        assert torch.equal(p1[0, :20], wrapped.to(torch.int16)) and torch.equal(p1[0, 20:], torch.zeros(12).short())

@@ -48,6 +48,20 @@ void RunTileOp(CoreCtx& ctx, const PtoT0Program& p, const PtoT0Insn& in, const F
       });
       break;
     }
+    case PTO_T0_FILLINDEX: {  // fill_index(): its body
+      const PtoT0Slot& d = p.slots[t[in.a]];
+      const SlotState& sd = s[t[in.a]];
+      ByElem(d.elem, [&]<typename T>() {
+        if constexpr (!kIsFloatLike<T>) {  // (the compiler admits the integer types fill_index takes)
+          const int64_t cols = sd.valid_cols < d.cols ? sd.valid_cols : d.cols;
+          WithScalar(r[in.c], in.d, [&](auto v) {
+            detail::FillIndexBody(reinterpret_cast<T*>(sd.data), cols, v);
+            return 0;
+          });
+        }
+      });
+      break;
+    }
     case PTO_T0_ARGREDUCE: {  // argmax() / argmin() / col_argmax() / col_argmin(): their bodies
       const PtoT0Slot &d = p.slots[t[in.a]], &sd = p.slots[t[in.b]];
       const SlotState &out = s[t[in.a]], &src = s[t[in.b]];
