@@ -561,6 +561,29 @@ struct alignas(64) Config {
 #define PTO_AMX_DOT(op, c, a, b) \
   __asm__ volatile("{" op "\t%%tmm" #b ", %%tmm" #a ", %%tmm" #c "|" op "\t%%tmm" #c ", %%tmm" #a ", %%tmm" #b "}" ::)
 
+// A kM x kN block of fp32 / int32 sums in tiles 0-3 (0, 1: its first 16 rows; 2, 3: the next 16), its
+// rows `row` elements apart in memory.
+template <typename TC>
+__attribute__((always_inline)) inline void LoadSums(const TC* p, int64_t row) {
+  PTO_AMX_LOAD(0, p, row * 4);
+  PTO_AMX_LOAD(1, p + 16, row * 4);
+  PTO_AMX_LOAD(2, p + 16 * row, row * 4);
+  PTO_AMX_LOAD(3, p + 16 * row + 16, row * 4);
+}
+template <typename TC>
+__attribute__((always_inline)) inline void StoreSums(TC* p, int64_t row) {
+  PTO_AMX_STORE(0, p, row * 4);
+  PTO_AMX_STORE(1, p + 16, row * 4);
+  PTO_AMX_STORE(2, p + 16 * row, row * 4);
+  PTO_AMX_STORE(3, p + 16 * row + 16, row * 4);
+}
+__attribute__((always_inline)) inline void ZeroSums() {
+  PTO_AMX_ZERO(0);
+  PTO_AMX_ZERO(1);
+  PTO_AMX_ZERO(2);
+  PTO_AMX_ZERO(3);
+}
+
 constexpr int kM = 32, kN = 32;          // a block of C in four tiles
 constexpr int kTileBytes = 1024;         // 16 rows of 64 bytes
 constexpr int kMaxAcc = 128 * 1024;      // fp32 / int32 accumulator elements (L0C holds 64 Ki)
@@ -1105,53 +1128,32 @@ inline int Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, in
         const uint8_t* b0 = b_packed + (j0 / 16) * b_stride;
         const uint8_t* b1 = b0 + b_stride;
         TC* acc = acc_base + int64_t(i0) * n_pad + j0;
-        const int64_t acc_stride = int64_t(n_pad) * 4;
         const TC* prior = init.data ? init.data + int64_t(i0) * init.row_stride + j0 : nullptr;
         bool block_in_tiles = in_tiles;
         if constexpr (__is_same(TC, float)) {
           if (fp32_prior_blocks) block_in_tiles = PriorFitsTiles(prior, init.row_stride);
         }
         if (first && block_in_tiles && init.data) {
-          const int64_t prior_stride = init.row_stride * 4;
-          PTO_AMX_LOAD(0, prior, prior_stride);
-          PTO_AMX_LOAD(1, prior + 16, prior_stride);
-          PTO_AMX_LOAD(2, prior + 16 * init.row_stride, prior_stride);
-          PTO_AMX_LOAD(3, prior + 16 * init.row_stride + 16, prior_stride);
+          LoadSums(prior, init.row_stride);
         } else if (first) {
-          PTO_AMX_ZERO(0);
-          PTO_AMX_ZERO(1);
-          PTO_AMX_ZERO(2);
-          PTO_AMX_ZERO(3);
+          ZeroSums();
         } else {
-          PTO_AMX_LOAD(0, acc, acc_stride);
-          PTO_AMX_LOAD(1, acc + 16, acc_stride);
-          PTO_AMX_LOAD(2, acc + 16 * n_pad, acc_stride);
-          PTO_AMX_LOAD(3, acc + 16 * n_pad + 16, acc_stride);
+          LoadSums(acc, n_pad);
         }
         BlockProducts<TIn>(k_tiles, a0, a1, a_row, a_step, b0, b1);
         if (!last) {
-          PTO_AMX_STORE(0, acc, acc_stride);
-          PTO_AMX_STORE(1, acc + 16, acc_stride);
-          PTO_AMX_STORE(2, acc + 16 * n_pad, acc_stride);
-          PTO_AMX_STORE(3, acc + 16 * n_pad + 16, acc_stride);
+          StoreSums(acc, n_pad);
           continue;
         }
         if (block_in_tiles) {
-          TC* out = c + int64_t(i0) * ldc + j0;
-          PTO_AMX_STORE(0, out, ldc * 4);
-          PTO_AMX_STORE(1, out + 16, ldc * 4);
-          PTO_AMX_STORE(2, out + 16 * ldc, ldc * 4);
-          PTO_AMX_STORE(3, out + 16 * ldc + 16, ldc * 4);
+          StoreSums(c + int64_t(i0) * ldc + j0, ldc);
           continue;
         }
         // The block's sums go to C one block later: reading lines the tile unit has just stored stalls,
         // and finishing the previous block here overlaps the products still in flight.
         TC* block = reinterpret_cast<TC*>(s.block[parity]);
         if (pending) FinishBlock(reinterpret_cast<const TC*>(s.block[!parity]), c, ldc, init, m, n, pending_i, pending_j);
-        PTO_AMX_STORE(0, block, kN * 4);
-        PTO_AMX_STORE(1, block + 16, kN * 4);
-        PTO_AMX_STORE(2, block + 16 * kN, kN * 4);
-        PTO_AMX_STORE(3, block + 16 * kN + 16, kN * 4);
+        StoreSums(block, kN);
         pending = true;
         pending_i = i0;
         pending_j = j0;
@@ -1210,34 +1212,24 @@ inline bool KLoop(int m, int n, int kt, int steps, const TIn* a, int64_t lda, in
   // them; between chunks the sums go through C as between Gemm calls (exact). bf16 1024^3 K loop 8%
   // faster in chunks of two 128-deep steps than in one pass; int8, whose products take half the time
   // per byte, in one pass (Intel Xeon).
-  const int chunk = __is_same(TIn, int8_t) ? steps : (16 * kTileBytes) / (2 * packed_stride) > 1
-                                                          ? int((16 * kTileBytes) / (2 * packed_stride))
-                                                          : 1;
+  const int in_l1 = int((16 * kTileBytes) / (2 * packed_stride));  // steps of a 16 KiB A row panel
+  const int chunk = __is_same(TIn, int8_t) ? steps : in_l1 > 1 ? in_l1 : 1;
   for (int c0 = 0; c0 < steps; c0 += chunk) {
     const int c1 = c0 + chunk < steps ? c0 + chunk : steps;
     for (int i0 = 0; i0 < m; i0 += kM) {
       for (int j0 = 0; j0 < n; j0 += kN) {
         TC* out = c + int64_t(i0) * ldc + j0;
         if (c0 == 0) {
-          PTO_AMX_ZERO(0);
-          PTO_AMX_ZERO(1);
-          PTO_AMX_ZERO(2);
-          PTO_AMX_ZERO(3);
+          ZeroSums();
         } else {
-          PTO_AMX_LOAD(0, out, ldc * 4);
-          PTO_AMX_LOAD(1, out + 16, ldc * 4);
-          PTO_AMX_LOAD(2, out + 16 * ldc, ldc * 4);
-          PTO_AMX_LOAD(3, out + 16 * ldc + 16, ldc * 4);
+          LoadSums(out, ldc);
         }
         for (int step = c0; step < c1; ++step) {
           const uint8_t* a0 = a_panels[step] + (i0 / 16) * packed_stride;
           const uint8_t* b0 = b_panels[step] + (j0 / 16) * b_stride;
           BlockProducts<TIn>(k_tiles, a0, a0 + packed_stride, 64, kTileBytes, b0, b0 + b_stride);
         }
-        PTO_AMX_STORE(0, out, ldc * 4);
-        PTO_AMX_STORE(1, out + 16, ldc * 4);
-        PTO_AMX_STORE(2, out + 16 * ldc, ldc * 4);
-        PTO_AMX_STORE(3, out + 16 * ldc + 16, ldc * 4);
+        StoreSums(out, ldc);
       }
     }
   }

@@ -607,21 +607,49 @@ class KernelWriter {
   // iteration's windows fit (checked together, without faulting) and no store's merged window partly
   // shares bytes with another, its iterations' runs go as one run over their windows side by side and
   // its tile selections replay in order; otherwise the loop runs as written.
-  void EmitDirectLoop(const StmtNode& s, int indent) {
-    const StmtNode& loop = *s.body;
-    std::vector<Stmt> single{loop.body};
-    const std::vector<Stmt>& body = loop.body->kind == StmtKind::kSeq ? loop.body->stmts : single;
-    const StmtNode* run = nullptr;
-    std::map<int, Var> group_of;  // tile variable -> the group the loop selects it from
+  // A loop body's statements (one statement or a Seq of them).
+  static const std::vector<Stmt>& BodyStmts(const StmtNode& loop, std::vector<Stmt>& single) {
+    single = {loop.body};
+    return loop.body->kind == StmtKind::kSeq ? loop.body->stmts : single;
+  }
+
+  // Tile variable -> the group a loop body selects it from.
+  static std::map<int, Var> SelectedGroups(const std::vector<Stmt>& body) {
+    std::map<int, Var> group_of;
     for (const Stmt& child : body) {
-      if (child->kind == StmtKind::kDirectRun) run = child.get();
       if (child->kind == StmtKind::kSelectTile) group_of[child->var->id] = child->group;
     }
-    // A tile of the run as its slots show it: slot 0 of the group the loop selects it from, or itself.
-    auto witness = [&](const Expr& tile) {
-      auto it = group_of.find(tile->var->id);
-      return it != group_of.end() ? GroupName(it->second) + "[0]" : "(*" + Expr_(tile) + ")";
-    };
+    return group_of;
+  }
+
+  // A tile as the slots it may be show it: slot 0 of the group the loop selects it from, or itself.
+  std::string SlotWitness(const std::map<int, Var>& group_of, const Expr& tile) {
+    auto it = group_of.find(tile->var->id);
+    return it != group_of.end() ? GroupName(it->second) + "[0]" : "(*" + Expr_(tile) + ")";
+  }
+
+  // After a loop run as one (direct loops, K loops): every iteration's tile selections in order, so the
+  // groups' cursors, the tile variables and the loop variable end as the loop leaves them.
+  void EmitSelectionReplay(const StmtNode& loop, const std::vector<Stmt>& body, const std::string& lo,
+                           const std::string& hi, int indent) {
+    Line(indent, "for (int64_t it = " + lo + "; it < " + hi + "; ++it) {  // the iterations' tile selections");
+    Line(indent + 1, VarName(loop.var) + " = " + ScalarCType(loop.var->type.dtype) + "(it);");
+    for (const Stmt& child : body) {
+      if (child->kind == StmtKind::kSelectTile) EmitSelect(*child, indent + 1);
+    }
+    Line(indent, "}");
+  }
+
+  void EmitDirectLoop(const StmtNode& s, int indent) {
+    const StmtNode& loop = *s.body;
+    std::vector<Stmt> single;
+    const std::vector<Stmt>& body = BodyStmts(loop, single);
+    const StmtNode* run = nullptr;
+    for (const Stmt& child : body) {
+      if (child->kind == StmtKind::kDirectRun) run = child.get();
+    }
+    const std::map<int, Var> group_of = SelectedGroups(body);
+    auto witness = [&](const Expr& tile) { return SlotWitness(group_of, tile); };
     const std::string n = std::to_string(loop_counter_++);
     const std::string lo = "dlo" + n, hi = "dhi" + n, done = "dl" + n + "_done";
     Line(indent, "{  // direct loop, line " + std::to_string(LineNumber(loop.span.line)) +
@@ -669,12 +697,7 @@ class KernelWriter {
     Line(in + 1, "pto::Poll(ctx, " + std::to_string(loop.span.line) + ");");
     for (const std::string& line : scalars) Line(in + 1, line);
     EmitDirectRows(plan, "dr", "dc", in + 1);
-    Line(in + 1, "for (int64_t it = " + lo + "; it < " + hi + "; ++it) {  // the iterations' tile selections");
-    Line(in + 2, VarName(loop.var) + " = " + ScalarCType(loop.var->type.dtype) + "(it);");
-    for (const Stmt& child : body) {
-      if (child->kind == StmtKind::kSelectTile) EmitSelect(*child, in + 2);
-    }
-    Line(in + 1, "}");
+    EmitSelectionReplay(loop, body, lo, hi, in + 1);
     Line(in + 1, done + " = true;");
     Line(in, "}");
     Line(indent + 1, "}");
@@ -689,14 +712,8 @@ class KernelWriter {
   // the steps' tile selections replayed in order; else the loop as written.
   void EmitKLoop(const StmtNode& s, int indent) {
     const StmtNode& loop = *s.body;
-    std::map<int, Var> group_of;  // tile variable -> the group the loop selects it from
-    for (const Stmt& child : loop.body->stmts) {
-      if (child->kind == StmtKind::kSelectTile) group_of[child->var->id] = child->group;
-    }
-    auto witness = [&](const Expr& tile) {  // the Mat tile as every slot shows it (one whole window)
-      auto it = group_of.find(tile->var->id);
-      return it != group_of.end() ? GroupName(it->second) + "[0]" : "(*" + Expr_(tile) + ")";
-    };
+    const std::map<int, Var> group_of = SelectedGroups(loop.body->stmts);
+    auto witness = [&](const Expr& tile) { return SlotWitness(group_of, tile); };  // one whole window
     const Expr& a = s.args[2];
     const Expr& b = s.args[5];
     steady_params_.insert(a->var->id);
@@ -711,12 +728,7 @@ class KernelWriter {
                          ", int64_t(" + Expr_(s.args[6]) + "), " + lo + ", " + hi + ", " + SteadyName(a->var) + ", " +
                          SteadyName(b->var) + ")) {");
     Line(indent + 2, "pto::Poll(ctx, " + line + ");");
-    Line(indent + 2, "for (int64_t it = " + lo + "; it < " + hi + "; ++it) {  // the steps' tile selections");
-    Line(indent + 3, VarName(loop.var) + " = " + ScalarCType(loop.var->type.dtype) + "(it);");
-    for (const Stmt& child : loop.body->stmts) {
-      if (child->kind == StmtKind::kSelectTile) EmitSelect(*child, indent + 3);
-    }
-    Line(indent + 2, "}");
+    EmitSelectionReplay(loop, loop.body->stmts, lo, hi, indent + 2);
     Line(indent + 1, "} else {");
     EmitFor(loop, indent + 2);
     Line(indent + 1, "}");
