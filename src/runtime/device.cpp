@@ -96,7 +96,11 @@ struct Device::Job {
   int core_type = PTO_CORE_AIV;
   int blocks = 0;
   uint64_t launch_id = 0;
-  std::atomic<int> next{0};
+  // The blocks not yet claimed, [front, back): the launching thread claims from the front and
+  // helpers from the back, so each thread runs a run of neighbouring blocks, which mostly read
+  // neighbouring data (a K-loop matmul whose blocks share rows of A packs a quarter fewer panels than
+  // with the threads taking turns: ~4% faster, Intel Xeon). Low 32 bits: front; high 32: back.
+  std::atomic<uint64_t> unclaimed{0};
   std::atomic<int> done{0};
   std::atomic<int> faults{0};
   FaultInfo first_fault;        // written by the thread whose fault was first
@@ -106,10 +110,31 @@ struct Device::Job {
   std::condition_variable cv;
 
   void Reset() {
-    next.store(0, std::memory_order_relaxed);
     done.store(0, std::memory_order_relaxed);
     faults.store(0, std::memory_order_relaxed);
     first_fault = FaultInfo{};
+  }
+
+  void SetBlocks(int count) {
+    blocks = count;
+    unclaimed.store(uint64_t(uint32_t(count)) << 32, std::memory_order_relaxed);
+  }
+
+  // The next block from the front (from_back: from the back), or -1 once all are claimed.
+  int Claim(bool from_back) {
+    uint64_t seen = unclaimed.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint32_t front = uint32_t(seen), back = uint32_t(seen >> 32);
+      if (front >= back) return -1;
+      const uint64_t rest = from_back ? (uint64_t(back - 1) << 32) | front : (uint64_t(back) << 32) | (front + 1);
+      if (unclaimed.compare_exchange_weak(seen, rest, std::memory_order_relaxed)) {
+        return int(from_back ? back - 1 : front);
+      }
+    }
+  }
+  bool AllClaimed() const {
+    const uint64_t seen = unclaimed.load(std::memory_order_relaxed);
+    return uint32_t(seen) >= uint32_t(seen >> 32);
   }
 };
 
@@ -129,7 +154,7 @@ Device::Device() {
 // Claims blocks of `job` until none are left and runs each; after_block() follows every block.
 // After a fault the launch is abandoned: the remaining blocks are claimed but not run.
 template <typename AfterBlock>
-void Device::RunBlocks(Job& job, AfterBlock after_block) {
+void Device::RunBlocks(Job& job, bool from_back, AfterBlock after_block) {
   const bool mixed = job.desc->kind == PTO_KERNEL_MIXED;
   MixedBlock* mixed_block = mixed ? &MixedBlock::ForThisThread() : nullptr;
   Core core;
@@ -148,8 +173,8 @@ void Device::RunBlocks(Job& job, AfterBlock after_block) {
   alignas(8) uint8_t ssbuf[PTO_SSBUF_BYTES];  // a vector- or cube-only block's SSBUF
   ctx.ssbuf = ssbuf;
   for (;;) {
-    const int block = job.next.fetch_add(1, std::memory_order_relaxed);
-    if (block >= job.blocks) break;
+    const int block = job.Claim(from_back);
+    if (block < 0) break;
     if (job.faults.load(std::memory_order_relaxed) == 0) {
       std::optional<FaultInfo> fault;
       if (job.control && job.control->cancelled() != CancelReason::kNone) {
@@ -220,7 +245,7 @@ void Device::HelperLoop() {
     }
     work_cv_.wait(lock, [&] { return !posted_.empty(); });
     Job* job = posted_.front();
-    if (job->next.load(std::memory_order_relaxed) >= job->blocks) {  // its launcher took the last block
+    if (job->AllClaimed()) {  // its launcher took the last block
       posted_.erase(posted_.begin());
       continue;
     }
@@ -229,7 +254,7 @@ void Device::HelperLoop() {
     lock.unlock();
     spread.Move();
     try {
-      RunBlocks(*job, [] {});
+      RunBlocks(*job, true, [] {});
     } catch (...) {  // a failure before the first claim (no memory for a fiber): the launcher runs them
     }
     spread.Return();
@@ -275,7 +300,7 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
   if (!job->arch) job->arch = &DefaultArch();
   job->control = control;
   job->core_type = desc.kind == PTO_KERNEL_CUBE ? PTO_CORE_AIC : PTO_CORE_AIV;
-  job->blocks = blocks;
+  job->SetBlocks(blocks);
   job->launch_id = launch_id;
 
   SanitizerLaunch sanitizer(desc, args);
@@ -290,8 +315,8 @@ std::optional<FaultInfo> Device::Run(const PtoKernelDesc& desc, const void* args
     posted = true;
   };
   if (may_share && RecentLongLaunches().Contains(&desc)) post();
-  RunBlocks(*job, [&] {
-    if (!may_share || posted || job->next.load(std::memory_order_relaxed) >= job->blocks) return;
+  RunBlocks(*job, false, [&] {
+    if (!may_share || posted || job->AllClaimed()) return;
     if (std::chrono::steady_clock::now() - start < kInlineBudget) return;
     post();
   });

@@ -47,7 +47,7 @@ class Device {
   // With mutex_ held: offers `job` to the helpers, starting them on first use.
   void PostLocked(Job* job);
   template <typename AfterBlock>
-  static void RunBlocks(Job& job, AfterBlock after_block);
+  static void RunBlocks(Job& job, bool from_back, AfterBlock after_block);
   static void AtForkChild();
 
   int num_threads_;
