@@ -9,7 +9,7 @@
 
 #include "pypto_pro/op_lists.h"
 
-#define PTO_T0_VERSION 10
+#define PTO_T0_VERSION 11
 #define PTO_T0_MAX_RANK 4
 
 /* Element types of tiles and tensors (the routines' PTO_ROUTINE_ELEMS). */
@@ -87,6 +87,9 @@ enum {
                         column (1) of t[b] (argmax, argmin, col_argmax, col_argmin) */
   PTO_T0_FIELD,      /* r[a] = the TilingData field at byte imm, of kind d: a scalar (c = 0) or element r[e] of an
                         array of c (checked: pto::ArrayAt's fault) */
+  PTO_T0_AXPY,       /* t[a] = r[c] of kind d * t[b] + t[a] over t[a]'s window (axpy; t[b] fp16 into fp32 too) */
+  PTO_T0_PART,       /* t[a] = partadd (e=0), partmax (1), partmin (2), partmul (3) of t[b] and t[c] */
+  PTO_T0_FILLPAD,    /* t[a] = t[b]'s valid window, the rest t[a]'s pad value; mode e (fillpad) */
 };
 
 /* Binary operators of PTO_T0_BIN (the IR's). */

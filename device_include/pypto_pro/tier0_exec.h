@@ -253,7 +253,8 @@ template <bool kToFloat>  // cast() to fp16 / bf16 / fp32 (true) or an integer e
 void RunCast(CoreCtx& ctx, const PtoT0Program& p, const PtoT0Insn& in, const Frame& f);
 // eq() ... ge(), their _scalar forms, select() and select_scalar()
 void RunCompareSelect(CoreCtx& ctx, const PtoT0Program& p, const PtoT0Insn& in, const Frame& f);
-// expands(), col_sum() / col_max() / col_min(), transpose(), the bitwise ops
+// expands(), col_sum() / col_max() / col_min(), the fused forms, axpy(), the partial ops, fillpad(),
+// transpose(), the bitwise ops
 void RunTileOp(CoreCtx& ctx, const PtoT0Program& p, const PtoT0Insn& in, const Frame& f);
 
 inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
@@ -631,6 +632,9 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
       case PTO_T0_ARGREDUCE:
       case PTO_T0_FILLINDEX:
       case PTO_T0_TERNARY:
+      case PTO_T0_AXPY:
+      case PTO_T0_PART:
+      case PTO_T0_FILLPAD:
       case PTO_T0_TRANSPOSE:
       case PTO_T0_BITWISE:
       case PTO_T0_BITWISES: RunTileOp(ctx, p, in, {r, t, s}); break;

@@ -442,6 +442,31 @@ struct MulAddReluOf {  // relu(x * y + z)
   template <typename V>
   V operator()(V x, V y, V z) const { return ReluF{}(Round<T>(x * y) + z); }
 };
+template <typename T, typename A>
+struct AxpyOf {  // alpha * x + acc, the product rounded to T (alpha: ScalarAs of the source's type)
+  A alpha;
+  template <typename V>
+  V operator()(V x, V acc) const { return Round<T>(V(alpha) * x) + acc; }
+};
+
+// fillpad's body: out (rows x cols, pad value `pad`) = src's valid window (src: src_rows x src_cols)
+// at its top-left, every other element the pad value; `mode` 2 (INPLACE) fills out in place.
+template <typename T>
+inline void FillpadBody(CoreCtx& ctx, int line, int mode, T* out, int64_t rows, int64_t cols, int pad, const T* src,
+                        int64_t src_rows, int64_t src_cols, int64_t valid_rows, int64_t valid_cols) {
+  if (__builtin_expect(valid_rows < 0 || valid_cols < 0 || valid_rows > src_rows || valid_cols > src_cols ||
+                           valid_rows > rows || valid_cols > cols, 0)) {
+    Fault(ctx, line, "fillpad", "the source's valid window does not fit the source or 'out'");
+  }
+  const bool same_address = static_cast<const void*>(out) == static_cast<const void*>(src);
+  if (__builtin_expect(same_address != (mode == 2), 0)) {
+    Fault(ctx, line, "fillpad",
+          mode == 2 ? "mode=INPLACE fills 'out' in place: 'out' and 'src' must be at the same address"
+                    : "mode=NORMAL and EXPAND copy 'src' into 'out' at another address (INPLACE fills in place)");
+  }
+  if (!same_address) Copy2D(out, cols, src, src_cols, valid_rows, valid_cols);
+  FillOutsideWindowOf(out, pad, rows, cols, valid_rows, valid_cols);
+}
 }  // namespace detail
 
 // out = a + b + c, rounded after each add.
@@ -472,9 +497,8 @@ inline void fused_mul_add_relu(CoreCtx&, int, TD& dst, const TA& a, const TB& b)
 // to out's type (exact for the fp16 -> fp32 widening form).
 template <typename TD, typename TS, typename S>
 inline void axpy(CoreCtx&, int, TD& dst, const TS& src, S alpha) {
-  using T = typename TD::Elem;
   const auto a = detail::ScalarAs<typename TS::Elem>(alpha);
-  detail::MapWindow(dst, [&](auto x, auto acc) { return detail::Round<T>(decltype(x)(a) * x) + acc; }, src, dst);
+  detail::MapWindow(dst, detail::AxpyOf<typename TD::Elem, decltype(a)>{a}, src, dst);
 }
 
 // fillpad (mode 0 NORMAL, 1 EXPAND, 2 INPLACE): out = src's valid window at the top-left, every other
@@ -482,19 +506,9 @@ inline void axpy(CoreCtx&, int, TD& dst, const TS& src, S alpha) {
 template <typename TD, typename TS>
 inline void fillpad(CoreCtx& ctx, int line, int mode, TD& out, const TS& src) {
   static_assert(__is_same(typename TD::Elem, typename TS::Elem), "fillpad keeps the dtype");
-  const int32_t rows = src.valid_rows, cols = src.valid_cols;
-  if (__builtin_expect(rows < 0 || cols < 0 || rows > TS::kRows || cols > TS::kCols || rows > TD::kRows ||
-                           cols > TD::kCols, 0)) {
-    Fault(ctx, line, "fillpad", "the source's valid window does not fit the source or 'out'");
-  }
-  const bool same_address = static_cast<const void*>(out.data) == static_cast<const void*>(src.data);
-  if (__builtin_expect(same_address != (mode == 2), 0)) {
-    Fault(ctx, line, "fillpad",
-          mode == 2 ? "mode=INPLACE fills 'out' in place: 'out' and 'src' must be at the same address"
-                    : "mode=NORMAL and EXPAND copy 'src' into 'out' at another address (INPLACE fills in place)");
-  }
-  if (!same_address) detail::Copy2D(out.data, TD::kCols, src.data, TS::kCols, rows, cols);
-  FillOutsideWindow<TD>(out.data, rows, cols);
+  static_assert(TD::kPad != 0, "fillpad fills with out's pad value");
+  detail::FillpadBody(ctx, line, mode, out.data, TD::kRows, TD::kCols, TD::kPad, src.data, TS::kRows, TS::kCols,
+                      src.valid_rows, src.valid_cols);
 }
 
 }  // namespace pto

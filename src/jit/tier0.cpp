@@ -781,6 +781,24 @@ class Compiler {
                      : name == "fused_mul_add" ? Emit(PTO_T0_TERNARY, line, dst, a, dst, 0, 1)
                                                : Emit(PTO_T0_TERNARY, line, dst, dst, a, 0, 2);
       out_->insns[size_t(at)].f = addc ? TileOf(s.args[3]) : name == "mul_add_dst" ? dst : b;
+    } else if (name == "axpy") {  // out = alpha * src + out, alpha as src's dtype (fp16 into fp32 too)
+      const DataType out = s.args[0]->type.dtype, src = s.args[1]->type.dtype;
+      if ((out != DataType::kFP16 && out != DataType::kFP32) || !(src == out || src == DataType::kFP16)) {
+        Refuse("pl.axpy of these dtypes");
+      }
+      ElemCode(out);
+      Options(s);
+      const int alpha = Expr_(s.args[2]);
+      Emit(PTO_T0_AXPY, line, TileOf(s.args[0]), TileOf(s.args[1]), alpha, ScalarKind(s.args[2]->type.dtype));
+    } else if (name == "partadd" || name == "partmax" || name == "partmin" || name == "partmul") {
+      SameElem(s, {1, 2});
+      Options(s);
+      Emit(PTO_T0_PART, line, TileOf(s.args[0]), TileOf(s.args[1]), TileOf(s.args[2]), 0,
+           name == "partadd" ? 0 : name == "partmax" ? 1 : name == "partmin" ? 2 : 3);
+    } else if (name == "fillpad") {
+      SameElem(s, {1});
+      const auto options = Options(s);
+      Emit(PTO_T0_FILLPAD, line, TileOf(s.args[0]), TileOf(s.args[1]), 0, 0, int(options.at("mode")));
     } else if (name == "fill_index") {
       const DataType dtype = s.args[0]->type.dtype;
       if (!IsInteger(dtype)) Refuse("pl.fill_index of " + std::string(Name(dtype)));

@@ -315,24 +315,23 @@ def test_a_bad_mode_is_a_value_error_naming_the_variable(monkeypatch):
 
 
 def test_a_kernel_beyond_the_executor_waits_for_its_library(monkeypatch):
-    def scaled(x: pl.Tensor[[16, 16], pl.DT_FP32], out: pl.Tensor[[16, 16], pl.DT_FP32]):
-        a = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0)
+    def squared(x: pl.Tensor[[16, 16], pl.DT_INT32], out: pl.Tensor[[16, 16], pl.DT_FP32]):
+        a = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_INT32), addr=0)
         t = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0x1000)
         with pl.section_vector():
             pl.load(a, x, [0, 0])
-            pl.load(t, x, [0, 0])
-            pl.axpy(t, a, 2.0)
+            pl.mul_cast(t, a, a, target_type=pl.DT_FP32)
             pl.store(out, t, [0, 0])
 
     monkeypatch.setenv("PYPTO_PRO_TIER0", "always")
-    kernel = pl.jit(scaled, name="t0_axpy")
-    x = torch.rand(16, 16)
+    kernel = pl.jit(squared, name="t0_mul_cast")
+    x = torch.randint(-1000, 1000, (16, 16), dtype=torch.int32)
     out = torch.zeros(16, 16)
     kernel[None, 1](x, out)
     sync()
-    assert torch.equal(out, x * 3)
+    assert torch.equal(out, (x * x).float())
     stats = kernel.compile_stats()[0]
-    assert not stats["tier0"] and stats["tier0_refused"] == "pl.axpy"  # what the executor does not run
+    assert not stats["tier0"] and stats["tier0_refused"] == "pl.mul_cast"  # what the executor does not run
 
 
 def test_the_stats_say_why_an_instance_waited_for_its_library(monkeypatch):
@@ -1495,3 +1494,195 @@ def test_fill_index_matches_the_library(monkeypatch):
         assert torch.equal(o1, ref)
         wrapped = (torch.arange(start, start + 20) + 32768) % 65536 - 32768  # int16 arithmetic wraps
         assert torch.equal(p1[0, :20], wrapped.to(torch.int16)) and torch.equal(p1[0, 20:], torch.zeros(12).short())
+
+
+def _axpy(dtype, src_dtype):
+    """axpy into a destination with a partial window (src_dtype fp16 into fp32: the widening form)."""
+    def axpy(x: pl.Tensor[[16, 64], src_dtype], y: pl.Tensor[[16, 64], dtype], out: pl.Tensor[[16, 64], dtype],
+             alpha: pl.Scalar[pl.DT_FP32]):
+        a = pl.make_tile(pl.TileType(shape=[16, 64], dtype=src_dtype), addr=0x0)
+        d = pl.make_tile(pl.TileType(shape=[16, 64], dtype=dtype, valid_shape=[-1, -1]), addr=0x8000)
+        with pl.section_vector():
+            pl.load(a, x, [0, 0])
+            pl.load(d, y, [0, 0])
+            pl.set_validshape(d, [13, 40])
+            pl.axpy(d, a, alpha)
+            pl.set_validshape(d, [16, 64])
+            pl.store(out, d, [0, 0])
+
+    return axpy
+
+
+@pytest.mark.parametrize("dtype,src_dtype,torch_dtype,torch_src",
+                         [(pl.DT_FP32, pl.DT_FP32, torch.float32, torch.float32),
+                          (pl.DT_FP16, pl.DT_FP16, torch.float16, torch.float16),
+                          (pl.DT_FP32, pl.DT_FP16, torch.float32, torch.float16)])
+def test_axpy_matches_the_library_and_torch(monkeypatch, dtype, src_dtype, torch_dtype, torch_src):
+    gen = torch.Generator().manual_seed(5)
+    x, y = torch.randn(16, 64, generator=gen).to(torch_src), torch.randn(16, 64, generator=gen).to(torch_dtype)
+    both = _twins(_axpy(dtype, src_dtype), f"t0_axpy_{dtype.name}_{src_dtype.name}", monkeypatch)
+    (*_, out0, _), (*_, out1, _) = both(1, x, y, torch.zeros(16, 64, dtype=torch_dtype), 0.3)
+    assert torch.equal(out0, out1)
+    alpha = torch.tensor(0.3).to(torch_src).float()  # alpha rounded to src's dtype, the product to out's
+    want = ((alpha * x.float()).to(torch_dtype).float() + y.float()).to(torch_dtype)
+    assert torch.equal(out1[:13, :40], want[:13, :40])
+    assert torch.equal(out1[13:], y[13:]) and torch.equal(out1[:, 40:], y[:, 40:])  # outside the window: kept
+
+
+def _part_ops(dtype):
+    """partadd / partmax / partmin / partmul: src1's window inside src0's, then src0's inside src1's."""
+    def part_ops(x: pl.Tensor[[16, 64], dtype], y: pl.Tensor[[16, 64], dtype], out: pl.Tensor[[128, 64], dtype]):
+        a = pl.make_tile(pl.TileType(shape=[16, 64], dtype=dtype, valid_shape=[-1, -1]), addr=0x0)
+        b = pl.make_tile(pl.TileType(shape=[16, 64], dtype=dtype, valid_shape=[-1, -1]), addr=0x4000)
+        d = pl.make_tile(pl.TileType(shape=[16, 64], dtype=dtype, valid_shape=[-1, -1]), addr=0x8000)
+        with pl.section_vector():
+            pl.load(a, x, [0, 0])
+            pl.load(b, y, [0, 0])
+            pl.load(d, y, [0, 0])
+            pl.set_validshape(a, [12, 48])
+            pl.set_validshape(b, [7, 20])
+            pl.set_validshape(d, [12, 48])
+            pl.partadd(d, a, b)
+            pl.store(out, d, [0, 0])
+            pl.partmax(d, a, b)
+            pl.store(out, d, [16, 0])
+            pl.partmin(d, a, b)
+            pl.store(out, d, [32, 0])
+            pl.partmul(d, a, b)
+            pl.store(out, d, [48, 0])
+            pl.set_validshape(a, [16, 64])  # whole rows: src0 inside src1
+            pl.set_validshape(b, [16, 64])
+            pl.set_validshape(d, [16, 64])
+            pl.set_validshape(a, [5, 64])
+            pl.partadd(d, a, b)
+            pl.store(out, d, [64, 0])
+            pl.partmax(d, a, b)
+            pl.store(out, d, [80, 0])
+            pl.partmin(d, a, b)
+            pl.store(out, d, [96, 0])
+            pl.partmul(d, a, b)
+            pl.store(out, d, [112, 0])
+
+    return part_ops
+
+
+@pytest.mark.parametrize("dtype,torch_dtype", [(pl.DT_FP32, torch.float32), (pl.DT_FP16, torch.float16),
+                                               (pl.DT_INT32, torch.int32), (pl.DT_INT16, torch.int16)])
+def test_partial_ops_match_the_library_and_torch(monkeypatch, dtype, torch_dtype):
+    gen = torch.Generator().manual_seed(9)
+    if torch_dtype.is_floating_point:
+        x, y = (torch.randn(16, 64, generator=gen).to(torch_dtype) for _ in range(2))
+    else:  # products and sums that wrap in 16 bits
+        x, y = (torch.randint(-30000, 30000, (16, 64), generator=gen).to(torch_dtype) for _ in range(2))
+    both = _twins(_part_ops(dtype), f"t0_part_{dtype.name}", monkeypatch)
+    (*_, out0), (*_, out1) = both(1, x, y, torch.zeros(128, 64, dtype=torch_dtype))
+    assert torch.equal(out0, out1)
+    wide = torch.int64 if not torch_dtype.is_floating_point else torch.float64
+
+    def combine(a, b, op):
+        if op == "add":
+            v = a.to(wide) + b.to(wide)
+        elif op == "max":
+            v = torch.maximum(a.to(wide), b.to(wide))
+        elif op == "min":
+            v = torch.minimum(a.to(wide), b.to(wide))
+        else:
+            v = a.to(wide) * b.to(wide)
+        if torch_dtype.is_floating_point:
+            return v.to(torch_dtype)
+        bits = torch.iinfo(torch_dtype).bits  # integers wrap
+        return ((v + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1)).to(torch_dtype)
+
+    for k, op in enumerate(("add", "max", "min", "mul")):
+        got = out1[16 * k:16 * k + 12, :48]  # src0's window is out's; src1 valid in its top-left 7 x 20
+        want = x[:12, :48].clone()
+        want[:7, :20] = combine(x[:7, :20], y[:7, :20], op)
+        assert torch.equal(got, want), op
+        got = out1[64 + 16 * k:64 + 16 * k + 16]  # src1's window is out's; src0 valid in its first 5 rows
+        want = y.clone()
+        want[:5] = combine(x[:5], y[:5], op)
+        assert torch.equal(got, want), op
+
+
+def part_misfit(x: pl.Tensor[[16, 64], pl.DT_FP32], out: pl.Tensor[[16, 64], pl.DT_FP32]):
+    a = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32, valid_shape=[-1, -1]), addr=0x0)
+    b = pl.make_tile(pl.TileType(shape=[16, 64], dtype=pl.DT_FP32, valid_shape=[-1, -1]), addr=0x4000)
+    with pl.section_vector():
+        pl.load(a, x, [0, 0])
+        pl.load(b, x, [0, 0])
+        pl.set_validshape(a, [8, 64])
+        pl.set_validshape(b, [16, 32])
+        pl.partadd(a, a, b)  # neither source's window is out's 8 x 64 and holds the other's
+        pl.store(out, a, [0, 0])
+
+
+def fillpad_inplace_elsewhere(x: pl.Tensor[[8, 32], pl.DT_FP32], out: pl.Tensor[[8, 32], pl.DT_FP32]):
+    src = pl.make_tile(pl.TileType(shape=[8, 32], dtype=pl.DT_FP32), addr=0x0)
+    dst = pl.make_tile(pl.TileType(shape=[8, 32], dtype=pl.DT_FP32, pad=pl.TilePad.zero), addr=0x1000)
+    with pl.section_vector():
+        pl.load(src, x, [0, 0])
+        pl.fillpad(dst, src, mode=pl.FillPadMode.INPLACE)  # INPLACE from another address
+        pl.store(out, dst, [0, 0])
+
+
+@pytest.mark.parametrize("fn,args,text,name", [
+    (part_misfit, (torch.zeros(16, 64), torch.zeros(16, 64)),
+     "'src0' [8, 64] and 'src1' [16, 32] do not fit 'out' [8, 64]", "part_misfit"),
+    (fillpad_inplace_elsewhere, (torch.zeros(8, 32), torch.zeros(8, 32)), "mode=INPLACE fills 'out' in place",
+     "fillpad_elsewhere")])
+def test_partial_op_and_fillpad_faults_are_the_compiled_kernels(monkeypatch, fn, args, text, name):
+    faults = []
+    for mode in ("always", "0"):
+        monkeypatch.setenv("PYPTO_PRO_TIER0", mode)
+        kernel = pl.jit(fn, name=f"t0_{name}_{mode}")
+        kernel[None, 1](*(a.clone() for a in args))
+        with pytest.raises(pypto_pro.KernelFault) as e:
+            sync()
+        faults.append(fault_of(e.value))
+        assert kernel.compile_stats()[-1]["tier0"] == (mode == "always")
+    assert faults[0] == faults[1] and text in faults[0][2], faults
+    assert faults[0][1] == line_of(fn, "pl.partadd(a, a, b)" if name == "part_misfit" else "pl.fillpad(dst")
+
+
+def _fillpads(dtype):
+    """fillpad NORMAL (pad max), EXPAND into a wider tile (pad min), INPLACE (pad zero)."""
+    def fillpads(x: pl.Tensor[[8, 32], dtype], out: pl.Tensor[[24, 64], dtype]):
+        src = pl.make_tile(pl.TileType(shape=[8, 32], dtype=dtype, valid_shape=[-1, -1]), addr=0x0)
+        same = pl.make_tile(pl.TileType(shape=[8, 32], dtype=dtype, pad=pl.TilePad.max), addr=0x1000)
+        wide = pl.make_tile(pl.TileType(shape=[8, 64], dtype=dtype, pad=pl.TilePad.min), addr=0x2000)
+        inplace = pl.make_tile(pl.TileType(shape=[8, 32], dtype=dtype, pad=pl.TilePad.zero, valid_shape=[-1, -1]),
+                               addr=0x4000)
+        with pl.section_vector():
+            pl.load(src, x, [0, 0])
+            pl.set_validshape(src, [5, 19])
+            pl.fillpad(same, src)
+            pl.fillpad(wide, src, mode=pl.FillPadMode.EXPAND)
+            pl.load(inplace, x, [0, 0])
+            pl.set_validshape(inplace, [3, 7])
+            pl.fillpad(inplace, inplace, mode=pl.FillPadMode.INPLACE)
+            pl.set_validshape(inplace, [8, 32])
+            pl.store(out, same, [0, 0])
+            pl.store(out, wide, [8, 0])
+            pl.store(out, inplace, [16, 0])
+
+    return fillpads
+
+
+@pytest.mark.parametrize("dtype,torch_dtype", [(pl.DT_FP32, torch.float32), (pl.DT_FP16, torch.float16),
+                                               (pl.DT_INT32, torch.int32), (pl.DT_UINT8, torch.uint8)])
+def test_fillpad_matches_the_library_and_the_pad_values(monkeypatch, dtype, torch_dtype):
+    if torch_dtype.is_floating_point:
+        x = (torch.randn(8, 32) * 50).to(torch_dtype)
+    else:
+        x = torch.randint(0 if torch_dtype == torch.uint8 else -100, 100, (8, 32)).to(torch_dtype)
+    both = _twins(_fillpads(dtype), f"t0_fillpad_{dtype.name}", monkeypatch)
+    (_, out0), (_, out1) = both(1, x, torch.full((24, 64), 1, dtype=torch_dtype))
+    assert torch.equal(out0, out1)
+    if torch_dtype.is_floating_point:
+        big, small = float("inf"), float("-inf")
+    else:
+        big, small = torch.iinfo(torch_dtype).max, torch.iinfo(torch_dtype).min
+    for cols, fill, (rows, valid_cols), at in ((32, big, (5, 19), 0), (64, small, (5, 19), 8), (32, 0, (3, 7), 16)):
+        want = torch.full((8, cols), fill, dtype=torch_dtype)
+        want[:rows, :valid_cols] = x[:rows, :valid_cols]
+        assert torch.equal(out1[at:at + 8, :cols], want), at

@@ -1,5 +1,5 @@
 // The tier-0 executor's expands(), column reductions, argmax / argmin, the three-operand fused ops,
-// transpose() and bitwise ops (tier0_exec.h).
+// axpy(), the partial ops, fillpad(), transpose() and bitwise ops (tier0_exec.h).
 #define PTO_EXTERN_ROUTINES  // its tile ops call this library's routines, as a kernel compiled against it does
 #include "pypto_pro/routines/routines.h"
 #include "pypto_pro/tier0_exec.h"
@@ -121,6 +121,47 @@ void RunTileOp(CoreCtx& ctx, const PtoT0Program& p, const PtoT0Insn& in, const F
         const T* a = reinterpret_cast<const T*>(sa.data);
         if (in.e == 0) detail::BitwiseScalarOf<detail::AndF>(o, a, d.cols, sd.valid_rows, sd.valid_cols, v);
         else detail::BitwiseScalarOf<detail::OrF>(o, a, d.cols, sd.valid_rows, sd.valid_cols, v);
+      });
+      break;
+    }
+    case PTO_T0_AXPY: {  // axpy(): AxpyOf over the destination's window, alpha as the source's type
+      const PtoT0Slot& d = p.slots[t[in.a]];
+      const SlotState &sd = s[t[in.a]], &src = s[t[in.b]];
+      auto run = [&]<typename TD, typename TS>() {
+        const auto alpha = WithScalar(r[in.c], in.d, [](auto v) { return detail::ScalarAs<TS>(v); });
+        detail::ForWindowOf(d.cols, sd.valid_rows, sd.valid_cols, [&](int64_t off, int64_t n) {
+          detail::Map(reinterpret_cast<TD*>(sd.data) + off, n, detail::AxpyOf<TD, decltype(alpha)>{alpha},
+                      reinterpret_cast<const TS*>(src.data) + off, reinterpret_cast<const TD*>(sd.data) + off);
+        });
+      };
+      // the compiler admits fp16 and fp32 of one dtype, and fp16 into fp32
+      if (d.elem == PTO_T0_F16) run.template operator()<half, half>();
+      else if (p.slots[t[in.b]].elem == PTO_T0_F16) run.template operator()<float, half>();
+      else run.template operator()<float, float>();
+      break;
+    }
+    case PTO_T0_PART: {  // partadd() / partmax() / partmin() / partmul(): PartBody
+      const PtoT0Slot& d = p.slots[t[in.a]];
+      const SlotState &sd = s[t[in.a]], &x = s[t[in.b]], &y = s[t[in.c]];
+      ByElem(d.elem, [&]<typename T>() {
+        auto run = [&]<typename F>(const char* op) {
+          detail::PartBody<F>(ctx, in.line, op, reinterpret_cast<T*>(sd.data), d.cols, sd.valid_rows, sd.valid_cols,
+                              reinterpret_cast<const T*>(x.data), x.valid_rows, x.valid_cols,
+                              reinterpret_cast<const T*>(y.data), y.valid_rows, y.valid_cols);
+        };
+        if (in.e == 0) run.template operator()<detail::WrapAddF<T>>("partadd");
+        else if (in.e == 1) run.template operator()<detail::MaxF>("partmax");
+        else if (in.e == 2) run.template operator()<detail::MinF>("partmin");
+        else if constexpr (sizeof(T) < 8) run.template operator()<detail::WrapMulF<T>>("partmul");
+      });
+      break;
+    }
+    case PTO_T0_FILLPAD: {  // fillpad(): FillpadBody
+      const PtoT0Slot &d = p.slots[t[in.a]], &sd = p.slots[t[in.b]];
+      const SlotState &out = s[t[in.a]], &src = s[t[in.b]];
+      ByElem(d.elem, [&]<typename T>() {
+        detail::FillpadBody(ctx, in.line, in.e, reinterpret_cast<T*>(out.data), d.rows, d.cols, d.pad,
+                            reinterpret_cast<const T*>(src.data), sd.rows, sd.cols, src.valid_rows, src.valid_cols);
       });
       break;
     }
