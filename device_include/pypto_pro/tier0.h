@@ -9,7 +9,7 @@
 
 #include "pypto_pro/op_lists.h"
 
-#define PTO_T0_VERSION 11
+#define PTO_T0_VERSION 12
 #define PTO_T0_MAX_RANK 4
 
 /* Element types of tiles and tensors (the routines' PTO_ROUTINE_ELEMS). */
@@ -90,6 +90,11 @@ enum {
   PTO_T0_AXPY,       /* t[a] = r[c] of kind d * t[b] + t[a] over t[a]'s window (axpy; t[b] fp16 into fp32 too) */
   PTO_T0_PART,       /* t[a] = partadd (e=0), partmax (1), partmin (2), partmul (3) of t[b] and t[c] */
   PTO_T0_FILLPAD,    /* t[a] = t[b]'s valid window, the rest t[a]'s pad value; mode e (fillpad) */
+  /* GM views and pointers: gm[a] is a variable of the kernel (its PtoT0Tensor's slot is -1) */
+  PTO_T0_VIEW,       /* gm[a] = pl.make_tensor(gm[b], shape r[c..c+rank), strides r[d..d+rank) if e, else
+                        row-major), named s0; gm[a]'s PtoT0Tensor gives the view's dtype and rank */
+  PTO_T0_PTR,        /* gm[a] = pl.addptr(gm[b], r[c]) (e=0), or pl.make_ptr(gm[b], gm[a]'s dtype) (e=1) */
+  PTO_T0_GMMOV,      /* gm[a] = gm[b] */
 };
 
 /* Binary operators of PTO_T0_BIN (the IR's). */
@@ -107,11 +112,13 @@ typedef struct PtoT0Insn {
   const char *s0, *s1;
 } PtoT0Insn;
 
-/* A tensor parameter: launcher slot `slot` holds its data; dims[i] >= 0 is fixed, -1 - k reads the
- * int32 of launcher slot k. */
+/* A tensor or pointer (rank 0) parameter: launcher slot `slot` holds its data; a tensor's dims[i] >= 0
+ * is fixed, -1 - k reads the int32 of launcher slot k; a pointer's buffer has the bytes launcher slot
+ * bytes_slot holds. slot -1: a view or pointer variable of the kernel, set by PTO_T0_VIEW / PTR / GMMOV. */
 typedef struct PtoT0Tensor {
   int32_t slot, elem, rank;
   int32_t elem_bytes, written; /* its element's size; whether the kernel writes it (an output) */
+  int32_t bytes_slot;
   int64_t dims[PTO_T0_MAX_RANK];
   const char* name;
 } PtoT0Tensor;

@@ -15,11 +15,17 @@
 
 namespace pto::tier0 {
 
-// A tensor parameter of any element type and rank (at most PTO_T0_MAX_RANK): MakeGm's arguments.
+// A GM tensor (a parameter or a view) of any element type and rank (at most PTO_T0_MAX_RANK), or a
+// pointer (rank 0: data, lo, hi and buffer): GmTensor's fields.
 struct AnyGm {
   uint8_t* data;
   int64_t shape[PTO_T0_MAX_RANK];
+  int64_t stride[PTO_T0_MAX_RANK];
   const char* name;
+  const uint8_t* lo;
+  const uint8_t* hi;
+  const char* buffer;
+  bool contiguous;
   bool fresh;  // GmTensor::fresh (MarkFresh)
 };
 
@@ -31,11 +37,22 @@ struct SlotState {
 
 template <typename T, int N>
 inline GmTensor<T, N> Typed(const AnyGm& g) {
-  Idx<N> shape;
-  for (int i = 0; i < N; ++i) shape.v[i] = g.shape[i];
-  GmTensor<T, N> t = MakeGm<T, N>(g.data, shape, g.name);
+  GmTensor<T, N> t;
+  t.data = reinterpret_cast<T*>(g.data);
+  for (int i = 0; i < N; ++i) t.shape[i] = g.shape[i], t.stride[i] = g.stride[i];
+  t.name = g.name;
+  t.lo = g.lo;
+  t.hi = g.hi;
+  t.buffer = g.buffer;
+  t.contiguous = g.contiguous;
   t.fresh = g.fresh;
   return t;
+}
+
+// A pointer's bytes as MakeView and CastPtr see them (they read only its address and buffer).
+template <typename T>
+inline GmPtr<T> PtrOf(const AnyGm& g) {
+  return GmPtr<T>{reinterpret_cast<T*>(g.data), g.lo, g.hi, g.buffer};
 }
 
 template <typename T>
@@ -267,14 +284,24 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
   for (int i = 0; i < p.num_tile_vars; ++i) t[i] = -1;
   for (int i = 0; i < p.num_slots; ++i) s[i] = SlotState{nullptr, 0, 0};
   for (int i = 0; i < p.num_groups; ++i) cursor[i] = 0;
-  for (int i = 0; i < p.num_tensors; ++i) {
+  for (int i = 0; i < p.num_tensors; ++i) {  // MakeGm (MarkFresh for outputs) and MakeGmPtr of the parameters
     const PtoT0Tensor& d = p.tensors[i];
-    gm[i].data = reinterpret_cast<uint8_t*>(launcher[d.slot]);
-    gm[i].name = d.name;
-    for (int k = 0; k < d.rank; ++k) gm[i].shape[k] = d.dims[k] >= 0 ? d.dims[k] : int64_t(int32_t(launcher[-1 - d.dims[k]]));
+    AnyGm& g = gm[i];
+    g = AnyGm{};
+    if (d.slot < 0) continue;  // a variable: a zero GmTensor / GmPtr until the kernel sets it
+    g.data = reinterpret_cast<uint8_t*>(launcher[d.slot]);
+    g.name = g.buffer = d.name;
+    g.lo = g.data;
     int64_t bytes = d.elem_bytes;
-    for (int k = 0; k < d.rank; ++k) bytes *= gm[i].shape[k];
-    gm[i].fresh = d.written && detail::FreshOutput(ctx, gm[i].data, bytes);
+    for (int k = d.rank - 1; k >= 0; --k) {
+      g.shape[k] = d.dims[k] >= 0 ? d.dims[k] : int64_t(int32_t(launcher[-1 - d.dims[k]]));
+      g.stride[k] = bytes / d.elem_bytes;
+      bytes *= g.shape[k];
+    }
+    if (d.rank == 0) bytes = int64_t(launcher[d.bytes_slot]);
+    g.hi = g.data + bytes;
+    g.contiguous = d.rank > 0;
+    g.fresh = d.rank > 0 && d.written && detail::FreshOutput(ctx, g.data, bytes);
   }
   for (int pc = 0;;) {
     const PtoT0Insn& in = p.insns[pc++];
@@ -289,6 +316,38 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         break;
       }
       case PTO_T0_SHAPE: r[in.a] = int32_t(gm[in.b].shape[in.c]); break;
+      case PTO_T0_VIEW: {  // MakeView, its source read as bytes (it looks at the address and the buffer only)
+        const PtoT0Tensor& d = p.tensors[in.a];
+        const AnyGm& src = gm[in.b];
+        AnyGm view{};
+        ByElem(d.elem, [&]<typename U>() {
+          ByRank(d.rank, [&]<int N>() {
+            const GmTensor<U, N> v = MakeView<U, N>(ctx, in.line, PtrOf<uint8_t>(src), Offsets<N>(r + in.c), in.e != 0,
+                                                    in.e ? Offsets<N>(r + in.d) : Idx<N>{}, in.s0);
+            view.data = reinterpret_cast<uint8_t*>(v.data);
+            for (int k = 0; k < N; ++k) view.shape[k] = v.shape[k], view.stride[k] = v.stride[k];
+            view.name = v.name;
+            view.lo = v.lo;
+            view.hi = v.hi;
+            view.buffer = v.buffer;
+            view.contiguous = v.contiguous;
+          });
+        });
+        view.fresh = p.tensors[in.b].rank > 0 && src.fresh;  // detail::FreshBuffer: a tensor's mark, never a pointer's
+        gm[in.a] = view;
+        break;
+      }
+      case PTO_T0_PTR: {  // AddPtr / CastPtr
+        AnyGm moved = gm[in.b];
+        ByElem(in.e ? p.tensors[in.a].elem : p.tensors[in.b].elem, [&]<typename T>() {
+          const GmPtr<T> to = in.e ? CastPtr<T>(ctx, in.line, PtrOf<uint8_t>(moved))
+                                   : AddPtr(ctx, in.line, PtrOf<T>(moved), r[in.c]);
+          moved.data = reinterpret_cast<uint8_t*>(to.data);
+        });
+        gm[in.a] = moved;
+        break;
+      }
+      case PTO_T0_GMMOV: gm[in.a] = gm[in.b]; break;
       case PTO_T0_FIELD: {  // the TilingData's bytes follow the slots (PtoT0Args); the slot holds their offset
         const uint8_t* field = reinterpret_cast<const uint8_t*>(launcher) + launcher[in.b] + in.imm;
         if (in.c > 0) {

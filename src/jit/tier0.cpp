@@ -181,7 +181,17 @@ class Compiler {
       const Var& p = func_.params[size_t(slots[n].param)];
       switch (slots[n].kind) {
         case SlotKind::kTensor: {
-          if (!p->type.IsTensor()) Refuse("a pl.Ptr parameter");
+          if (p->type.IsPtr()) {  // MakeGmPtr: its buffer's bytes come in the kBufferBytes slot
+            PtoT0Tensor d{};
+            d.slot = int32_t(n);
+            d.elem = ElemCode(p->type.dtype);
+            d.elem_bytes = int32_t(Bytes(p->type.dtype));
+            d.bytes_slot = -1;
+            d.name = out_->names.emplace_back(p->name).c_str();
+            tensors_[p->id] = int(out_->tensors.size());
+            out_->tensors.push_back(d);
+            break;
+          }
           const TensorType& t = *p->type.tensor;
           if (t.dims.size() < 1 || t.dims.size() > PTO_T0_MAX_RANK) Refuse("a tensor of rank above 4");
           PtoT0Tensor d{};
@@ -204,7 +214,7 @@ class Compiler {
           break;
         }
         case SlotKind::kDynamicDim: break;
-        case SlotKind::kBufferBytes: Refuse("a pl.Ptr parameter");
+        case SlotKind::kBufferBytes: out_->tensors[size_t(tensors_.at(p->id))].bytes_slot = int32_t(n); break;
         case SlotKind::kTiling:  // its bytes follow the slots (PtoT0Args); the slot their offset
           tiling_param_ = p->id;
           tiling_slot_ = int(n);
@@ -223,9 +233,76 @@ class Compiler {
     auto [it, fresh] = tile_vars_.emplace(v->id, int(tile_vars_.size()));
     return it->second;
   }
+  // The gm[] entry of a tensor or pointer: a parameter's, a variable's, or a temporary one set now for a
+  // view or pointer made in the expression (pl.make_tensor, pl.addptr, pl.make_ptr).
   int TensorOf(const Expr& e) {
-    if (e->kind != ExprKind::kVar || !tensors_.count(e->var->id)) Refuse("a GM view made in the kernel");
-    return tensors_.at(e->var->id);
+    if (e->kind == ExprKind::kVar && (e->type.IsTensor() || e->type.IsPtr())) return GmVarOf(e->var);
+    if (e->kind == ExprKind::kMakeView || e->kind == ExprKind::kPtrOffset) {
+      const int at = NewGm(e->type, "view");
+      SetGm(at, e, "view");
+      return at;
+    }
+    Refuse("a GM tensor expression of this kind");
+  }
+  int GmVarOf(const Var& v) {
+    if (auto it = tensors_.find(v->id); it != tensors_.end()) return it->second;
+    return tensors_[v->id] = NewGm(v->type, v->name);
+  }
+  // A gm[] entry the kernel sets (slot -1) for a view or pointer of type `type`.
+  int NewGm(const Type& type, const std::string& name) {
+    PtoT0Tensor d{};
+    d.slot = -1;
+    d.bytes_slot = -1;
+    if (type.IsTensor()) {
+      const size_t rank = type.tensor->dims.size();
+      if (rank < 1 || rank > PTO_T0_MAX_RANK) Refuse("a GM view of rank above 4");
+      d.rank = int32_t(rank);
+    } else if (!type.IsPtr()) {
+      Refuse("a GM value of this type");
+    }
+    const DataType dtype = type.IsTensor() ? type.tensor->dtype : type.dtype;
+    d.elem = ElemCode(dtype);
+    d.elem_bytes = int32_t(Bytes(dtype));
+    d.name = out_->names.emplace_back(name).c_str();
+    out_->tensors.push_back(d);
+    return int(out_->tensors.size() - 1);
+  }
+  // gm[at] = the view or pointer `value` makes (MakeView, AddPtr, CastPtr), or another tensor / pointer.
+  void SetGm(int at, const Expr& value, const std::string& name) {
+    const int line = value->span.line;
+    if (value->kind == ExprKind::kMakeView) {
+      const size_t rank = size_t(value->axis);
+      const bool has_stride = value->operands.size() > 1 + rank;
+      // C++ leaves the order of MakeView's arguments open: of the source (made in place: it may fault),
+      // the shape and the strides (each evaluated in order), two that may fault could fault either way.
+      auto list_faults = [&](size_t first) {
+        return first < value->operands.size() &&
+               std::any_of(value->operands.begin() + long(first), value->operands.begin() + long(first + rank),
+                           [](const Expr& x) { return MayFault(x); });
+      };
+      if (int(value->operands[0]->kind != ExprKind::kVar) + int(list_faults(1)) + int(list_faults(1 + rank)) > 1) {
+        Refuse("pl.make_tensor with several arguments that may fault");
+      }
+      const int source = TensorOf(value->operands[0]);
+      std::vector<int> entries;
+      for (size_t i = 1; i < value->operands.size(); ++i) {
+        entries.push_back(Conv(Expr_(value->operands[i]), value->operands[i]->type.dtype, DataType::kInt64, line));
+      }
+      const int shape = num_regs_;  // consecutive registers: the shape, then the strides
+      for (int reg : entries) Emit(PTO_T0_MOV, line, NewReg(), reg);
+      const int at_insn = Emit(PTO_T0_VIEW, line, at, source, shape, has_stride ? shape + int(rank) : 0, has_stride);
+      out_->insns[size_t(at_insn)].s0 = out_->names.emplace_back(name).c_str();
+    } else if (value->kind == ExprKind::kPtrOffset) {
+      const bool cast = value->type.dtype != value->operands[0]->type.dtype;  // pl.make_ptr
+      if (!cast && value->operands[0]->kind != ExprKind::kVar && MayFault(value->operands[1])) {
+        Refuse("pl.addptr with several arguments that may fault");  // (as pl.make_tensor's)
+      }
+      const int source = TensorOf(value->operands[0]);
+      const int offset = cast ? 0 : Conv(Expr_(value->operands[1]), value->operands[1]->type.dtype, DataType::kInt64, line);
+      Emit(PTO_T0_PTR, line, at, source, offset, 0, cast);
+    } else {
+      Emit(PTO_T0_GMMOV, line, at, TensorOf(value));
+    }
   }
   int TileOf(const Expr& e) {
     if (e->kind != ExprKind::kVar || !e->type.IsTile()) Refuse("a tile expression");
@@ -418,8 +495,10 @@ class Compiler {
         } else if (s->var->type.IsScalar()) {
           const int value = Conv(Expr_(s->value), s->value->type.dtype, s->var->type.dtype, line);
           Emit(PTO_T0_MOV, line, RegOf(s->var), value);
+        } else if (s->var->type.IsTensor() || s->var->type.IsPtr()) {
+          SetGm(GmVarOf(s->var), s->value, s->var->name);
         } else {
-          Refuse("an assignment of a tensor or pointer");
+          Refuse("an assignment of this type");
         }
         break;
       case StmtKind::kFor: For(*s); break;

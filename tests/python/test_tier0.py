@@ -1686,3 +1686,59 @@ def test_fillpad_matches_the_library_and_the_pad_values(monkeypatch, dtype, torc
         want = torch.full((8, cols), fill, dtype=torch_dtype)
         want[:rows, :valid_cols] = x[:rows, :valid_cols]
         assert torch.equal(out1[at:at + 8, :cols], want), at
+
+
+# ---- GM views and pointers ----
+
+def views_and_pointers(x: pl.Tensor[[8, 64], pl.DT_FP32], w: pl.Ptr[pl.DT_UINT8], out: pl.Tensor[[32, 32], pl.DT_FP32],
+                       skip: pl.Scalar[pl.DT_INT32], rows: pl.Scalar[pl.DT_INT32]):
+    """A transposed and a folded view of a tensor, a byte workspace moved and read as fp32, a strided
+    view of it with run-time strides, and element access through views."""
+    t = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_FP32), addr=0x0)
+    u = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_FP32), addr=0x2000)
+    with pl.section_vector():
+        xt = pl.make_tensor(x, [64, 8], stride=[1, 64])  # x transposed
+        folded = pl.make_tensor(x, [16, 32])              # the same bytes, 16 rows of 32
+        pl.load(t, folded, [0, 0])
+        pl.store(out, t, [0, 0])
+        data = pl.make_ptr(pl.addptr(w, skip), dtype=pl.DT_FP32)  # a byte offset, then fp32 elements
+        grid = pl.make_tensor(data, [rows, 32], stride=[64, 1])  # every other row of 32
+        pl.load(u, grid, [0, 0])
+        pl.store(out, u, [16, 0])
+        same = grid
+        v = pl.getval(xt, 3 * 8 + 5)  # xt[3, 5] = x[5, 3]
+        pl.setval(same, 1, v + pl.getval(grid, 0))
+        pl.load(u, same, [0, 0])
+        pl.store(out, u, [16, 0])
+
+
+def test_views_and_pointers_match_the_compiled_kernel(monkeypatch):
+    both = _twins(views_and_pointers, "t0_views", monkeypatch)
+    x = torch.randn(8, 64)
+    w = torch.randn(16 * 64 + 1).view(torch.uint8)  # 16 rows of 64 fp32 after 4 bytes
+    (_, w0, out0, *_), (_, w1, out1, *_) = both(1, x, w, torch.zeros(32, 32), 4, 16)
+    assert torch.equal(out0, out1) and torch.equal(w0, w1)
+    assert torch.equal(out1[:16], x.reshape(16, 32))
+    before, after = w[4:].view(torch.float32), w1[4:].view(torch.float32)  # the workspace's fp32 data
+    assert after[1] == x[5, 3] + before[0]  # set through the view: the workspace itself changed
+    assert torch.equal(after[2:], before[2:]) and after[0] == before[0]
+    assert torch.equal(out1[16:], after.reshape(16, 64)[:, :32])
+
+
+@pytest.mark.parametrize("skip,rows,text", [
+    (1, 16, "is not aligned to the 4 bytes of the new dtype"),  # make_ptr at byte 1
+    (8 * 1024, 16, "leaves its buffer"),                         # addptr past the end
+    (4 + 64 * 4, 16, "buffer"),                                  # the view's 16th row lies past the workspace
+    (4, -1, "dim 0 of view 'grid' is -1")])                      # a negative dim
+def test_view_and_pointer_faults_are_the_compiled_kernels(monkeypatch, skip, rows, text):
+    faults = []
+    for mode in ("always", "0"):
+        monkeypatch.setenv("PYPTO_PRO_TIER0", mode)
+        kernel = pl.jit(views_and_pointers, name=f"t0_view_fault_{skip}_{rows}_{mode}")
+        w = torch.zeros(16 * 64 + 1, dtype=torch.float32).view(torch.uint8)
+        kernel[None, 1](torch.zeros(8, 64), w, torch.zeros(32, 32), skip, rows)
+        with pytest.raises(pypto_pro.KernelFault) as e:
+            sync()
+        faults.append(fault_of(e.value))
+        assert kernel.compile_stats()[-1]["tier0"] == (mode == "always")
+    assert faults[0] == faults[1] and text in faults[0][2], faults
