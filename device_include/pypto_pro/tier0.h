@@ -9,7 +9,7 @@
 
 #include "pypto_pro/op_lists.h"
 
-#define PTO_T0_VERSION 12
+#define PTO_T0_VERSION 13
 #define PTO_T0_MAX_RANK 4
 
 /* Element types of tiles and tensors (the routines' PTO_ROUTINE_ELEMS). */
@@ -95,6 +95,7 @@ enum {
                         row-major), named s0; gm[a]'s PtoT0Tensor gives the view's dtype and rank */
   PTO_T0_PTR,        /* gm[a] = pl.addptr(gm[b], r[c]) (e=0), or pl.make_ptr(gm[b], gm[a]'s dtype) (e=1) */
   PTO_T0_GMMOV,      /* gm[a] = gm[b] */
+  PTO_T0_STRIDE,     /* pl.set_stride(gm[a], strides r[c..c+rank)) */
 };
 
 /* Binary operators of PTO_T0_BIN (the IR's). */

@@ -348,6 +348,16 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         break;
       }
       case PTO_T0_GMMOV: gm[in.a] = gm[in.b]; break;
+      case PTO_T0_STRIDE: {  // set_stride() (it reads the tensor's name, shape and strides only)
+        AnyGm& g = gm[in.a];
+        ByRank(p.tensors[in.a].rank, [&]<int N>() {
+          GmTensor<uint8_t, N> bytes = Typed<uint8_t, N>(g);
+          set_stride(ctx, in.line, bytes, Offsets<N>(r + in.c));
+          for (int k = 0; k < N; ++k) g.stride[k] = bytes.stride[k];
+          g.contiguous = bytes.contiguous;
+        });
+        break;
+      }
       case PTO_T0_FIELD: {  // the TilingData's bytes follow the slots (PtoT0Args); the slot holds their offset
         const uint8_t* field = reinterpret_cast<const uint8_t*>(launcher) + launcher[in.b] + in.imm;
         if (in.c > 0) {

@@ -878,6 +878,9 @@ class Compiler {
       SameElem(s, {1});
       const auto options = Options(s);
       Emit(PTO_T0_FILLPAD, line, TileOf(s.args[0]), TileOf(s.args[1]), 0, 0, int(options.at("mode")));
+    } else if (name == "set_stride") {
+      const int tensor = TensorOf(s.args[0]);
+      Emit(PTO_T0_STRIDE, line, tensor, 0, Offsets(s.args[1], out_->tensors[size_t(tensor)].rank));
     } else if (name == "fill_index") {
       const DataType dtype = s.args[0]->type.dtype;
       if (!IsInteger(dtype)) Refuse("pl.fill_index of " + std::string(Name(dtype)));

@@ -1742,3 +1742,45 @@ def test_view_and_pointer_faults_are_the_compiled_kernels(monkeypatch, skip, row
         faults.append(fault_of(e.value))
         assert kernel.compile_stats()[-1]["tier0"] == (mode == "always")
     assert faults[0] == faults[1] and text in faults[0][2], faults
+
+
+def restrided(x: pl.Tensor[[64, 32], pl.DT_FP16], out: pl.Tensor[[8, 32], pl.DT_FP16], s: pl.Scalar[pl.DT_INT32]):
+    """pl.set_stride with a run-time row stride, in a loop, on a parameter and on a view of it."""
+    t = pl.make_tile(pl.TileType(shape=[2, 32], dtype=pl.DT_FP16), addr=0x0)
+    with pl.section_vector():
+        v = pl.make_tensor(x, [32, 64])
+        for i in pl.range(2):
+            pl.set_stride(x, [s * (i + 1), 1])
+            pl.load(t, x, [i, 0])
+            pl.store(out, t, [2 * i, 0])
+        pl.set_stride(v, [s, 2])  # every other element of rows s apart
+        pl.load(t, v, [0, 0])
+        pl.store(out, t, [4, 0])
+        pl.setval(out, 6 * 32, pl.getval(x, 32 + 1))  # element [1, 1] of x as its last strides place it
+
+
+def test_set_stride_matches_the_compiled_kernel(monkeypatch):
+    both = _twins(restrided, "t0_restrided", monkeypatch)
+    x = torch.randn(64, 32).half()
+    (_, out0, _), (_, out1, _) = both(1, x, torch.zeros(8, 32, dtype=torch.float16), 96)
+    assert torch.equal(out0, out1)
+    flat = x.reshape(-1)
+    for i in range(2):  # rows i and i + 1 of a view with row stride 96 (i + 1)
+        stride = 96 * (i + 1)
+        assert torch.equal(out1[2 * i], flat[i * stride:i * stride + 32])
+        assert torch.equal(out1[2 * i + 1], flat[(i + 1) * stride:(i + 1) * stride + 32])
+    assert torch.equal(out1[4], flat[0:64:2]) and torch.equal(out1[5], flat[96:160:2])
+    assert out1[6, 0] == flat[1 * 192 + 1]
+
+
+def test_a_negative_stride_faults_as_the_compiled_kernel(monkeypatch):
+    faults = []
+    for mode in ("always", "0"):
+        monkeypatch.setenv("PYPTO_PRO_TIER0", mode)
+        kernel = pl.jit(restrided, name=f"t0_restrided_fault_{mode}")
+        kernel[None, 1](torch.zeros(64, 32).half(), torch.zeros(8, 32, dtype=torch.float16), -3)
+        with pytest.raises(pypto_pro.KernelFault) as e:
+            sync()
+        faults.append(fault_of(e.value))
+        assert kernel.compile_stats()[-1]["tier0"] == (mode == "always")
+    assert faults[0] == faults[1] and "stride 0 of 'x' is -3; strides must not be negative" in faults[0][2], faults
