@@ -49,6 +49,20 @@ inline GmTensor<T, N> Typed(const AnyGm& g) {
   return t;
 }
 
+template <typename T, int N>
+inline AnyGm Untyped(const GmTensor<T, N>& t) {
+  AnyGm g{};
+  g.data = reinterpret_cast<uint8_t*>(t.data);
+  for (int i = 0; i < N; ++i) g.shape[i] = t.shape[i], g.stride[i] = t.stride[i];
+  g.name = t.name;
+  g.lo = t.lo;
+  g.hi = t.hi;
+  g.buffer = t.buffer;
+  g.contiguous = t.contiguous;
+  g.fresh = t.fresh;
+  return g;
+}
+
 // A pointer's bytes as MakeView and CastPtr see them (they read only its address and buffer).
 template <typename T>
 inline GmPtr<T> PtrOf(const AnyGm& g) {
@@ -322,15 +336,8 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         AnyGm view{};
         ByElem(d.elem, [&]<typename U>() {
           ByRank(d.rank, [&]<int N>() {
-            const GmTensor<U, N> v = MakeView<U, N>(ctx, in.line, PtrOf<uint8_t>(src), Offsets<N>(r + in.c), in.e != 0,
-                                                    in.e ? Offsets<N>(r + in.d) : Idx<N>{}, in.s0);
-            view.data = reinterpret_cast<uint8_t*>(v.data);
-            for (int k = 0; k < N; ++k) view.shape[k] = v.shape[k], view.stride[k] = v.stride[k];
-            view.name = v.name;
-            view.lo = v.lo;
-            view.hi = v.hi;
-            view.buffer = v.buffer;
-            view.contiguous = v.contiguous;
+            view = Untyped(MakeView<U, N>(ctx, in.line, PtrOf<uint8_t>(src), Offsets<N>(r + in.c), in.e != 0,
+                                          in.e ? Offsets<N>(r + in.d) : Idx<N>{}, in.s0));
           });
         });
         view.fresh = p.tensors[in.b].rank > 0 && src.fresh;  // detail::FreshBuffer: a tensor's mark, never a pointer's
@@ -353,8 +360,7 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         ByRank(p.tensors[in.a].rank, [&]<int N>() {
           GmTensor<uint8_t, N> bytes = Typed<uint8_t, N>(g);
           set_stride(ctx, in.line, bytes, Offsets<N>(r + in.c));
-          for (int k = 0; k < N; ++k) g.stride[k] = bytes.stride[k];
-          g.contiguous = bytes.contiguous;
+          g = Untyped(bytes);
         });
         break;
       }
