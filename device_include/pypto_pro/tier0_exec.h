@@ -282,6 +282,8 @@ struct Frame {
 };
 template <bool kToFloat>  // cast() to fp16 / bf16 / fp32 (true) or an integer element type (false)
 void RunCast(CoreCtx& ctx, const PtoT0Program& p, const PtoT0Insn& in, const Frame& f);
+template <bool kToFloat>  // add_relu_cast() / sub_relu_cast() / mul_cast() to fp16 / bf16 / fp32 or an integer
+void RunStepCast(CoreCtx& ctx, const PtoT0Program& p, const PtoT0Insn& in, const Frame& f);
 // eq() ... ge(), their _scalar forms, select() and select_scalar()
 void RunCompareSelect(CoreCtx& ctx, const PtoT0Program& p, const PtoT0Insn& in, const Frame& f);
 // expands(), col_sum() / col_max() / col_min(), the fused forms, axpy(), the partial ops, fillpad(),
@@ -696,6 +698,12 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         const int elem = p.slots[t[in.a]].elem;
         if (elem == PTO_T0_F16 || elem == PTO_T0_BF16 || elem == PTO_T0_F32) RunCast<true>(ctx, p, in, {r, t, s});
         else RunCast<false>(ctx, p, in, {r, t, s});
+        break;
+      }
+      case PTO_T0_STEPCAST: {
+        const int elem = p.slots[t[in.a]].elem;
+        if (elem == PTO_T0_F16 || elem == PTO_T0_BF16 || elem == PTO_T0_F32) RunStepCast<true>(ctx, p, in, {r, t, s});
+        else RunStepCast<false>(ctx, p, in, {r, t, s});
         break;
       }
       case PTO_T0_COMPARE:

@@ -265,6 +265,25 @@ inline void cast(CoreCtx& ctx, int line, RoundMode mode, TD& dst, const TS& src)
 // runs over out's valid window. target_type is out's dtype (checked at compile time).
 namespace detail {
 
+// The steps of add_relu_cast and sub_relu_cast (mul_cast's: WrapMulF), named for the tier-0 executor.
+template <typename T>
+struct AddReluStep {
+  template <typename V>
+  V operator()(V a, V b) const { return ReluF{}(Round<T>(a + b)); }
+};
+template <typename T>
+struct SubReluStep {
+  template <typename V>
+  V operator()(V a, V b) const { return ReluF{}(Round<T>(a - b)); }
+};
+
+// The mode StepThenCast converts with: CAST_ODD means round-to-odd for fp32 -> fp16 only; the compiler
+// lets it through for exact conversions too, where any mode gives the same result.
+template <typename TD, typename TA>
+constexpr RoundMode StepCastMode(RoundMode mode) {
+  return mode == RoundMode::CAST_ODD && !(__is_same(TD, half) && __is_same(TA, float)) ? RoundMode::CAST_RINT : mode;
+}
+
 template <RoundMode M, typename Step, typename TD, typename TA, typename TB>
 inline void StepThenCast(TD& dst, TA& lhs, const TB& rhs, Step step) {
   ForWindow(dst, [&](int64_t off, int64_t n) {
@@ -283,9 +302,7 @@ inline void StepThenCast(RoundMode mode, TD& dst, TA& lhs, const TB& rhs, Step s
     case RoundMode::CAST_TRUNC: return StepThenCast<RoundMode::CAST_TRUNC>(dst, lhs, rhs, step);
     case RoundMode::CAST_NONE: return StepThenCast<RoundMode::CAST_NONE>(dst, lhs, rhs, step);
     case RoundMode::CAST_ODD:
-      // The compiler lets CAST_ODD through for fp32 -> fp16 and for exact conversions, where no mode
-      // changes the result.
-      if constexpr (__is_same(typename TD::Elem, half) && __is_same(typename TA::Elem, float)) {
+      if constexpr (StepCastMode<typename TD::Elem, typename TA::Elem>(RoundMode::CAST_ODD) == RoundMode::CAST_ODD) {
         return StepThenCast<RoundMode::CAST_ODD>(dst, lhs, rhs, step);
       } else {
         return StepThenCast<RoundMode::CAST_RINT>(dst, lhs, rhs, step);
@@ -297,13 +314,11 @@ inline void StepThenCast(RoundMode mode, TD& dst, TA& lhs, const TB& rhs, Step s
 
 template <typename TD, typename TA, typename TB>
 inline void add_relu_cast(CoreCtx&, int, int /*target_type*/, RoundMode mode, TD& dst, TA& lhs, const TB& rhs) {
-  using T = typename TA::Elem;
-  detail::StepThenCast(mode, dst, lhs, rhs, [](auto a, auto b) { return detail::ReluF{}(detail::Round<T>(a + b)); });
+  detail::StepThenCast(mode, dst, lhs, rhs, detail::AddReluStep<typename TA::Elem>{});
 }
 template <typename TD, typename TA, typename TB>
 inline void sub_relu_cast(CoreCtx&, int, int /*target_type*/, RoundMode mode, TD& dst, TA& lhs, const TB& rhs) {
-  using T = typename TA::Elem;
-  detail::StepThenCast(mode, dst, lhs, rhs, [](auto a, auto b) { return detail::ReluF{}(detail::Round<T>(a - b)); });
+  detail::StepThenCast(mode, dst, lhs, rhs, detail::SubReluStep<typename TA::Elem>{});
 }
 template <typename TD, typename TA, typename TB>
 inline void mul_cast(CoreCtx&, int, int /*target_type*/, RoundMode mode, TD& dst, TA& lhs, const TB& rhs) {

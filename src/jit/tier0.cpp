@@ -677,6 +677,17 @@ class Compiler {
     return values;
   }
 
+  // The element types the executor's conversions take (ByCastElem; others wait for the library).
+  static void CastElem(DataType dtype, std::string_view op) {
+    switch (dtype) {
+      case DataType::kFP16: case DataType::kBF16: case DataType::kFP32: case DataType::kInt8:
+      case DataType::kUInt8: case DataType::kInt16: case DataType::kUInt16: case DataType::kInt32:
+        return;
+      default:
+        Refuse("pl." + std::string(op) + " of " + std::string(Name(dtype)));
+    }
+  }
+
   void SameElem(const StmtNode& s, std::initializer_list<size_t> tiles) {
     for (size_t i : tiles) {
       if (s.args[i]->type.dtype != s.args[0]->type.dtype) Refuse("an op over tiles of different dtypes");
@@ -917,18 +928,19 @@ class Compiler {
       SameElem(s, {1});
       Options(s);
       Emit(PTO_T0_TRANSPOSE, line, TileOf(s.args[0]), TileOf(s.args[1]));
+    } else if (name == "add_relu_cast" || name == "sub_relu_cast" || name == "mul_cast") {
+      if (s.args[2]->type.dtype != s.args[1]->type.dtype) Refuse("an op over tiles of different dtypes");
+      for (size_t i : {0, 1}) CastElem(s.args[i]->type.dtype, name);
+      int64_t mode = 0;
+      for (const auto& [spec, attr] : codegen::OpOptions(s)) {
+        if (spec->name == "mode") mode = attr.value;
+      }
+      Emit(PTO_T0_STEPCAST, line, TileOf(s.args[0]), TileOf(s.args[1]), TileOf(s.args[2]),
+           name == "add_relu_cast" ? 0 : name == "sub_relu_cast" ? 1 : 2, int(mode));
     } else if (name == "cast") {
       // Between fp16, bf16, fp32 and the 8- to 32-bit integers but uint32 (the executor's
       // instantiations, ByCastElem; others wait for the library).
-      for (size_t i : {0, 1}) {
-        switch (s.args[i]->type.dtype) {
-          case DataType::kFP16: case DataType::kBF16: case DataType::kFP32: case DataType::kInt8:
-          case DataType::kUInt8: case DataType::kInt16: case DataType::kUInt16: case DataType::kInt32:
-            break;
-          default:
-            Refuse("pl.cast of " + std::string(Name(s.args[i]->type.dtype)));
-        }
-      }
+      for (size_t i : {0, 1}) CastElem(s.args[i]->type.dtype, name);
       int64_t mode = 0;
       for (const auto& [spec, attr] : codegen::OpOptions(s)) {
         if (spec->name == "mode") mode = attr.value;

@@ -315,23 +315,22 @@ def test_a_bad_mode_is_a_value_error_naming_the_variable(monkeypatch):
 
 
 def test_a_kernel_beyond_the_executor_waits_for_its_library(monkeypatch):
-    def squared(x: pl.Tensor[[16, 16], pl.DT_INT32], out: pl.Tensor[[16, 16], pl.DT_FP32]):
-        a = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_INT32), addr=0)
-        t = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0x1000)
+    def bits(x: pl.Tensor[[16, 16], pl.DT_FP32], out: pl.Tensor[[16, 16], pl.DT_INT32]):
+        a = pl.make_tile(pl.TileType(shape=[16, 16], dtype=pl.DT_FP32), addr=0)
         with pl.section_vector():
             pl.load(a, x, [0, 0])
-            pl.mul_cast(t, a, a, target_type=pl.DT_FP32)
-            pl.store(out, t, [0, 0])
+            b = pl.reinterpret(a, dtype=pl.DT_INT32, shape=[16, 16])
+            pl.store(out, b, [0, 0])
 
     monkeypatch.setenv("PYPTO_PRO_TIER0", "always")
-    kernel = pl.jit(squared, name="t0_mul_cast")
-    x = torch.randint(-1000, 1000, (16, 16), dtype=torch.int32)
-    out = torch.zeros(16, 16)
+    kernel = pl.jit(bits, name="t0_reinterpret")
+    x = torch.randn(16, 16)
+    out = torch.zeros(16, 16, dtype=torch.int32)
     kernel[None, 1](x, out)
     sync()
-    assert torch.equal(out, (x * x).float())
+    assert torch.equal(out, x.view(torch.int32))
     stats = kernel.compile_stats()[0]
-    assert not stats["tier0"] and stats["tier0_refused"] == "pl.mul_cast"  # what the executor does not run
+    assert not stats["tier0"] and stats["tier0_refused"] == "pl.reinterpret"  # what the executor does not run
 
 
 def test_the_stats_say_why_an_instance_waited_for_its_library(monkeypatch):
@@ -1784,3 +1783,89 @@ def test_a_negative_stride_faults_as_the_compiled_kernel(monkeypatch):
         faults.append(fault_of(e.value))
         assert kernel.compile_stats()[-1]["tier0"] == (mode == "always")
     assert faults[0] == faults[1] and "stride 0 of 'x' is -3; strides must not be negative" in faults[0][2], faults
+
+
+def _step_casts(lhs_dtype, out_dtype, mode, overlap):
+    """add_relu_cast, sub_relu_cast and mul_cast over a window of whole rows and one of part rows (the
+    step and the conversion interleave run by run); `overlap`: out shares lhs's first bytes."""
+    def step_casts(x: pl.Tensor[[16, 64], lhs_dtype], y: pl.Tensor[[16, 64], lhs_dtype],
+                   out: pl.Tensor[[96, 64], out_dtype], lhs_out: pl.Tensor[[96, 64], lhs_dtype]):
+        a = pl.make_tile(pl.TileType(shape=[16, 64], dtype=lhs_dtype), addr=0x0)
+        b = pl.make_tile(pl.TileType(shape=[16, 64], dtype=lhs_dtype), addr=0x8000)
+        d = pl.make_tile(pl.TileType(shape=[16, 64], dtype=out_dtype, valid_shape=[-1, -1]),
+                         addr=0x100 if overlap else 0x10000)  # overlap: row 0 over lhs row 1
+        with pl.section_vector():
+            pl.load(b, y, [0, 0])
+            for k in pl.range(6):
+                pl.load(a, x, [0, 0])
+                pl.expands(d, 3)
+                if k % 2 == 0:
+                    pl.set_validshape(d, [12, 64])
+                else:
+                    pl.set_validshape(d, [12, 40])
+                if k < 2:
+                    pl.add_relu_cast(d, a, b, target_type=out_dtype, mode=mode)
+                elif k < 4:
+                    pl.sub_relu_cast(d, a, b, target_type=out_dtype, mode=mode)
+                else:
+                    pl.mul_cast(d, a, b, target_type=out_dtype, mode=mode)
+                pl.set_validshape(d, [16, 64])
+                pl.store(out, d, [16 * k, 0])
+                pl.store(lhs_out, a, [16 * k, 0])
+
+    return step_casts
+
+
+@pytest.mark.filterwarnings("ignore::pypto_pro.TileOverlapWarning")
+@pytest.mark.parametrize("lhs_dtype,out_dtype,torch_lhs,torch_out,mode,overlap", [
+    (pl.DT_FP32, pl.DT_FP16, torch.float32, torch.float16, pl.RoundMode.CAST_RINT, False),
+    (pl.DT_FP32, pl.DT_FP16, torch.float32, torch.float16, pl.RoundMode.CAST_ODD, False),
+    (pl.DT_FP32, pl.DT_INT32, torch.float32, torch.int32, pl.RoundMode.CAST_FLOOR, False),
+    (pl.DT_FP16, pl.DT_FP32, torch.float16, torch.float32, pl.RoundMode.CAST_ODD, False),  # exact: any mode
+    (pl.DT_FP32, pl.DT_BF16, torch.float32, torch.bfloat16, pl.RoundMode.CAST_TRUNC, True)])
+def test_step_casts_match_the_library(monkeypatch, lhs_dtype, out_dtype, torch_lhs, torch_out, mode, overlap):
+    gen = torch.Generator().manual_seed(11)
+    x, y = ((torch.randn(16, 64, generator=gen) * 40).to(torch_lhs) for _ in range(2))
+    name = f"t0_step_casts_{lhs_dtype.name}_{out_dtype.name}_{mode.name}_{overlap}"
+    both = _twins(_step_casts(lhs_dtype, out_dtype, mode, overlap), name, monkeypatch)
+    (*_, out0, lhs0), (*_, out1, lhs1) = both(1, x, y, torch.zeros(96, 64, dtype=torch_out),
+                                              torch.zeros(96, 64, dtype=torch_lhs))
+    bits = lambda v: v.view(torch.int16 if v.element_size() == 2 else torch.int32)  # NaNs compare by their bits
+    assert torch.equal(bits(out0), bits(out1)) and torch.equal(bits(lhs0), bits(lhs1))
+    if overlap:
+        return  # out wrote over lhs: what each holds depends on the order of the runs, which both share
+    xd, yd = x.double(), y.double()
+    steps = [torch.relu((xd + yd).to(torch_lhs).double()), torch.relu((xd - yd).to(torch_lhs).double()),
+             (xd * yd).to(torch_lhs).double()]
+    for k in range(6):
+        cols = 64 if k % 2 == 0 else 40
+        want = steps[k // 2].to(torch_lhs)
+        assert torch.equal(lhs1[16 * k:16 * k + 12, :cols], want[:12, :cols]), k  # lhs keeps the step's result
+        if mode == pl.RoundMode.CAST_RINT or torch_out == torch.float32:
+            assert torch.equal(out1[16 * k:16 * k + 12, :cols], want[:12, :cols].to(torch_out)), k
+        elif torch_out == torch.int32:  # FLOOR
+            assert torch.equal(out1[16 * k:16 * k + 12, :cols], torch.floor(want[:12, :cols].double()).to(torch.int32)), k
+
+
+def _int_step_cast(out: pl.Tensor[[16, 32], pl.DT_INT16], lhs_out: pl.Tensor[[16, 32], pl.DT_INT32],
+                   x: pl.Tensor[[16, 32], pl.DT_INT32]):
+    """mul_cast of int32 into int16: the product wraps in int32, the conversion in int16."""
+    a = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_INT32), addr=0x0)
+    d = pl.make_tile(pl.TileType(shape=[16, 32], dtype=pl.DT_INT16, valid_shape=[10, 20]), addr=0x1000)
+    with pl.section_vector():
+        pl.load(a, x, [0, 0])
+        pl.expands(d, 7)
+        pl.mul_cast(d, a, a, target_type=pl.DT_INT16)
+        pl.store(out, d, [0, 0])
+        pl.store(lhs_out, a, [0, 0])
+
+
+def test_an_integer_mul_cast_matches_the_library_and_wraps(monkeypatch):
+    both = _twins(_int_step_cast, "t0_int_mul_cast", monkeypatch)
+    x = torch.randint(-100000, 100000, (16, 32), dtype=torch.int32)
+    (out0, lhs0, _), (out1, lhs1, _) = both(1, torch.zeros(16, 32, dtype=torch.int16),
+                                            torch.zeros(16, 32, dtype=torch.int32), x)
+    assert torch.equal(out0, out1) and torch.equal(lhs0, lhs1)
+    square = (x.long() * x.long() + 2 ** 31) % 2 ** 32 - 2 ** 31
+    assert torch.equal(lhs1[:10, :20], square[:10, :20].int())
+    assert torch.equal(out1[:10, :20], ((square[:10, :20] + 2 ** 15) % 2 ** 16 - 2 ** 15).short())
