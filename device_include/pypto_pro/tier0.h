@@ -9,7 +9,7 @@
 
 #include "pypto_pro/op_lists.h"
 
-#define PTO_T0_VERSION 14
+#define PTO_T0_VERSION 15
 #define PTO_T0_MAX_RANK 4
 
 /* Element types of tiles and tensors (the routines' PTO_ROUTINE_ELEMS). */
@@ -96,6 +96,7 @@ enum {
   PTO_T0_PTR,        /* gm[a] = pl.addptr(gm[b], r[c]) (e=0), or pl.make_ptr(gm[b], gm[a]'s dtype) (e=1) */
   PTO_T0_GMMOV,      /* gm[a] = gm[b] */
   PTO_T0_STRIDE,     /* pl.set_stride(gm[a], strides r[c..c+rank)) */
+  PTO_T0_SYNCALL,    /* pl.system.sync_all() without workspaces: core type b, mode c (a resident launch's barrier) */
   PTO_T0_STEPCAST,   /* lhs t[b] = relu(t[b] + t[c]) (d=0), relu(t[b] - t[c]) (1), t[b] * t[c] (2), then t[a] = t[b]
                         converted with round mode e, run by run of t[a]'s window (add_relu_cast, sub_relu_cast,
                         mul_cast) */

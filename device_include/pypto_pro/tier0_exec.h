@@ -357,6 +357,7 @@ inline void Run(CoreCtx& ctx, const PtoT0Program& p, const uint64_t* launcher) {
         break;
       }
       case PTO_T0_GMMOV: gm[in.a] = gm[in.b]; break;
+      case PTO_T0_SYNCALL: sync_all(ctx, in.line, in.b, in.c); break;
       case PTO_T0_STRIDE: {  // set_stride() (it reads the tensor's name, shape and strides only)
         AnyGm& g = gm[in.a];
         ByRank(p.tensors[in.a].rank, [&]<int N>() {

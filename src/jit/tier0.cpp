@@ -889,6 +889,9 @@ class Compiler {
       SameElem(s, {1});
       const auto options = Options(s);
       Emit(PTO_T0_FILLPAD, line, TileOf(s.args[0]), TileOf(s.args[1]), 0, 0, int(options.at("mode")));
+    } else if (name == "system.sync_all") {  // the barrier of a resident launch (blocks as fibers)
+      const auto options = Options(s);
+      Emit(PTO_T0_SYNCALL, line, 0, int(options.at("core_type")), int(options.at("mode")));
     } else if (name == "set_stride") {
       const int tensor = TensorOf(s.args[0]);
       Emit(PTO_T0_STRIDE, line, tensor, 0, Offsets(s.args[1], out_->tensors[size_t(tensor)].rank));

@@ -1869,3 +1869,28 @@ def test_an_integer_mul_cast_matches_the_library_and_wraps(monkeypatch):
     square = (x.long() * x.long() + 2 ** 31) % 2 ** 32 - 2 ** 31
     assert torch.equal(lhs1[:10, :20], square[:10, :20].int())
     assert torch.equal(out1[:10, :20], ((square[:10, :20] + 2 ** 15) % 2 ** 16 - 2 ** 15).short())
+
+
+def test_sync_all_runs_on_the_executor_with_the_librarys_results(monkeypatch):
+    from test_mixed import rotate_rows  # each block stores its row, waits for all, reads the next block's
+    both = _twins(rotate_rows.fn, "t0_rotate_rows", monkeypatch)
+    x = torch.randn(8, 64)
+    (_, mid0, out0), (_, mid1, out1) = both(8, x, torch.zeros(8, 64), torch.zeros(8, 64))
+    assert torch.equal(out0, out1) and torch.equal(mid0, mid1)
+    assert torch.equal(out1, 2 * torch.roll(x, -1, dims=0) + 1)
+
+
+def skipping(x: pl.Tensor[[8, 64], pl.DT_FP32]):
+    with pl.section_vector():
+        if pl.get_block_idx() != 3:
+            pl.system.sync_all(core_type=pl.SyncCoreType.AIV_ONLY)
+
+
+def test_a_sync_all_deadlock_on_the_executor_is_the_compiled_kernels(monkeypatch):
+    monkeypatch.setenv("PYPTO_PRO_TIER0", "always")
+    kernel = pl.jit(skipping, name="t0_skipping")
+    kernel[None, 8](torch.zeros(8, 64))
+    with pytest.raises(pypto_pro.KernelDeadlock, match=r"7 of 8 blocks wait at pl.system.sync_all\(core_type=AIV_ONLY\) "
+                                                       r"\(.*\) for block\(s\) 3, which never reach it"):
+        sync()
+    assert kernel.compile_stats()[-1]["tier0"]
