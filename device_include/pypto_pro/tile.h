@@ -296,16 +296,22 @@ inline int32_t CursorNext(int32_t& cursor, int32_t depth) {
 }
 inline int32_t CursorPrevious(int32_t cursor, int32_t depth) { return cursor == 0 ? depth - 1 : cursor - 1; }
 
+// `index` of `op` outside [0, count): the fault of a one-dimensional access.
+[[noreturn]] inline void IndexFault(CoreCtx& ctx, int line, const char* op, const char* message, int64_t index,
+                                    int64_t count) {
+  PtoFaultDetail d{};
+  d.op = op;
+  d.message = message;
+  d.rank = 1;
+  d.offsets[0] = index;
+  d.extent[0] = 1;
+  d.shape[0] = count;
+  Fault(ctx, line, d);
+}
+
 inline void CheckSlotIndex(CoreCtx& ctx, int line, int64_t index, int32_t depth) {
   if (index < 0 || index >= depth) {
-    PtoFaultDetail d{};
-    d.op = "tile group index";
-    d.message = "tile group index out of range";
-    d.rank = 1;
-    d.offsets[0] = index;
-    d.extent[0] = 1;
-    d.shape[0] = depth;
-    Fault(ctx, line, d);
+    IndexFault(ctx, line, "tile group index", "tile group index out of range", index, depth);
   }
 }
 
@@ -423,14 +429,7 @@ namespace pto {
 
 // A TilingData array read at an index outside it (ArrayAt; the tier-0 executor's PTO_T0_FIELD).
 [[noreturn]] inline void ArrayIndexFault(CoreCtx& ctx, int line, int64_t index, int count) {
-  PtoFaultDetail d{};
-  d.op = "TilingData array";
-  d.message = "TilingData array index out of range";
-  d.rank = 1;
-  d.offsets[0] = index;
-  d.extent[0] = 1;
-  d.shape[0] = count;
-  Fault(ctx, line, d);
+  IndexFault(ctx, line, "TilingData array", "TilingData array index out of range", index, count);
 }
 
 // tiling.array[index] with a run-time index: checked, like every other access of a kernel.
