@@ -198,34 +198,96 @@ inline bool DirectDisjoint(int64_t rows, int64_t cols, const DirectWindow<TI> (&
   return true;
 }
 
-// The run itself: for every row of the rows x cols window and every 16 columns, the inputs as fp32
-// lanes, `body(in, out)` (the ops, each result rounded to T), the outputs stored. Columns past a
-// multiple of 16 go through zero-padded lanes, as the tile ops' tails do; fp16 / bf16 go 32 at a time.
-// Every 64 bytes an input walks, it prefetches the line kAheadLines further along its walk into L1 (the
-// rows of the window, then the first rows of the next window along the row, which a tile loop reads
-// next): rows of a few lines at a tensor's row stride defeat the CPU's stream prefetchers, and a
+// How far a direct run reads ahead: every 64 bytes an input walks, it prefetches the line kAheadLines
+// further along its walk into L1 (the rows of the window, then the first rows of the next window along
+// the row, which a tile loop reads next): rows of a few lines at a tensor's row stride defeat the CPU's stream prefetchers, and a
 // prefetch distance in lines, not rows, keeps long rows (direct loops) from flooding the line fill
 // buffers. 32 lines: measured best for 256 B to 8 KiB rows (fp16 and fp32 adds, Intel Xeon).
 constexpr int64_t kAheadLines = 32;
 
-template <typename TI, typename TO, int NI, int NO, typename Body>
+namespace detail {
+
+// The prefetch cursor of a direct run: row `row` of the window (past its end: of the next window),
+// byte `col`. One prefetch per 64 bytes the inputs walk, issued by the loops (a counter costs 4% on
+// an fp16 add).
+template <typename TI, int NI>
+struct AheadCursor {
+  const DirectWindow<TI> (&in)[NI];
+  int64_t rows, bytes, row, col;
+  AheadCursor(const DirectWindow<TI> (&windows)[NI], int64_t rows_, int64_t cols)
+      : in(windows), rows(rows_), bytes(cols * int64_t(sizeof(TI))) {
+    row = bytes > 0 ? kAheadLines * 64 / bytes : 0;
+    col = bytes > 0 ? kAheadLines * 64 % bytes : 0;
+  }
+  __attribute__((always_inline)) void Next() {
+    const bool next = row >= rows;
+    const int64_t r = next ? row - rows : row, c = next ? col + bytes : col;
+    for (int i = 0; i < NI; ++i) __builtin_prefetch(reinterpret_cast<const char*>(in[i].at + r * in[i].row_stride) + c, 0, 3);
+    col += 64;
+    if (col >= bytes) col = 0, ++row;
+  }
+};
+
+#if defined(__AVX512FP16__)
+// fp16 runs whose ops the host computes natively (avx512_fp16), 32 lanes at a time: an fp16 add 8%
+// nearer the memory limit than through fp32 lanes (Intel Xeon), and the same bits: add, sub, mul,
+// maximum and minimum of fp16 operands rounded once to fp16 equal the fp32 result rounded to fp16
+// (fp32's 24 bits hold the exact sum or product of two 11-bit values closely enough that the second
+// rounding never changes it), NaNs and signed zeros included (the same compare-and-select for max / min).
+typedef _Float16 h32 __attribute__((vector_size(64)));
+
+template <int NI, int NO, typename Body>
+__attribute__((always_inline)) inline void DirectRowsHalf(int64_t rows, int64_t cols, const DirectWindow<half> (&in)[NI],
+                                                          const DirectWindow<half> (&out)[NO], Body body) {
+  AheadCursor<half, NI> ahead(in, rows, cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    const half* src[NI];
+    half* dst[NO];
+    for (int i = 0; i < NI; ++i) src[i] = in[i].at + r * in[i].row_stride;
+    for (int j = 0; j < NO; ++j) dst[j] = out[j].at + r * out[j].row_stride;
+    int64_t c = 0;
+    for (; c + 32 <= cols; c += 32) {
+      ahead.Next();
+      h32 v[NI], o[NO];
+      for (int i = 0; i < NI; ++i) __builtin_memcpy(&v[i], src[i] + c, 64);
+      body(v, o);
+      for (int j = 0; j < NO; ++j) {
+        if (out[j].stream && (uintptr_t(dst[j] + c) & 63) == 0) {
+          StreamStore(dst[j] + c, o[j]);
+        } else {
+          __builtin_memcpy(dst[j] + c, &o[j], 64);
+        }
+      }
+    }
+    if (c < cols) {  // the last columns: zero-padded lanes, only the window's stored
+      ahead.Next();
+      const size_t bytes = size_t(cols - c) * sizeof(half);
+      h32 v[NI], o[NO];
+      for (int i = 0; i < NI; ++i) v[i] = h32{}, __builtin_memcpy(&v[i], src[i] + c, bytes);
+      body(v, o);
+      for (int j = 0; j < NO; ++j) __builtin_memcpy(dst[j] + c, &o[j], bytes);
+    }
+  }
+}
+#endif
+
+}  // namespace detail
+
+// The run itself: for every row of the rows x cols window and every 16 columns, the inputs as fp32
+// lanes, `body(in, out)` (the ops, each result rounded to T), the outputs stored. Columns past a
+// multiple of 16 go through zero-padded lanes, as the tile ops' tails do; fp16 / bf16 go 32 at a time.
+// kNativeHalf (generated code: an fp16 run of ops DirectRowsHalf gives the bits of, and a body taking
+// any lanes): on a host with avx512_fp16, DirectRowsHalf.
+template <bool kNativeHalf = false, typename TI, typename TO, int NI, int NO, typename Body>
 __attribute__((always_inline)) inline void DirectRows(int64_t rows, int64_t cols, const DirectWindow<TI> (&in)[NI],
                                                       const DirectWindow<TO> (&out)[NO], Body body) {
   static_assert(kIsFloatLike<TI> && kIsFloatLike<TO>, "direct runs compute on float-like elements");
-  const int64_t bytes = cols * int64_t(sizeof(TI));
-  // The prefetch cursor: row ahead_row of the window (past its end: of the next window), byte ahead_col.
-  // One prefetch per 64 bytes the inputs walk, issued by the loops below (a counter costs 4% on an fp16
-  // add).
-  int64_t ahead_row = bytes > 0 ? kAheadLines * 64 / bytes : 0, ahead_col = bytes > 0 ? kAheadLines * 64 % bytes : 0;
-  auto prefetch = [&]() __attribute__((always_inline)) {
-    const bool next = ahead_row >= rows;
-    const int64_t row = next ? ahead_row - rows : ahead_row, col = next ? ahead_col + bytes : ahead_col;
-    for (int i = 0; i < NI; ++i) {
-      __builtin_prefetch(reinterpret_cast<const char*>(in[i].at + row * in[i].row_stride) + col, 0, 3);
-    }
-    ahead_col += 64;
-    if (ahead_col >= bytes) ahead_col = 0, ++ahead_row;
-  };
+#if defined(__AVX512FP16__)
+  if constexpr (kNativeHalf && __is_same(TI, half) && __is_same(TO, half)) {
+    return detail::DirectRowsHalf(rows, cols, in, out, body);
+  }
+#endif
+  detail::AheadCursor<TI, NI> ahead(in, rows, cols);
   for (int64_t r = 0; r < rows; ++r) {
     const TI* src[NI];
     TO* dst[NO];
@@ -234,8 +296,8 @@ __attribute__((always_inline)) inline void DirectRows(int64_t rows, int64_t cols
     int64_t c = 0;
     if constexpr (kIsNarrowFloat<TO>) {  // 32 at a time: whole 64-byte lines to the outputs
       for (; c + 32 <= cols; c += 32) {
-        prefetch();
-        if constexpr (sizeof(TI) == 4) prefetch();  // 128 bytes of fp32 inputs
+        ahead.Next();
+        if constexpr (sizeof(TI) == 4) ahead.Next();  // 128 bytes of fp32 inputs
         f32x16 v[NI], o[NO], v2[NI], o2[NO];
         for (int i = 0; i < NI; ++i) v[i] = Load16(src[i] + c), v2[i] = Load16(src[i] + c + 16);
         body(v, o);
@@ -244,14 +306,14 @@ __attribute__((always_inline)) inline void DirectRows(int64_t rows, int64_t cols
       }
     }
     for (; c + 16 <= cols; c += 16) {
-      if (sizeof(TI) == 4 || (c & 16) == 0) prefetch();  // 64 bytes of fp32, or of fp16 every other step
+      if (sizeof(TI) == 4 || (c & 16) == 0) ahead.Next();  // 64 bytes of fp32, or of fp16 every other step
       f32x16 v[NI], o[NO];
       for (int i = 0; i < NI; ++i) v[i] = Load16(src[i] + c);
       body(v, o);
       for (int j = 0; j < NO; ++j) detail::Put16(dst[j] + c, o[j], out[j].stream);
     }
     if (c < cols) {
-      prefetch();
+      ahead.Next();
       const int64_t n = cols - c;
       f32x16 v[NI], o[NO];
       for (int i = 0; i < NI; ++i) v[i] = LoadTail16(src[i] + c, n);
@@ -265,15 +327,25 @@ __attribute__((always_inline)) inline void DirectRows(int64_t rows, int64_t cols
   }
 }
 
+#if defined(__AVX512FP16__)
+// fp16 lanes hold every result as fp16 already.
+template <typename T>
+__attribute__((always_inline)) inline detail::h32 RoundTo(detail::h32 v) {
+  static_assert(__is_same(T, half), "native lanes are fp16's");
+  return v;
+}
+
+#endif
+
 // One op of a direct run's body: f on the lanes, rounded to the element type as the tile holds it
 // (DirectOp: a later op reads it) or left to the output's store to round (DirectOpStored: only
 // outputs take it; one rounding gives the same bits).
 template <typename T, typename F, typename... V>
-__attribute__((always_inline)) inline f32x16 DirectOp(F f, V... v) {
+__attribute__((always_inline)) inline auto DirectOp(F f, V... v) {
   return RoundTo<T>(f(v...));
 }
 template <typename T, typename F, typename... V>
-__attribute__((always_inline)) inline f32x16 DirectOpStored(F f, V... v) {
+__attribute__((always_inline)) inline auto DirectOpStored(F f, V... v) {
   if constexpr (__is_same(T, float)) return RoundTo<T>(f(v...));  // keeps fp32 ops unfused (no FMA)
   else return f(v...);
 }

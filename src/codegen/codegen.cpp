@@ -447,6 +447,7 @@ class KernelWriter {
   // type and names it; both in program order.
   struct DirectPlan {
     std::string in_elem, out_elem;  // the element types of the input and output windows
+    bool native_half = false;       // fp16 windows and ops whose fp16 lanes give their bits (DirectRows)
     std::vector<std::string> ins, outs, body;
     std::vector<const StmtNode*> kept_loads;
     std::vector<Expr> tiles;
@@ -485,8 +486,11 @@ class KernelWriter {
     }
     std::map<int, std::string> value;  // a tile's current value in the body
     std::map<int, Expr> computed;      // tiles an op writes
+    plan.native_half = plan.in_elem == "pto::half" && plan.out_elem == "pto::half";
     for (const StmtNode* op : stmts) {
       const std::string_view name = op->op->name;
+      const bool moves = name == "load" || name == "load_tile" || name == "store" || name == "store_tile";
+      if (!moves) plan.native_half = plan.native_half && HalfLanesExact(*op);
       if (name == "load" || name == "load_tile") {
         const Expr& tile = op->args[0];
         value[tile->var->id] = "in[" + std::to_string(plan.ins.size()) + "]";
@@ -503,7 +507,7 @@ class KernelWriter {
           if (spec->name == "mode") mode = std::string(spec->cpp_prefix) + std::string(spec->choices[size_t(attr.value)]);
         }
         const std::string result = "x" + std::to_string(plan.body.size());
-        plan.body.push_back("const pto::f32x16 " + result + " = pto::DirectCast<" +
+        plan.body.push_back("const auto " + result + " = pto::DirectCast<" +
                             DeviceType(op->args[0]->type.dtype) + ", " + mode + ">(" +
                             value.at(op->args[1]->var->id) + ");  // cast, line " +
                             std::to_string(LineNumber(op->span.line)));
@@ -526,7 +530,7 @@ class KernelWriter {
         }
         const std::string result = "x" + std::to_string(plan.body.size());
         const bool read_later = ReadBeforeWritten(stmts, op, op->args[0]->var->id);
-        plan.body.push_back("const pto::f32x16 " + result + " = " +
+        plan.body.push_back("const auto " + result + " = " +
                             (read_later ? "pto::DirectOp" : "pto::DirectOpStored") + call + ");  // " +
                             std::string(name) + ", line " + std::to_string(LineNumber(op->span.line)));
         value[op->args[0]->var->id] = result;
@@ -541,10 +545,26 @@ class KernelWriter {
     return plan;
   }
 
+  // Whether an op of a direct run gives the same bits on fp16 lanes as on fp32 lanes rounded to fp16
+  // (direct_run.h, DirectRowsHalf): the binary ops one IEEE rounding defines, on fp16 tiles.
+  static bool HalfLanesExact(const StmtNode& op) {
+    static const std::set<std::string_view> exact = {"add", "sub", "mul", "maximum", "minimum"};
+    if (!exact.count(op.op->name)) return false;
+    for (const Expr& arg : op.args) {
+      if (!arg->type.IsTile() || arg->type.dtype != DataType::kFP16) return false;
+    }
+    return true;
+  }
+
   // The window arrays of a plan and the pass over rows x cols with its body.
   void EmitDirectRows(const DirectPlan& plan, const std::string& rows, const std::string& cols, int indent) {
-    Line(indent, "pto::DirectRows(" + rows + ", " + cols +
-                     ", direct_in, direct_out, [&](const pto::f32x16* in, pto::f32x16* out) {");
+    if (plan.native_half) {  // a body for fp16 lanes too, which DirectRows takes where the host has them
+      Line(indent, "pto::DirectRows<true>(" + rows + ", " + cols +
+                       ", direct_in, direct_out, [&](const auto* in, auto* out) {");
+    } else {
+      Line(indent, "pto::DirectRows(" + rows + ", " + cols +
+                       ", direct_in, direct_out, [&](const pto::f32x16* in, pto::f32x16* out) {");
+    }
     for (const std::string& line : plan.body) Line(indent + 1, line);
     Line(indent, "});");
   }

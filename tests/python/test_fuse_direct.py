@@ -27,6 +27,7 @@ def _ops(macro):
 
 BINARY, SCALAR, UNARY = _ops("PTO_BINARY_OPS"), _ops("PTO_SCALAR_OPS"), _ops("PTO_UNARY_OPS")
 NO_BF16 = {"abs", "rsqrt", "recip", "relu"}  # (their registry dtypes: fp16 and fp32)
+HALF_LANES_EXACT = {"add", "sub", "mul", "maximum", "minimum"}  # codegen's HalfLanesExact
 POSITIVE = {"log", "sqrt", "rsqrt", "recip", "div", "divs"}
 TORCH_DTYPE = {"DT_FP32": torch.float32, "DT_FP16": torch.float16, "DT_BF16": torch.bfloat16}
 
@@ -84,6 +85,12 @@ def _same_bits(a, b):
                        b.view(torch.int16 if b.element_size() == 2 else torch.int32))
 
 
+def _same_values(a, b):
+    """Bit for bit, except that any NaN equals any NaN (its sign and payload are unspecified)."""
+    nan = a.isnan()
+    return torch.equal(nan, b.isnan()) and _same_bits(a[~nan], b[~nan])
+
+
 def test_the_op_lists_are_read():
     assert "add" in BINARY and "adds" in SCALAR and "exp" in UNARY and len(BINARY + SCALAR + UNARY) == 20
 
@@ -110,7 +117,9 @@ def test_each_elementwise_op_gives_the_unfused_bits(tmp_path, monkeypatch, op, d
 
     (out0, mid0), (out1, mid1), ir, code = _both(monkeypatch, module.kernel, f"direct_{op}", launch)
     assert "direct run (tiles not written: ta, tb, to, tp):" in ir, ir
-    assert "pto::DirectRows(dr, dc, " in code
+    # fp16 runs of ops one rounding defines may go on fp16 lanes (the run's second op is an add)
+    native = dtype == "DT_FP16" and op in HALF_LANES_EXACT
+    assert ("pto::DirectRows<true>(dr, dc, " if native else "pto::DirectRows(dr, dc, ") in code
     assert _same_bits(out0, out1) and _same_bits(mid0, mid1)
     ref_mid, ref_out = _reference(op, x, y)
     tol = {"DT_FP32": 1e-6, "DT_FP16": 1e-3, "DT_BF16": 8e-3}[dtype]
@@ -436,3 +445,56 @@ def test_a_run_reading_a_tile_of_another_dtype_from_local_memory_stays_as_writte
     assert "direct run" not in ir, ir
     assert _same_bits(out0, out1)
     assert _same_bits(out1, ((x.float() * y.float()) + 1.5 + 0.25).half())
+
+
+HALF_CHAIN = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[64, 208], pl.DT_FP16], y: pl.Tensor[[64, 208], pl.DT_FP16],
+           s: pl.Tensor[[64, 208], pl.DT_FP16], out: pl.Tensor[[64, 208], pl.DT_FP16]):
+    tt = pl.TileType(shape=[16, 208], dtype=pl.DT_FP16, target_memory=pl.MemorySpace.Vec)
+    a = pl.make_tile_group(type=tt, addrs=0x0, mutex_ids=[0, 1])
+    b = pl.make_tile_group(type=tt, addrs=0x8000, mutex_ids=[2, 3])
+    c = pl.make_tile_group(type=tt, addrs=0x10000, mutex_ids=[4, 5])
+    d = pl.make_tile_group(type=tt, addrs=0x18000, mutex_ids=[6, 7])
+    with pl.section_vector():
+        for i in pl.range(4):
+            ta, tb, tc, td = a.next(), b.next(), c.next(), d.next()
+            pl.load(ta, x, [i * 16, 0])
+            pl.load(tb, y, [i * 16, 0])
+            pl.add(tc, ta, tb)
+            pl.mul(td, tc, tb)
+            pl.maximum(td, td, ta)
+            pl.minimum(td, td, tb)
+            pl.sub(td, td, ta)
+            pl.store(s, tc, [i * 16, 0])
+            pl.store(out, td, [i * 16, 0])
+'''
+
+
+def test_fp16_runs_on_fp16_lanes_give_the_fp32_lanes_bits_for_every_kind_of_value(tmp_path, monkeypatch):
+    """add, sub, mul, maximum and minimum of fp16 tiles go on the host's fp16 lanes where it has them
+    (avx512_fp16; docs/device.md#direct-runs), fp32 lanes elsewhere: either way the bits of the ops
+    one by one, for operands drawn from every fp16 bit pattern (subnormals, infinities, NaNs with
+    payloads, signed zeros, sums and products that overflow), 208 columns (a 16-lane tail). Which
+    operand's NaN an op of two NaNs returns is not specified (docs/device.md#numerics): a NaN equals a NaN."""
+    module = module_from_source(tmp_path, "direct_half_chain", HALF_CHAIN)
+    g = torch.Generator().manual_seed(16)
+    x, y = (torch.randint(-32768, 32768, (64, 208), generator=g, dtype=torch.int16).view(torch.float16)
+            for _ in range(2))
+    x[1, :8] = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), 65504, -65504, 6e-8, -6e-8]).half()
+    y[1, :8] = torch.tensor([-0.0, 0.0, float("-inf"), float("inf"), 65504, -65504, -6e-8, 6e-8]).half()
+
+    def launch(kernel):
+        s, out = torch.full_like(x, 7), torch.full_like(x, 7)
+        kernel[None, 1](x, y, s, out)
+        return s, out
+
+    (s0, out0), (s1, out1), ir, code = _both(monkeypatch, module.kernel, "direct_half_chain", launch)
+    assert "direct run (tiles not written: ta, tb, tc, td):" in ir, ir
+    assert "pto::DirectRows<true>(dr, dc, direct_in, direct_out, [&](const auto* in, auto* out)" in code
+    assert _same_values(s0, s1) and _same_values(out0, out1)
+    # torch rounds each fp16 op's fp32 result to fp16 too, and selects as the device's maximum and minimum
+    assert _same_values(s1, x + y)
+    assert _same_values(out1, torch.where((m := torch.where((x + y) * y > x, (x + y) * y, x)) < y, m, y) - x)
+    assert (x.isnan().sum() > 100) and (x.float().abs() < 6.2e-5).sum() > 30  # NaNs and subnormals drawn

@@ -23,7 +23,7 @@ import torch
 import pypto_pro
 import pypto_pro.language as pl
 from kernels import fused_and_unfused, module_from_source
-from test_fuse_direct import BINARY, NO_BF16, SCALAR, TORCH_DTYPE, UNARY, _same_bits
+from test_fuse_direct import BINARY, NO_BF16, SCALAR, TORCH_DTYPE, UNARY, _same_values
 
 BROADCAST_FNS = ("add", "sub", "mul", "div", "max", "min")
 SCALARS = (1.5, -0.75, 3.0, 0.001, 0.0, -2.0)
@@ -148,12 +148,6 @@ class Program:
                 at = torch.randint(0, flat.numel(), (4,), generator=g)
                 flat[at] = torch.tensor([float("inf"), float("-inf"), float("nan"), -0.0])
         return [x.to(cast) for x in xs] + [col.to(cast), row.to(cast)]
-
-
-def _same_values(a, b):
-    """Bit for bit, except that any NaN equals any NaN (its sign and payload are unspecified)."""
-    nan = a.isnan()
-    return torch.equal(nan, b.isnan()) and _same_bits(a[~nan], b[~nan])
 
 
 def _binary(name, a, b):
