@@ -229,13 +229,8 @@ struct AheadCursor {
 };
 
 #if defined(__AVX512FP16__)
-// fp16 runs whose ops the host computes natively (avx512_fp16), 32 lanes at a time: an fp16 add 8%
-// nearer the memory limit than through fp32 lanes (Intel Xeon), and the same bits: add, sub, mul,
-// maximum and minimum of fp16 operands rounded once to fp16 equal the fp32 result rounded to fp16
-// (fp32's 24 bits hold the exact sum or product of two 11-bit values closely enough that the second
-// rounding never changes it), NaNs and signed zeros included (the same compare-and-select for max / min).
-typedef _Float16 h32 __attribute__((vector_size(64)));
-
+// fp16 runs whose ops the host computes natively (avx512_fp16; kHalfLanesExact), 32 lanes at a time:
+// an fp16 add 3-4 points nearer the memory limit than through fp32 lanes (Intel Xeon), same bits.
 template <int NI, int NO, typename Body>
 __attribute__((always_inline)) inline void DirectRowsHalf(int64_t rows, int64_t cols, const DirectWindow<half> (&in)[NI],
                                                           const DirectWindow<half> (&out)[NO], Body body) {
@@ -330,7 +325,7 @@ __attribute__((always_inline)) inline void DirectRows(int64_t rows, int64_t cols
 #if defined(__AVX512FP16__)
 // fp16 lanes hold every result as fp16 already.
 template <typename T>
-__attribute__((always_inline)) inline detail::h32 RoundTo(detail::h32 v) {
+__attribute__((always_inline)) inline h32 RoundTo(h32 v) {
   static_assert(__is_same(T, half), "native lanes are fp16's");
   return v;
 }

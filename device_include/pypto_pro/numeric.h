@@ -24,6 +24,18 @@ typedef short i16x16 __attribute__((vector_size(32)));
 typedef short i16x8 __attribute__((vector_size(16)));
 typedef uint32_t u32x16 __attribute__((vector_size(64)));
 typedef uint16_t u16x16 __attribute__((vector_size(32)));
+#if defined(__AVX512FP16__)
+// fp16 lanes the host computes with natively (avx512_fp16): direct runs and Map of the ops whose
+// fp16 result is the fp32 lanes' rounded to fp16 (vector_ops.h, kHalfLanesExact).
+typedef _Float16 h32 __attribute__((vector_size(64)));
+
+// 32 fp16 values (`bytes` of them, the other lanes zero) as lanes.
+inline h32 LoadHalves(const half* p, size_t bytes = 64) {
+  h32 v{};
+  __builtin_memcpy(&v, p, bytes);
+  return v;
+}
+#endif
 
 // A 64- or 32-byte store around the caches (movntps / movntdq; p aligned to its size). GCC and clang
 // spell the instruction differently. Such stores are weakly ordered: other threads may see them after

@@ -546,7 +546,7 @@ class KernelWriter {
   }
 
   // Whether an op of a direct run gives the same bits on fp16 lanes as on fp32 lanes rounded to fp16
-  // (direct_run.h, DirectRowsHalf): the binary ops one IEEE rounding defines, on fp16 tiles.
+  // (direct_run.h, DirectRowsHalf): the binary ops of vector_ops.h's kHalfLanesExact, on fp16 tiles.
   static bool HalfLanesExact(const StmtNode& op) {
     static const std::set<std::string_view> exact = {"add", "sub", "mul", "maximum", "minimum"};
     if (!exact.count(op.op->name)) return false;

@@ -474,8 +474,8 @@ def kernel(x: pl.Tensor[[64, 208], pl.DT_FP16], y: pl.Tensor[[64, 208], pl.DT_FP
 
 def test_fp16_runs_on_fp16_lanes_give_the_fp32_lanes_bits_for_every_kind_of_value(tmp_path, monkeypatch):
     """add, sub, mul, maximum and minimum of fp16 tiles go on the host's fp16 lanes where it has them
-    (avx512_fp16; docs/device.md#direct-runs), fp32 lanes elsewhere: either way the bits of the ops
-    one by one, for operands drawn from every fp16 bit pattern (subnormals, infinities, NaNs with
+    (avx512_fp16; docs/device.md#direct-runs), in a direct run and op by op, fp32 lanes elsewhere:
+    either way the bits of the fp32 lanes rounded to fp16 (torch's), for operands drawn from every fp16 bit pattern (subnormals, infinities, NaNs with
     payloads, signed zeros, sums and products that overflow), 208 columns (a 16-lane tail). Which
     operand's NaN an op of two NaNs returns is not specified (docs/device.md#numerics): a NaN equals a NaN."""
     module = module_from_source(tmp_path, "direct_half_chain", HALF_CHAIN)
