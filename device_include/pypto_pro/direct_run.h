@@ -322,7 +322,15 @@ __attribute__((always_inline)) inline void DirectRows(int64_t rows, int64_t cols
   }
 }
 
+// A scalar operand of a direct run's op (ScalarAs: fp32 lanes of the value rounded to the element
+// type) on the lanes of the op's tile operand v.
+__attribute__((always_inline)) inline f32x16 LanesLike(f32x16, f32x16 s) { return s; }
+
 #if defined(__AVX512FP16__)
+__attribute__((always_inline)) inline h32 LanesLike(h32, f32x16 s) {
+  return h32{} + _Float16(s[0]);  // exact: s is an fp16 value
+}
+
 // fp16 lanes hold every result as fp16 already.
 template <typename T>
 __attribute__((always_inline)) inline h32 RoundTo(h32 v) {

@@ -29,6 +29,13 @@ typedef uint16_t u16x16 __attribute__((vector_size(32)));
 // fp16 result is the fp32 lanes' rounded to fp16 (vector_ops.h, kHalfLanesExact).
 typedef _Float16 h32 __attribute__((vector_size(64)));
 
+// An fp16 value in every lane.
+inline h32 HalfLanes(half h) {
+  _Float16 x;
+  __builtin_memcpy(&x, &h, sizeof x);
+  return h32{} + x;
+}
+
 // 32 fp16 values (`bytes` of them, the other lanes zero) as lanes.
 inline h32 LoadHalves(const half* p, size_t bytes = 64) {
   h32 v{};

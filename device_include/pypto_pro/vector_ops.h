@@ -34,6 +34,23 @@ struct Lanes {
 template <typename F>
 constexpr bool kHalfLanesExact = false;
 
+#if defined(__AVX512FP16__)
+// d[i] = f(s[i]...) for i < n on fp16 lanes, 32 at a time (f: an op kHalfLanesExact names).
+template <typename F, typename... TS>
+inline void MapHalves(half* d, int64_t n, F f, const TS*... s) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const h32 v = f(LoadHalves(s + i)...);
+    __builtin_memcpy(d + i, &v, 64);
+  }
+  if (i < n) {
+    const size_t bytes = size_t(n - i) * sizeof(half);
+    const h32 v = f(LoadHalves(s + i, bytes)...);
+    __builtin_memcpy(d + i, &v, bytes);
+  }
+}
+#endif
+
 // d[i] = f(s[i]...) for i < n. Float-like elements go through f on f32x16 lanes (stored with
 // round to nearest even), fp16 through the ops kHalfLanesExact names on fp16 lanes where the host has
 // them (an fp16 add of 32 KiB tiles 20% faster, Intel Xeon), integers element by element; `d` may be
@@ -42,17 +59,7 @@ template <typename TD, typename F, typename... TS>
 inline void Map(TD* d, int64_t n, F f, const TS*... s) {
 #if defined(__AVX512FP16__)
   if constexpr (__is_same(TD, half) && (__is_same(TS, half) && ...) && kHalfLanesExact<F>) {
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-      const h32 v = f(LoadHalves(s + i)...);
-      __builtin_memcpy(d + i, &v, 64);
-    }
-    if (i < n) {
-      const size_t bytes = size_t(n - i) * sizeof(half);
-      const h32 v = f(LoadHalves(s + i, bytes)...);
-      __builtin_memcpy(d + i, &v, bytes);
-    }
-    return;
+    return MapHalves(d, n, f, s...);
   }
 #endif
   if constexpr (kIsFloatLike<TD>) {
@@ -338,6 +345,15 @@ inline void ScalarBody(CoreCtx& ctx, int line, ED* d, const EA* a, int64_t tile_
       });
       return;
     }
+  }
+#endif
+#if defined(__AVX512FP16__)
+  if constexpr (__is_same(ED, half) && __is_same(EA, half) && kHalfLanesExact<F>) {  // e is fp16 already
+    const h32 ev = HalfLanes(e);
+    ForWindowOf(tile_cols, rows, cols, [&](int64_t off, int64_t n) {
+      MapHalves(d + off, n, [&](h32 x) { return F{}(x, ev); }, a + off);
+    });
+    return;
   }
 #endif
   ForWindowOf(tile_cols, rows, cols, [&](int64_t off, int64_t n) {

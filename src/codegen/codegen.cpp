@@ -516,10 +516,13 @@ class KernelWriter {
       } else {
         const std::string elem = DeviceType(op->args[0]->type.dtype);
         std::string call = "<" + elem + ">(pto::detail::" + ElementwiseFunctor(name) + "{}";
+        std::string lanes;  // a tile operand's value: the fp16 lanes a scalar operand goes on (LanesLike)
         for (size_t i = 1; i < op->args.size(); ++i) {
           const Expr& arg = op->args[i];
           if (op->op->operands[i].kind == OperandKind::kScalar) {
-            call += ", " + scalar(plan.body.size(), i, arg, elem);
+            const std::string value = scalar(plan.body.size(), i, arg, elem);
+            const bool half = elem == "pto::half";  // (other bodies have fp32 lanes only)
+            call += ", " + (half && !lanes.empty() ? "pto::LanesLike(" + lanes + ", " + value + ")" : value);
             continue;
           }
           if (!value.count(arg->var->id)) {  // a tile the run reads before writing it: from local memory
@@ -527,6 +530,7 @@ class KernelWriter {
             plan.ins.push_back("pto::DirectTile(*" + Expr_(arg) + ")");
           }
           call += ", " + value.at(arg->var->id);
+          lanes = value.at(arg->var->id);
         }
         const std::string result = "x" + std::to_string(plan.body.size());
         const bool read_later = ReadBeforeWritten(stmts, op, op->args[0]->var->id);
@@ -548,10 +552,12 @@ class KernelWriter {
   // Whether an op of a direct run gives the same bits on fp16 lanes as on fp32 lanes rounded to fp16
   // (direct_run.h, DirectRowsHalf): the binary ops of vector_ops.h's kHalfLanesExact, on fp16 tiles.
   static bool HalfLanesExact(const StmtNode& op) {
-    static const std::set<std::string_view> exact = {"add", "sub", "mul", "maximum", "minimum"};
+    static const std::set<std::string_view> exact = {"add",  "sub",  "mul",  "maximum", "minimum",
+                                                     "adds", "subs", "muls", "maxs",    "mins"};
     if (!exact.count(op.op->name)) return false;
-    for (const Expr& arg : op.args) {
-      if (!arg->type.IsTile() || arg->type.dtype != DataType::kFP16) return false;
+    for (size_t i = 0; i < op.args.size(); ++i) {
+      if (op.op->operands[i].kind == OperandKind::kScalar) continue;  // rounded to fp16 (ScalarAs)
+      if (!op.args[i]->type.IsTile() || op.args[i]->type.dtype != DataType::kFP16) return false;
     }
     return true;
   }

@@ -27,7 +27,7 @@ def _ops(macro):
 
 BINARY, SCALAR, UNARY = _ops("PTO_BINARY_OPS"), _ops("PTO_SCALAR_OPS"), _ops("PTO_UNARY_OPS")
 NO_BF16 = {"abs", "rsqrt", "recip", "relu"}  # (their registry dtypes: fp16 and fp32)
-HALF_LANES_EXACT = {"add", "sub", "mul", "maximum", "minimum"}  # codegen's HalfLanesExact
+HALF_LANES_EXACT = {"add", "sub", "mul", "maximum", "minimum", "adds", "subs", "muls", "maxs", "mins"}  # HalfLanesExact
 POSITIVE = {"log", "sqrt", "rsqrt", "recip", "div", "divs"}
 TORCH_DTYPE = {"DT_FP32": torch.float32, "DT_FP16": torch.float16, "DT_BF16": torch.bfloat16}
 
@@ -467,13 +467,16 @@ def kernel(x: pl.Tensor[[64, 208], pl.DT_FP16], y: pl.Tensor[[64, 208], pl.DT_FP
             pl.maximum(td, td, ta)
             pl.minimum(td, td, tb)
             pl.sub(td, td, ta)
+            pl.muls(td, td, 0.1)
+            pl.maxs(td, td, -3.0)
+            pl.subs(td, td, 1000.3)
             pl.store(s, tc, [i * 16, 0])
             pl.store(out, td, [i * 16, 0])
 '''
 
 
 def test_fp16_runs_on_fp16_lanes_give_the_fp32_lanes_bits_for_every_kind_of_value(tmp_path, monkeypatch):
-    """add, sub, mul, maximum and minimum of fp16 tiles go on the host's fp16 lanes where it has them
+    """add, sub, mul, maximum and minimum of fp16 tiles (and of a tile and a scalar) go on the host's fp16 lanes where it has them
     (avx512_fp16; docs/device.md#direct-runs), in a direct run and op by op, fp32 lanes elsewhere:
     either way the bits of the fp32 lanes rounded to fp16 (torch's), for operands drawn from every fp16 bit pattern (subnormals, infinities, NaNs with
     payloads, signed zeros, sums and products that overflow), 208 columns (a 16-lane tail). Which
@@ -496,5 +499,8 @@ def test_fp16_runs_on_fp16_lanes_give_the_fp32_lanes_bits_for_every_kind_of_valu
     assert _same_values(s0, s1) and _same_values(out0, out1)
     # torch rounds each fp16 op's fp32 result to fp16 too, and selects as the device's maximum and minimum
     assert _same_values(s1, x + y)
-    assert _same_values(out1, torch.where((m := torch.where((x + y) * y > x, (x + y) * y, x)) < y, m, y) - x)
+    d = torch.where((m := torch.where((x + y) * y > x, (x + y) * y, x)) < y, m, y) - x
+    tenth, big = torch.tensor(0.1).half(), torch.tensor(1000.3).half()  # the scalars rounded to fp16 first
+    d = torch.where((p := d * tenth) > -3.0, p, torch.tensor(-3.0).half()) - big
+    assert _same_values(out1, d)
     assert (x.isnan().sum() > 100) and (x.float().abs() < 6.2e-5).sum() > 30  # NaNs and subnormals drawn
