@@ -428,29 +428,90 @@ inline bool FusedApart(FusedSpan a, FusedSpan b) {
 // each is the bits row_sum gives. GO >= 0: output GO is also written to `gm`'s rows (when gm->at is
 // set), the strip store after the pass done in the pass: an fp32 copy of the same bits, its stores
 // draining while the pass computes (softmax's division and store: 30% less time together, Intel Xeon).
-template <typename T, int NT, int NC, int NR, int NO, int NS, int GO, typename Body>
+namespace detail {
+
+// The next strip's rows a fused pass prefetches, a line per 16 lanes computed (PtoCoreCtx::ahead_at;
+// hints only), taken from the core and given back (Save) when the pass ends.
+struct StripAhead {
+  CoreCtx& ctx;
+  const char* at;
+  int64_t col, rows;
+  const int64_t row_bytes, stride;
+  explicit StripAhead(CoreCtx& c)
+      : ctx(c), at(c.ahead_at), col(c.ahead_col), rows(c.ahead_rows), row_bytes(c.ahead_row_bytes),
+        stride(c.ahead_stride) {}
+  __attribute__((always_inline)) void Next() {
+    if (at == nullptr) return;
+    __builtin_prefetch(at + col, 0, 3);
+    col += 64;
+    if (col >= row_bytes) {
+      col = 0;
+      at += stride;
+      if (--rows <= 0) at = nullptr;
+    }
+  }
+  // Back to the core for its next pass (no destructor: kernels link without the C++ runtime's
+  // unwinding support, which a cleanup on every call that may throw would need).
+  void Save() {
+    ctx.ahead_at = at;
+    ctx.ahead_col = col;
+    ctx.ahead_rows = rows;
+  }
+};
+
+#if defined(__AVX512FP16__)
+// FusedRows of fp16 element-wise ops kHalfLanesExact names (no broadcasts, no sums), on fp16 lanes
+// 32 at a time: the same bits.
+template <int NT, int NO, typename Body>
+__attribute__((always_inline)) inline void FusedRowsHalf(CoreCtx& ctx, int64_t rows, int64_t cols,
+                                                         const FusedOperand<half>* tiles,
+                                                         const FusedOperand<half>* outs, Body body) {
+  constexpr int kT = NT > 0 ? NT : 1, kO = NO > 0 ? NO : 1;
+  StripAhead ahead(ctx);
+  h32 none[1] = {};  // the body's column, row and sum lanes: none
+  for (int64_t r = 0; r < rows; ++r) {
+    const half* src[kT];
+    half* dst[kO];
+    for (int i = 0; i < NT; ++i) src[i] = tiles[i].at + r * tiles[i].stride;
+    for (int j = 0; j < NO; ++j) dst[j] = outs[j].at + r * outs[j].stride;
+    int64_t k = 0;
+    for (; k + 32 <= cols; k += 32) {
+      ahead.Next();
+      ahead.Next();
+      h32 t[kT], o[kO];
+      for (int i = 0; i < NT; ++i) t[i] = LoadHalves(src[i] + k);
+      body(t, none, none, none, o, none);
+      for (int j = 0; j < NO; ++j) __builtin_memcpy(dst[j] + k, &o[j], 64);
+    }
+    if (k < cols) {
+      const size_t bytes = size_t(cols - k) * sizeof(half);
+      h32 t[kT], o[kO];
+      for (int i = 0; i < NT; ++i) t[i] = LoadHalves(src[i] + k, bytes);
+      body(t, none, none, none, o, none);
+      for (int j = 0; j < NO; ++j) __builtin_memcpy(dst[j] + k, &o[j], bytes);
+    }
+  }
+  ahead.Save();
+}
+#endif
+
+}  // namespace detail
+
+template <typename T, int NT, int NC, int NR, int NO, int NS, int GO, bool kNativeHalf = false, typename Body>
 __attribute__((always_inline)) inline void FusedRows(CoreCtx& ctx, int64_t rows, int64_t cols, const FusedOperand<T>* tiles,
                                                      const FusedOperand<T>* columns, const FusedOperand<T>* row_ops,
                                                      const FusedOperand<T>* outs, const FusedOperand<T>* sums,
                                                      const FusedGm<T>* gm, Body body) {
   static_assert(kIsFloatLike<T>, "fused ops compute on float-like elements");
   static_assert(GO < NO && (GO < 0 || __is_same(T, float)), "the pass stores one of its fp32 outputs");
+#if defined(__AVX512FP16__)
+  if constexpr (kNativeHalf && __is_same(T, half) && NC == 0 && NR == 0 && NS == 0 && GO < 0) {
+    return detail::FusedRowsHalf<NT, NO>(ctx, rows, cols, tiles, outs, body);
+  }
+#endif
   constexpr int kT = NT > 0 ? NT : 1, kC = NC > 0 ? NC : 1, kR = NR > 0 ? NR : 1, kO = NO > 0 ? NO : 1,
                 kS = NS > 0 ? NS : 1;
-  // The next strip's rows, a line per 16 lanes computed (PtoCoreCtx::ahead_at); hints only.
-  const char* ahead = ctx.ahead_at;
-  int64_t ahead_col = ctx.ahead_col, ahead_rows = ctx.ahead_rows;
-  const int64_t ahead_row_bytes = ctx.ahead_row_bytes, ahead_stride = ctx.ahead_stride;
-  auto prefetch_ahead = [&]() __attribute__((always_inline)) {
-    if (ahead == nullptr) return;
-    __builtin_prefetch(ahead + ahead_col, 0, 3);
-    ahead_col += 64;
-    if (ahead_col >= ahead_row_bytes) {
-      ahead_col = 0;
-      ahead += ahead_stride;
-      if (--ahead_rows <= 0) ahead = nullptr;
-    }
-  };
+  detail::StripAhead ahead(ctx);
   for (int64_t r = 0; r < rows; ++r) {
     const T* src[kT];
     T* dst[kO];
@@ -467,7 +528,7 @@ __attribute__((always_inline)) inline void FusedRows(CoreCtx& ctx, int64_t rows,
     // named, not indexed: the accumulators stay in registers).
     auto step = [&](int64_t k, f32x16 (&into)[kS]) __attribute__((always_inline)) {
       f32x16 t[kT], w[kR], o[kO], s[kS];
-      prefetch_ahead();
+      ahead.Next();
       for (int i = 0; i < NT; ++i) t[i] = Load16(src[i] + k);
       for (int i = 0; i < NR; ++i) w[i] = Load16(row_ops[i].at + k);
       body(t, c, rc, w, o, s);
@@ -506,9 +567,7 @@ __attribute__((always_inline)) inline void FusedRows(CoreCtx& ctx, int64_t rows,
       sums[i].at[r * sums[i].stride] = FromFloat<T>(detail::SumLanes((a0[i] + a1[i]) + (a2[i] + a3[i])));
     }
   }
-  ctx.ahead_at = ahead;
-  ctx.ahead_col = ahead_col;
-  ctx.ahead_rows = ahead_rows;
+  ahead.Save();
 }
 
 }  // namespace pto

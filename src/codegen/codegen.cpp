@@ -779,6 +779,9 @@ class KernelWriter {
     Line(indent, "{  // fused ops, lines " + std::to_string(LineNumber(stmts.front()->span.line)) + "-" +
                      std::to_string(LineNumber(stmts.back()->span.line)) + ": one pass over the window");
     Line(indent + 1, "const int64_t fr = " + first + ".valid_rows, fc = " + first + ".valid_cols;");
+    // fp16 element-wise ops of HalfLanesExact only, no broadcast, no sum: a body for fp16 lanes too
+    bool native_half = elem == "pto::half" && !tail_store;
+    for (const StmtNode* op : stmts) native_half = native_half && HalfLanesExact(*op);
     enum Role { kWindow, kColumn, kRow };
     std::vector<std::string> lists[3], body, checks;
     std::map<std::pair<int, int>, std::string> read;  // (tile id, role) -> its lanes in the body
@@ -820,14 +823,17 @@ class KernelWriter {
       // row_expand_div divides as the op does (by the reciprocal where the divisor allows: the same bits)
       const bool column_div = name == "row_expand_div";
       std::string call = "<" + elem + ">(" + (column_div ? "" : "pto::detail::" + functor + "{}");
+      std::string tile_lanes;  // the fp16 lanes a scalar operand goes on (LanesLike)
       for (size_t i = 1; i < op->args.size(); ++i) {
         const Expr& arg = op->args[i];
         if (op->op->operands[i].kind == OperandKind::kScalar) {
-          call += ", " + HoistedScalar("fs", body.size(), i, arg, elem, indent + 1);
+          const std::string value = HoistedScalar("fs", body.size(), i, arg, elem, indent + 1);
+          call += ", " + (native_half && !tile_lanes.empty() ? "pto::LanesLike(" + tile_lanes + ", " + value + ")" : value);
           continue;
         }
         const int role = broadcast && i == 2 ? (name[0] == 'r' ? kColumn : kRow) : kWindow;
-        call += (column_div && i == 1 ? "" : ", ") + lanes_of(arg, role);
+        tile_lanes = lanes_of(arg, role);
+        call += (column_div && i == 1 ? "" : ", ") + tile_lanes;
         if (column_div && i == 2) call += ", r" + lanes_of(arg, role);  // its reciprocal: rc[...]
       }
       const Expr& dst = op->args[0];
@@ -835,7 +841,7 @@ class KernelWriter {
       const std::string result = "x" + std::to_string(body.size());
       const bool read_later = ReadBeforeWritten(stmts, op, dst->var->id);
       const std::string fn = column_div ? "pto::FusedColumnDiv" : read_later ? "pto::DirectOp" : "pto::DirectOpStored";
-      body.push_back("const pto::f32x16 " + result + " = " + fn + call + ");  // " + std::string(name) + ", line " +
+      body.push_back("const auto " + result + " = " + fn + call + ");  // " + std::string(name) + ", line " +
                      std::to_string(LineNumber(op->span.line)));
       value[dst->var->id] = result;
       if (!written.count(dst->var->id)) {
@@ -895,9 +901,12 @@ class KernelWriter {
     Line(indent + 2, "pto::FusedRows<" + elem + ", " + std::to_string(lists[kWindow].size()) + ", " +
                          std::to_string(lists[kColumn].size()) + ", " + std::to_string(lists[kRow].size()) + ", " +
                          std::to_string(outs.size()) + ", " + std::to_string(sums.size()) + ", " +
-                         std::to_string(stored_out) + ">(ctx, fr, fc" + args + ", " + gm +
-                         ", [&](const pto::f32x16* t, const pto::f32x16* c, const pto::f32x16* rc, const pto::f32x16* w, "
-                         "pto::f32x16* out, pto::f32x16* s) {");
+                         std::to_string(stored_out) + (native_half ? ", true" : "") + ">(ctx, fr, fc" + args + ", " +
+                         gm +
+                         (native_half ? ", [&](const auto* t, const auto* c, const auto* rc, const auto* w, auto* out, "
+                                        "auto* s) {"
+                                      : ", [&](const pto::f32x16* t, const pto::f32x16* c, const pto::f32x16* rc, "
+                                        "const pto::f32x16* w, pto::f32x16* out, pto::f32x16* s) {"));
     for (const std::string& line : body) Line(indent + 3, line);
     Line(indent + 2, "});");
     if (tail_store) {

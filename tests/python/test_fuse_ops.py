@@ -13,7 +13,8 @@ import torch
 
 import pypto_pro
 from kernels import fused_and_unfused, module_from_source
-from test_fuse_direct import BINARY, NO_BF16, POSITIVE, SCALAR, TORCH_DTYPE, UNARY, _reference, _same_bits
+from test_fuse_direct import (BINARY, NO_BF16, POSITIVE, SCALAR, TORCH_DTYPE, UNARY, _reference, _same_bits,
+                              _same_values)
 
 ROWS, COLS = 13, 200  # of 16 x 208 tiles: tail rows, and 8 columns past a multiple of 16
 
@@ -269,3 +270,65 @@ def test_a_strip_store_joins_the_pass_with_the_unfused_bits(tmp_path, monkeypatc
         want = x[:(total // 16 - 1) * 16]
         assert torch.equal(fused[rows], want / want.amax(1, keepdim=True))
         assert (fused[:shift] == 7).all() and (fused[rows.stop:] == 7).all()
+
+
+HALF_CHAIN = '''
+import pypto_pro.language as pl
+
+def kernel(x: pl.Tensor[[16, 208], pl.DT_FP16], y: pl.Tensor[[16, 208], pl.DT_FP16],
+           s: pl.Tensor[[16, 208], pl.DT_FP16], out: pl.Tensor[[16, 208], pl.DT_FP16], rows: pl.DT_INT32,
+           cols: pl.DT_INT32):
+    tt = pl.TileType(shape=[16, 208], dtype=pl.DT_FP16, valid_shape=[-1, -1])
+    ta = pl.make_tile(tt, addr=0x0)
+    tb = pl.make_tile(tt, addr=0x4000)
+    tc = pl.make_tile(tt, addr=0x8000)
+    td = pl.make_tile(tt, addr=0xC000)
+    with pl.section_vector():
+        pl.set_validshape(ta, [rows, cols])
+        pl.set_validshape(tb, [rows, cols])
+        pl.set_validshape(tc, [rows, cols])
+        pl.set_validshape(td, [rows, cols])
+        pl.load(ta, x, [0, 0])
+        pl.load(tb, y, [0, 0])
+        if rows > 0:  # (another block than the loads': fused ops, not a direct run)
+            pl.add(tc, ta, tb)
+            pl.mul(td, tc, tb)
+            pl.maximum(td, td, ta)
+            pl.minimum(td, td, tb)
+            pl.sub(td, td, ta)
+            pl.muls(td, td, 0.1)
+            pl.maxs(td, td, -3.0)
+            pl.subs(td, td, 1000.3)
+            pl.store(s, tc, [0, 0])
+            pl.store(out, td, [0, 0])
+'''
+
+
+@pytest.mark.parametrize("rows, cols", [(16, 208), (13, 200), (5, 17)])
+def test_fp16_fused_ops_on_fp16_lanes_give_the_op_by_op_bits_for_every_kind_of_value(tmp_path, monkeypatch, rows,
+                                                                                      cols):
+    """fp16 add, sub, mul, maximum, minimum and their scalar forms fuse into a pass on the host's fp16
+    lanes where it has them (docs/device.md#fused-ops): the op-by-op bits, and torch's, for operands
+    drawn from every fp16 bit pattern, on whole and run-time windows (tails of 8 and 17 columns).
+    Which operand's NaN an op of two NaNs returns is not specified: a NaN equals a NaN."""
+    module = module_from_source(tmp_path, "fused_half_chain", HALF_CHAIN)
+    g = torch.Generator().manual_seed(rows * cols)
+    x, y = (torch.randint(-32768, 32768, (16, 208), generator=g, dtype=torch.int16).view(torch.float16)
+            for _ in range(2))
+
+    def launch(kernel):
+        s, out = torch.full_like(x, 7), torch.full_like(x, 7)
+        kernel[None, 1](x, y, s, out, rows, cols)
+        return s, out
+
+    (s0, out0), (s1, out1), ir, code = _both(monkeypatch, module.kernel, f"fused_half_{rows}_{cols}", launch)
+    assert "fused ops:" in ir, ir
+    assert "pto::FusedRows<pto::half, 2, 0, 0, 2, 0, -1, true>(" in code
+    assert _same_values(s0, s1) and _same_values(out0, out1)
+    w = (slice(0, rows), slice(0, cols))
+    assert (s1[rows:] == 7).all() and (s1[:, cols:] == 7).all()  # nothing outside the window
+    a, b = x[w], y[w]
+    d = torch.where((m := torch.where((a + b) * b > a, (a + b) * b, a)) < b, m, b) - a
+    tenth, big = torch.tensor(0.1).half(), torch.tensor(1000.3).half()  # the scalars rounded to fp16 first
+    d = torch.where((p := d * tenth) > -3.0, p, torch.tensor(-3.0).half()) - big
+    assert _same_values(s1[w], a + b) and _same_values(out1[w], d)
