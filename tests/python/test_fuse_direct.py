@@ -447,6 +447,30 @@ def test_a_run_reading_a_tile_of_another_dtype_from_local_memory_stays_as_writte
     assert _same_bits(out1, ((x.float() * y.float()) + 1.5 + 0.25).half())
 
 
+# The fp16 ops of fp16 lanes (HALF_LANES_EXACT) one after another, tc = ta + tb then the rest into td,
+# and their torch model (each op's result rounded to fp16; the scalars rounded to fp16 first).
+HALF_OPS = """pl.add(tc, ta, tb)
+pl.mul(td, tc, tb)
+pl.maximum(td, td, ta)
+pl.minimum(td, td, tb)
+pl.sub(td, td, ta)
+pl.muls(td, td, 0.1)
+pl.maxs(td, td, -3.0)
+pl.subs(td, td, 1000.3)"""
+
+
+def half_ops_model(a, b):
+    """(tc, td) as HALF_OPS leave them, in torch (its maximum / minimum as the device's compare-and-select)."""
+    c = a + b
+    d = torch.where((m := torch.where(c * b > a, c * b, a)) < b, m, b) - a
+    tenth, minus3, big = (torch.tensor(v).half() for v in (0.1, -3.0, 1000.3))
+    return c, torch.where((p := d * tenth) > minus3, p, minus3) - big
+
+
+def indented(lines, spaces):
+    return "\n".join(" " * spaces + line for line in lines.splitlines())
+
+
 HALF_CHAIN = '''
 import pypto_pro.language as pl
 
@@ -462,26 +486,20 @@ def kernel(x: pl.Tensor[[64, 208], pl.DT_FP16], y: pl.Tensor[[64, 208], pl.DT_FP
             ta, tb, tc, td = a.next(), b.next(), c.next(), d.next()
             pl.load(ta, x, [i * 16, 0])
             pl.load(tb, y, [i * 16, 0])
-            pl.add(tc, ta, tb)
-            pl.mul(td, tc, tb)
-            pl.maximum(td, td, ta)
-            pl.minimum(td, td, tb)
-            pl.sub(td, td, ta)
-            pl.muls(td, td, 0.1)
-            pl.maxs(td, td, -3.0)
-            pl.subs(td, td, 1000.3)
+{CHAIN}
             pl.store(s, tc, [i * 16, 0])
             pl.store(out, td, [i * 16, 0])
 '''
 
 
 def test_fp16_runs_on_fp16_lanes_give_the_fp32_lanes_bits_for_every_kind_of_value(tmp_path, monkeypatch):
-    """add, sub, mul, maximum and minimum of fp16 tiles (and of a tile and a scalar) go on the host's fp16 lanes where it has them
-    (avx512_fp16; docs/device.md#direct-runs), in a direct run and op by op, fp32 lanes elsewhere:
-    either way the bits of the fp32 lanes rounded to fp16 (torch's), for operands drawn from every fp16 bit pattern (subnormals, infinities, NaNs with
-    payloads, signed zeros, sums and products that overflow), 208 columns (a 16-lane tail). Which
-    operand's NaN an op of two NaNs returns is not specified (docs/device.md#numerics): a NaN equals a NaN."""
-    module = module_from_source(tmp_path, "direct_half_chain", HALF_CHAIN)
+    """add, sub, mul, maximum and minimum of fp16 tiles (and of a tile and a scalar) go on the host's
+    fp16 lanes where it has them (avx512_fp16; docs/device.md#direct-runs), in a direct run and op by
+    op, fp32 lanes elsewhere: either way the bits of the fp32 lanes rounded to fp16 (torch's), for
+    operands drawn from every fp16 bit pattern (subnormals, infinities, NaNs with payloads, signed
+    zeros, sums and products that overflow), 208 columns (a 16-lane tail). Which operand's NaN an op
+    of two NaNs returns is not specified (docs/device.md#numerics): a NaN equals a NaN."""
+    module = module_from_source(tmp_path, "direct_half_chain", HALF_CHAIN.replace("{CHAIN}", indented(HALF_OPS, 12)))
     g = torch.Generator().manual_seed(16)
     x, y = (torch.randint(-32768, 32768, (64, 208), generator=g, dtype=torch.int16).view(torch.float16)
             for _ in range(2))
@@ -497,10 +515,6 @@ def test_fp16_runs_on_fp16_lanes_give_the_fp32_lanes_bits_for_every_kind_of_valu
     assert "direct run (tiles not written: ta, tb, tc, td):" in ir, ir
     assert "pto::DirectRows<true>(dr, dc, direct_in, direct_out, [&](const auto* in, auto* out)" in code
     assert _same_values(s0, s1) and _same_values(out0, out1)
-    # torch rounds each fp16 op's fp32 result to fp16 too, and selects as the device's maximum and minimum
-    assert _same_values(s1, x + y)
-    d = torch.where((m := torch.where((x + y) * y > x, (x + y) * y, x)) < y, m, y) - x
-    tenth, big = torch.tensor(0.1).half(), torch.tensor(1000.3).half()  # the scalars rounded to fp16 first
-    d = torch.where((p := d * tenth) > -3.0, p, torch.tensor(-3.0).half()) - big
-    assert _same_values(out1, d)
+    ref_s, ref_out = half_ops_model(x, y)
+    assert _same_values(s1, ref_s) and _same_values(out1, ref_out)
     assert (x.isnan().sum() > 100) and (x.float().abs() < 6.2e-5).sum() > 30  # NaNs and subnormals drawn

@@ -13,8 +13,8 @@ import torch
 
 import pypto_pro
 from kernels import fused_and_unfused, module_from_source
-from test_fuse_direct import (BINARY, NO_BF16, POSITIVE, SCALAR, TORCH_DTYPE, UNARY, _reference, _same_bits,
-                              _same_values)
+from test_fuse_direct import (BINARY, HALF_OPS, NO_BF16, POSITIVE, SCALAR, TORCH_DTYPE, UNARY, _reference, _same_bits,
+                              _same_values, half_ops_model, indented)
 
 ROWS, COLS = 13, 200  # of 16 x 208 tiles: tail rows, and 8 columns past a multiple of 16
 
@@ -291,14 +291,7 @@ def kernel(x: pl.Tensor[[16, 208], pl.DT_FP16], y: pl.Tensor[[16, 208], pl.DT_FP
         pl.load(ta, x, [0, 0])
         pl.load(tb, y, [0, 0])
         if rows > 0:  # (another block than the loads': fused ops, not a direct run)
-            pl.add(tc, ta, tb)
-            pl.mul(td, tc, tb)
-            pl.maximum(td, td, ta)
-            pl.minimum(td, td, tb)
-            pl.sub(td, td, ta)
-            pl.muls(td, td, 0.1)
-            pl.maxs(td, td, -3.0)
-            pl.subs(td, td, 1000.3)
+{CHAIN}
             pl.store(s, tc, [0, 0])
             pl.store(out, td, [0, 0])
 '''
@@ -311,7 +304,7 @@ def test_fp16_fused_ops_on_fp16_lanes_give_the_op_by_op_bits_for_every_kind_of_v
     lanes where it has them (docs/device.md#fused-ops): the op-by-op bits, and torch's, for operands
     drawn from every fp16 bit pattern, on whole and run-time windows (tails of 8 and 17 columns).
     Which operand's NaN an op of two NaNs returns is not specified: a NaN equals a NaN."""
-    module = module_from_source(tmp_path, "fused_half_chain", HALF_CHAIN)
+    module = module_from_source(tmp_path, "fused_half_chain", HALF_CHAIN.replace("{CHAIN}", indented(HALF_OPS, 12)))
     g = torch.Generator().manual_seed(rows * cols)
     x, y = (torch.randint(-32768, 32768, (16, 208), generator=g, dtype=torch.int16).view(torch.float16)
             for _ in range(2))
@@ -327,8 +320,5 @@ def test_fp16_fused_ops_on_fp16_lanes_give_the_op_by_op_bits_for_every_kind_of_v
     assert _same_values(s0, s1) and _same_values(out0, out1)
     w = (slice(0, rows), slice(0, cols))
     assert (s1[rows:] == 7).all() and (s1[:, cols:] == 7).all()  # nothing outside the window
-    a, b = x[w], y[w]
-    d = torch.where((m := torch.where((a + b) * b > a, (a + b) * b, a)) < b, m, b) - a
-    tenth, big = torch.tensor(0.1).half(), torch.tensor(1000.3).half()  # the scalars rounded to fp16 first
-    d = torch.where((p := d * tenth) > -3.0, p, torch.tensor(-3.0).half()) - big
-    assert _same_values(s1[w], a + b) and _same_values(out1[w], d)
+    ref_s, ref_out = half_ops_model(x[w], y[w])
+    assert _same_values(s1[w], ref_s) and _same_values(out1[w], ref_out)
