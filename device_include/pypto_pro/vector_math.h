@@ -13,6 +13,10 @@ typedef int32_t i32x16 __attribute__((vector_size(64)));
 inline f32x16 Splat(float f) { return f - f32x16{}; }
 
 inline f32x16 Abs16(f32x16 v) { return (f32x16)((u32x16)v & 0x7fffffffu); }
+#if defined(__AVX512FP16__)
+typedef uint16_t u16x32 __attribute__((vector_size(64)));
+inline h32 Abs16(h32 v) { return (h32)((u16x32)v & uint16_t(0x7fff)); }
+#endif
 
 // |magnitude| with the sign bit of `sign`.
 inline f32x16 CopySign16(f32x16 magnitude, f32x16 sign) {

@@ -27,9 +27,10 @@ struct Lanes {
 };
 
 // Whether f of fp16 operands computed on fp16 lanes (h32) gives the bits of f on fp32 lanes rounded
-// to fp16: add, sub, mul (one IEEE rounding; fp32's 24 bits hold the exact sum or product of two
-// 11-bit values closely enough that rounding it to fp16 never differs), maximum and minimum (the same
-// compare-and-select, NaNs and signed zeros included). Which operand's NaN an op of two NaNs returns
+// to fp16: add, sub, mul, div (one IEEE rounding each; with fp32's 24 >= 2 x 11 + 2 bits, rounding
+// the fp32 result to fp16 never differs from rounding the exact one: Figueroa, "When is double
+// rounding innocuous?", 1995), maximum, minimum and relu (the same compare-and-select, NaNs and
+// signed zeros included), neg and abs (the sign bit). Which operand's NaN an op of two NaNs returns
 // is not specified on either path (docs/device.md#numerics).
 template <typename F>
 constexpr bool kHalfLanesExact = false;
@@ -153,8 +154,13 @@ inline T DivInt(T a, T b) {
   return b == T(-1) ? WrapNeg(a) : T(a / b);  // INT_MIN / -1 wraps like the device instead of trapping
 }
 
+// fp32 lanes, or fp16 lanes (h32) where the host has them.
 template <typename V>
+#if defined(__AVX512FP16__)
+constexpr bool kIsLanes = __is_same(V, f32x16) || __is_same(V, h32);
+#else
 constexpr bool kIsLanes = __is_same(V, f32x16);
+#endif
 
 // ---- integer elements 64 bytes at a time (GCC vector extensions: packed on the widest registers) ----
 
@@ -274,9 +280,15 @@ template <> constexpr bool kHalfLanesExact<SubF> = true;
 template <> constexpr bool kHalfLanesExact<MulF> = true;
 template <> constexpr bool kHalfLanesExact<MaxF> = true;
 template <> constexpr bool kHalfLanesExact<MinF> = true;
+template <> constexpr bool kHalfLanesExact<DivF> = true;  // (one rounding: the same argument as for mul)
 
 struct PTO_VISIBLE NegF {
   template <typename V> V operator()(V a) const {
+#if defined(__AVX512FP16__)
+    // fp16 lanes: the sign bit flipped as bits, so that the compiler, which keeps no fp16 rounding
+    // between ops of fp16 lanes, cannot fold -a + b into b - a (a NaN a's sign then, not -a's)
+    if constexpr (__is_same(V, h32)) return (h32)((u16x32)a ^ uint16_t(0x8000));
+#endif
     if constexpr (kIsLanes<V>) return -a;
     else return WrapNeg(a);
   }
@@ -289,6 +301,9 @@ struct PTO_VISIBLE AbsF {
 };
 // NaN stays NaN, like torch.relu.
 struct PTO_VISIBLE ReluF { template <typename V> V operator()(V a) const { return a < V{} ? V{} : a; } };
+template <> constexpr bool kHalfLanesExact<NegF> = true;  // sign bit operations and a compare-and-select
+template <> constexpr bool kHalfLanesExact<AbsF> = true;
+template <> constexpr bool kHalfLanesExact<ReluF> = true;
 struct PTO_VISIBLE ExpF { f32x16 operator()(f32x16 a) const { return Exp16(a); } };
 struct PTO_VISIBLE LogF { f32x16 operator()(f32x16 a) const { return Log16(a); } };
 struct PTO_VISIBLE SqrtF { f32x16 operator()(f32x16 a) const { return Sqrt16(a); } };

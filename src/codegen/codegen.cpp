@@ -552,8 +552,9 @@ class KernelWriter {
   // Whether an op of a direct run gives the same bits on fp16 lanes as on fp32 lanes rounded to fp16
   // (direct_run.h, DirectRowsHalf): the binary ops of vector_ops.h's kHalfLanesExact, on fp16 tiles.
   static bool HalfLanesExact(const StmtNode& op) {
-    static const std::set<std::string_view> exact = {"add",  "sub",  "mul",  "maximum", "minimum",
-                                                     "adds", "subs", "muls", "maxs",    "mins"};
+    static const std::set<std::string_view> exact = {"add",  "sub",  "mul",  "div",  "maximum", "minimum", "adds",
+                                                     "subs", "muls", "divs", "maxs", "mins",    "neg",     "abs",
+                                                     "relu"};
     if (!exact.count(op.op->name)) return false;
     for (size_t i = 0; i < op.args.size(); ++i) {
       if (op.op->operands[i].kind == OperandKind::kScalar) continue;  // rounded to fp16 (ScalarAs)

@@ -27,7 +27,8 @@ def _ops(macro):
 
 BINARY, SCALAR, UNARY = _ops("PTO_BINARY_OPS"), _ops("PTO_SCALAR_OPS"), _ops("PTO_UNARY_OPS")
 NO_BF16 = {"abs", "rsqrt", "recip", "relu"}  # (their registry dtypes: fp16 and fp32)
-HALF_LANES_EXACT = {"add", "sub", "mul", "maximum", "minimum", "adds", "subs", "muls", "maxs", "mins"}  # HalfLanesExact
+HALF_LANES_EXACT = {"add", "sub", "mul", "div", "maximum", "minimum", "adds", "subs", "muls", "divs", "maxs", "mins",
+                    "neg", "abs", "relu"}  # codegen's HalfLanesExact
 POSITIVE = {"log", "sqrt", "rsqrt", "recip", "div", "divs"}
 TORCH_DTYPE = {"DT_FP32": torch.float32, "DT_FP16": torch.float16, "DT_BF16": torch.bfloat16}
 
@@ -447,7 +448,7 @@ def test_a_run_reading_a_tile_of_another_dtype_from_local_memory_stays_as_writte
     assert _same_bits(out1, ((x.float() * y.float()) + 1.5 + 0.25).half())
 
 
-# The fp16 ops of fp16 lanes (HALF_LANES_EXACT) one after another, tc = ta + tb then the rest into td,
+# The fp16 ops of fp16 lanes (HALF_LANES_EXACT) one after another, tc = |ta + tb|, the rest into td,
 # and their torch model (each op's result rounded to fp16; the scalars rounded to fp16 first).
 HALF_OPS = """pl.add(tc, ta, tb)
 pl.mul(td, tc, tb)
@@ -456,15 +457,21 @@ pl.minimum(td, td, tb)
 pl.sub(td, td, ta)
 pl.muls(td, td, 0.1)
 pl.maxs(td, td, -3.0)
-pl.subs(td, td, 1000.3)"""
+pl.subs(td, td, 1000.3)
+pl.divs(td, td, 3.0)
+pl.div(td, td, tb)
+pl.relu(td, td)
+pl.neg(td, td)
+pl.abs(tc, tc)"""
 
 
 def half_ops_model(a, b):
     """(tc, td) as HALF_OPS leave them, in torch (its maximum / minimum as the device's compare-and-select)."""
     c = a + b
     d = torch.where((m := torch.where(c * b > a, c * b, a)) < b, m, b) - a
-    tenth, minus3, big = (torch.tensor(v).half() for v in (0.1, -3.0, 1000.3))
-    return c, torch.where((p := d * tenth) > minus3, p, minus3) - big
+    tenth, minus3, big, three = (torch.tensor(v).half() for v in (0.1, -3.0, 1000.3, 3.0))
+    d = (torch.where((p := d * tenth) > minus3, p, minus3) - big) / three / b
+    return c.abs(), -torch.where(d < 0, torch.zeros_like(d), d)
 
 
 def indented(lines, spaces):
@@ -493,7 +500,8 @@ def kernel(x: pl.Tensor[[64, 208], pl.DT_FP16], y: pl.Tensor[[64, 208], pl.DT_FP
 
 
 def test_fp16_runs_on_fp16_lanes_give_the_fp32_lanes_bits_for_every_kind_of_value(tmp_path, monkeypatch):
-    """add, sub, mul, maximum and minimum of fp16 tiles (and of a tile and a scalar) go on the host's
+    """add, sub, mul, div, maximum, minimum (of tiles, and of a tile and a scalar), neg, abs and relu of
+    fp16 tiles go on the host's
     fp16 lanes where it has them (avx512_fp16; docs/device.md#direct-runs), in a direct run and op by
     op, fp32 lanes elsewhere: either way the bits of the fp32 lanes rounded to fp16 (torch's), for
     operands drawn from every fp16 bit pattern (subnormals, infinities, NaNs with payloads, signed
