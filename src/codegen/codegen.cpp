@@ -550,7 +550,8 @@ class KernelWriter {
   }
 
   // Whether an op of a direct run gives the same bits on fp16 lanes as on fp32 lanes rounded to fp16
-  // (direct_run.h, DirectRowsHalf): the binary ops of vector_ops.h's kHalfLanesExact, on fp16 tiles.
+  // (direct_run.h, DirectRowsHalf; FusedRowsHalf): the ops of vector_ops.h's kHalfLanesExact and their
+  // scalar forms, on fp16 tiles.
   static bool HalfLanesExact(const StmtNode& op) {
     static const std::set<std::string_view> exact = {"add",  "sub",  "mul",  "div",  "maximum", "minimum", "adds",
                                                      "subs", "muls", "divs", "maxs", "mins",    "neg",     "abs",
