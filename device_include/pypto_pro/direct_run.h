@@ -244,7 +244,7 @@ __attribute__((always_inline)) inline void DirectRowsHalf(int64_t rows, int64_t 
     for (; c + 32 <= cols; c += 32) {
       ahead.Next();
       h32 v[NI], o[NO];
-      for (int i = 0; i < NI; ++i) __builtin_memcpy(&v[i], src[i] + c, 64);
+      for (int i = 0; i < NI; ++i) v[i] = LoadHalves(src[i] + c);
       body(v, o);
       for (int j = 0; j < NO; ++j) {
         if (out[j].stream && (uintptr_t(dst[j] + c) & 63) == 0) {
@@ -258,7 +258,7 @@ __attribute__((always_inline)) inline void DirectRowsHalf(int64_t rows, int64_t 
       ahead.Next();
       const size_t bytes = size_t(cols - c) * sizeof(half);
       h32 v[NI], o[NO];
-      for (int i = 0; i < NI; ++i) v[i] = h32{}, __builtin_memcpy(&v[i], src[i] + c, bytes);
+      for (int i = 0; i < NI; ++i) v[i] = LoadHalves(src[i] + c, bytes);
       body(v, o);
       for (int j = 0; j < NO; ++j) __builtin_memcpy(dst[j] + c, &o[j], bytes);
     }

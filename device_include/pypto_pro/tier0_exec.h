@@ -35,17 +35,23 @@ struct SlotState {
   int32_t valid_rows, valid_cols;
 };
 
+// The fields a GmTensor<T, N> and an AnyGm share but the data pointer's type, from one to the other.
+template <int N, typename To, typename From>
+inline void CopyGmFields(To& to, const From& from) {
+  for (int i = 0; i < N; ++i) to.shape[i] = from.shape[i], to.stride[i] = from.stride[i];
+  to.name = from.name;
+  to.lo = from.lo;
+  to.hi = from.hi;
+  to.buffer = from.buffer;
+  to.contiguous = from.contiguous;
+  to.fresh = from.fresh;
+}
+
 template <typename T, int N>
 inline GmTensor<T, N> Typed(const AnyGm& g) {
   GmTensor<T, N> t;
   t.data = reinterpret_cast<T*>(g.data);
-  for (int i = 0; i < N; ++i) t.shape[i] = g.shape[i], t.stride[i] = g.stride[i];
-  t.name = g.name;
-  t.lo = g.lo;
-  t.hi = g.hi;
-  t.buffer = g.buffer;
-  t.contiguous = g.contiguous;
-  t.fresh = g.fresh;
+  CopyGmFields<N>(t, g);
   return t;
 }
 
@@ -53,13 +59,7 @@ template <typename T, int N>
 inline AnyGm Untyped(const GmTensor<T, N>& t) {
   AnyGm g{};
   g.data = reinterpret_cast<uint8_t*>(t.data);
-  for (int i = 0; i < N; ++i) g.shape[i] = t.shape[i], g.stride[i] = t.stride[i];
-  g.name = t.name;
-  g.lo = t.lo;
-  g.hi = t.hi;
-  g.buffer = t.buffer;
-  g.contiguous = t.contiguous;
-  g.fresh = t.fresh;
+  CopyGmFields<N>(g, t);
   return g;
 }
 

@@ -296,12 +296,14 @@ inline int32_t CursorNext(int32_t& cursor, int32_t depth) {
 }
 inline int32_t CursorPrevious(int32_t cursor, int32_t depth) { return cursor == 0 ? depth - 1 : cursor - 1; }
 
-// `index` of `op` outside [0, count): the fault of a one-dimensional access.
+// `index` of `op` outside [0, count): the fault of a one-dimensional access (of `tensor`'s elements,
+// when named).
 [[noreturn]] inline void IndexFault(CoreCtx& ctx, int line, const char* op, const char* message, int64_t index,
-                                    int64_t count) {
+                                    int64_t count, const char* tensor = nullptr) {
   PtoFaultDetail d{};
   d.op = op;
   d.message = message;
+  d.tensor = tensor;
   d.rank = 1;
   d.offsets[0] = index;
   d.extent[0] = 1;
@@ -498,15 +500,7 @@ inline T ToElement(V value) {
 
 [[noreturn]] inline void ElementFault(CoreCtx& ctx, int line, const char* op, const char* tensor, int64_t offset,
                                       int64_t count) {
-  PtoFaultDetail d{};
-  d.op = op;
-  d.message = "element offset out of range";
-  d.tensor = tensor;
-  d.rank = 1;
-  d.offsets[0] = offset;
-  d.extent[0] = 1;
-  d.shape[0] = count;
-  Fault(ctx, line, d);
+  IndexFault(ctx, line, op, "element offset out of range", offset, count, tensor);
 }
 
 template <typename T, int N>

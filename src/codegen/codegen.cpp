@@ -521,8 +521,8 @@ class KernelWriter {
           const Expr& arg = op->args[i];
           if (op->op->operands[i].kind == OperandKind::kScalar) {
             const std::string value = scalar(plan.body.size(), i, arg, elem);
-            const bool half = elem == "pto::half";  // (other bodies have fp32 lanes only)
-            call += ", " + (half && !lanes.empty() ? "pto::LanesLike(" + lanes + ", " + value + ")" : value);
+            const bool wrap = plan.native_half && !lanes.empty();  // (the run may still go on fp16 lanes)
+            call += ", " + (wrap ? "pto::LanesLike(" + lanes + ", " + value + ")" : value);
             continue;
           }
           if (!value.count(arg->var->id)) {  // a tile the run reads before writing it: from local memory
