@@ -1176,9 +1176,12 @@ inline int Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, in
 // parts: multiples of 2^-48) and never sent to another path (fp16: finite). Returns false, having
 // written nothing, otherwise, or when the steps' packed panels cannot all be kept for the launch
 // (Reuse): the caller runs the steps as written.
+// `also` (rows ld_also apart), when given, gets the finished sums too, from the last chunk's tiles: the
+// window of the store that follows the loop (fuse_k_loops), which so never holds a partial sum.
 template <typename TIn, typename TC>
 inline bool KLoop(int m, int n, int kt, int steps, const TIn* a, int64_t lda, int64_t a_step, const TIn* b,
-                  int64_t ldb, int64_t b_step, TC* c, int64_t ldc, uint64_t launch) {
+                  int64_t ldb, int64_t b_step, TC* c, int64_t ldc, uint64_t launch, TC* also = nullptr,
+                  int64_t ld_also = 0) {
   using Tr = Traits<TIn>;
   constexpr int kMaxSteps = kKLoopMaxSteps;
   if (launch == 0 || steps < 1 || steps > kMaxSteps || m % kM || n % kN || kt % Tr::kTileK || !Fits<TIn>(m, n)) {
@@ -1230,6 +1233,7 @@ inline bool KLoop(int m, int n, int kt, int steps, const TIn* a, int64_t lda, in
           BlockProducts<TIn>(k_tiles, a0, a0 + packed_stride, 64, kTileBytes, b0, b0 + b_stride);
         }
         StoreSums(out, ldc);
+        if (also && c1 == steps) StoreSums(also + int64_t(i0) * ld_also + j0, ld_also);
       }
     }
   }
@@ -1358,14 +1362,15 @@ inline void GemmBody(int m, int n, int k, const TIn* a, int64_t lda, const TIn* 
 // not run them (no AMX, a host refusing it) or cannot give their bits.
 template <typename TIn, typename TC>
 inline bool KLoopBody(int m, int n, int kt, int steps, const TIn* a, int64_t lda, int64_t a_step, const TIn* b,
-                      int64_t ldb, int64_t b_step, TC* c, int64_t ldc, uint64_t launch) {
+                      int64_t ldb, int64_t b_step, TC* c, int64_t ldc, uint64_t launch, TC* also,
+                      int64_t ld_also) {
 #if PTO_GEMM_AMX
   if constexpr (__is_same(TIn, bfloat16) || __is_same(TIn, half) || (PTO_GEMM_AMX_INT8 && __is_same(TIn, int8_t))) {
-    if (amx::Enabled()) return amx::KLoop(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch);
+    if (amx::Enabled()) return amx::KLoop(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch, also, ld_also);
   }
 #endif
   (void)m, (void)n, (void)kt, (void)steps, (void)a, (void)lda, (void)a_step, (void)b, (void)ldb, (void)b_step;
-  (void)c, (void)ldc, (void)launch;
+  (void)c, (void)ldc, (void)launch, (void)also, (void)ld_also;
   return false;
 }
 
@@ -1382,11 +1387,14 @@ void pto_gemm_f32(int m, int n, int k, const float* a, int64_t lda, const float*
 void pto_gemm_i8(int m, int n, int k, const int8_t* a, int64_t lda, const int8_t* b, int64_t ldb, int32_t* c,
                  int64_t ldc, const int32_t* init, int64_t init_row_stride, uint64_t a_launch, uint64_t b_launch);
 bool pto_k_loop_f16(int m, int n, int kt, int steps, const half* a, int64_t lda, int64_t a_step, const half* b,
-                    int64_t ldb, int64_t b_step, float* c, int64_t ldc, uint64_t launch);
+                    int64_t ldb, int64_t b_step, float* c, int64_t ldc, uint64_t launch,
+                    float* also, int64_t ld_also);
 bool pto_k_loop_bf16(int m, int n, int kt, int steps, const bfloat16* a, int64_t lda, int64_t a_step, const bfloat16* b,
-                     int64_t ldb, int64_t b_step, float* c, int64_t ldc, uint64_t launch);
+                     int64_t ldb, int64_t b_step, float* c, int64_t ldc, uint64_t launch,
+                    float* also, int64_t ld_also);
 bool pto_k_loop_i8(int m, int n, int kt, int steps, const int8_t* a, int64_t lda, int64_t a_step, const int8_t* b,
-                   int64_t ldb, int64_t b_step, int32_t* c, int64_t ldc, uint64_t launch);
+                   int64_t ldb, int64_t b_step, int32_t* c, int64_t ldc, uint64_t launch,
+                    int32_t* also, int64_t ld_also);
 }
 
 template <typename TIn, typename TC>
@@ -1408,22 +1416,23 @@ inline void Gemm(int m, int n, int k, const TIn* a, int64_t lda, const TIn* b, i
 }
 
 // C[m, n] = the sum over `steps` steps of A_s[m, kt] x B_s[kt, n] as matmul and then matmul_acc calls
-// would leave it (KLoopBody), or false with nothing written.
+// would leave it (KLoopBody), and the same sums in `also` when given; or false with nothing written.
 template <typename TIn, typename TC>
 inline bool KLoop(int m, int n, int kt, int steps, const TIn* a, int64_t lda, int64_t a_step, const TIn* b,
-                  int64_t ldb, int64_t b_step, TC* c, int64_t ldc, uint64_t launch) {
+                  int64_t ldb, int64_t b_step, TC* c, int64_t ldc, uint64_t launch, TC* also = nullptr,
+                  int64_t ld_also = 0) {
 #if defined(PTO_EXTERN_ROUTINES)
   if constexpr (__is_same(TIn, half)) {
-    return pto_k_loop_f16(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch);
+    return pto_k_loop_f16(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch, also, ld_also);
   } else if constexpr (__is_same(TIn, bfloat16)) {
-    return pto_k_loop_bf16(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch);
+    return pto_k_loop_bf16(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch, also, ld_also);
   } else if constexpr (__is_same(TIn, int8_t)) {
-    return pto_k_loop_i8(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch);
+    return pto_k_loop_i8(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch, also, ld_also);
   } else {
     return false;  // fp32: no tile unit path
   }
 #else
-  return KLoopBody(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch);
+  return KLoopBody(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch, also, ld_also);
 #endif
 }
 

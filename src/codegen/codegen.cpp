@@ -737,9 +737,12 @@ class KernelWriter {
 
   // K loops (fuse_k_loops; docs/device.md#k-loops): the steps as one GEMM when pto::k_loop_matmul can
   // give their bits (it checks every step's windows first and changes nothing when it declines), then
-  // the steps' tile selections replayed in order; else the loop as written.
+  // the steps' tile selections replayed in order; else the loop as written. A K loop that took in the
+  // store after it (its body a Seq) asks pto::k_loop_matmul_store, which writes the store's window too
+  // when it can (2); else the store's statements run as written after the loop.
   void EmitKLoop(const StmtNode& s, int indent) {
-    const StmtNode& loop = *s.body;
+    const bool with_store = s.body->kind == StmtKind::kSeq;
+    const StmtNode& loop = with_store ? *s.body->stmts.front() : *s.body;
     const std::map<int, Var> group_of = SelectedGroups(loop.body->stmts);
     auto witness = [&](const Expr& tile) { return SlotWitness(group_of, tile); };  // one whole window
     const Expr& a = s.args[2];
@@ -751,15 +754,34 @@ class KernelWriter {
     Line(indent, "{  // K loop, line " + std::to_string(LineNumber(loop.span.line)) +
                      ": its matmul steps as one GEMM over k (docs/device.md#k-loops), else as written");
     Line(indent + 1, "const int64_t " + lo + " = " + Expr_(loop.start) + ", " + hi + " = " + Expr_(loop.stop) + ";");
-    Line(indent + 1, "if (pto::k_loop_matmul(ctx, *" + Expr_(s.args[0]) + ", " + witness(s.args[1]) + ", " +
-                         witness(s.args[4]) + ", " + Expr_(a) + ", int64_t(" + Expr_(s.args[3]) + "), " + Expr_(b) +
-                         ", int64_t(" + Expr_(s.args[6]) + "), " + lo + ", " + hi + ", " + SteadyName(a->var) + ", " +
-                         SteadyName(b->var) + ")) {");
+    const std::string operands = "ctx, *" + Expr_(s.args[0]) + ", " + witness(s.args[1]) + ", " + witness(s.args[4]) +
+                                 ", " + Expr_(a) + ", int64_t(" + Expr_(s.args[3]) + "), " + Expr_(b) + ", int64_t(" +
+                                 Expr_(s.args[6]) + "), " + lo + ", " + hi + ", " + SteadyName(a->var) + ", " +
+                                 SteadyName(b->var);
+    const std::string done = "kdone" + n;
+    if (with_store) {
+      const StmtNode* store = nullptr;
+      for (const Stmt& st : s.body->stmts) {
+        if (st->kind == StmtKind::kOp && st->op->name.rfind("store", 0) == 0) store = st.get();
+      }
+      const std::string units = store->op->name == "store_tile" ? "true" : "false";
+      Line(indent + 1, "const int " + done + " = pto::k_loop_matmul_store<" + units + ">(" + operands + ", " +
+                           Expr_(s.args[7]) + ", pto::Idx<2>{{int64_t(" + Expr_(s.args[8]) + "), int64_t(" +
+                           Expr_(s.args[9]) + ")}});");
+      Line(indent + 1, "if (" + done + " != 0) {");
+    } else {
+      Line(indent + 1, "if (pto::k_loop_matmul(" + operands + ")) {");
+    }
     Line(indent + 2, "pto::Poll(ctx, " + line + ");");
     EmitSelectionReplay(loop, loop.body->stmts, lo, hi, indent + 2);
     Line(indent + 1, "} else {");
     EmitFor(loop, indent + 2);
     Line(indent + 1, "}");
+    if (with_store) {
+      Line(indent + 1, "if (" + done + " != 2) {  // the store as written");
+      for (size_t i = 1; i < s.body->stmts.size(); ++i) Stmt_(s.body->stmts[i], indent + 2);
+      Line(indent + 1, "}");
+    }
     Line(indent, "}");
   }
 

@@ -24,6 +24,11 @@
 // variable end as the loop leaves them. The loop's other statements are no-ops in a plain kernel
 // (auto_mutex's locks; forwarded moves); the row and column indices must be variables the loop does
 // not assign or constants (no evaluation that could fault); the matmuls take no options.
+//
+// A store of the accumulator right after the loop (pl.store_tile(c, acc, [i, j]) or pl.store, no
+// options) joins it: when its window passes its checks and it would copy the sums as they are, the
+// GEMM writes the finished sums to c's window as well as to acc, and the store (which would copy the
+// same bytes) does not run; else it runs as written after the loop, fused or not.
 #include <map>
 #include <set>
 
@@ -59,16 +64,77 @@ const StmtNode* Only(const Stmt& s) {
   return s->stmts.size() == 1 ? s->stmts[0].get() : nullptr;
 }
 
+bool IsAutoMutex(const Stmt& s, const char* which) {
+  return s->kind == StmtKind::kOp && s->op->name.rfind(which, 0) == 0;
+}
+
 class KLoopMarker : public IRMutator {
  protected:
   Stmt MutateStmt(const Stmt& s) override {
     Stmt mutated = IRMutator::MutateStmt(s);
+    if (mutated->kind == StmtKind::kSeq) return WithStores(mutated);
     if (mutated->kind != StmtKind::kFor) return mutated;
     std::vector<Expr> operands = Fusable(*mutated);
     return operands.empty() ? mutated : ir::KLoop(mutated, std::move(operands), mutated->span);
   }
 
  private:
+  // A K loop followed by the store of its accumulator (auto_mutex's brackets around it) takes the
+  // store in: the KLoop's body becomes Seq{loop, <the store's statements>} and its operands gain the
+  // tensor and the store's two indices, which must not read the loop's variable (the only variable a
+  // K loop assigns besides its tile selections) nor fault: evaluated before the loop, they have the
+  // values the store would see.
+  static Stmt WithStores(const Stmt& seq) {
+    std::vector<Stmt> out;
+    bool changed = false;
+    const std::vector<Stmt>& stmts = seq->stmts;
+    for (size_t i = 0; i < stmts.size(); ++i) {
+      out.push_back(stmts[i]);
+      if (stmts[i]->kind != StmtKind::kKLoop || stmts[i]->args.size() != 7) continue;
+      size_t j = i + 1;
+      while (j < stmts.size() && IsAutoMutex(stmts[j], "auto_mutex_lock")) ++j;
+      if (j == stmts.size() || !StoresAcc(*stmts[i], stmts[j])) continue;
+      const size_t store = j++;
+      while (j < stmts.size() && IsAutoMutex(stmts[j], "auto_mutex_unlock")) ++j;
+      std::vector<Stmt> body{stmts[i]->body};
+      body.insert(body.end(), stmts.begin() + i + 1, stmts.begin() + j);
+      std::vector<Expr> operands = stmts[i]->args;
+      const Expr& index = stmts[store]->args[2];
+      operands.insert(operands.end(), {stmts[store]->args[0], index->operands[0], index->operands[1]});
+      out.back() = ir::KLoop(Seq(std::move(body), stmts[i]->span), std::move(operands), stmts[i]->span);
+      changed = true;
+      i = j - 1;
+    }
+    return changed ? Seq(std::move(out), seq->span) : seq;
+  }
+
+  // Whether `store` is store_tile / store of the K loop's accumulator to a 2-D tensor, without options,
+  // at indices the loop leaves unchanged.
+  static bool StoresAcc(const StmtNode& k_loop, const Stmt& store) {
+    if (store->kind != StmtKind::kOp || (store->op->name != "store_tile" && store->op->name != "store") ||
+        !DefaultOptions(*store) || !IsVar(store->args[1], k_loop.args[0]->var) ||
+        store->args[0]->kind != ExprKind::kVar) {
+      return false;
+    }
+    const Expr& index = store->args[2];
+    if (index->kind != ExprKind::kTuple || index->operands.size() != 2) return false;
+    for (const Expr& e : index->operands) {
+      if (!Invariant(e, *k_loop.body)) return false;
+    }
+    return true;
+  }
+
+  // An integer index the loop leaves unchanged and that evaluates without faults: constants and
+  // variables other than the loop's, with + - * (pl.store's offsets: i * 128).
+  static bool Invariant(const Expr& e, const StmtNode& loop) {
+    if (e->IsIntConst()) return true;
+    if (e->kind == ExprKind::kVar) return !e->type.IsTile() && e->var->id != loop.var->id;
+    if (e->kind != ExprKind::kBinary || IsFloat(e->type.dtype)) return false;
+    const BinaryOp op = e->binary;
+    return (op == BinaryOp::kAdd || op == BinaryOp::kSub || op == BinaryOp::kMul) && Invariant(e->operands[0], loop) &&
+           Invariant(e->operands[1], loop);
+  }
+
   // The loop's operands when it is a K loop (acc, A's Mat tile, A, its row index, B's Mat tile, B, its
   // column index), else none.
   static std::vector<Expr> Fusable(const StmtNode& loop) {

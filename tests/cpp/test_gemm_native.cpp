@@ -137,8 +137,8 @@ TEST(CubeGemm, OperandsAreKeptForTheirLaunchOnly) {
   ExpectKeptForTheLaunch<int8_t, int32_t>(1030, 0);
 }
 
-// KLoop (fuse_k_loops) leaves C as Gemm called step by step does (matmul, then matmul_acc in place),
-// bit for bit, or declines with C untouched: on a host without the tile unit, for a launch of 0, for
+// KLoop (fuse_k_loops) leaves C, and the window `also` a store after the loop writes, as Gemm called
+// step by step leaves C (matmul, then matmul_acc in place), bit for bit, or declines with both untouched: on a host without the tile unit, for a launch of 0, for
 // steps whose panels are not whole blocks, and for bf16 products below its margin (2^-106 here).
 template <typename TIn, typename TC>
 void ExpectKLoopGivesTheSteps(int m, int n, int kt, int steps, float scale, bool expect_fused, uint64_t launch) {
@@ -153,14 +153,16 @@ void ExpectKLoopGivesTheSteps(int m, int n, int kt, int steps, float scale, bool
   };
   for (TIn& x : a) x = value(1.0f);
   for (TIn& x : b) x = value(scale);
-  std::vector<TC> stepwise(size_t(m) * n), fused(size_t(m) * n, TC(7));
+  // `also`: a wider array (a store's window in GM) that gets the finished sums too
+  const int64_t ld_also = n + 48;
+  std::vector<TC> stepwise(size_t(m) * n), fused(size_t(m) * n, TC(7)), also(size_t(m) * ld_also, TC(5));
   for (int s = 0; s < steps; ++s) {
     const pto::gemm::Init<TC> prior{s ? stepwise.data() : nullptr, s ? int64_t(n) : 0};
     pto::gemm::Gemm(m, n, kt, a.data() + s * kt, lda, b.data() + int64_t(s) * kt * ldb, ldb, stepwise.data(), n, prior,
                     pto::gemm::Reuse{launch, launch});
   }
   const bool ran = pto::gemm::KLoop(m, n, kt, steps, a.data(), lda, int64_t(kt), b.data(), ldb, int64_t(kt) * ldb,
-                                    fused.data(), int64_t(n), launch);
+                                    fused.data(), int64_t(n), launch, also.data(), ld_also);
 #if PTO_GEMM_AMX
   const bool tile_unit = pto::gemm::amx::Enabled() && (!__is_same(TIn, int8_t) || PTO_GEMM_AMX_INT8);
 #else
@@ -169,8 +171,14 @@ void ExpectKLoopGivesTheSteps(int m, int n, int kt, int steps, float scale, bool
   EXPECT_EQ(ran, expect_fused && tile_unit) << m << "x" << n << " kt " << kt << " steps " << steps;
   if (ran) {
     EXPECT_EQ(std::memcmp(fused.data(), stepwise.data(), fused.size() * sizeof(TC)), 0);
+    for (int i = 0; i < m; ++i) {
+      EXPECT_EQ(std::memcmp(&also[size_t(i) * ld_also], &stepwise[size_t(i) * n], n * sizeof(TC)), 0) << "row " << i;
+      EXPECT_TRUE(std::all_of(&also[size_t(i) * ld_also + n], &also[size_t(i + 1) * ld_also],
+                              [](TC x) { return x == TC(5); }));
+    }
   } else {
     EXPECT_TRUE(std::all_of(fused.begin(), fused.end(), [](TC x) { return x == TC(7); }));
+    EXPECT_TRUE(std::all_of(also.begin(), also.end(), [](TC x) { return x == TC(5); }));
   }
 }
 TEST(CubeGemm, KLoopGivesTheStepsBits) {

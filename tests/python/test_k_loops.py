@@ -1,5 +1,7 @@
 """fuse_k_loops (docs/device.md#k-loops): a K loop of in-place loads, forwarded moves and matmul then
-matmul_acc steps runs as one GEMM over k when that gives the steps' bits, else as written. Each kernel
+matmul_acc steps runs as one GEMM over k when that gives the steps' bits, else as written; the store
+of its accumulator after it writes its window from the GEMM when it would copy the sums as they are
+and its window passes its checks, else runs as written. Each kernel
 runs compiled with the fusion passes (PYPTO_PRO_FUSE_ROWS=1) and without: the same bits and faults,
 torch's values within the matmul's rounding, and the dumps show which loops were marked. The cases
 where one GEMM would not give the steps' bits (values the tile unit would round otherwise, a window
@@ -11,6 +13,8 @@ import torch
 import pypto_pro.language as pl
 from kernels import fused_and_unfused, line_of, synchronize_fault
 from test_forward_moves import TORCH, _k_loop, _operands
+
+M = pl.MemorySpace
 
 DUMP = "ir_11_fuse_k_loops.txt"
 MARK = "k loop (one GEMM over its steps):"
@@ -33,7 +37,9 @@ def test_a_k_loop_runs_as_one_gemm_with_the_steps_bits(monkeypatch, dtype, kt, s
     unfused, fused, ir, code = fused_and_unfused(monkeypatch, _k_loop(dtype, kt), f"kl_{dtype.name}_{steps}", launch,
                                                  DUMP)
     assert ir.count(MARK) == 1
-    assert "if (pto::k_loop_matmul(ctx, *v_acc, g_a_mat[0], g_b_mat[0], t_a, int64_t(v_i), t_b, int64_t(v_j), " in code
+    # the store after the loop joined it: the GEMM writes c's window too (c starts at -1: all of it is the store's)
+    assert ("const int kdone1 = pto::k_loop_matmul_store<true>(ctx, *v_acc, g_a_mat[0], g_b_mat[0], t_a, int64_t(v_i), "
+            "t_b, int64_t(v_j), klo1, khi1, steady_a, steady_b, t_c, pto::Idx<2>{{int64_t(v_i), int64_t(v_j)}});") in code
     assert torch.equal(fused, unfused)
     if dtype is pl.DT_INT8:
         assert torch.equal(fused.long(), a.long() @ b.long())
@@ -135,7 +141,7 @@ def test_the_steps_run_when_the_launch_writes_over_an_operand(monkeypatch):
         return c
 
     unfused, fused, ir, code = fused_and_unfused(monkeypatch, _k_loop(pl.DT_BF16, 128), "kl_aliased", launch, DUMP)
-    assert MARK in ir and "pto::k_loop_matmul(" in code
+    assert MARK in ir and "pto::k_loop_matmul_store<true>(" in code
     assert torch.equal(fused, unfused)
     c, b = inputs()  # the tiles in order, each from a as the tiles before it left c
     for t in range(4):
@@ -143,3 +149,149 @@ def test_the_steps_run_when_the_launch_writes_over_an_operand(monkeypatch):
         block = c.view(torch.bfloat16)[64 * i:64 * (i + 1)].float() @ b[:, 64 * j:64 * (j + 1)].float()
         c[64 * i:64 * (i + 1), 64 * j:64 * (j + 1)] = block
     assert torch.equal(fused, c)
+
+
+def _grid_k_loop(dtype, out_t):
+    """_k_loop whose output tiles are A's row tiles x B's column tiles (not c's: a smaller c makes
+    stores fault), storing each into an out_t tensor by element offsets."""
+    acc_t = pl.DT_INT32 if dtype is pl.DT_INT8 else pl.DT_FP32
+
+    def grid_k_loop(a: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], dtype], b: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], dtype],
+                    c: pl.Tensor[[pl.DYNAMIC, pl.DYNAMIC], out_t]):
+        a_mat = pl.make_tile_group(type=pl.TileType(shape=[64, 128], dtype=dtype, target_memory=M.Mat),
+                                   addrs=0x0, mutex_ids=[0, 1])
+        b_mat = pl.make_tile_group(type=pl.TileType(shape=[128, 64], dtype=dtype, target_memory=M.Mat),
+                                   addrs=0x10000, mutex_ids=[2, 3])
+        left = pl.make_tile_group(type=pl.TileType(shape=[64, 128], dtype=dtype, target_memory=M.Left),
+                                  addrs=0x0, mutex_ids=[4, 5])
+        right = pl.make_tile_group(type=pl.TileType(shape=[128, 64], dtype=dtype, target_memory=M.Right),
+                                   addrs=0x0, mutex_ids=[6, 7])
+        acc = pl.make_tile(pl.TileType(shape=[64, 64], dtype=acc_t, target_memory=M.Acc), addr=0)
+        with pl.section_cube():
+            col_tiles = b.shape[1] // 64
+            for t in pl.range(pl.get_block_idx(), a.shape[0] // 64 * col_tiles, pl.get_block_num()):
+                i = t // col_tiles
+                j = t % col_tiles
+                for kk in pl.range(a.shape[1] // 128):
+                    ta, tb, tl, tr = a_mat.next(), b_mat.next(), left.next(), right.next()
+                    pl.load_tile(ta, a, [i, kk])
+                    pl.load_tile(tb, b, [kk, j])
+                    pl.move(tl, ta)
+                    pl.move(tr, tb)
+                    if kk == 0:
+                        pl.matmul(acc, tl, tr)
+                    else:
+                        pl.matmul_acc(acc, acc, tl, tr)
+                pl.store(c, acc, [i * 64 + 0, j * 64])
+
+    return grid_k_loop
+
+
+STORE_CALL = ("const int kdone1 = pto::k_loop_matmul_store<false>(ctx, *v_acc, g_a_mat[0], g_b_mat[0], t_a, int64_t(v_i), "
+              "t_b, int64_t(v_j), klo1, khi1, steady_a, steady_b, t_c, pto::Idx<2>{{int64_t(((v_i * int32_t(64)) + "
+              "int32_t(0))), int64_t((v_j * int32_t(64)))}});")
+
+
+@pytest.mark.parametrize("dtype", [pl.DT_BF16, pl.DT_INT8])
+def test_the_store_after_a_k_loop_writes_its_window_from_the_gemm(monkeypatch, dtype):
+    """pl.store at element offsets computed from the tile indices joins the loop: c's window gets the
+    finished sums (c starts at -1 and is 1.5 tiles wider than the output: the columns past it stay)."""
+    a, b = _operands(dtype, 192, 3 * 128, 128, seed=21)
+
+    def launch(kernel):
+        c = torch.full((192, 160), -1, dtype=_acc_dtype(dtype))
+        kernel[None, 2](a, b, c)
+        return c
+
+    unfused, fused, ir, code = fused_and_unfused(monkeypatch, _grid_k_loop(dtype, _acc_pl(dtype)),
+                                                 f"kl_store_{dtype.name}", launch, DUMP)
+    assert ir.count(MARK) == 1 and STORE_CALL in code
+    assert torch.equal(fused, unfused)
+    assert torch.equal(fused[:, 128:], torch.full((192, 32), -1, dtype=fused.dtype))
+    if dtype is pl.DT_INT8:
+        assert torch.equal(fused[:, :128].long(), a.long() @ b.long())
+    else:
+        assert torch.allclose(fused[:, :128].double(), a.double() @ b.double(), rtol=1e-5, atol=1e-4 * 384 ** 0.5)
+
+
+def _acc_pl(dtype):
+    return pl.DT_INT32 if dtype is pl.DT_INT8 else pl.DT_FP32
+
+
+def test_a_store_whose_window_faults_runs_after_the_loop_and_faults_at_its_line(monkeypatch):
+    """c has rows for the first of two row tiles: the second tile's K loop runs (one GEMM), then its
+    store faults at its own line as without the pass, the first tile stored before it."""
+    a, b = _operands(pl.DT_BF16, 128, 2 * 128, 64, seed=22)
+
+    def launch(kernel):
+        c = torch.full((96, 64), -1.0)
+        kernel[None, 1](a, b, c)
+        return synchronize_fault(), c
+
+    (unfused_fault, unfused), (fault, c), ir, code = fused_and_unfused(
+        monkeypatch, _grid_k_loop(pl.DT_BF16, pl.DT_FP32), "kl_store_fault", launch, DUMP)
+    assert MARK in ir and STORE_CALL in code
+    assert fault == unfused_fault
+    assert fault[:2] == ("store", line_of(_grid_k_loop, "pl.store(c, acc, [i * 64 + 0, j * 64])"))
+    assert "GM access out of bounds" in fault[2]
+    assert torch.equal(c, unfused)
+    assert torch.allclose(c[:64].double(), a[:64].double() @ b.double(), rtol=1e-5, atol=1e-3)
+    assert torch.equal(c[64:], torch.full((32, 64), -1.0))
+
+
+@pytest.mark.parametrize("out", [pl.DT_FP16, pl.DT_BF16])
+def test_a_store_that_converts_runs_as_written_after_the_gemm(monkeypatch, out):
+    """An fp32 accumulator stored into an fp16 / bf16 tensor: the fixpipe rounds, so the store runs
+    as written after the loop's one GEMM; the same bits as without the pass."""
+    a, b = _operands(pl.DT_BF16, 128, 2 * 128, 128, seed=23)
+    torch_out = TORCH[out]
+
+    def launch(kernel):
+        c = torch.zeros(128, 128, dtype=torch_out)
+        kernel[None, 2](a, b, c)
+        return c
+
+    unfused, fused, ir, code = fused_and_unfused(monkeypatch, _grid_k_loop(pl.DT_BF16, out), f"kl_store_{out.name}",
+                                                 launch, DUMP)
+    assert MARK in ir and STORE_CALL in code
+    assert torch.equal(fused.view(torch.int16), unfused.view(torch.int16))
+    assert torch.equal(fused, (a.float() @ b.float()).to(torch_out)) or \
+        torch.allclose(fused.float(), a.double().matmul(b.double()).float(), rtol=1e-2, atol=1e-2)
+
+
+def test_a_store_with_options_stays_after_the_loop(monkeypatch):
+    """store_tile(..., relu_pre_mode=NormalRelu) is not taken in: the loop is fused, the store runs as
+    written."""
+    def k_loop_relu(a: pl.Tensor[[128, 256], pl.DT_BF16], b: pl.Tensor[[256, 64], pl.DT_BF16],
+                    c: pl.Tensor[[128, 64], pl.DT_FP32]):
+        a_mat = pl.make_tile_group(type=pl.TileType(shape=[128, 128], dtype=pl.DT_BF16, target_memory=M.Mat),
+                                   addrs=0x0, mutex_ids=[0, 1])
+        b_mat = pl.make_tile_group(type=pl.TileType(shape=[128, 64], dtype=pl.DT_BF16, target_memory=M.Mat),
+                                   addrs=0x10000, mutex_ids=[2, 3])
+        left = pl.make_tile(pl.TileType(shape=[128, 128], dtype=pl.DT_BF16, target_memory=M.Left), addr=0)
+        right = pl.make_tile(pl.TileType(shape=[128, 64], dtype=pl.DT_BF16, target_memory=M.Right), addr=0)
+        acc = pl.make_tile(pl.TileType(shape=[128, 64], dtype=pl.DT_FP32, target_memory=M.Acc), addr=0)
+        with pl.section_cube():
+            for kk in pl.range(2):
+                ta, tb = a_mat.next(), b_mat.next()
+                pl.load_tile(ta, a, [0, kk])
+                pl.load_tile(tb, b, [kk, 0])
+                pl.move(left, ta)
+                pl.move(right, tb)
+                if kk == 0:
+                    pl.matmul(acc, left, right)
+                else:
+                    pl.matmul_acc(acc, acc, left, right)
+            pl.store_tile(c, acc, [0, 0], relu_pre_mode=pl.ReluPreMode.NormalRelu)
+
+    a, b = _operands(pl.DT_BF16, 128, 256, 64, seed=24)
+
+    def launch(kernel):
+        c = torch.full((128, 64), -1.0)
+        kernel[None, 1](a, b, c)
+        return c
+
+    unfused, fused, ir, code = fused_and_unfused(monkeypatch, k_loop_relu, "kl_store_relu", launch, DUMP)
+    assert MARK in ir and "pto::k_loop_matmul(" in code and "k_loop_matmul_store" not in code
+    assert torch.equal(fused, unfused)
+    assert torch.allclose(fused.double(), (a.double() @ b.double()).clamp(min=0), rtol=1e-5, atol=1e-3)

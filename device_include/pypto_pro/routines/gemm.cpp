@@ -29,18 +29,18 @@ PTO_ROUTINE void pto_gemm_i8(int m, int n, int k, const int8_t* a, int64_t lda, 
 
 PTO_ROUTINE bool pto_k_loop_f16(int m, int n, int kt, int steps, const pto::half* a, int64_t lda, int64_t a_step,
                                 const pto::half* b, int64_t ldb, int64_t b_step, float* c, int64_t ldc,
-                                uint64_t launch) {
-  return g::KLoopBody(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch);
+                                uint64_t launch, float* also, int64_t ld_also) {
+  return g::KLoopBody(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch, also, ld_also);
 }
 
 PTO_ROUTINE bool pto_k_loop_bf16(int m, int n, int kt, int steps, const pto::bfloat16* a, int64_t lda, int64_t a_step,
                                  const pto::bfloat16* b, int64_t ldb, int64_t b_step, float* c, int64_t ldc,
-                                 uint64_t launch) {
-  return g::KLoopBody(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch);
+                                 uint64_t launch, float* also, int64_t ld_also) {
+  return g::KLoopBody(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch, also, ld_also);
 }
 
 PTO_ROUTINE bool pto_k_loop_i8(int m, int n, int kt, int steps, const int8_t* a, int64_t lda, int64_t a_step,
                                const int8_t* b, int64_t ldb, int64_t b_step, int32_t* c, int64_t ldc,
-                               uint64_t launch) {
-  return g::KLoopBody(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch);
+                               uint64_t launch, int32_t* also, int64_t ld_also) {
+  return g::KLoopBody(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch, also, ld_also);
 }

@@ -104,7 +104,9 @@ Stmt DirectRun(Stmt body, const std::vector<Var>& unwritten, Span span = {});
 // A loop (kFor) the generated code may run as one direct run over its iterations' windows.
 Stmt DirectLoop(Stmt loop, Span span = {});
 // A K loop (kFor) the generated code may run as one GEMM over its steps (fuse_k_loops); args: the
-// accumulator, A's Mat tile, A, its row tile index, B's Mat tile, B, its column tile index.
+// accumulator, A's Mat tile, A, its row tile index, B's Mat tile, B, its column tile index. With the
+// store of the accumulator that follows the loop, the body is Seq{loop, the store's statements} and
+// args go on with the store's tensor and its two indices.
 Stmt KLoop(Stmt loop, std::vector<Expr> operands, Span span = {});
 // Fused ops over `body` (a Seq of the op statements, also what runs when their windows differ or overlap).
 Stmt FusedOps(Stmt body, Span span = {});
