@@ -1366,7 +1366,9 @@ inline bool KLoopBody(int m, int n, int kt, int steps, const TIn* a, int64_t lda
                       int64_t ld_also) {
 #if PTO_GEMM_AMX
   if constexpr (__is_same(TIn, bfloat16) || __is_same(TIn, half) || (PTO_GEMM_AMX_INT8 && __is_same(TIn, int8_t))) {
-    if (amx::Enabled()) return amx::KLoop(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch, also, ld_also);
+    if (amx::Enabled()) {
+      return amx::KLoop(m, n, kt, steps, a, lda, a_step, b, ldb, b_step, c, ldc, launch, also, ld_also);
+    }
   }
 #endif
   (void)m, (void)n, (void)kt, (void)steps, (void)a, (void)lda, (void)a_step, (void)b, (void)ldb, (void)b_step;
@@ -1387,14 +1389,13 @@ void pto_gemm_f32(int m, int n, int k, const float* a, int64_t lda, const float*
 void pto_gemm_i8(int m, int n, int k, const int8_t* a, int64_t lda, const int8_t* b, int64_t ldb, int32_t* c,
                  int64_t ldc, const int32_t* init, int64_t init_row_stride, uint64_t a_launch, uint64_t b_launch);
 bool pto_k_loop_f16(int m, int n, int kt, int steps, const half* a, int64_t lda, int64_t a_step, const half* b,
-                    int64_t ldb, int64_t b_step, float* c, int64_t ldc, uint64_t launch,
-                    float* also, int64_t ld_also);
+                    int64_t ldb, int64_t b_step, float* c, int64_t ldc, uint64_t launch, float* also, int64_t ld_also);
 bool pto_k_loop_bf16(int m, int n, int kt, int steps, const bfloat16* a, int64_t lda, int64_t a_step, const bfloat16* b,
-                     int64_t ldb, int64_t b_step, float* c, int64_t ldc, uint64_t launch,
-                    float* also, int64_t ld_also);
+                     int64_t ldb, int64_t b_step, float* c, int64_t ldc, uint64_t launch, float* also,
+                     int64_t ld_also);
 bool pto_k_loop_i8(int m, int n, int kt, int steps, const int8_t* a, int64_t lda, int64_t a_step, const int8_t* b,
-                   int64_t ldb, int64_t b_step, int32_t* c, int64_t ldc, uint64_t launch,
-                    int32_t* also, int64_t ld_also);
+                   int64_t ldb, int64_t b_step, int32_t* c, int64_t ldc, uint64_t launch, int32_t* also,
+                   int64_t ld_also);
 }
 
 template <typename TIn, typename TC>
