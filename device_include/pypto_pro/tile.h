@@ -101,10 +101,6 @@ struct GmText {
   }
 };
 
-// Whether the elements an access touches, `extent[k]` along each axis k from element `off[k]`, lie in
-// the tensor's launch buffer. [begin, end) are their bytes counted from the buffer's start (for
-// messages); `overflow`: the address arithmetic overflowed (a stride too large for any buffer). An
-// access of no element touches nothing and passes.
 // The element at `off` along each axis of `gm` (a window's first element).
 template <typename T, int N>
 inline T* ElementAt(const GmTensor<T, N>& gm, const int64_t* off) {
@@ -113,6 +109,10 @@ inline T* ElementAt(const GmTensor<T, N>& gm, const int64_t* off) {
   return gm.data + linear;
 }
 
+// Whether the elements an access touches, `extent[k]` along each axis k from element `off[k]`, lie in
+// the tensor's launch buffer. [begin, end) are their bytes counted from the buffer's start (for
+// messages); `overflow`: the address arithmetic overflowed (a stride too large for any buffer). An
+// access of no element touches nothing and passes.
 template <typename T, int N>
 inline bool InBuffer(const GmTensor<T, N>& gm, const int64_t* off, const int64_t* extent, int64_t& begin,
                      int64_t& end, bool& overflow) {
