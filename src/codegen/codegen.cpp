@@ -760,11 +760,11 @@ class KernelWriter {
                                  SteadyName(b->var);
     const std::string done = "kdone" + n;
     if (with_store) {
-      const StmtNode* store = nullptr;
+      bool tile_units = false;  // store_tile, else store (the body's other statements: auto_mutex's)
       for (const Stmt& st : s.body->stmts) {
-        if (st->kind == StmtKind::kOp && st->op->name.rfind("store", 0) == 0) store = st.get();
+        tile_units = tile_units || (st->kind == StmtKind::kOp && st->op->name == "store_tile");
       }
-      const std::string units = store->op->name == "store_tile" ? "true" : "false";
+      const std::string units = tile_units ? "true" : "false";
       Line(indent + 1, "const int " + done + " = pto::k_loop_matmul_store<" + units + ">(" + operands + ", " +
                            Expr_(s.args[7]) + ", pto::Idx<2>{{int64_t(" + Expr_(s.args[8]) + "), int64_t(" +
                            Expr_(s.args[9]) + ")}});");

@@ -90,7 +90,8 @@ class KLoopMarker : public IRMutator {
     const std::vector<Stmt>& stmts = seq->stmts;
     for (size_t i = 0; i < stmts.size(); ++i) {
       out.push_back(stmts[i]);
-      if (stmts[i]->kind != StmtKind::kKLoop || stmts[i]->args.size() != 7) continue;
+      // a K loop that has not taken a store in yet (its body the loop alone)
+      if (stmts[i]->kind != StmtKind::kKLoop || stmts[i]->body->kind != StmtKind::kFor) continue;
       size_t j = i + 1;
       while (j < stmts.size() && IsAutoMutex(stmts[j], "auto_mutex_lock")) ++j;
       if (j == stmts.size() || !StoresAcc(*stmts[i], stmts[j])) continue;

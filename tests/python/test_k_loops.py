@@ -24,6 +24,10 @@ def _acc_dtype(dtype):
     return torch.int32 if dtype is pl.DT_INT8 else torch.float32
 
 
+def _acc_pl(dtype):
+    return pl.DT_INT32 if dtype is pl.DT_INT8 else pl.DT_FP32
+
+
 @pytest.mark.parametrize("dtype,kt,steps", [(pl.DT_BF16, 128, 4), (pl.DT_BF16, 128, 3), (pl.DT_FP16, 128, 2),
                                             (pl.DT_INT8, 256, 5)])
 def test_a_k_loop_runs_as_one_gemm_with_the_steps_bits(monkeypatch, dtype, kt, steps):
@@ -212,10 +216,6 @@ def test_the_store_after_a_k_loop_writes_its_window_from_the_gemm(monkeypatch, d
         assert torch.equal(fused[:, :128].long(), a.long() @ b.long())
     else:
         assert torch.allclose(fused[:, :128].double(), a.double() @ b.double(), rtol=1e-5, atol=1e-4 * 384 ** 0.5)
-
-
-def _acc_pl(dtype):
-    return pl.DT_INT32 if dtype is pl.DT_INT8 else pl.DT_FP32
 
 
 def test_a_store_whose_window_faults_runs_after_the_loop_and_faults_at_its_line(monkeypatch):
